@@ -1,0 +1,118 @@
+//! `remat-schedule/1`: a schedule for one chain, ready for a training run.
+
+use super::fields::{self, FormatError};
+use crate::model::Chain;
+use crate::schedule::Op;
+use serde::{Deserialize, Serialize};
+
+pub const SCHEDULE_FORMAT: &str = "remat-schedule/1";
+
+/// What the solver predicted, to compare with what the simulator measures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Predicted {
+    pub makespan_seconds: f64,
+    pub peak_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleFile {
+    pub format: String,
+    pub chain_name: String,
+    /// [`Chain::digest`] of the chain this schedule was made for.
+    pub chain_digest: String,
+    pub algorithm: String,
+    pub budget_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_bytes_per_s: Option<f64>,
+    pub predicted: Predicted,
+    pub ops: Vec<Op>,
+}
+
+impl ScheduleFile {
+    pub fn new(
+        chain: &Chain,
+        algorithm: &str,
+        budget_bytes: u64,
+        bandwidth_bytes_per_s: Option<f64>,
+        predicted: Predicted,
+        ops: Vec<Op>,
+    ) -> ScheduleFile {
+        ScheduleFile {
+            format: SCHEDULE_FORMAT.to_string(),
+            chain_name: chain.name.clone(),
+            chain_digest: chain.digest(),
+            algorithm: algorithm.to_string(),
+            budget_bytes,
+            bandwidth_bytes_per_s,
+            predicted,
+            ops,
+        }
+    }
+
+    /// Refuses a schedule made for another chain.
+    pub fn check_chain(&self, chain: &Chain) -> Result<(), ScheduleError> {
+        let digest = chain.digest();
+        if self.chain_digest != digest {
+            return Err(ScheduleError::WrongChain {
+                schedule_chain: self.chain_name.clone(),
+                schedule_digest: self.chain_digest.clone(),
+                chain: chain.name.clone(),
+                digest,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ScheduleError {
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    #[error("chain_digest: this schedule was made for chain \"{schedule_chain}\" ({schedule_digest}), not for \"{chain}\" ({digest}); solve again for this chain")]
+    WrongChain {
+        schedule_chain: String,
+        schedule_digest: String,
+        chain: String,
+        digest: String,
+    },
+}
+
+/// Reads a `remat-schedule/1` document.
+pub fn read_schedule(text: &str) -> Result<ScheduleFile, FormatError> {
+    let value = fields::parse_json(text)?;
+    let top = fields::as_object(&value, "")?;
+    let format = fields::string(fields::required(top, "format", "")?, "format")?;
+    if format != SCHEDULE_FORMAT {
+        return Err(FormatError::new(
+            "format",
+            format!("expected \"{SCHEDULE_FORMAT}\", found \"{format}\""),
+        ));
+    }
+    fields::reject_unknown(
+        top,
+        &[
+            "format",
+            "chain_name",
+            "chain_digest",
+            "algorithm",
+            "budget_bytes",
+            "bandwidth_bytes_per_s",
+            "predicted",
+            "ops",
+        ],
+        "",
+    )?;
+    // Name the failing op precisely before handing the rest to serde.
+    let ops = fields::array(fields::required(top, "ops", "")?, "ops")?;
+    for (i, op) in ops.iter().enumerate() {
+        serde_json::from_value::<Op>(op.clone())
+            .map_err(|e| FormatError::new(format!("ops[{i}]"), e.to_string()))?;
+    }
+    serde_json::from_value(value.clone()).map_err(|e| FormatError::new("(file)", e.to_string()))
+}
+
+pub fn write_schedule(schedule: &ScheduleFile) -> String {
+    serde_json::to_string_pretty(schedule).expect("a schedule always serializes")
+}

@@ -1,0 +1,27 @@
+//! Remat core: plan how a training step fits in a memory budget.
+//!
+//! Data flows one way, and the modules follow it:
+//!
+//! * [`model`] — the chain of stages (sizes, times) and the units people type;
+//! * [`format`] — reading and writing `remat-chain/1`, rotor's chain layout and
+//!   `remat-schedule/1`, with errors that name the offending field;
+//! * [`schedule`] — the operations a schedule is made of (`F_all`, `F_ck`,
+//!   `F_∅`, `B`, offload, prefetch);
+//! * [`simulator`] — runs any schedule on a chain (a compute lane and a copy
+//!   lane) and is the single judge of its time, peak memory and validity;
+//! * [`solvers`] — the algorithms that produce schedules;
+//! * [`examples`] — built-in chains with their provenance.
+//!
+//! No web and no torch dependencies: this crate builds for native targets and
+//! for `wasm32-unknown-unknown`.
+
+pub mod examples;
+pub mod format;
+pub mod model;
+pub mod schedule;
+pub mod simulator;
+pub mod solvers;
+
+pub use model::{Chain, Stage};
+pub use schedule::{Op, TensorKind};
+pub use simulator::{simulate, SimError, Trace};

@@ -1,0 +1,242 @@
+//! A training step as a chain of stages 1..L (rotor report, Section 3.1).
+
+use std::fmt;
+
+/// One stage ℓ of the chain: F^ℓ maps a^{ℓ-1} to a^ℓ, B^ℓ maps δ^ℓ to δ^{ℓ-1}.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stage {
+    pub name: String,
+    /// u_f^ℓ: time of F^ℓ.
+    pub forward_seconds: f64,
+    /// u_b^ℓ: time of B^ℓ.
+    pub backward_seconds: f64,
+    /// ω_a^ℓ: size of a^ℓ, the stage output.
+    pub output_bytes: u64,
+    /// ω_ā^ℓ: size of ā^ℓ, everything B^ℓ needs from F^ℓ, a^ℓ included.
+    pub saved_bytes: u64,
+    /// ω_δ^ℓ: size of δ^ℓ = ∂loss/∂a^ℓ.
+    pub gradient_bytes: u64,
+    /// o_f^ℓ: transient extra memory while F^ℓ runs.
+    pub forward_overhead_bytes: u64,
+    /// o_b^ℓ: transient extra memory while B^ℓ runs.
+    pub backward_overhead_bytes: u64,
+}
+
+impl Stage {
+    /// A stage with no overheads and δ^ℓ the size of a^ℓ (the usual case).
+    pub fn new(
+        name: impl Into<String>,
+        forward_seconds: f64,
+        backward_seconds: f64,
+        output_bytes: u64,
+        saved_bytes: u64,
+    ) -> Stage {
+        Stage {
+            name: name.into(),
+            forward_seconds,
+            backward_seconds,
+            output_bytes,
+            saved_bytes,
+            gradient_bytes: output_bytes,
+            forward_overhead_bytes: 0,
+            backward_overhead_bytes: 0,
+        }
+    }
+}
+
+/// A chain of stages 1..L; the last stage computes the loss.
+///
+/// Memory accounting starts with a^0 (the input batch) and δ^L (the seed of
+/// the backward pass) resident; both count against the budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain {
+    pub name: String,
+    /// Where the numbers come from ("analytic", "measured on …", "rotor import").
+    pub source: String,
+    /// ω_a^0: size of the input batch a^0.
+    pub input_bytes: u64,
+    /// ω_δ^0: size of δ^0, the gradient B^1 produces (defaults to `input_bytes`).
+    pub input_gradient_bytes: u64,
+    /// β: host↔device bandwidth for offloading, if known.
+    pub bandwidth_bytes_per_s: Option<f64>,
+    pub stages: Vec<Stage>,
+}
+
+/// Why a chain is not usable; `path` names the field as in the JSON file.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct ChainError {
+    pub path: String,
+    pub message: String,
+}
+
+impl ChainError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> ChainError {
+        ChainError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The largest chain the tools accept; beyond it tables and pages get unwieldy.
+pub const MAX_STAGES: usize = 5000;
+
+impl Chain {
+    /// L, the number of stages.
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// Stage ℓ, numbered 1..=L as in the papers.
+    pub fn stage(&self, l: usize) -> &Stage {
+        &self.stages[l - 1]
+    }
+
+    /// ω_a^ℓ for ℓ in 0..=L (ω_a^0 is the input).
+    pub fn output_bytes(&self, l: usize) -> u64 {
+        if l == 0 {
+            self.input_bytes
+        } else {
+            self.stages[l - 1].output_bytes
+        }
+    }
+
+    /// ω_δ^ℓ for ℓ in 0..=L.
+    pub fn gradient_bytes(&self, l: usize) -> u64 {
+        if l == 0 {
+            self.input_gradient_bytes
+        } else {
+            self.stages[l - 1].gradient_bytes
+        }
+    }
+
+    /// ω_ā^ℓ for ℓ in 1..=L.
+    pub fn saved_bytes(&self, l: usize) -> u64 {
+        self.stages[l - 1].saved_bytes
+    }
+
+    /// The time of one training step with no memory limit: Σ u_f + u_b.
+    pub fn sequential_seconds(&self) -> f64 {
+        self.stages
+            .iter()
+            .map(|s| s.forward_seconds + s.backward_seconds)
+            .sum()
+    }
+
+    /// Checks every field; the error names the first bad one.
+    pub fn validate(&self) -> Result<(), ChainError> {
+        if self.stages.is_empty() {
+            return Err(ChainError::new("stages", "the chain has no stage"));
+        }
+        if self.stages.len() > MAX_STAGES {
+            return Err(ChainError::new(
+                "stages",
+                format!(
+                    "{} stages is more than the {MAX_STAGES} this tool accepts; group layers into blocks",
+                    self.stages.len()
+                ),
+            ));
+        }
+        if let Some(bw) = self.bandwidth_bytes_per_s {
+            if !bw.is_finite() || bw < 0.0 {
+                return Err(ChainError::new(
+                    "bandwidth_bytes_per_s",
+                    format!("must be a finite number ≥ 0, got {bw}"),
+                ));
+            }
+        }
+        for (i, s) in self.stages.iter().enumerate() {
+            for (field, v) in [
+                ("forward_seconds", s.forward_seconds),
+                ("backward_seconds", s.backward_seconds),
+            ] {
+                if !v.is_finite() || v < 0.0 {
+                    return Err(ChainError::new(
+                        format!("stages[{i}].{field}"),
+                        format!("must be a finite number of seconds ≥ 0, got {v}"),
+                    ));
+                }
+            }
+            if s.saved_bytes < s.output_bytes {
+                return Err(ChainError::new(
+                    format!("stages[{i}].saved_bytes"),
+                    format!(
+                        "smaller than output_bytes ({} < {}): ā^ℓ includes a^ℓ",
+                        s.saved_bytes, s.output_bytes
+                    ),
+                ));
+            }
+        }
+        // Sums of a few sizes must not overflow u64 anywhere in the solvers.
+        let total: u128 = self
+            .stages
+            .iter()
+            .map(|s| {
+                s.saved_bytes as u128
+                    + s.output_bytes as u128
+                    + s.gradient_bytes as u128
+                    + s.forward_overhead_bytes as u128
+                    + s.backward_overhead_bytes as u128
+            })
+            .sum::<u128>()
+            + self.input_bytes as u128
+            + self.input_gradient_bytes as u128;
+        if total > (u64::MAX / 4) as u128 {
+            return Err(ChainError::new(
+                "stages",
+                "the sizes add up to more than 4 EiB; check the units (bytes)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A digest of everything that decides whether a schedule is valid and
+    /// how long it takes (sizes, times, input), not the name or the source.
+    ///
+    /// FNV-1a over a canonical encoding: cheap, dependency-free and stable
+    /// across platforms; it identifies a chain, it does not protect it.
+    pub fn digest(&self) -> String {
+        let mut h = Fnv1a::new();
+        h.write_u64(self.input_bytes);
+        h.write_u64(self.input_gradient_bytes);
+        h.write_u64(self.stages.len() as u64);
+        for s in &self.stages {
+            h.write_u64(s.forward_seconds.to_bits());
+            h.write_u64(s.backward_seconds.to_bits());
+            h.write_u64(s.output_bytes);
+            h.write_u64(s.saved_bytes);
+            h.write_u64(s.gradient_bytes);
+            h.write_u64(s.forward_overhead_bytes);
+            h.write_u64(s.backward_overhead_bytes);
+        }
+        format!("fnv1a64:{:016x}", h.finish())
+    }
+}
+
+struct Fnv1a(u64);
+
+impl Fnv1a {
+    fn new() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+    fn write_u64(&mut self, v: u64) {
+        for b in v.to_le_bytes() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Chain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} stages)", self.name, self.stages.len())
+    }
+}

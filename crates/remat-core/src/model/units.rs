@@ -1,0 +1,139 @@
+//! Sizes, rates and durations as people write and read them.
+
+/// Parses a size: plain bytes (`1048576`) or with a unit (`8GiB`, `512MiB`,
+/// `3.5GB`, `64 kB`). Binary units are powers of 1024, decimal of 1000.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (value, unit) = split_number(text)?;
+    let factor: f64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kb" | "k" => 1e3,
+        "mb" | "m" => 1e6,
+        "gb" | "g" => 1e9,
+        "tb" | "t" => 1e12,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        "gib" => 1024.0 * 1024.0 * 1024.0,
+        "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => {
+            return Err(format!(
+                "unknown size unit `{unit}` in `{text}` (use B, kB, MB, GB, KiB, MiB, GiB)"
+            ))
+        }
+    };
+    let bytes = value * factor;
+    if bytes > u64::MAX as f64 / 2.0 {
+        return Err(format!("size `{text}` is too large"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Parses a bandwidth: bytes per second (`12e9`) or with a unit (`12GB/s`,
+/// `16GiB/s`).
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let body = trimmed
+        .strip_suffix("/s")
+        .or_else(|| trimmed.strip_suffix("ps"))
+        .unwrap_or(trimmed);
+    let bytes = parse_size(body).map_err(|e| format!("bandwidth: {e}"))?;
+    Ok(bytes as f64)
+}
+
+fn split_number(text: &str) -> Result<(f64, &str), String> {
+    let t = text.trim();
+    let end = t
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || ((c == 'e' || c == 'E')
+                    && t[i + 1..]
+                        .starts_with(|d: char| d.is_ascii_digit() || d == '-' || d == '+'))
+                || ((c == '-' || c == '+') && (i == 0 || t[..i].ends_with(['e', 'E']))))
+        })
+        .map(|(i, _)| i)
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(end);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number with an optional unit"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("`{text}` must be a finite number ≥ 0"));
+    }
+    Ok((value, unit.trim()))
+}
+
+/// `1.50 GiB`, `512 MiB`, `12 B`: binary units, three significant digits.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else if v >= 100.0 {
+        format!("{v:.0} {}", UNITS[unit])
+    } else if v >= 10.0 {
+        format!("{v:.1} {}", UNITS[unit])
+    } else {
+        format!("{v:.2} {}", UNITS[unit])
+    }
+}
+
+/// `12.3 ms`, `1.25 s`, `850 µs`.
+pub fn format_seconds(seconds: f64) -> String {
+    let a = seconds.abs();
+    if a >= 1.0 {
+        format!("{seconds:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else if a > 0.0 {
+        format!("{:.1} µs", seconds * 1e6)
+    } else {
+        "0 s".to_string()
+    }
+}
+
+/// `12.0 GB/s`.
+pub fn format_rate(bytes_per_s: f64) -> String {
+    format!("{:.1} GB/s", bytes_per_s / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_with_units() {
+        assert_eq!(parse_size("1048576").unwrap(), 1 << 20);
+        assert_eq!(parse_size("8GiB").unwrap(), 8 << 30);
+        assert_eq!(parse_size("512 MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("3.5GB").unwrap(), 3_500_000_000);
+        assert_eq!(parse_size("1e9").unwrap(), 1_000_000_000);
+        assert!(parse_size("-1GB").is_err());
+        assert!(parse_size("NaN").is_err());
+        assert!(parse_size("12 parsecs")
+            .unwrap_err()
+            .contains("unknown size unit"));
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn rates_with_units() {
+        assert_eq!(parse_rate("12GB/s").unwrap(), 12e9);
+        assert_eq!(parse_rate("12e9").unwrap(), 12e9);
+        assert!(parse_rate("fast").is_err());
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(format_bytes(12), "12 B");
+        assert_eq!(format_bytes(3 << 29), "1.50 GiB");
+        assert_eq!(format_bytes(512 << 20), "512 MiB");
+        assert_eq!(format_seconds(0.0123), "12.30 ms");
+        assert_eq!(format_seconds(1.25), "1.250 s");
+    }
+}

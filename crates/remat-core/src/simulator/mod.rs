@@ -1,0 +1,589 @@
+//! Executes a schedule on a chain and reports what happens: the single judge
+//! of every solver's time, peak memory and validity.
+//!
+//! Two lanes run side by side (POFO, Section 3): a compute lane (forward and
+//! backward operations, in list order) and a copy lane (offload and prefetch,
+//! in list order, at the chain's bandwidth β). An operation starts when its
+//! lane is free and the tensors it reads are ready; the gap is idle time.
+//!
+//! Memory accounting is DESIGN.md's table: an operation allocates its output
+//! and its overhead when it starts, and frees its overhead and the tensors it
+//! consumes when it ends. At the same instant, events keep the order of the
+//! operations that caused them, so a zero-length operation still counts.
+//!
+//! Cost: O(n) for n operations plus a sort of the memory events when the copy
+//! lane makes them interleave (O(n log n)).
+
+mod trace;
+
+pub use trace::{Lane, MemoryStep, Residency, Span, TensorId, Trace};
+
+use crate::model::Chain;
+use crate::schedule::{Op, TensorKind};
+use std::fmt;
+
+/// Why a schedule cannot run: which operation, which tensor, and why.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub struct SimError {
+    /// Index of the failing operation in the schedule (0-based).
+    pub index: usize,
+    pub op: Op,
+    /// The tensor involved (`a^3`, `ā^3`, `δ^3`), empty when none is.
+    pub tensor: String,
+    pub reason: String,
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.tensor.is_empty() {
+            write!(f, "op {} ({}): {}", self.index, self.op, self.reason)
+        } else {
+            write!(
+                f,
+                "op {} ({}): {} {}",
+                self.index, self.op, self.tensor, self.reason
+            )
+        }
+    }
+}
+
+/// Runs `ops` on `chain` with the chain's own bandwidth.
+pub fn simulate(chain: &Chain, ops: &[Op]) -> Result<Trace, SimError> {
+    simulate_with_bandwidth(chain, ops, chain.bandwidth_bytes_per_s)
+}
+
+/// Runs `ops` on `chain`; offload and prefetch move bytes at `bandwidth`.
+pub fn simulate_with_bandwidth(
+    chain: &Chain,
+    ops: &[Op],
+    bandwidth: Option<f64>,
+) -> Result<Trace, SimError> {
+    let mut sim = Simulation::new(chain, bandwidth, ops.len());
+    for (index, op) in ops.iter().enumerate() {
+        sim.step(index, *op)?;
+    }
+    Ok(sim.finish())
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Where {
+    /// Not on the device nor on the host; `freed_by` is the operation that
+    /// freed it, if any.
+    Absent { freed_by: Option<usize> },
+    Device {
+        /// When its producer ends (compute or prefetch).
+        ready: f64,
+        /// When the last operation that read it so far ends.
+        last_use: f64,
+        /// F_ck kept it as a checkpoint: F_∅ does not drop it.
+        checkpoint: bool,
+        residency: usize,
+    },
+    Host {
+        ready: f64,
+        offloaded_by: usize,
+        checkpoint: bool,
+    },
+}
+
+#[derive(Clone, Copy)]
+struct Event {
+    time: f64,
+    seq: u32,
+    alloc: bool,
+    bytes: u64,
+    op: u32,
+}
+
+struct Simulation<'a> {
+    chain: &'a Chain,
+    bandwidth: Option<f64>,
+    /// a^ℓ for ℓ in 0..=L.
+    act: Vec<Where>,
+    /// ā^ℓ for ℓ in 1..=L (index 0 unused).
+    saved: Vec<Where>,
+    /// δ^ℓ for ℓ in 0..=L.
+    grad: Vec<Where>,
+    forwards_per_stage: Vec<u32>,
+    compute_free: f64,
+    copy_free: f64,
+    compute_busy: f64,
+    compute_idle: f64,
+    offloaded_bytes: u64,
+    prefetched_bytes: u64,
+    spans: Vec<Span>,
+    events: Vec<Event>,
+    residency: Vec<Residency>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Act(usize),
+    Saved(usize),
+    Grad(usize),
+}
+
+impl Slot {
+    fn id(self) -> TensorId {
+        match self {
+            Slot::Act(l) => TensorId::Activation(l),
+            Slot::Saved(l) => TensorId::Saved(l),
+            Slot::Grad(l) => TensorId::Gradient(l),
+        }
+    }
+}
+
+impl<'a> Simulation<'a> {
+    fn new(chain: &'a Chain, bandwidth: Option<f64>, n_ops: usize) -> Simulation<'a> {
+        let l = chain.len();
+        let mut sim = Simulation {
+            chain,
+            bandwidth,
+            act: vec![Where::Absent { freed_by: None }; l + 1],
+            saved: vec![Where::Absent { freed_by: None }; l + 1],
+            grad: vec![Where::Absent { freed_by: None }; l + 1],
+            forwards_per_stage: vec![0; l + 1],
+            compute_free: 0.0,
+            copy_free: 0.0,
+            compute_busy: 0.0,
+            compute_idle: 0.0,
+            offloaded_bytes: 0,
+            prefetched_bytes: 0,
+            spans: Vec::with_capacity(n_ops),
+            events: Vec::with_capacity(3 * n_ops + 2),
+            residency: Vec::with_capacity(2 * n_ops + 2),
+        };
+        // The step starts with the input batch and the loss gradient seed.
+        sim.allocate(Slot::Act(0), 0.0, 0.0, u32::MAX);
+        sim.allocate(Slot::Grad(l), 0.0, 0.0, u32::MAX);
+        sim
+    }
+
+    fn bytes(&self, slot: Slot) -> u64 {
+        match slot {
+            Slot::Act(l) => self.chain.output_bytes(l),
+            Slot::Saved(l) => self.chain.saved_bytes(l),
+            Slot::Grad(l) => self.chain.gradient_bytes(l),
+        }
+    }
+
+    fn state(&self, slot: Slot) -> Where {
+        match slot {
+            Slot::Act(l) => self.act[l],
+            Slot::Saved(l) => self.saved[l],
+            Slot::Grad(l) => self.grad[l],
+        }
+    }
+
+    fn set(&mut self, slot: Slot, w: Where) {
+        match slot {
+            Slot::Act(l) => self.act[l] = w,
+            Slot::Saved(l) => self.saved[l] = w,
+            Slot::Grad(l) => self.grad[l] = w,
+        }
+    }
+
+    fn event(&mut self, time: f64, alloc: bool, bytes: u64, op: u32) {
+        if bytes > 0 {
+            let seq = self.events.len() as u32;
+            self.events.push(Event {
+                time,
+                seq,
+                alloc,
+                bytes,
+                op,
+            });
+        }
+    }
+
+    /// Puts a tensor on the device from `start`; it can be read from `ready`.
+    fn allocate(&mut self, slot: Slot, start: f64, ready: f64, op: u32) {
+        let bytes = self.bytes(slot);
+        self.event(start, true, bytes, op);
+        let residency = self.residency.len();
+        self.residency.push(Residency {
+            tensor: slot.id(),
+            bytes,
+            start,
+            end: f64::NAN,
+        });
+        self.set(
+            slot,
+            Where::Device {
+                ready,
+                last_use: ready,
+                checkpoint: false,
+                residency,
+            },
+        );
+    }
+
+    fn free(&mut self, slot: Slot, time: f64, op: usize) {
+        if let Where::Device { residency, .. } = self.state(slot) {
+            let bytes = self.bytes(slot);
+            self.event(time, false, bytes, op as u32);
+            self.residency[residency].end = time;
+            self.set(slot, Where::Absent { freed_by: Some(op) });
+        }
+    }
+
+    fn workspace(&mut self, bytes: u64, start: f64, end: f64, op: usize) {
+        if bytes > 0 {
+            self.event(start, true, bytes, op as u32);
+            self.event(end, false, bytes, op as u32);
+            self.residency.push(Residency {
+                tensor: TensorId::Workspace(op),
+                bytes,
+                start,
+                end,
+            });
+        }
+    }
+
+    fn error(&self, index: usize, op: Op, slot: Option<Slot>, reason: String) -> SimError {
+        SimError {
+            index,
+            op,
+            tensor: slot.map(|s| s.id().to_string()).unwrap_or_default(),
+            reason,
+        }
+    }
+
+    /// Explains why `slot` cannot be read now.
+    fn missing(&self, index: usize, op: Op, slot: Slot) -> SimError {
+        let reason = match self.state(slot) {
+            Where::Absent { freed_by: None } => {
+                "is not resident: it was never computed".to_string()
+            }
+            Where::Absent { freed_by: Some(by) } => {
+                format!("is not resident: it was freed by op {by}")
+            }
+            Where::Host { offloaded_by, .. } => {
+                format!("is on the host (offloaded by op {offloaded_by}): prefetch it first")
+            }
+            Where::Device { .. } => "is resident".to_string(),
+        };
+        self.error(index, op, Some(slot), reason)
+    }
+
+    /// Ready time of a tensor that must be on the device.
+    fn read(&mut self, index: usize, op: Op, slot: Slot) -> Result<f64, SimError> {
+        match self.state(slot) {
+            Where::Device { ready, .. } => Ok(ready),
+            _ => Err(self.missing(index, op, slot)),
+        }
+    }
+
+    /// The input of stage ℓ: a^{ℓ-1} or ā^{ℓ-1}, whichever is on the device.
+    fn input(&mut self, index: usize, op: Op, l: usize) -> Result<(Slot, f64), SimError> {
+        if let Where::Device { ready, .. } = self.act[l - 1] {
+            return Ok((Slot::Act(l - 1), ready));
+        }
+        if l >= 2 {
+            if let Where::Device { ready, .. } = self.saved[l - 1] {
+                return Ok((Slot::Saved(l - 1), ready));
+            }
+            if let Where::Host { .. } = self.saved[l - 1] {
+                return Err(self.missing(index, op, Slot::Saved(l - 1)));
+            }
+        }
+        Err(self.missing(index, op, Slot::Act(l - 1)))
+    }
+
+    fn mark_used(&mut self, slot: Slot, until: f64) {
+        if let Where::Device {
+            ready,
+            last_use,
+            checkpoint,
+            residency,
+        } = self.state(slot)
+        {
+            self.set(
+                slot,
+                Where::Device {
+                    ready,
+                    last_use: last_use.max(until),
+                    checkpoint,
+                    residency,
+                },
+            );
+        }
+    }
+
+    fn must_be_absent(&self, index: usize, op: Op, slot: Slot) -> Result<(), SimError> {
+        match self.state(slot) {
+            Where::Absent { .. } => Ok(()),
+            Where::Device { .. } => Err(self.error(
+                index,
+                op,
+                Some(slot),
+                "is already resident: this operation would compute it twice".to_string(),
+            )),
+            Where::Host { .. } => Err(self.error(
+                index,
+                op,
+                Some(slot),
+                "already has a copy on the host: prefetch it instead of recomputing".to_string(),
+            )),
+        }
+    }
+
+    /// Reserves the compute lane from max(lane free, `ready`) for `seconds`.
+    fn compute_lane(&mut self, index: usize, ready: f64, seconds: f64) -> (f64, f64) {
+        let start = self.compute_free.max(ready);
+        let end = start + seconds;
+        self.compute_idle += start - self.compute_free;
+        self.compute_busy += seconds;
+        self.compute_free = end;
+        self.spans.push(Span {
+            op: index,
+            lane: Lane::Compute,
+            start,
+            end,
+        });
+        (start, end)
+    }
+
+    fn copy_lane(&mut self, index: usize, ready: f64, seconds: f64) -> (f64, f64) {
+        let start = self.copy_free.max(ready);
+        let end = start + seconds;
+        self.copy_free = end;
+        self.spans.push(Span {
+            op: index,
+            lane: Lane::Copy,
+            start,
+            end,
+        });
+        (start, end)
+    }
+
+    fn step(&mut self, index: usize, op: Op) -> Result<(), SimError> {
+        let n = self.chain.len();
+        let l = op.stage();
+        let lowest = if op.is_transfer() { 0 } else { 1 };
+        if l < lowest || l > n {
+            return Err(self.error(
+                index,
+                op,
+                None,
+                format!("stage {l} does not exist: stages are numbered {lowest}..={n}"),
+            ));
+        }
+        match op {
+            Op::ForwardAll { .. } | Op::ForwardCheckpoint { .. } | Op::ForwardNone { .. } => {
+                self.forward(index, op, l)
+            }
+            Op::Backward { .. } => self.backward(index, op, l),
+            Op::Offload { tensor, .. } => self.offload(index, op, l, tensor),
+            Op::Prefetch { tensor, .. } => self.prefetch(index, op, l, tensor),
+        }
+    }
+
+    fn forward(&mut self, index: usize, op: Op, l: usize) -> Result<(), SimError> {
+        let (input, ready) = self.input(index, op, l)?;
+        let out = match op {
+            Op::ForwardAll { .. } => Slot::Saved(l),
+            _ => Slot::Act(l),
+        };
+        self.must_be_absent(index, op, out)?;
+        let stage = self.chain.stage(l);
+        let (seconds, overhead) = (stage.forward_seconds, stage.forward_overhead_bytes);
+        let (start, end) = self.compute_lane(index, ready, seconds);
+        self.allocate(out, start, end, index as u32);
+        self.workspace(overhead, start, end, index);
+        self.mark_used(input, end);
+        self.forwards_per_stage[l] += 1;
+        if let (Slot::Act(_), Where::Device { checkpoint, .. }) = (input, self.state(input)) {
+            match op {
+                Op::ForwardCheckpoint { .. } => self.set_checkpoint(input),
+                Op::ForwardNone { .. } if !checkpoint => self.free(input, end, index),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn set_checkpoint(&mut self, slot: Slot) {
+        if let Where::Device {
+            ready,
+            last_use,
+            residency,
+            ..
+        } = self.state(slot)
+        {
+            self.set(
+                slot,
+                Where::Device {
+                    ready,
+                    last_use,
+                    checkpoint: true,
+                    residency,
+                },
+            );
+        }
+    }
+
+    fn backward(&mut self, index: usize, op: Op, l: usize) -> Result<(), SimError> {
+        let grad_ready = self.read(index, op, Slot::Grad(l))?;
+        let saved_ready = self.read(index, op, Slot::Saved(l))?;
+        let (_, input_ready) = self.input(index, op, l)?;
+        self.must_be_absent(index, op, Slot::Grad(l - 1))?;
+        let stage = self.chain.stage(l);
+        let (seconds, overhead) = (stage.backward_seconds, stage.backward_overhead_bytes);
+        let ready = grad_ready.max(saved_ready).max(input_ready);
+        let (start, end) = self.compute_lane(index, ready, seconds);
+        self.allocate(Slot::Grad(l - 1), start, end, index as u32);
+        self.workspace(overhead, start, end, index);
+        self.free(Slot::Grad(l), end, index);
+        self.free(Slot::Saved(l), end, index);
+        // A plain a^{ℓ-1} is not needed any more; ā^{ℓ-1} waits for B^{ℓ-1}.
+        self.free(Slot::Act(l - 1), end, index);
+        Ok(())
+    }
+
+    fn transfer_seconds(&self, index: usize, op: Op, bytes: u64) -> Result<f64, SimError> {
+        match self.bandwidth {
+            Some(bw) if bw > 0.0 => Ok(bytes as f64 / bw),
+            _ => Err(self.error(
+                index,
+                op,
+                None,
+                "needs a host↔device bandwidth: set bandwidth_bytes_per_s in the chain or pass --bandwidth".to_string(),
+            )),
+        }
+    }
+
+    fn offload(
+        &mut self,
+        index: usize,
+        op: Op,
+        l: usize,
+        kind: TensorKind,
+    ) -> Result<(), SimError> {
+        let slot = match kind {
+            TensorKind::Output => Slot::Act(l),
+            TensorKind::Saved if l >= 1 => Slot::Saved(l),
+            TensorKind::Saved => {
+                return Err(self.error(index, op, None, "stage 0 has no ā".to_string()))
+            }
+        };
+        let Where::Device {
+            ready,
+            last_use,
+            checkpoint,
+            ..
+        } = self.state(slot)
+        else {
+            return Err(self.missing(index, op, slot));
+        };
+        let bytes = self.bytes(slot);
+        let seconds = self.transfer_seconds(index, op, bytes)?;
+        let (_, end) = self.copy_lane(index, ready, seconds);
+        // The device copy lives until the copy ends and its last reader is done.
+        self.free(slot, end.max(last_use), index);
+        self.set(
+            slot,
+            Where::Host {
+                ready: end,
+                offloaded_by: index,
+                checkpoint,
+            },
+        );
+        self.offloaded_bytes += bytes;
+        Ok(())
+    }
+
+    fn prefetch(
+        &mut self,
+        index: usize,
+        op: Op,
+        l: usize,
+        kind: TensorKind,
+    ) -> Result<(), SimError> {
+        let slot = match kind {
+            TensorKind::Output => Slot::Act(l),
+            TensorKind::Saved if l >= 1 => Slot::Saved(l),
+            TensorKind::Saved => {
+                return Err(self.error(index, op, None, "stage 0 has no ā".to_string()))
+            }
+        };
+        let Where::Host {
+            ready, checkpoint, ..
+        } = self.state(slot)
+        else {
+            let reason = match self.state(slot) {
+                Where::Device { .. } => "is already on the device".to_string(),
+                _ => "has no copy on the host: offload it first".to_string(),
+            };
+            return Err(self.error(index, op, Some(slot), reason));
+        };
+        let bytes = self.bytes(slot);
+        let seconds = self.transfer_seconds(index, op, bytes)?;
+        let (start, end) = self.copy_lane(index, ready, seconds);
+        self.allocate(slot, start, end, index as u32);
+        if checkpoint {
+            self.set_checkpoint(slot);
+        }
+        self.prefetched_bytes += bytes;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Trace {
+        let makespan = self.compute_free.max(self.copy_free);
+        let mut events = std::mem::take(&mut self.events);
+        let in_order = events
+            .windows(2)
+            .all(|w| w[0].time < w[1].time || (w[0].time == w[1].time && w[0].seq < w[1].seq));
+        if !in_order {
+            events.sort_by(|a, b| a.time.total_cmp(&b.time).then(a.seq.cmp(&b.seq)));
+        }
+        let mut memory = Vec::with_capacity(events.len());
+        let mut current: u64 = 0;
+        let (mut peak_bytes, mut peak_time, mut peak_op) = (0u64, 0.0, None);
+        for e in &events {
+            if e.alloc {
+                current += e.bytes;
+                if current > peak_bytes {
+                    peak_bytes = current;
+                    peak_time = e.time;
+                    peak_op = (e.op != u32::MAX).then_some(e.op as usize);
+                }
+            } else {
+                current -= e.bytes;
+            }
+            memory.push(MemoryStep {
+                time: e.time,
+                bytes: current,
+            });
+        }
+        for r in &mut self.residency {
+            if r.end.is_nan() {
+                r.end = makespan;
+            }
+        }
+        let recomputations = self
+            .forwards_per_stage
+            .iter()
+            .map(|&c| c.saturating_sub(1) as usize)
+            .sum();
+        Trace {
+            spans: self.spans,
+            memory,
+            residency: self.residency,
+            peak_bytes,
+            peak_time,
+            peak_op,
+            makespan_seconds: makespan,
+            compute_busy_seconds: self.compute_busy,
+            idle_seconds: self.compute_idle + (makespan - self.compute_free),
+            recomputations,
+            offloaded_bytes: self.offloaded_bytes,
+            prefetched_bytes: self.prefetched_bytes,
+            sequential_seconds: self.chain.sequential_seconds(),
+            final_bytes: current,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,382 @@
+//! The algorithms that turn a chain and a budget into a schedule.
+//!
+//! Each module states its paper, complexity and assumptions. A solver only
+//! proposes: the [simulator](crate::simulator) measures every schedule.
+//!
+//! The explorer's slider asks many budgets of one chain, so solving is split
+//! in two: [`Planner::build`] does the expensive part once for the largest
+//! budget (a DP table, the k candidates of `sequential`), and
+//! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
+
+pub mod persistent;
+pub mod sequential;
+pub mod store_all;
+
+use crate::model::Chain;
+use crate::schedule::Op;
+use crate::simulator::simulate_with_bandwidth;
+use persistent::{PersistentTable, Variant};
+use std::fmt;
+
+/// A progress callback: receives the fraction done, returns false to cancel.
+pub type Progress<'a> = dyn FnMut(f64) -> bool + 'a;
+
+/// No progress report, never cancels.
+pub fn no_progress() -> impl FnMut(f64) -> bool {
+    |_| true
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    StoreAll,
+    Sequential,
+    Revolve,
+    Rotor,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::StoreAll,
+        Algorithm::Sequential,
+        Algorithm::Revolve,
+        Algorithm::Rotor,
+    ];
+
+    /// The name used on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::StoreAll => "store-all",
+            Algorithm::Sequential => "sequential",
+            Algorithm::Revolve => "revolve",
+            Algorithm::Rotor => "rotor",
+        }
+    }
+
+    pub fn description(self) -> &'static str {
+        match self {
+            Algorithm::StoreAll => "keep every activation (PyTorch default); its peak is M_high",
+            Algorithm::Sequential => {
+                "PyTorch checkpoint_sequential with the best number of equal segments for the budget"
+            }
+            Algorithm::Revolve => {
+                "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)"
+            }
+            Algorithm::Rotor => {
+                "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)"
+            }
+        }
+    }
+
+    pub fn from_name(name: &str) -> Result<Algorithm, SolveError> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                SolveError::BadOption(format!(
+                    "algorithm: unknown algorithm `{name}`; choose one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+
+    /// Whether its planner rounds sizes to slots.
+    pub fn uses_slots(self) -> bool {
+        matches!(self, Algorithm::Revolve | Algorithm::Rotor)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SolveError {
+    #[error("{0}")]
+    BadOption(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Knobs shared by the solvers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Memory slots of the DPs (the rotor report uses 500).
+    pub slots: usize,
+    /// Overrides the chain's bandwidth for offloading algorithms.
+    pub bandwidth_bytes_per_s: Option<f64>,
+    /// Refuse DP tables larger than this.
+    pub max_table_bytes: u64,
+}
+
+pub const DEFAULT_SLOTS: usize = 500;
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            slots: DEFAULT_SLOTS,
+            bandwidth_bytes_per_s: None,
+            max_table_bytes: if cfg!(target_pointer_width = "32") {
+                1 << 30
+            } else {
+                6 << 30
+            },
+        }
+    }
+}
+
+/// A solver's answer for one budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Solution {
+    pub algorithm: Algorithm,
+    pub budget_bytes: u64,
+    /// None when no schedule of this algorithm fits the budget.
+    pub ops: Option<Vec<Op>>,
+    /// The solver's own prediction of the time (the DP value for DPs).
+    pub predicted_seconds: Option<f64>,
+    /// The solver's own prediction of the peak.
+    pub predicted_peak_bytes: Option<u64>,
+    /// One line for people: "4 segments", "500 slots of 1.20 MiB".
+    pub detail: String,
+}
+
+impl Solution {
+    pub fn feasible(&self) -> bool {
+        self.ops.is_some()
+    }
+}
+
+/// What `sequential` measured for one number of segments k.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub k: usize,
+    pub seconds: f64,
+    pub peak_bytes: u64,
+}
+
+/// Answers budgets for one chain and one algorithm.
+pub enum Planner {
+    StoreAll {
+        ops: Vec<Op>,
+        seconds: f64,
+        peak_bytes: u64,
+    },
+    Sequential {
+        candidates: Vec<Candidate>,
+    },
+    Persistent {
+        algorithm: Algorithm,
+        table: Box<PersistentTable>,
+        min_budget: u64,
+        /// Rotor's class contains store-all; checking it exactly spares the
+        /// slot grid's rounding at budgets where nothing needs recomputing.
+        store_all: Option<(f64, u64)>,
+    },
+}
+
+impl Planner {
+    /// Does the expensive part once, for budgets up to `max_budget_bytes`.
+    pub fn build(
+        chain: &Chain,
+        algorithm: Algorithm,
+        max_budget_bytes: u64,
+        options: &Options,
+        progress: &mut Progress<'_>,
+    ) -> Result<Planner, SolveError> {
+        match algorithm {
+            Algorithm::StoreAll => {
+                let ops = store_all::schedule(chain);
+                let trace = simulate_with_bandwidth(chain, &ops, None)
+                    .expect("store-all is valid on every chain");
+                Ok(Planner::StoreAll {
+                    ops,
+                    seconds: chain.sequential_seconds(),
+                    peak_bytes: trace.peak_bytes,
+                })
+            }
+            Algorithm::Sequential => {
+                let n = chain.len();
+                let mut candidates = Vec::with_capacity(n);
+                for k in 1..=n {
+                    let ops = sequential::schedule(chain, k);
+                    let trace = simulate_with_bandwidth(chain, &ops, None)
+                        .expect("checkpoint_sequential is valid on every chain");
+                    candidates.push(Candidate {
+                        k,
+                        seconds: sequential::predicted_seconds(chain, k),
+                        peak_bytes: trace.peak_bytes,
+                    });
+                    if !progress(k as f64 / n as f64) {
+                        return Err(SolveError::Cancelled);
+                    }
+                }
+                Ok(Planner::Sequential { candidates })
+            }
+            Algorithm::Revolve | Algorithm::Rotor => {
+                let variant = if algorithm == Algorithm::Rotor {
+                    Variant::Rotor
+                } else {
+                    Variant::Revolve
+                };
+                let table = PersistentTable::build(
+                    chain,
+                    variant,
+                    max_budget_bytes,
+                    options.slots,
+                    options.max_table_bytes,
+                    progress,
+                )?;
+                let store_all = (variant == Variant::Rotor)
+                    .then(|| (chain.sequential_seconds(), max_useful_budget(chain)));
+                Ok(Planner::Persistent {
+                    algorithm,
+                    table: Box::new(table),
+                    min_budget: persistent::min_budget(chain, variant),
+                    store_all,
+                })
+            }
+        }
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            Planner::StoreAll { .. } => Algorithm::StoreAll,
+            Planner::Sequential { .. } => Algorithm::Sequential,
+            Planner::Persistent { algorithm, .. } => *algorithm,
+        }
+    }
+
+    /// The smallest budget this algorithm can meet, in exact bytes (the slot
+    /// grid of a DP may need a little more).
+    pub fn min_budget_bytes(&self) -> u64 {
+        match self {
+            Planner::StoreAll { peak_bytes, .. } => *peak_bytes,
+            Planner::Sequential { candidates } => {
+                candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
+            }
+            Planner::Persistent { min_budget, .. } => *min_budget,
+        }
+    }
+
+    /// The schedule for `budget_bytes`.
+    pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Solution {
+        let algorithm = self.algorithm();
+        let infeasible = |detail: String| Solution {
+            algorithm,
+            budget_bytes,
+            ops: None,
+            predicted_seconds: None,
+            predicted_peak_bytes: None,
+            detail,
+        };
+        match self {
+            Planner::StoreAll {
+                ops,
+                seconds,
+                peak_bytes,
+            } => {
+                if *peak_bytes <= budget_bytes {
+                    Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(ops.clone()),
+                        predicted_seconds: Some(*seconds),
+                        predicted_peak_bytes: Some(*peak_bytes),
+                        detail: "every activation kept".into(),
+                    }
+                } else {
+                    infeasible(format!(
+                        "needs {}",
+                        crate::model::units::format_bytes(*peak_bytes)
+                    ))
+                }
+            }
+            Planner::Sequential { candidates } => {
+                let best = candidates
+                    .iter()
+                    .filter(|c| c.peak_bytes <= budget_bytes)
+                    .min_by(|a, b| a.seconds.total_cmp(&b.seconds).then(a.k.cmp(&b.k)));
+                match best {
+                    Some(c) => Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(sequential::schedule(chain, c.k)),
+                        predicted_seconds: Some(c.seconds),
+                        predicted_peak_bytes: Some(c.peak_bytes),
+                        detail: format!("{} segment{}", c.k, if c.k == 1 { "" } else { "s" }),
+                    },
+                    None => infeasible(format!(
+                        "no number of segments fits; the least memory is {}",
+                        crate::model::units::format_bytes(self.min_budget_bytes())
+                    )),
+                }
+            }
+            Planner::Persistent {
+                table, store_all, ..
+            } => {
+                let grid = format!(
+                    "{} slots of {}",
+                    table.slots(),
+                    crate::model::units::format_bytes(table.slot_bytes())
+                );
+                let from_table = table.plan(chain, budget_bytes);
+                if let Some((seconds, peak)) = *store_all {
+                    let table_seconds = from_table
+                        .as_ref()
+                        .map_or(f64::INFINITY, |p| p.predicted_seconds);
+                    if peak <= budget_bytes && seconds < table_seconds {
+                        return Solution {
+                            algorithm,
+                            budget_bytes,
+                            ops: Some(store_all::schedule(chain)),
+                            predicted_seconds: Some(seconds),
+                            predicted_peak_bytes: Some(peak),
+                            detail: "everything fits: no recomputation".into(),
+                        };
+                    }
+                }
+                match from_table {
+                    Some(p) => Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(p.ops),
+                        predicted_seconds: Some(p.predicted_seconds),
+                        predicted_peak_bytes: Some(p.predicted_peak_bytes),
+                        detail: grid,
+                    },
+                    None => infeasible(if budget_bytes < self.min_budget_bytes() {
+                        format!(
+                            "below M_low = {}",
+                            crate::model::units::format_bytes(self.min_budget_bytes())
+                        )
+                    } else {
+                        format!("infeasible on the grid of {grid}: sizes round up; solve for this budget or use more slots")
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Solves one budget: builds a planner for exactly this budget and asks it.
+pub fn solve(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget_bytes: u64,
+    options: &Options,
+) -> Result<Solution, SolveError> {
+    let mut progress = no_progress();
+    let planner = Planner::build(chain, algorithm, budget_bytes, options, &mut progress)?;
+    Ok(planner.plan(chain, budget_bytes))
+}
+
+/// M_high: the peak of `store-all`, the most memory worth giving.
+pub fn max_useful_budget(chain: &Chain) -> u64 {
+    simulate_with_bandwidth(chain, &store_all::schedule(chain), None)
+        .expect("store-all is valid on every chain")
+        .peak_bytes
+}

@@ -1,0 +1,474 @@
+//! Optimal persistent schedules: `rotor` and `revolve`.
+//!
+//! **Paper.** Beaumont, Eyraud-Dubois, Herrmann, Joly, Shilova, *Optimal
+//! checkpointing for heterogeneous chains: how to train deep neural networks
+//! with limited memory*, RR-9302 (`papers/rotor-heterogeneous-chains-rr9302.txt`).
+//! `rotor` is Theorem 1 with Algorithms 1–2: C_BP(s, t, m) is the best time to
+//! back-propagate stages s..t with a^{s-1} and δ^t resident and m slots free
+//! besides a^{s-1}; either F_ck^s + F_∅ up to s'−1 then two sub-chains
+//! (C_ck), or F_all^s, the sub-chain s+1..t, then B^s (C_all).
+//! `revolve` is the same recursion restricted to the automatic-differentiation
+//! model the report compares against (Section 5.3): only a^ℓ are checkpointed
+//! and F_all^ℓ is always run right before B^ℓ, i.e. C_all only when s = t.
+//!
+//! **Accounting.** DESIGN.md's: B^ℓ holds δ^ℓ, ā^ℓ, δ^{ℓ-1} and its input at
+//! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
+//! The initial δ^L counts against the budget, like a^0.
+//!
+//! **Discretization.** Memory is cut into slots of ⌈budget / slots⌉ bytes and
+//! every size is rounded up, so a schedule found on slots is valid in bytes;
+//! it is exact when every size is a multiple of the slot size.
+//!
+//! **Complexity.** Building the table is O(L³·S) time and O(L²·S) memory
+//! (S = slots); reading out a schedule for any budget up to the table's is
+//! O(L²) in the worst case, O(L) nodes. The table is laid out one row of S+1
+//! values per (s, t), so the innermost loop (over m) runs over contiguous
+//! memory and vectorizes.
+//!
+//! **Assumptions.** Persistent schedules only (a checkpoint stays until its
+//! backward uses it); the report shows non-persistent ones can be faster on
+//! contrived chains (Figure 2).
+
+use super::{Progress, SolveError};
+use crate::model::Chain;
+use crate::schedule::Op;
+
+/// Which class of persistent schedules the table optimizes over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// F_all may be run anywhere (rotor report, Theorem 1).
+    Rotor,
+    /// F_all only right before its B (the automatic-differentiation model).
+    Revolve,
+}
+
+/// The table C_BP(s, t, m) for one chain and every budget up to `budget_bytes`.
+pub struct PersistentTable {
+    variant: Variant,
+    n: usize,
+    slot_bytes: u64,
+    /// M: the number of slots of the largest budget.
+    max_slots: usize,
+    /// Sizes in slots (capped at M+1, which is already infeasible).
+    act: Vec<usize>,
+    saved: Vec<usize>,
+    grad: Vec<usize>,
+    fwd_over: Vec<usize>,
+    bwd_over: Vec<usize>,
+    forward: Vec<f64>,
+    backward: Vec<f64>,
+    row_start: Vec<usize>,
+    table: Vec<f64>,
+}
+
+/// One decision of Algorithm 2, for people and for the peak prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    Leaf,
+    All,
+    Checkpoint { next: usize },
+}
+
+/// What a table answers for one budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PersistentPlan {
+    pub ops: Vec<Op>,
+    /// C_BP(1, L, M − ω_a^0), the DP's time.
+    pub predicted_seconds: f64,
+    /// The peak of this schedule per the DP's accounting, in exact bytes.
+    pub predicted_peak_bytes: u64,
+}
+
+impl PersistentTable {
+    /// Bytes the table for `n` stages and `slots` slots would take.
+    pub fn table_bytes(n: usize, slots: usize) -> u128 {
+        (n as u128 * (n as u128 + 1) / 2) * (slots as u128 + 1) * 8
+    }
+
+    /// Algorithm 1: fills C_BP(s, t, m) for all 1 ≤ s ≤ t ≤ L and m ≤ M.
+    pub fn build(
+        chain: &Chain,
+        variant: Variant,
+        budget_bytes: u64,
+        slots: usize,
+        max_table_bytes: u64,
+        progress: &mut Progress<'_>,
+    ) -> Result<PersistentTable, SolveError> {
+        if slots == 0 {
+            return Err(SolveError::BadOption("slots: must be at least 1".into()));
+        }
+        let n = chain.len();
+        let need = Self::table_bytes(n, slots);
+        if need > max_table_bytes as u128 {
+            return Err(SolveError::TooLarge(format!(
+                "slots: the table for {n} stages × {slots} slots needs {} (limit {}); use fewer --slots",
+                crate::model::units::format_bytes(need.min(u64::MAX as u128) as u64),
+                crate::model::units::format_bytes(max_table_bytes)
+            )));
+        }
+        let slot_bytes = budget_bytes.div_ceil(slots as u64).max(1);
+        let max_slots = ((budget_bytes / slot_bytes) as usize).min(slots);
+        let cap = max_slots + 1;
+        let in_slots = |b: u64| (b.div_ceil(slot_bytes)).min(cap as u64) as usize;
+        let mut row_start = vec![0usize; n + 2];
+        for s in 1..=n {
+            row_start[s + 1] = row_start[s] + (n - s + 1);
+        }
+        let width = max_slots + 1;
+        let rows = row_start[n + 1];
+        let mut t = PersistentTable {
+            variant,
+            n,
+            slot_bytes,
+            max_slots,
+            act: (0..=n).map(|l| in_slots(chain.output_bytes(l))).collect(),
+            saved: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0
+                    } else {
+                        in_slots(chain.saved_bytes(l))
+                    }
+                })
+                .collect(),
+            grad: (0..=n).map(|l| in_slots(chain.gradient_bytes(l))).collect(),
+            fwd_over: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0
+                    } else {
+                        in_slots(chain.stage(l).forward_overhead_bytes)
+                    }
+                })
+                .collect(),
+            bwd_over: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0
+                    } else {
+                        in_slots(chain.stage(l).backward_overhead_bytes)
+                    }
+                })
+                .collect(),
+            forward: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).forward_seconds
+                    }
+                })
+                .collect(),
+            backward: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).backward_seconds
+                    }
+                })
+                .collect(),
+            row_start,
+            table: Vec::new(),
+        };
+        let mut table = Vec::new();
+        table
+            .try_reserve_exact(rows * width)
+            .map_err(|_| SolveError::TooLarge("slots: not enough memory for the table".into()))?;
+        table.resize(rows * width, f64::INFINITY);
+        t.table = table;
+        t.fill(progress)?;
+        Ok(t)
+    }
+
+    fn row(&self, s: usize, t: usize) -> usize {
+        (self.row_start[s] + (t - s)) * (self.max_slots + 1)
+    }
+
+    /// m_all^{s,t} in slots.
+    fn m_all(&self, s: usize, t: usize) -> usize {
+        (self.grad[t] + self.saved[s] + self.fwd_over[s])
+            .max(self.grad[s] + self.saved[s] + self.grad[s - 1] + self.bwd_over[s])
+    }
+
+    /// One term of m_∅: running F^j with a^{j-1} and a^j resident.
+    fn none_term(&self, j: usize) -> usize {
+        self.act[j - 1] + self.act[j] + self.fwd_over[j]
+    }
+
+    /// m_∅^{s,t} in slots, given max_{s<j<t} of the F_∅ terms.
+    fn m_none(&self, s: usize, t: usize, inner: usize) -> usize {
+        (self.grad[t] + self.act[s] + self.fwd_over[s]).max(self.grad[t] + inner)
+    }
+
+    fn all_allowed(&self, s: usize, t: usize) -> bool {
+        s == t || self.variant == Variant::Rotor
+    }
+
+    fn fill(&mut self, progress: &mut Progress<'_>) -> Result<(), SolveError> {
+        let n = self.n;
+        let m_max = self.max_slots;
+        let width = m_max + 1;
+        let relax = relax_kernel();
+        let mut best = vec![f64::INFINITY; width];
+        let total_work: f64 = (1..=n)
+            .map(|s| ((n - s + 1) * (n - s + 2) / 2) as f64)
+            .sum();
+        let mut done_work = 0.0;
+        for s in (1..=n).rev() {
+            let mut inner = 0usize;
+            for t in s..=n {
+                if t >= s + 2 {
+                    inner = inner.max(self.none_term(t - 1));
+                }
+                best.fill(f64::INFINITY);
+                if self.all_allowed(s, t) {
+                    let lo = self.m_all(s, t).max(self.saved[s]);
+                    let fb = self.forward[s] + self.backward[s];
+                    if s == t {
+                        for v in best.iter_mut().skip(lo) {
+                            *v = fb;
+                        }
+                    } else if lo <= m_max {
+                        let w = self.saved[s];
+                        let sub = self.row(s + 1, t);
+                        let sub = &self.table[sub + lo - w..sub + width - w];
+                        for (v, c) in best[lo..].iter_mut().zip(sub) {
+                            *v = fb + c;
+                        }
+                    }
+                }
+                if s < t {
+                    let thr = self.m_none(s, t, inner);
+                    let mut f = 0.0;
+                    for next in s + 1..=t {
+                        f += self.forward[next - 1];
+                        let w = self.act[next - 1];
+                        let lo = thr.max(w);
+                        if lo > m_max {
+                            continue;
+                        }
+                        let a = self.row(next, t);
+                        let b = self.row(s, next - 1);
+                        relax(
+                            &mut best[lo..],
+                            &self.table[a + lo - w..a + width - w],
+                            &self.table[b + lo..b + width],
+                            f,
+                        );
+                    }
+                }
+                let r = self.row(s, t);
+                self.table[r..r + width].copy_from_slice(&best);
+            }
+            done_work += ((n - s + 1) * (n - s + 2) / 2) as f64;
+            if !progress(done_work / total_work) {
+                return Err(SolveError::Cancelled);
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest budget this table answers exactly (its slot grid).
+    pub fn budget_bytes(&self) -> u64 {
+        self.slot_bytes * self.max_slots as u64
+    }
+
+    pub fn slot_bytes(&self) -> u64 {
+        self.slot_bytes
+    }
+
+    pub fn slots(&self) -> usize {
+        self.max_slots
+    }
+
+    /// Memory the table holds.
+    pub fn memory_bytes(&self) -> usize {
+        self.table.len() * std::mem::size_of::<f64>()
+    }
+
+    fn top_slots(&self, budget_bytes: u64) -> Option<usize> {
+        let m = ((budget_bytes / self.slot_bytes) as usize).min(self.max_slots);
+        m.checked_sub(self.act[0])
+    }
+
+    /// The DP's best time for `budget_bytes`, or None if infeasible on this grid.
+    pub fn best_seconds(&self, budget_bytes: u64) -> Option<f64> {
+        let m = self.top_slots(budget_bytes)?;
+        let v = self.table[self.row(1, self.n) + m];
+        v.is_finite().then_some(v)
+    }
+
+    /// Algorithm 2: the optimal persistent schedule for `budget_bytes` (at
+    /// most the table's budget; larger budgets are answered as the table's).
+    pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Option<PersistentPlan> {
+        let m = self.top_slots(budget_bytes)?;
+        let predicted_seconds = self.table[self.row(1, self.n) + m];
+        if !predicted_seconds.is_finite() {
+            return None;
+        }
+        let mut ops = Vec::with_capacity(4 * self.n);
+        let peak = self.read_out(chain, 1, self.n, m, &mut ops);
+        Some(PersistentPlan {
+            ops,
+            predicted_seconds,
+            predicted_peak_bytes: chain.output_bytes(0) + peak,
+        })
+    }
+
+    /// Which case of Theorem 1 reached C_BP(s, t, m). It recomputes each
+    /// candidate with the same arithmetic as `fill`, so equality is exact.
+    fn decide(&self, s: usize, t: usize, m: usize) -> Decision {
+        if s == t {
+            return Decision::Leaf;
+        }
+        let value = self.table[self.row(s, t) + m];
+        // The first candidate equal to the stored minimum is the one `fill`
+        // kept; the nearest one is a fallback that exact arithmetic never needs.
+        let mut nearest = (f64::INFINITY, Decision::Leaf);
+        let mut consider = |c: f64, d: Decision| -> Option<Decision> {
+            if c == value {
+                return Some(d);
+            }
+            if (c - value).abs() < nearest.0 {
+                nearest = ((c - value).abs(), d);
+            }
+            None
+        };
+        if self.all_allowed(s, t) {
+            let w = self.saved[s];
+            if m >= self.m_all(s, t).max(w) {
+                let c =
+                    (self.forward[s] + self.backward[s]) + self.table[self.row(s + 1, t) + m - w];
+                if let Some(d) = consider(c, Decision::All) {
+                    return d;
+                }
+            }
+        }
+        let inner = (s + 1..t).map(|j| self.none_term(j)).max().unwrap_or(0);
+        let thr = self.m_none(s, t, inner);
+        let mut f = 0.0;
+        for next in s + 1..=t {
+            f += self.forward[next - 1];
+            let w = self.act[next - 1];
+            if m >= thr.max(w) {
+                let c = (f + self.table[self.row(next, t) + m - w])
+                    + self.table[self.row(s, next - 1) + m];
+                if let Some(d) = consider(c, Decision::Checkpoint { next }) {
+                    return d;
+                }
+            }
+        }
+        nearest.1
+    }
+
+    /// Appends the ops of OptRec(s, t, m) and returns their peak in bytes,
+    /// a^{s-1} excluded, δ^t included (the DP's own accounting, unrounded).
+    fn read_out(&self, chain: &Chain, s: usize, t: usize, m: usize, ops: &mut Vec<Op>) -> u64 {
+        let a = |l: usize| chain.output_bytes(l);
+        let d = |l: usize| chain.gradient_bytes(l);
+        let abar = |l: usize| chain.saved_bytes(l);
+        let st = chain.stage(s);
+        let backward_peak = d(s) + abar(s) + d(s - 1) + st.backward_overhead_bytes;
+        match self.decide(s, t, m) {
+            Decision::Leaf => {
+                ops.push(Op::ForwardAll { stage: s });
+                ops.push(Op::Backward { stage: s });
+                (d(s) + abar(s) + st.forward_overhead_bytes).max(backward_peak)
+            }
+            Decision::All => {
+                ops.push(Op::ForwardAll { stage: s });
+                let sub = self.read_out(chain, s + 1, t, m - self.saved[s], ops);
+                ops.push(Op::Backward { stage: s });
+                (d(t) + abar(s) + st.forward_overhead_bytes)
+                    .max(abar(s) + sub)
+                    .max(backward_peak)
+            }
+            Decision::Checkpoint { next } => {
+                ops.push(Op::ForwardCheckpoint { stage: s });
+                let mut peak = d(t) + a(s) + st.forward_overhead_bytes;
+                for j in s + 1..next {
+                    ops.push(Op::ForwardNone { stage: j });
+                    peak = peak.max(d(t) + a(j - 1) + a(j) + chain.stage(j).forward_overhead_bytes);
+                }
+                let right = self.read_out(chain, next, t, m - self.act[next - 1], ops);
+                let left = self.read_out(chain, s, next - 1, m, ops);
+                peak.max(a(next - 1) + right).max(left)
+            }
+        }
+    }
+}
+
+type Relax = fn(&mut [f64], &[f64], &[f64], f64);
+
+/// best[m] = min(best[m], (f + a[m]) + b[m]), over equal-length slices.
+#[inline(always)]
+fn relax_portable(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
+    for ((v, &x), &y) in best.iter_mut().zip(a).zip(b) {
+        let c = (f + x) + y;
+        *v = if c < *v { c } else { *v };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn relax_avx2(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
+    relax_portable(best, a, b, f)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn relax_avx2_safe(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
+    // SAFETY: only selected by `relax_kernel` after detecting AVX2.
+    unsafe { relax_avx2(best, a, b, f) }
+}
+
+/// The inner loop, compiled for the widest vectors this CPU has.
+fn relax_kernel() -> Relax {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return relax_avx2_safe;
+        }
+    }
+    relax_portable
+}
+
+/// M_low for persistent schedules: the smallest budget, in exact bytes, for
+/// which C_BP(1, L, M − ω_a^0) is finite. O(L³), no discretization.
+pub fn min_budget(chain: &Chain, variant: Variant) -> u64 {
+    let n = chain.len();
+    let a = |l: usize| chain.output_bytes(l);
+    let d = |l: usize| chain.gradient_bytes(l);
+    let abar = |l: usize| chain.saved_bytes(l);
+    let of = |l: usize| chain.stage(l).forward_overhead_bytes;
+    let ob = |l: usize| chain.stage(l).backward_overhead_bytes;
+    let m_all =
+        |s: usize, t: usize| (d(t) + abar(s) + of(s)).max(d(s) + abar(s) + d(s - 1) + ob(s));
+    // p[s][t]: min memory to process s..t, a^{s-1} excluded.
+    let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
+    for s in (1..=n).rev() {
+        let mut inner = 0u64;
+        for t in s..=n {
+            if s == t {
+                p[s][t] = m_all(s, s);
+                continue;
+            }
+            if t >= s + 2 {
+                inner = inner.max(a(t - 2) + a(t - 1) + of(t - 1));
+            }
+            let mut best = u64::MAX;
+            if variant == Variant::Rotor {
+                best = m_all(s, t).max(abar(s).saturating_add(p[s + 1][t]));
+            }
+            let thr = (d(t) + a(s) + of(s)).max(d(t) + inner);
+            for next in s + 1..=t {
+                let need = thr
+                    .max(a(next - 1).saturating_add(p[next][t]))
+                    .max(p[s][next - 1]);
+                best = best.min(need);
+            }
+            p[s][t] = best;
+        }
+    }
+    a(0).saturating_add(p[1][n])
+}

@@ -1,0 +1,116 @@
+//! Exhaustive search: on random chains of up to 7 stages, enumerate every
+//! persistent schedule, let the simulator judge each, and check that the DPs
+//! find the best time under every budget.
+
+mod common;
+
+use common::{integer_chain, persistent_schedules};
+use proptest::prelude::*;
+use remat_core::simulator::simulate;
+use remat_core::solvers::persistent::{min_budget, Variant};
+use remat_core::solvers::{solve, Algorithm, Options};
+use remat_core::Chain;
+
+/// (makespan, peak) of every schedule of the class, as the simulator measures.
+fn measured(chain: &Chain, variant: Variant) -> Vec<(f64, u64)> {
+    persistent_schedules(1, chain.len(), variant)
+        .iter()
+        .map(|ops| {
+            let t = simulate(chain, ops).expect("every enumerated schedule is valid");
+            (t.makespan_seconds, t.peak_bytes)
+        })
+        .collect()
+}
+
+fn brute_best(all: &[(f64, u64)], budget: u64) -> Option<f64> {
+    all.iter()
+        .filter(|(_, peak)| *peak <= budget)
+        .map(|(time, _)| *time)
+        .min_by(f64::total_cmp)
+}
+
+/// Slots of exactly one byte: the DP then works on exact sizes.
+fn exact(budget: u64) -> Options {
+    Options {
+        slots: budget.max(1) as usize,
+        ..Options::default()
+    }
+}
+
+fn check_optimal(chain: &Chain, algorithm: Algorithm, variant: Variant) {
+    let all = measured(chain, variant);
+    let lowest = all.iter().map(|x| x.1).min().unwrap();
+    let highest = all.iter().map(|x| x.1).max().unwrap();
+    assert_eq!(
+        min_budget(chain, variant),
+        lowest,
+        "M_low must be the least peak of any schedule of the class"
+    );
+    for budget in lowest.saturating_sub(2)..=highest + 1 {
+        let sol = solve(chain, algorithm, budget, &exact(budget)).unwrap();
+        let best = brute_best(&all, budget);
+        match (best, &sol.ops) {
+            (None, None) => {}
+            (Some(best), Some(ops)) => {
+                let trace = simulate(chain, ops).unwrap();
+                assert_eq!(
+                    sol.predicted_seconds.unwrap(),
+                    best,
+                    "{algorithm} at budget {budget}: DP value vs exhaustive optimum"
+                );
+                assert_eq!(trace.makespan_seconds, best, "simulated time vs optimum");
+                assert!(
+                    trace.peak_bytes <= budget,
+                    "peak {} > budget {budget}",
+                    trace.peak_bytes
+                );
+                assert_eq!(sol.predicted_peak_bytes, Some(trace.peak_bytes));
+            }
+            (best, _) => panic!(
+                "{algorithm} at budget {budget}: exhaustive says {best:?}, DP feasible = {}",
+                sol.feasible()
+            ),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn rotor_is_optimal_among_persistent_schedules(chain in integer_chain(7, true)) {
+        check_optimal(&chain, Algorithm::Rotor, Variant::Rotor);
+    }
+
+    #[test]
+    fn revolve_is_optimal_in_its_class(chain in integer_chain(7, true)) {
+        check_optimal(&chain, Algorithm::Revolve, Variant::Revolve);
+    }
+}
+
+#[test]
+fn enumeration_counts_match_the_recurrence() {
+    // a(n) = a(n−1) + Σ_k a(n−k)·a(k): 1, 2, 6, 22, 90, 394, 1806.
+    let counts: Vec<usize> = (1..=7)
+        .map(|n| persistent_schedules(1, n, Variant::Rotor).len())
+        .collect();
+    assert_eq!(counts, vec![1, 2, 6, 22, 90, 394, 1806]);
+}
+
+#[test]
+fn the_homogeneous_teaching_chain_by_hand() {
+    // 10 identical stages: at M_high rotor is store-all; at M_low it must
+    // recompute, and the time grows as memory shrinks.
+    let chain = remat_core::examples::teaching();
+    let high = remat_core::solvers::max_useful_budget(&chain);
+    let sol = solve(&chain, Algorithm::Rotor, high, &Options::default()).unwrap();
+    assert_eq!(sol.predicted_seconds, Some(chain.sequential_seconds()));
+    let low = min_budget(&chain, Variant::Rotor);
+    assert!(low < high / 3, "checkpointing saves most of the memory");
+    let slots = Options {
+        slots: (low >> 20) as usize,
+        ..Options::default()
+    };
+    let tight = solve(&chain, Algorithm::Rotor, low, &slots).unwrap();
+    assert!(tight.predicted_seconds.unwrap() > chain.sequential_seconds());
+}

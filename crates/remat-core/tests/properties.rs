@@ -1,0 +1,126 @@
+//! Properties of every solver on thousands of random chains: the simulator
+//! accepts its schedule, the peak is within budget, and a DP's predicted time
+//! and peak equal the simulated ones.
+
+mod common;
+
+use common::{integer_chain, real_chain};
+use proptest::prelude::*;
+use remat_core::simulator::simulate;
+use remat_core::solvers::persistent::{min_budget, Variant};
+use remat_core::solvers::{max_useful_budget, no_progress, solve, Algorithm, Options, Planner};
+use remat_core::Chain;
+
+fn budget_between(chain: &Chain, frac: f64) -> u64 {
+    let low = min_budget(chain, Variant::Rotor);
+    let high = max_useful_budget(chain);
+    low + ((high.saturating_sub(low)) as f64 * frac) as u64
+}
+
+/// Checks one solution against the simulator; returns the simulated time.
+fn judge(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget: u64,
+    options: &Options,
+    exact_time: bool,
+) -> Option<f64> {
+    let sol = solve(chain, algorithm, budget, options).unwrap();
+    let ops = sol.ops.as_ref()?;
+    let trace =
+        simulate(chain, ops).unwrap_or_else(|e| panic!("{algorithm}: invalid schedule: {e}"));
+    assert!(
+        trace.peak_bytes <= budget,
+        "{algorithm}: peak {} > budget {budget}",
+        trace.peak_bytes
+    );
+    assert_eq!(
+        sol.predicted_peak_bytes,
+        Some(trace.peak_bytes),
+        "{algorithm}: predicted vs simulated peak"
+    );
+    let predicted = sol.predicted_seconds.unwrap();
+    if exact_time {
+        assert_eq!(
+            predicted, trace.makespan_seconds,
+            "{algorithm}: predicted vs simulated time"
+        );
+    } else {
+        let err = (predicted - trace.makespan_seconds).abs() / trace.makespan_seconds;
+        assert!(
+            err < 1e-12,
+            "{algorithm}: predicted {predicted} vs simulated {}",
+            trace.makespan_seconds
+        );
+    }
+    Some(trace.makespan_seconds)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_solver_is_judged_valid_on_integer_chains(
+        chain in integer_chain(14, true),
+        frac in 0.0f64..1.2,
+        slots in prop_oneof![Just(0usize), 1usize..40, Just(500)],
+    ) {
+        let budget = budget_between(&chain, frac);
+        // slots = 0 here means "one byte per slot": exact sizes.
+        let options = Options { slots: if slots == 0 { budget.max(1) as usize } else { slots }, ..Options::default() };
+        let rotor = judge(&chain, Algorithm::Rotor, budget, &options, true);
+        let revolve = judge(&chain, Algorithm::Revolve, budget, &options, true);
+        let sequential = judge(&chain, Algorithm::Sequential, budget, &options, true);
+        let store_all = judge(&chain, Algorithm::StoreAll, budget, &options, true);
+        if slots == 0 {
+            // On exact sizes rotor's class contains the others' schedules.
+            prop_assert!(rotor.is_some() == (budget >= min_budget(&chain, Variant::Rotor)));
+            for other in [revolve, sequential, store_all].into_iter().flatten() {
+                prop_assert!(rotor.unwrap() <= other);
+            }
+        }
+    }
+
+    #[test]
+    fn every_solver_is_judged_valid_on_real_valued_chains(
+        chain in real_chain(40),
+        frac in 0.0f64..1.1,
+    ) {
+        let budget = budget_between(&chain, frac);
+        let options = Options::default();
+        for algorithm in Algorithm::ALL {
+            judge(&chain, algorithm, budget, &options, false);
+        }
+    }
+
+    #[test]
+    fn a_table_read_out_at_smaller_budgets_matches_a_fresh_solve(
+        chain in integer_chain(12, false),
+        fracs in proptest::collection::vec(0.0f64..1.0, 1..6),
+    ) {
+        // With one-byte slots the grid of the big table is the grid of every
+        // smaller budget, so reading out must give the same optimum.
+        let high = max_useful_budget(&chain);
+        let options = Options { slots: high.max(1) as usize, ..Options::default() };
+        let planner = Planner::build(&chain, Algorithm::Rotor, high, &options, &mut no_progress()).unwrap();
+        for f in fracs {
+            let budget = budget_between(&chain, f);
+            let from_table = planner.plan(&chain, budget);
+            let fresh = solve(&chain, Algorithm::Rotor, budget, &Options { slots: budget.max(1) as usize, ..Options::default() }).unwrap();
+            prop_assert_eq!(from_table.predicted_seconds, fresh.predicted_seconds);
+        }
+    }
+}
+
+#[test]
+fn rotor_at_m_high_is_store_all_on_the_examples() {
+    for (name, _) in remat_core::examples::NAMES {
+        let chain = remat_core::examples::by_name(name).unwrap();
+        let high = max_useful_budget(&chain);
+        let sol = solve(&chain, Algorithm::Rotor, high, &Options::default()).unwrap();
+        let trace = simulate(&chain, sol.ops.as_ref().unwrap()).unwrap();
+        assert!(trace.peak_bytes <= high);
+        assert_eq!(trace.recomputations, 0, "{name}");
+        assert!((trace.makespan_seconds - chain.sequential_seconds()).abs() < 1e-12);
+    }
+}
