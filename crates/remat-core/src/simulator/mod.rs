@@ -14,7 +14,10 @@
 //! Cost: O(n) for n operations plus a sort of the memory events when the copy
 //! lane makes them interleave (O(n log n)).
 
+mod chrome;
 mod trace;
+
+pub use chrome::chrome_trace_json;
 
 pub use trace::{Lane, MemoryStep, Residency, Span, TensorId, Trace};
 
