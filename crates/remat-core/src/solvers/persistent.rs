@@ -205,68 +205,124 @@ impl PersistentTable {
         s == t || self.variant == Variant::Rotor
     }
 
+    /// Fills the table. Rows are computed in blocks of `COLUMNS` consecutive
+    /// t, with s descending inside a block: C_BP(s, t, ·) needs C_BP(s', t, ·)
+    /// for s' > s (same column, just computed, hot in cache) and
+    /// C_BP(s, s'−1, ·) (read by every t of the block while in cache). The
+    /// table is far larger than the caches, so this order, not arithmetic,
+    /// sets the speed.
     fn fill(&mut self, progress: &mut Progress<'_>) -> Result<(), SolveError> {
+        const COLUMNS: usize = 16;
         let n = self.n;
-        let m_max = self.max_slots;
-        let width = m_max + 1;
-        let relax = relax_kernel();
-        let mut best = vec![f64::INFINITY; width];
-        let total_work: f64 = (1..=n)
-            .map(|s| ((n - s + 1) * (n - s + 2) / 2) as f64)
-            .sum();
-        let mut done_work = 0.0;
-        for s in (1..=n).rev() {
-            let mut inner = 0usize;
-            for t in s..=n {
-                if t >= s + 2 {
-                    inner = inner.max(self.none_term(t - 1));
-                }
-                best.fill(f64::INFINITY);
-                if self.all_allowed(s, t) {
-                    let lo = self.m_all(s, t).max(self.saved[s]);
-                    let fb = self.forward[s] + self.backward[s];
-                    if s == t {
-                        for v in best.iter_mut().skip(lo) {
-                            *v = fb;
-                        }
-                    } else if lo <= m_max {
-                        let w = self.saved[s];
-                        let sub = self.row(s + 1, t);
-                        let sub = &self.table[sub + lo - w..sub + width - w];
-                        for (v, c) in best[lo..].iter_mut().zip(sub) {
-                            *v = fb + c;
-                        }
+        let width = self.max_slots + 1;
+        let rows = self.row_start[n + 1];
+        let mut scratch = Scratch {
+            relax: relax_kernel(),
+            lower: lower_kernel(),
+            best: vec![f64::INFINITY; width],
+            sat: vec![width; rows],
+            tail: vec![f64::INFINITY; rows],
+        };
+        let mut done = 0usize;
+        let mut t0 = 1;
+        while t0 <= n {
+            let t1 = (t0 + COLUMNS - 1).min(n);
+            for s in (1..=t1).rev() {
+                // max over s < j < t of the F_∅ terms, grown with t.
+                let first = t0.max(s);
+                let mut inner = (s + 1..first).map(|j| self.none_term(j)).max().unwrap_or(0);
+                for t in first..=t1 {
+                    if t >= s + 2 && t > first {
+                        inner = inner.max(self.none_term(t - 1));
                     }
+                    self.fill_row(s, t, inner, &mut scratch);
+                    done += 1;
                 }
-                if s < t {
-                    let thr = self.m_none(s, t, inner);
-                    let mut f = 0.0;
-                    for next in s + 1..=t {
-                        f += self.forward[next - 1];
-                        let w = self.act[next - 1];
-                        let lo = thr.max(w);
-                        if lo > m_max {
-                            continue;
-                        }
-                        let a = self.row(next, t);
-                        let b = self.row(s, next - 1);
-                        relax(
-                            &mut best[lo..],
-                            &self.table[a + lo - w..a + width - w],
-                            &self.table[b + lo..b + width],
-                            f,
-                        );
-                    }
-                }
-                let r = self.row(s, t);
-                self.table[r..r + width].copy_from_slice(&best);
             }
-            done_work += ((n - s + 1) * (n - s + 2) / 2) as f64;
-            if !progress(done_work / total_work) {
+            t0 = t1 + 1;
+            if !progress(done as f64 / rows as f64) {
                 return Err(SolveError::Cancelled);
             }
         }
         Ok(())
+    }
+
+    /// Computes the row C_BP(s, t, ·) by Theorem 1.
+    ///
+    /// Rotor only: `sat[r]` = P_all(s, t), the slots from which the F_all
+    /// chain over s..t fits; from there on C_BP(s, t, m) is its time
+    /// `tail[r]` = Σ (u_f + u_b), the lower bound of any schedule. Rows are
+    /// computed up to P_all only, and a candidate whose two sub-rows are both
+    /// in their tails is a constant: this skips most of the table's memory
+    /// traffic without changing any value.
+    fn fill_row(&mut self, s: usize, t: usize, inner: usize, k: &mut Scratch) {
+        let width = self.max_slots + 1;
+        let here = self.row_start[s] + (t - s);
+        let fb = self.forward[s] + self.backward[s];
+        if self.variant == Variant::Rotor {
+            let (p, v) = if s == t {
+                (self.m_all(s, s), fb)
+            } else {
+                let below = self.row_start[s + 1] + (t - s - 1);
+                (
+                    self.m_all(s, t).max(self.saved[s] + k.sat[below]),
+                    fb + k.tail[below],
+                )
+            };
+            k.sat[here] = p.min(width);
+            k.tail[here] = v;
+        }
+        let hi = k.sat[here];
+        let best = &mut k.best;
+        best.fill(f64::INFINITY);
+        if self.all_allowed(s, t) {
+            let lo = self.m_all(s, t).max(self.saved[s]).min(hi);
+            if s == t {
+                best[lo..hi].fill(fb);
+            } else if lo < hi {
+                let w = self.saved[s];
+                let sub = self.row(s + 1, t);
+                let sub = &self.table[sub + lo - w..sub + hi - w];
+                for (v, c) in best[lo..hi].iter_mut().zip(sub) {
+                    *v = fb + c;
+                }
+            }
+        }
+        if s < t {
+            let thr = self.m_none(s, t, inner);
+            let mut f = 0.0;
+            for next in s + 1..=t {
+                f += self.forward[next - 1];
+                let w = self.act[next - 1];
+                let lo = thr.max(w);
+                if lo >= hi {
+                    continue;
+                }
+                let right = self.row_start[next] + (t - next);
+                let left = self.row_start[s] + (next - 1 - s);
+                // From `flat` on, both sub-rows sit in their tails.
+                let flat = k.sat[left]
+                    .max(k.sat[right].saturating_add(w))
+                    .clamp(lo, hi);
+                let a = self.row(next, t);
+                let b = self.row(s, next - 1);
+                (k.relax)(
+                    &mut best[lo..flat],
+                    &self.table[a + lo - w..a + flat - w],
+                    &self.table[b + lo..b + flat],
+                    f,
+                );
+                if flat < hi {
+                    let c = (f + k.tail[right]) + k.tail[left];
+                    (k.lower)(&mut best[flat..hi], c);
+                }
+            }
+        }
+        if hi < width {
+            best[hi..].fill(k.tail[here]);
+        }
+        let r = self.row(s, t);
+        self.table[r..r + width].copy_from_slice(best);
     }
 
     /// The largest budget this table answers exactly (its slot grid).
@@ -401,25 +457,100 @@ impl PersistentTable {
 
 type Relax = fn(&mut [f64], &[f64], &[f64], f64);
 
+/// Working memory of `fill`.
+struct Scratch {
+    relax: Relax,
+    lower: Lower,
+    best: Vec<f64>,
+    sat: Vec<usize>,
+    tail: Vec<f64>,
+}
+
 /// best[m] = min(best[m], (f + a[m]) + b[m]), over equal-length slices.
-#[inline(always)]
 fn relax_portable(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
     for ((v, &x), &y) in best.iter_mut().zip(a).zip(b) {
         let c = (f + x) + y;
-        *v = if c < *v { c } else { *v };
+        if c < *v {
+            *v = c;
+        }
     }
 }
 
+/// The same with explicit AVX2: auto-vectorized code turns the conditional
+/// update into masked stores (vmaskmovpd), which are microcoded on AMD and
+/// made the table 3× slower than plain loads, adds, a min and a store.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn relax_avx2(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
-    relax_portable(best, a, b, f)
+    use std::arch::x86_64::*;
+    let n = best.len().min(a.len()).min(b.len());
+    let chunks = n / 4;
+    let fv = _mm256_set1_pd(f);
+    let (pv, pa, pb) = (best.as_mut_ptr(), a.as_ptr(), b.as_ptr());
+    for i in 0..chunks {
+        let k = 4 * i;
+        // SAFETY: k + 4 ≤ n, within all three slices.
+        unsafe {
+            let c = _mm256_add_pd(
+                _mm256_add_pd(fv, _mm256_loadu_pd(pa.add(k))),
+                _mm256_loadu_pd(pb.add(k)),
+            );
+            let v = _mm256_loadu_pd(pv.add(k));
+            // MINPD(c, v) = c < v ? c : v, exactly the scalar rule.
+            _mm256_storeu_pd(pv.add(k), _mm256_min_pd(c, v));
+        }
+    }
+    relax_portable(
+        &mut best[4 * chunks..n],
+        &a[4 * chunks..n],
+        &b[4 * chunks..n],
+        f,
+    );
 }
 
 #[cfg(target_arch = "x86_64")]
 fn relax_avx2_safe(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
     // SAFETY: only selected by `relax_kernel` after detecting AVX2.
     unsafe { relax_avx2(best, a, b, f) }
+}
+
+type Lower = fn(&mut [f64], f64);
+
+/// best[m] = min(best[m], c).
+fn lower_portable(best: &mut [f64], c: f64) {
+    for v in best {
+        if c < *v {
+            *v = c;
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn lower_avx2(best: &mut [f64], c: f64) {
+    use std::arch::x86_64::*;
+    let chunks = best.len() / 4;
+    let cv = _mm256_set1_pd(c);
+    let p = best.as_mut_ptr();
+    for i in 0..chunks {
+        // SAFETY: 4i + 4 ≤ len.
+        unsafe {
+            let v = _mm256_loadu_pd(p.add(4 * i));
+            _mm256_storeu_pd(p.add(4 * i), _mm256_min_pd(cv, v));
+        }
+    }
+    lower_portable(&mut best[4 * chunks..], c);
+}
+
+fn lower_kernel() -> Lower {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 was detected.
+            return |b, c| unsafe { lower_avx2(b, c) };
+        }
+    }
+    lower_portable
 }
 
 /// The inner loop, compiled for the widest vectors this CPU has.

@@ -1,0 +1,148 @@
+//! `remat bench`: the numbers the issues ask for, on this machine, as
+//! medians over repetitions. Criterion benches (crates/remat-core/benches)
+//! measure the same things with statistics.
+
+use clap::Args;
+use remat_core::solvers::persistent::{PersistentTable, Variant};
+use remat_core::solvers::{max_useful_budget, no_progress, Options};
+use remat_core::{simulate, Chain, Stage};
+use serde_json::json;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Stages of the synthetic heterogeneous chain.
+    #[arg(long, default_value_t = 200)]
+    stages: usize,
+    /// Memory slots of the rotor table.
+    #[arg(long, default_value_t = 500)]
+    slots: usize,
+    /// Repetitions of the table build (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    #[arg(long)]
+    json: bool,
+}
+
+/// A heterogeneous chain with sizes and times spread over an order of
+/// magnitude, from a fixed linear congruential sequence (reproducible).
+pub fn synthetic_chain(n: usize) -> Chain {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 33) as f64) / (1u64 << 31) as f64
+    };
+    let stages = (0..n)
+        .map(|i| {
+            let out = ((1.0 + 9.0 * next()) * 64.0 * 1048576.0) as u64;
+            let saved = out + ((3.0 * next()) * out as f64) as u64;
+            let f = 1e-3 * (1.0 + 9.0 * next());
+            Stage::new(format!("s{i}"), f, f * (1.5 + next()), out, saved)
+        })
+        .collect();
+    Chain {
+        name: format!("synthetic {n}"),
+        source: "remat bench".into(),
+        input_bytes: 64 << 20,
+        input_gradient_bytes: 64 << 20,
+        bandwidth_bytes_per_s: Some(12e9),
+        stages,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+pub fn run(a: BenchArgs) -> Result<(), String> {
+    if a.stages == 0 || a.slots == 0 || a.reps == 0 {
+        return Err("--stages, --slots and --reps must be at least 1".into());
+    }
+    let chain = synthetic_chain(a.stages);
+    let high = max_useful_budget(&chain);
+    let limit = Options::default().max_table_bytes;
+    let mut build = Vec::new();
+    let mut table = None;
+    for _ in 0..a.reps {
+        let t0 = Instant::now();
+        let t = PersistentTable::build(
+            &chain,
+            Variant::Rotor,
+            high,
+            a.slots,
+            limit,
+            &mut no_progress(),
+        )
+        .map_err(|e| e.to_string())?;
+        build.push(t0.elapsed().as_secs_f64());
+        table = Some(t);
+    }
+    let table = table.expect("reps ≥ 1");
+    // Read out schedules for budgets across the range, as the slider does.
+    let low = remat_core::solvers::persistent::min_budget(&chain, Variant::Rotor);
+    let budgets: Vec<u64> = (0..200)
+        .map(|i| low + (high - low) / 200 * (i + 1))
+        .collect();
+    let mut readout = Vec::new();
+    let mut ops = Vec::new();
+    for &b in &budgets {
+        let t0 = Instant::now();
+        let plan = table.plan(&chain, b);
+        readout.push(t0.elapsed().as_secs_f64());
+        if let Some(p) = plan {
+            if p.ops.len() > ops.len() {
+                ops = p.ops;
+            }
+        }
+    }
+    // The simulator on the longest of those schedules, repeated.
+    let mut sim = Vec::new();
+    for _ in 0..20 {
+        let t0 = Instant::now();
+        let trace = simulate(&chain, &ops).map_err(|e| e.to_string())?;
+        sim.push(t0.elapsed().as_secs_f64());
+        std::hint::black_box(trace);
+    }
+    let build_s = median(build);
+    let readout_s = median(readout);
+    let sim_s = median(sim);
+    let ops_per_s = ops.len() as f64 / sim_s;
+    if a.json {
+        let v = json!({
+            "stages": a.stages, "slots": a.slots,
+            "table_build_seconds": build_s, "table_bytes": table.memory_bytes(),
+            "readout_seconds": readout_s, "simulated_ops": ops.len(),
+            "simulator_ops_per_second": ops_per_s,
+        });
+        say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+    } else {
+        say!(
+            "synthetic heterogeneous chain: {} stages, {} slots",
+            a.stages,
+            a.slots
+        );
+        say!(
+            "rotor table build   median {:.3} s over {} runs",
+            build_s,
+            a.reps
+        );
+        say!(
+            "rotor table memory  {:.1} MiB",
+            table.memory_bytes() as f64 / 1048576.0
+        );
+        say!(
+            "read out a budget   median {:.1} µs over {} budgets",
+            readout_s * 1e6,
+            budgets.len()
+        );
+        say!(
+            "simulator           {:.2} M ops/s ({} ops, median of 20)",
+            ops_per_s / 1e6,
+            ops.len()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,396 @@
+//! One function per subcommand; each returns Err(message) for bad input.
+
+use crate::input;
+use clap::{Args, ValueEnum};
+use remat_core::format::{
+    read_rotor, write_chain, write_schedule, Predicted, ScheduleFile, TimeUnit,
+};
+use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::schedule::format_ops;
+use remat_core::simulator::{simulate_with_bandwidth, Trace};
+use remat_core::solvers::{
+    max_useful_budget, no_progress, Algorithm, Options, Planner, Solution, DEFAULT_SLOTS,
+};
+use remat_core::{examples, Chain};
+use serde_json::{json, Value};
+
+#[derive(Args)]
+pub struct SolveArgs {
+    /// Chain file or example:NAME.
+    chain: String,
+    /// Algorithm (see `remat algorithms`).
+    #[arg(long, short)]
+    algorithm: String,
+    /// Memory budget for activations (a^0 included), e.g. 8GiB.
+    #[arg(long, short)]
+    budget: String,
+    /// Memory slots of the DPs.
+    #[arg(long, default_value_t = DEFAULT_SLOTS)]
+    slots: usize,
+    /// Host↔device bandwidth, overriding the chain's (e.g. 12GB/s).
+    #[arg(long)]
+    bandwidth: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Write the schedule (remat-schedule/1) to this file.
+    #[arg(long, short)]
+    output: Option<String>,
+}
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// Chain file or example:NAME.
+    chain: String,
+    /// Schedule file (remat-schedule/1).
+    schedule: String,
+    /// Host↔device bandwidth, overriding the schedule's and the chain's.
+    #[arg(long)]
+    bandwidth: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SweepFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Chain file or example:NAME.
+    chain: String,
+    /// Comma-separated algorithms (default: all).
+    #[arg(long)]
+    algorithms: Option<String>,
+    /// Number of budgets from M_low to M_high.
+    #[arg(long, default_value_t = 20)]
+    points: usize,
+    #[arg(long, default_value_t = DEFAULT_SLOTS)]
+    slots: usize,
+    #[arg(long)]
+    bandwidth: Option<String>,
+    #[arg(long, value_enum, default_value = "csv")]
+    format: SweepFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Unit {
+    Ms,
+    S,
+}
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// A JSON file with rotor's fw, bw, cw, cbw, ftmp, btmp lists.
+    input: String,
+    /// Unit of fw and bw (rotor measures milliseconds).
+    #[arg(long, value_enum, default_value = "ms")]
+    time_unit: Unit,
+    /// Name of the chain.
+    #[arg(long)]
+    name: Option<String>,
+    /// Host↔device bandwidth to record in the chain (e.g. 12GB/s).
+    #[arg(long)]
+    bandwidth: Option<String>,
+    /// Output file (default: stdout).
+    #[arg(long, short)]
+    output: Option<String>,
+}
+
+fn bandwidth(chain: &Chain, flag: &Option<String>) -> Result<Option<f64>, String> {
+    match flag {
+        Some(text) => input::rate("--bandwidth", text).map(Some),
+        None => Ok(chain.bandwidth_bytes_per_s),
+    }
+}
+
+fn options(slots: usize, bandwidth: Option<f64>) -> Result<Options, String> {
+    if slots == 0 {
+        return Err("--slots: must be at least 1".into());
+    }
+    Ok(Options {
+        slots,
+        bandwidth_bytes_per_s: bandwidth,
+        ..Options::default()
+    })
+}
+
+/// The fields every JSON report shares (DESIGN.md contract).
+fn report(
+    chain: &Chain,
+    algorithm: &str,
+    budget: u64,
+    trace: Option<&Trace>,
+    predicted: Option<(f64, u64)>,
+) -> Value {
+    json!({
+        "algorithm": algorithm,
+        "chain": chain.name,
+        "stages": chain.len(),
+        "budget_bytes": budget,
+        "feasible": trace.is_some_and(|t| t.peak_bytes <= budget),
+        "makespan_seconds": trace.map(|t| t.makespan_seconds),
+        "peak_bytes": trace.map(|t| t.peak_bytes),
+        "sequential_seconds": chain.sequential_seconds(),
+        "overhead": trace.map(|t| t.overhead()),
+        "recomputations": trace.map(|t| t.recomputations),
+        "idle_seconds": trace.map(|t| t.idle_seconds),
+        "offloaded_bytes": trace.map(|t| t.offloaded_bytes),
+        "prefetched_bytes": trace.map(|t| t.prefetched_bytes),
+        "predicted_seconds": predicted.map(|p| p.0),
+        "predicted_peak_bytes": predicted.map(|p| p.1),
+    })
+}
+
+pub fn solve(a: SolveArgs) -> Result<(), String> {
+    let chain = input::chain(&a.chain)?;
+    let algorithm = Algorithm::from_name(&a.algorithm).map_err(|e| e.to_string())?;
+    let budget = input::size("--budget", &a.budget)?;
+    let bw = bandwidth(&chain, &a.bandwidth)?;
+    let opts = options(a.slots, bw)?;
+    let planner = Planner::build(&chain, algorithm, budget, &opts, &mut no_progress())
+        .map_err(|e| e.to_string())?;
+    let solution = planner.plan(&chain, budget);
+    let trace = match &solution.ops {
+        Some(ops) => Some(simulate_with_bandwidth(&chain, ops, bw).map_err(|e| {
+            format!("internal error: {algorithm} produced an invalid schedule: {e}")
+        })?),
+        None => None,
+    };
+    let predicted = predicted(&solution);
+    if let (Some(path), Some(ops), Some(t)) = (&a.output, &solution.ops, &trace) {
+        let file = ScheduleFile::new(
+            &chain,
+            algorithm.name(),
+            budget,
+            bw,
+            Predicted {
+                makespan_seconds: t.makespan_seconds,
+                peak_bytes: t.peak_bytes,
+            },
+            ops.clone(),
+        );
+        input::write_text(path, &write_schedule(&file))?;
+    } else if a.output.is_some() {
+        eprintln!("note: no schedule written: the budget is infeasible for {algorithm}");
+    }
+    let m_low = planner.min_budget_bytes();
+    let m_high = max_useful_budget(&chain);
+    if a.json {
+        let mut v = report(&chain, algorithm.name(), budget, trace.as_ref(), predicted);
+        v["detail"] = json!(solution.detail);
+        v["m_low_bytes"] = json!(m_low);
+        v["m_high_bytes"] = json!(m_high);
+        v["ops"] = json!(solution.ops.clone().unwrap_or_default());
+        say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+        return Ok(());
+    }
+    say!("chain      {} ({} stages)", chain.name, chain.len());
+    say!("algorithm  {algorithm} ({})", solution.detail);
+    say!(
+        "budget     {}   (M_low {} for {algorithm}, M_high {})",
+        format_bytes(budget),
+        format_bytes(m_low),
+        format_bytes(m_high)
+    );
+    match (&solution.ops, &trace) {
+        (Some(ops), Some(t)) => {
+            say!(
+                "makespan   {}   (+{:.1}% over {} with no limit)",
+                format_seconds(t.makespan_seconds),
+                100.0 * t.overhead(),
+                format_seconds(t.sequential_seconds)
+            );
+            say!("peak       {}", format_bytes(t.peak_bytes));
+            say!("recomputed {} forward operations", t.recomputations);
+            say!("schedule   {}", format_ops(ops));
+        }
+        _ => say!("infeasible: {}", solution.detail),
+    }
+    Ok(())
+}
+
+fn predicted(s: &Solution) -> Option<(f64, u64)> {
+    Some((s.predicted_seconds?, s.predicted_peak_bytes?))
+}
+
+pub fn simulate(a: SimulateArgs) -> Result<(), String> {
+    let chain = input::chain(&a.chain)?;
+    let schedule = input::schedule(&a.schedule)?;
+    schedule
+        .check_chain(&chain)
+        .map_err(|e| format!("{}: {e}", a.schedule))?;
+    let bw = match &a.bandwidth {
+        Some(text) => Some(input::rate("--bandwidth", text)?),
+        None => schedule
+            .bandwidth_bytes_per_s
+            .or(chain.bandwidth_bytes_per_s),
+    };
+    let trace = simulate_with_bandwidth(&chain, &schedule.ops, bw)
+        .map_err(|e| format!("{}: invalid schedule: {e}", a.schedule))?;
+    let predicted = Some((
+        schedule.predicted.makespan_seconds,
+        schedule.predicted.peak_bytes,
+    ));
+    if a.json {
+        let mut v = report(
+            &chain,
+            &schedule.algorithm,
+            schedule.budget_bytes,
+            Some(&trace),
+            predicted,
+        );
+        v["ops"] = json!(schedule.ops.len());
+        say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+        return Ok(());
+    }
+    say!("chain      {} ({} stages)", chain.name, chain.len());
+    say!(
+        "schedule   {} ops by {}",
+        schedule.ops.len(),
+        schedule.algorithm
+    );
+    say!(
+        "makespan   {}   (+{:.1}%; predicted {})",
+        format_seconds(trace.makespan_seconds),
+        100.0 * trace.overhead(),
+        format_seconds(schedule.predicted.makespan_seconds)
+    );
+    say!(
+        "peak       {}   (budget {}{})",
+        format_bytes(trace.peak_bytes),
+        format_bytes(schedule.budget_bytes),
+        if trace.peak_bytes > schedule.budget_bytes {
+            ", EXCEEDED"
+        } else {
+            ""
+        }
+    );
+    say!(
+        "idle       {}   recomputations {}",
+        format_seconds(trace.idle_seconds),
+        trace.recomputations
+    );
+    Ok(())
+}
+
+pub fn sweep(a: SweepArgs) -> Result<(), String> {
+    let chain = input::chain(&a.chain)?;
+    let algorithms: Vec<Algorithm> = match &a.algorithms {
+        Some(list) => list
+            .split(',')
+            .map(|n| Algorithm::from_name(n.trim()).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?,
+        None => Algorithm::ALL.to_vec(),
+    };
+    if a.points < 2 {
+        return Err("--points: at least 2".into());
+    }
+    let bw = bandwidth(&chain, &a.bandwidth)?;
+    let opts = options(a.slots, bw)?;
+    let m_high = max_useful_budget(&chain);
+    let mut planners = Vec::new();
+    for alg in &algorithms {
+        planners.push(
+            Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let m_low = planners
+        .iter()
+        .map(|p| p.min_budget_bytes())
+        .min()
+        .unwrap_or(0);
+    let mut rows = Vec::new();
+    for i in 0..a.points {
+        let budget = m_low + ((m_high - m_low) as f64 * i as f64 / (a.points - 1) as f64) as u64;
+        for p in &planners {
+            let sol = p.plan(&chain, budget);
+            let trace = match &sol.ops {
+                Some(ops) => {
+                    Some(simulate_with_bandwidth(&chain, ops, bw).map_err(|e| e.to_string())?)
+                }
+                None => None,
+            };
+            rows.push((budget, p.algorithm(), trace));
+        }
+    }
+    match a.format {
+        SweepFormat::Csv => {
+            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations");
+            for (budget, alg, t) in &rows {
+                let ratio = *budget as f64 / m_high as f64;
+                match t {
+                    Some(t) => say!(
+                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{}",
+                        t.makespan_seconds,
+                        t.overhead(),
+                        t.peak_bytes,
+                        t.recomputations
+                    ),
+                    None => say!("{budget},{ratio:.4},{alg},false,,,,"),
+                }
+            }
+        }
+        SweepFormat::Json => {
+            let list: Vec<Value> = rows
+                .iter()
+                .map(|(budget, alg, t)| {
+                    let mut v = report(&chain, alg.name(), *budget, t.as_ref(), None);
+                    v["memory_ratio"] = json!(*budget as f64 / m_high as f64);
+                    v
+                })
+                .collect();
+            let out = json!({
+                "chain": chain.name, "m_low_bytes": m_low, "m_high_bytes": m_high,
+                "sequential_seconds": chain.sequential_seconds(), "points": list,
+            });
+            say!("{}", serde_json::to_string_pretty(&out).expect("JSON"));
+        }
+    }
+    Ok(())
+}
+
+pub fn convert(a: ConvertArgs) -> Result<(), String> {
+    let text = input::read_text(&a.input)?;
+    let unit = match a.time_unit {
+        Unit::Ms => TimeUnit::Milliseconds,
+        Unit::S => TimeUnit::Seconds,
+    };
+    let default_name = std::path::Path::new(&a.input)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "rotor chain".into());
+    let mut chain = read_rotor(&text, unit, a.name.as_deref().unwrap_or(&default_name))
+        .map_err(|e| format!("{}: {e}", a.input))?;
+    if let Some(name) = a.name {
+        chain.name = name;
+    }
+    if let Some(bw) = &a.bandwidth {
+        chain.bandwidth_bytes_per_s = Some(input::rate("--bandwidth", bw)?);
+    }
+    let out = write_chain(&chain);
+    match &a.output {
+        Some(path) => input::write_text(path, &out),
+        None => {
+            say!("{out}");
+            Ok(())
+        }
+    }
+}
+
+pub fn algorithms() -> Result<(), String> {
+    for alg in Algorithm::ALL {
+        say!("{:<12} {}", alg.name(), alg.description());
+    }
+    Ok(())
+}
+
+pub fn examples() -> Result<(), String> {
+    for (name, about) in examples::NAMES {
+        say!("example:{name:<10} {about}");
+    }
+    Ok(())
+}
