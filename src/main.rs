@@ -1,1 +1,3 @@
-fn main() {}
+fn main() {
+    remat_explorer::run();
+}

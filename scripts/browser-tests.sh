@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the explorer and the CLI, serves dist/ on a free port and runs the
+# Playwright tests (tests/*.test.mjs) in Debian's chromium.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+"$ROOT/scripts/setup-web.sh" || { echo "BROWSER TESTS: FAIL (setup)"; exit 1; }
+export TRUNK_SKIP_VERSION_CHECK=true
+export PATH="$ROOT/.tools/bin:$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
+
+echo "== trunk build --release"
+trunk build --release || { echo "BROWSER TESTS: FAIL (trunk build)"; exit 1; }
+echo "== cargo build --release -p remat-cli"
+cargo build --release -p remat-cli || { echo "BROWSER TESTS: FAIL (CLI build)"; exit 1; }
+
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+python3 -m http.server "$PORT" --bind 127.0.0.1 --directory "$ROOT/dist" >/tmp/remat-http-$PORT.log 2>&1 &
+SERVER=$!
+trap 'kill "$SERVER" 2>/dev/null' EXIT
+for _ in $(seq 50); do
+  curl -fs "http://127.0.0.1:$PORT/" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+echo "== browser tests against http://127.0.0.1:$PORT/"
+export EXPLORER_URL="http://127.0.0.1:$PORT/"
+export REMAT_CLI="$ROOT/target/release/remat"
+(cd "$ROOT/tests" && node --test --test-concurrency=1 --test-reporter=spec ./*.test.mjs)
+STATUS=$?
+if [ "$STATUS" -eq 0 ]; then
+  echo "BROWSER TESTS: PASS"
+else
+  echo "BROWSER TESTS: FAIL (exit $STATUS; see the failing tests above)"
+fi
+exit "$STATUS"

@@ -1,0 +1,335 @@
+//! All of the page's state, in one place, and the transitions between states.
+//!
+//! Views read signals and call methods here; nothing else talks to the
+//! planner. The flow is one-way: chain → build tables → plan(budget) →
+//! simulate → `Current`, which every chart draws.
+
+use crate::planning::{min_budget, CurvePoint, Planned, Request, Response, Summary};
+use crate::worker;
+use leptos::prelude::*;
+use remat_core::format::write_chain;
+use remat_core::simulator::{simulate_with_bandwidth, Trace};
+use remat_core::solvers::{max_useful_budget, Algorithm};
+use remat_core::Chain;
+use std::sync::Arc;
+
+/// PCIe 3.0 ×16 in practice, used when a chain states no bandwidth.
+pub const DEFAULT_BANDWIDTH: f64 = 12e9;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChainSource {
+    Example(String),
+    Imported,
+}
+
+/// Where the table of one algorithm stands.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Build {
+    Idle,
+    Building(f64),
+    Ready {
+        min_budget: u64,
+        build_ms: f64,
+        curve: Vec<CurvePoint>,
+    },
+    Failed(String),
+    Cancelled,
+}
+
+/// The schedule on screen and what the simulator measured for it.
+pub struct Current {
+    pub chain: Arc<Chain>,
+    pub planned: Planned,
+    /// None when the algorithm has no schedule for the budget.
+    pub trace: Option<Result<Trace, String>>,
+}
+
+impl Current {
+    pub fn ok_trace(&self) -> Option<&Trace> {
+        self.trace.as_ref().and_then(|t| t.as_ref().ok())
+    }
+    pub fn ops(&self) -> &[remat_core::Op] {
+        self.planned.ops.as_deref().unwrap_or(&[])
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Notice {
+    Error(String),
+    Info(String),
+}
+
+#[derive(Clone, Copy)]
+pub struct AppState {
+    pub chain: RwSignal<Arc<Chain>>,
+    pub source: RwSignal<ChainSource>,
+    pub algorithm: RwSignal<Algorithm>,
+    pub budget: RwSignal<u64>,
+    pub bandwidth: RwSignal<f64>,
+    pub m_low: RwSignal<u64>,
+    pub m_high: RwSignal<u64>,
+    /// One entry per `Algorithm::ALL`, same order.
+    pub builds: RwSignal<Vec<Build>>,
+    pub current: RwSignal<Option<Arc<Current>>>,
+    pub summaries: RwSignal<Vec<Summary>>,
+    /// A time shared by the memory chart and the timelines (hover or step).
+    pub cursor: RwSignal<Option<f64>>,
+    /// The op highlighted by the step-through.
+    pub step: RwSignal<Option<usize>>,
+    pub playing: RwSignal<bool>,
+    pub notice: RwSignal<Option<Notice>>,
+    /// Chain view: equal boxes instead of proportional ones.
+    pub uniform: RwSignal<bool>,
+    /// Whether the tables live in the worker.
+    pub remote: RwSignal<bool>,
+    /// The last plan's id (the DOM carries it so tests can wait on it).
+    pub shown_id: RwSignal<u64>,
+    generation: StoredValue<u64>,
+    next_id: StoredValue<u64>,
+}
+
+fn index_of(alg: Algorithm) -> usize {
+    Algorithm::ALL
+        .iter()
+        .position(|a| *a == alg)
+        .unwrap_or_default()
+}
+
+impl AppState {
+    pub fn new(chain: Chain, source: ChainSource) -> AppState {
+        let state = AppState {
+            chain: RwSignal::new(Arc::new(chain.clone())),
+            source: RwSignal::new(source.clone()),
+            algorithm: RwSignal::new(Algorithm::Rotor),
+            budget: RwSignal::new(0),
+            bandwidth: RwSignal::new(DEFAULT_BANDWIDTH),
+            m_low: RwSignal::new(0),
+            m_high: RwSignal::new(0),
+            builds: RwSignal::new(vec![Build::Idle; Algorithm::ALL.len()]),
+            current: RwSignal::new(None),
+            summaries: RwSignal::new(Vec::new()),
+            cursor: RwSignal::new(None),
+            step: RwSignal::new(None),
+            playing: RwSignal::new(false),
+            notice: RwSignal::new(None),
+            uniform: RwSignal::new(false),
+            remote: RwSignal::new(false),
+            shown_id: RwSignal::new(0),
+            generation: StoredValue::new(0),
+            next_id: StoredValue::new(0),
+        };
+        worker::set_handler(move |r| state.on_response(r));
+        state
+    }
+
+    /// Starts the effects that keep the schedule in step with the controls.
+    pub fn start(self) {
+        // A new budget, bandwidth or algorithm, or a table that became
+        // ready, asks for a new plan (O(L) on a built table).
+        Effect::new(move |_| {
+            let alg = self.algorithm.get();
+            let ready = self
+                .builds
+                .with(|b| matches!(b[index_of(alg)], Build::Ready { .. }));
+            let _ = (self.budget.get(), self.bandwidth.get());
+            if ready {
+                self.send_plan(false);
+            }
+        });
+        // Choosing an algorithm whose table is not built yet builds it.
+        Effect::new(move |_| {
+            let alg = self.algorithm.get();
+            if self
+                .builds
+                .with_untracked(|b| b[index_of(alg)] == Build::Idle)
+            {
+                self.request_build(alg);
+            }
+        });
+    }
+
+    /// Replaces the chain; `budget` keeps a budget (from the URL) if given.
+    pub fn load_chain(self, chain: Chain, source: ChainSource, budget: Option<u64>) {
+        let generation = self.generation.get_value() + 1;
+        self.generation.set_value(generation);
+        let low = min_budget(&chain);
+        let high = max_useful_budget(&chain).max(low);
+        let remote = worker::wants_worker(&chain);
+        self.playing.set(false);
+        self.step.set(None);
+        self.cursor.set(None);
+        self.current.set(None);
+        self.summaries.set(Vec::new());
+        self.m_low.set(low);
+        self.m_high.set(high);
+        if chain.bandwidth_bytes_per_s.is_some() && budget.is_none() {
+            self.bandwidth
+                .set(chain.bandwidth_bytes_per_s.unwrap_or(DEFAULT_BANDWIDTH));
+        }
+        // Half-way down is where checkpointing is most interesting to see.
+        self.budget.set(budget.unwrap_or(low + (high - low) / 2));
+        self.builds.set(vec![Build::Idle; Algorithm::ALL.len()]);
+        self.remote.set(remote);
+        worker::use_worker(remote);
+        let text = write_chain(&chain);
+        self.chain.set(Arc::new(chain));
+        self.source.set(source);
+        worker::send(Request::Load {
+            generation,
+            chain: text,
+        });
+        self.request_build(self.algorithm.get_untracked());
+        if !remote {
+            // Cheap in the page: build every table now so Compare is complete.
+            self.build_all();
+        }
+    }
+
+    /// Builds the tables not built yet (Compare needs all of them).
+    pub fn build_all(self) {
+        for alg in Algorithm::ALL {
+            if self
+                .builds
+                .with_untracked(|b| b[index_of(alg)] == Build::Idle)
+            {
+                self.request_build(alg);
+            }
+        }
+    }
+
+    pub fn build_of(self, alg: Algorithm) -> Build {
+        self.builds.with(|b| b[index_of(alg)].clone())
+    }
+
+    fn set_build(self, alg: Algorithm, build: Build) {
+        self.builds.update(|b| b[index_of(alg)] = build);
+    }
+
+    pub fn request_build(self, alg: Algorithm) {
+        self.set_build(alg, Build::Building(0.0));
+        worker::send(Request::Build {
+            generation: self.generation.get_value(),
+            algorithm: alg.name().to_string(),
+            max_budget: self.m_high.get_untracked(),
+        });
+    }
+
+    /// Asks for the schedule at the current budget; `exact` re-plans with a
+    /// table made for exactly this budget (no rounding to the M_high grid).
+    pub fn send_plan(self, exact: bool) {
+        let id = self.next_id.get_value() + 1;
+        self.next_id.set_value(id);
+        worker::send(Request::Plan {
+            generation: self.generation.get_value(),
+            id,
+            algorithm: self.algorithm.get_untracked().name().to_string(),
+            budget: self.budget.get_untracked(),
+            bandwidth: Some(self.bandwidth.get_untracked()),
+            exact,
+        });
+    }
+
+    /// Ends a long build (terminates the worker); `rebuild` starts over.
+    pub fn cancel_build(self) {
+        worker::cancel();
+        self.builds.update(|b| {
+            for build in b.iter_mut() {
+                if matches!(build, Build::Building(_)) {
+                    *build = Build::Cancelled;
+                }
+            }
+        });
+    }
+
+    pub fn rebuild(self, alg: Algorithm) {
+        if self.remote.get_untracked() && !worker::is_remote() {
+            // The worker was terminated: a fresh one needs the chain again.
+            worker::use_worker(true);
+            let text = write_chain(&self.chain.get_untracked());
+            worker::send(Request::Load {
+                generation: self.generation.get_value(),
+                chain: text,
+            });
+            self.builds.update(|b| {
+                for build in b.iter_mut() {
+                    *build = Build::Idle;
+                }
+            });
+        }
+        self.request_build(alg);
+    }
+
+    fn on_response(self, response: Response) {
+        let generation = self.generation.get_value();
+        match response {
+            Response::Ready => {}
+            Response::Progress {
+                generation: g,
+                algorithm,
+                fraction,
+            } => {
+                if let (true, Ok(alg)) = (g == generation, Algorithm::from_name(&algorithm)) {
+                    if matches!(self.build_of_untracked(alg), Build::Building(_)) {
+                        self.set_build(alg, Build::Building(fraction));
+                    }
+                }
+            }
+            Response::Built {
+                generation: g,
+                algorithm,
+                min_budget,
+                build_ms,
+                curve,
+            } => {
+                if let (true, Ok(alg)) = (g == generation, Algorithm::from_name(&algorithm)) {
+                    self.set_build(
+                        alg,
+                        Build::Ready {
+                            min_budget,
+                            build_ms,
+                            curve,
+                        },
+                    );
+                }
+            }
+            Response::Failed {
+                generation: g,
+                algorithm,
+                error,
+            } => {
+                if g != generation && g != u64::MAX {
+                    return;
+                }
+                match algorithm.and_then(|a| Algorithm::from_name(&a).ok()) {
+                    Some(alg) => self.set_build(alg, Build::Failed(error)),
+                    None => self.notice.set(Some(Notice::Error(error))),
+                }
+            }
+            Response::Planned(planned) => {
+                if planned.generation != generation || planned.id != self.next_id.get_value() {
+                    return; // an answer to a budget the slider has already left
+                }
+                let chain = self.chain.get_untracked();
+                let bandwidth = self.bandwidth.get_untracked();
+                let trace = planned.ops.as_ref().map(|ops| {
+                    simulate_with_bandwidth(&chain, ops, Some(bandwidth)).map_err(|e| e.to_string())
+                });
+                let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
+                if self.step.get_untracked().is_some_and(|s| s >= n_ops) {
+                    self.step.set(None);
+                }
+                self.summaries.set(planned.summaries.clone());
+                self.shown_id.set(planned.id);
+                self.current.set(Some(Arc::new(Current {
+                    chain,
+                    planned: *planned,
+                    trace,
+                })));
+            }
+        }
+    }
+
+    fn build_of_untracked(self, alg: Algorithm) -> Build {
+        self.builds.with_untracked(|b| b[index_of(alg)].clone())
+    }
+}

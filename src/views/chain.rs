@@ -1,0 +1,247 @@
+//! The layer chain: one box per stage (width ∝ time, height ∝ ā^ℓ), coloured
+//! by what the schedule does with it in the forward phase.
+
+use super::{bytes, chart_point, ms, palette, Swatch, CHART_W, MARGIN_L, PLOT_W};
+use crate::state::{AppState, Current};
+use leptos::prelude::*;
+use remat_core::{Chain, Op};
+
+const H: f64 = 170.0;
+const BASE_Y: f64 = 140.0;
+const MAX_BOX_H: f64 = 104.0;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fate {
+    /// F_all in the forward phase: ā^ℓ kept until B^ℓ.
+    Kept,
+    /// F_ck: the input a^{ℓ-1} kept as a checkpoint.
+    Checkpoint,
+    /// F_∅: nothing kept, recomputed later.
+    Dropped,
+    Offloaded,
+    /// No schedule at this budget.
+    Unknown,
+}
+
+impl Fate {
+    fn color(self) -> &'static str {
+        match self {
+            Fate::Kept => palette::KEPT,
+            Fate::Checkpoint => palette::CHECKPOINT,
+            Fate::Dropped => palette::RECOMPUTE,
+            Fate::Offloaded => palette::OFFLOAD,
+            Fate::Unknown => "#c9d0da",
+        }
+    }
+    fn describe(self) -> &'static str {
+        match self {
+            Fate::Kept => "kept: F_all in the forward phase, ā^ℓ stays until B^ℓ",
+            Fate::Checkpoint => "checkpoint: F_ck keeps its input a^{ℓ-1}",
+            Fate::Dropped => "dropped: F_∅ keeps nothing; recomputed before its backward",
+            Fate::Offloaded => "offloaded to host memory",
+            Fate::Unknown => "no schedule at this budget",
+        }
+    }
+}
+
+/// Per stage: its fate and how many times it is recomputed.
+pub fn fates(chain: &Chain, ops: Option<&[Op]>) -> Vec<(Fate, usize)> {
+    let n = chain.len();
+    let Some(ops) = ops else {
+        return vec![(Fate::Unknown, 0); n + 1];
+    };
+    let mut out = vec![(Fate::Unknown, 0usize); n + 1];
+    let mut forwards = vec![0usize; n + 1];
+    for op in ops {
+        let l = op.stage().min(n);
+        match op {
+            Op::ForwardAll { .. } | Op::ForwardCheckpoint { .. } | Op::ForwardNone { .. } => {
+                if forwards[l] == 0 {
+                    out[l].0 = match op {
+                        Op::ForwardAll { .. } => Fate::Kept,
+                        Op::ForwardCheckpoint { .. } => Fate::Checkpoint,
+                        _ => Fate::Dropped,
+                    };
+                }
+                forwards[l] += 1;
+            }
+            Op::Offload { .. } => out[l].0 = Fate::Offloaded,
+            _ => {}
+        }
+    }
+    for l in 1..=n {
+        out[l].1 = forwards[l].saturating_sub(1);
+    }
+    out
+}
+
+/// Left edge of each box (index 1..=L) and the end, in chart units.
+fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
+    let n = chain.len();
+    let weights: Vec<f64> = (1..=n)
+        .map(|l| {
+            let s = chain.stage(l);
+            if uniform {
+                1.0
+            } else {
+                (s.forward_seconds + s.backward_seconds).max(0.0)
+            }
+        })
+        .collect();
+    let total: f64 = weights.iter().sum::<f64>().max(1e-12);
+    let mut x = MARGIN_L;
+    let mut e = vec![x; n + 2];
+    for l in 1..=n {
+        e[l] = x;
+        x += weights[l - 1] / total * PLOT_W;
+    }
+    e[n + 1] = x;
+    e
+}
+
+fn layer(c: &Current, uniform: bool) -> String {
+    let chain = &c.chain;
+    let n = chain.len();
+    let fates = fates(chain, c.planned.ops.as_deref());
+    let e = edges(chain, uniform);
+    let max_saved = (1..=n)
+        .map(|l| chain.saved_bytes(l))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64;
+    let gap = if PLOT_W / n as f64 > 6.0 { 1.5 } else { 0.0 };
+    let mut s = String::with_capacity(n * 160);
+    for l in 1..=n {
+        let (fate, recomputed) = fates[l];
+        let x = e[l];
+        let w = (e[l + 1] - e[l] - gap).max(0.5);
+        let h = if uniform {
+            MAX_BOX_H * 0.7
+        } else {
+            (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0)
+        };
+        s.push_str(&format!(
+            r##"<rect x="{x:.2}" y="{:.2}" width="{w:.2}" height="{h:.2}" fill="{}" rx="{}"/>"##,
+            BASE_Y - h,
+            fate.color(),
+            if w > 8.0 { 2 } else { 0 }
+        ));
+        if recomputed > 0 && w >= 14.0 {
+            s.push_str(&format!(
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">↻{}</text>"##,
+                x + w / 2.0,
+                BASE_Y - h - 5.0,
+                recomputed
+            ));
+        }
+        if w >= 22.0 && n <= 40 {
+            s.push_str(&format!(
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#5a6474">{l}</text>"##,
+                x + w / 2.0,
+                BASE_Y + 14.0
+            ));
+        }
+    }
+    s.push_str(&format!(
+        r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{BASE_Y}" y2="{BASE_Y}" stroke="#8a94a3"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">stages</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">1 → {n}</text>"##,
+        MARGIN_L + PLOT_W,
+        MARGIN_L - 8.0,
+        BASE_Y - 6.0,
+        MARGIN_L - 8.0,
+        BASE_Y + 10.0
+    ));
+    s
+}
+
+#[component]
+pub fn ChainView(state: AppState) -> impl IntoView {
+    let hover = RwSignal::new(None::<(usize, f64)>);
+    let heavy = move || {
+        let uniform = state.uniform.get();
+        state
+            .current
+            .with(|c| c.as_ref().map(|c| layer(c, uniform)).unwrap_or_default())
+    };
+    let on_move = move |ev: leptos::ev::MouseEvent| {
+        let Some((x, _, fx)) = chart_point(&ev, H) else {
+            return;
+        };
+        let chain = state.chain.get_untracked();
+        let e = edges(&chain, state.uniform.get_untracked());
+        let l = (1..=chain.len()).find(|&l| x >= e[l] && x < e[l + 1]);
+        hover.set(l.map(|l| (l, fx)));
+    };
+    let highlight = move || {
+        let i = state.step.get()?;
+        let c = state.current.get()?;
+        let op = c.ops().get(i)?;
+        let l = op.stage();
+        if l == 0 || l > c.chain.len() {
+            return None;
+        }
+        let e = edges(&c.chain, state.uniform.get());
+        let w = (e[l + 1] - e[l]).max(3.0);
+        Some(view! {
+            <rect id="chain-current" x=e[l] - 2.0 y="6" width=w + 4.0 height=BASE_Y - 2.0 fill="none"
+                stroke=palette::CURSOR stroke-width="2.5" rx="3" />
+        })
+    };
+    let tooltip = move || {
+        let (l, fx) = hover.get()?;
+        let c = state.current.get()?;
+        let chain = &c.chain;
+        let s = chain.stage(l);
+        let (fate, rec) = fates(chain, c.planned.ops.as_deref())[l];
+        let style = if fx > 0.6 {
+            format!("right:{:.1}%", (1.0 - fx) * 100.0 + 1.0)
+        } else {
+            format!("left:{:.1}%", fx * 100.0 + 1.0)
+        };
+        Some(view! {
+            <div class="tooltip" style=style>
+                <b>{format!("stage {l}: {}", s.name)}</b>
+                <table class="kv">
+                    <tr><td>"forward u_f"</td><td>{ms(s.forward_seconds)}</td></tr>
+                    <tr><td>"backward u_b"</td><td>{ms(s.backward_seconds)}</td></tr>
+                    <tr><td>"output a^ℓ"</td><td>{bytes(s.output_bytes)}</td></tr>
+                    <tr><td>"saved ā^ℓ"</td><td>{bytes(s.saved_bytes)}</td></tr>
+                    <tr><td>"gradient δ^ℓ"</td><td>{bytes(s.gradient_bytes)}</td></tr>
+                    {(s.forward_overhead_bytes + s.backward_overhead_bytes > 0).then(|| view! {
+                        <tr><td>"overheads o_f / o_b"</td><td>{format!("{} / {}", bytes(s.forward_overhead_bytes), bytes(s.backward_overhead_bytes))}</td></tr>
+                    })}
+                </table>
+                <div><i class="dot" style=format!("background:{}", fate.color())></i>{fate.describe()}</div>
+                {(rec > 0).then(|| view! { <div>{format!("recomputed {rec}× in the backward phase")}</div> })}
+            </div>
+        })
+    };
+    let _ = CHART_W;
+    view! {
+        <div class="card-head">
+            <h2>"Layer chain"</h2>
+            <div class="legend">
+                <Swatch color=palette::KEPT label="kept (F_all)" />
+                <Swatch color=palette::CHECKPOINT label="checkpointed input (F_ck)" />
+                <Swatch color=palette::RECOMPUTE label="dropped, recomputed (F_∅)" />
+                <Swatch color=palette::OFFLOAD label="offloaded" />
+                <span class="muted">"↻n = recomputations"</span>
+                <label class="toggle">
+                    <input id="uniform-toggle" type="checkbox" prop:checked=move || state.uniform.get()
+                        on:change=move |ev| state.uniform.set(event_target_checked(&ev)) />
+                    "equal boxes"
+                </label>
+            </div>
+        </div>
+        <p class="hint">{move || if state.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." }}</p>
+        <div class="chart-wrap">
+            <svg id="chain-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
+                font-family="Inter, system-ui, sans-serif"
+                on:mousemove=on_move on:mouseleave=move |_| hover.set(None)>
+                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
+                <g inner_html=heavy></g>
+                {highlight}
+            </svg>
+            {tooltip}
+        </div>
+    }
+}

@@ -1,0 +1,191 @@
+//! Every algorithm at the current budget, and overhead-vs-budget curves.
+
+use super::{byte_ticks, bytes, ms, pct, ticks, Swatch};
+use crate::state::{AppState, Build};
+use leptos::prelude::*;
+use remat_core::solvers::Algorithm;
+
+const W: f64 = 640.0;
+const H: f64 = 300.0;
+const L: f64 = 64.0;
+const R: f64 = 16.0;
+const T: f64 = 14.0;
+const B: f64 = 40.0;
+
+pub fn alg_color(a: Algorithm) -> &'static str {
+    match a {
+        Algorithm::StoreAll => "#7b8594",
+        Algorithm::Sequential => "#0f9fb0",
+        Algorithm::Revolve => "#b0469c",
+        Algorithm::Rotor => "#1f5fbf",
+    }
+}
+
+fn curves_svg(state: AppState) -> String {
+    let (lo, hi) = (state.m_low.get() as f64, state.m_high.get() as f64);
+    let seq = state.chain.with(|c| c.sequential_seconds()).max(1e-12);
+    let span = (hi - lo).max(1.0);
+    let builds = state.builds.get();
+    let mut max_over: f64 = 0.05;
+    for b in &builds {
+        if let Build::Ready { curve, .. } = b {
+            for p in curve {
+                if let Some(m) = p.makespan_seconds {
+                    max_over = max_over.max(m / seq - 1.0);
+                }
+            }
+        }
+    }
+    let max_over = max_over * 1.1;
+    let x = |b: f64| L + (b - lo) / span * (W - L - R);
+    let y = |o: f64| T + (H - T - B) - o / max_over * (H - T - B);
+    let mut s = String::new();
+    for o in ticks(max_over, 5) {
+        s.push_str(&format!(
+            r##"<line x1="{L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
+            W - R, L - 6.0, y(o) + 4.0, o * 100.0, yy = y(o)
+        ));
+    }
+    for b in byte_ticks(hi, 6) {
+        if b < lo {
+            continue;
+        }
+        s.push_str(&format!(
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{xx:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
+            H - B, H - B + 5.0, H - B + 18.0, bytes(b as u64), xx = x(b)
+        ));
+    }
+    s.push_str(&format!(
+        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#2b3442">memory budget</text><text x="14" y="{:.1}" font-size="12" fill="#2b3442" transform="rotate(-90 14 {:.1})" text-anchor="middle">overhead vs no limit</text>"##,
+        (L + W - R) / 2.0, H - 6.0, (T + H - B) / 2.0, (T + H - B) / 2.0
+    ));
+    for (alg, b) in Algorithm::ALL.iter().zip(&builds) {
+        let Build::Ready { curve, .. } = b else {
+            continue;
+        };
+        // Break the line where the algorithm has no schedule.
+        let mut d = String::new();
+        let mut pen = false;
+        for p in curve {
+            match p.makespan_seconds {
+                Some(m) => {
+                    d.push_str(&format!(
+                        "{}{:.1} {:.1}",
+                        if pen { "L" } else { "M" },
+                        x(p.budget as f64),
+                        y(m / seq - 1.0)
+                    ));
+                    pen = true;
+                }
+                None => pen = false,
+            }
+        }
+        let current = *alg == state.algorithm.get();
+        s.push_str(&format!(
+            r##"<path d="{d}" fill="none" stroke="{}" stroke-width="{}" stroke-linejoin="round"/>"##,
+            alg_color(*alg),
+            if current { 3.0 } else { 1.8 }
+        ));
+    }
+    let bx = x((state.budget.get() as f64).clamp(lo, hi));
+    s.push_str(&format!(
+        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{T}" y2="{:.1}" stroke="#d64545" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#d64545" text-anchor="{}" font-weight="600">budget</text>"##,
+        H - B,
+        bx + if bx > W * 0.8 { -5.0 } else { 5.0 },
+        T + 12.0,
+        if bx > W * 0.8 { "end" } else { "start" }
+    ));
+    s
+}
+
+#[component]
+pub fn Compare(state: AppState) -> impl IntoView {
+    let rows = move || {
+        let summaries = state.summaries.get();
+        let seq = state.chain.with(|c| c.sequential_seconds());
+        let current = state.algorithm.get();
+        Algorithm::ALL
+            .iter()
+            .map(|alg| {
+                let alg = *alg;
+                let summary = summaries.iter().find(|s| s.algorithm == alg.name()).cloned();
+                let build = state.build_of(alg);
+                let cells = match (build, summary) {
+                    (Build::Ready { .. }, Some(s)) if s.feasible => {
+                        let m = s.makespan_seconds.unwrap_or(0.0);
+                        view! {
+                            <td class="yes">"✓"</td>
+                            <td>{ms(m)}</td>
+                            <td>{pct(m / seq.max(1e-12) - 1.0)}</td>
+                            <td>{s.peak_bytes.map(bytes).unwrap_or_default()}</td>
+                            <td class="muted">{s.detail}</td>
+                        }
+                        .into_any()
+                    }
+                    (Build::Ready { .. }, Some(s)) => view! {
+                        <td class="no">"✗"</td><td>"—"</td><td>"—"</td><td>"—"</td>
+                        <td class="muted">{s.detail}</td>
+                    }
+                    .into_any(),
+                    (Build::Building(f), _) => view! {
+                        <td colspan="5" class="muted">{format!("building… {:.0} %", f * 100.0)}</td>
+                    }
+                    .into_any(),
+                    (Build::Failed(e), _) => view! { <td colspan="5" class="err">{e}</td> }.into_any(),
+                    _ => view! {
+                        <td colspan="5" class="muted">
+                            "not built "
+                            <button class="small" on:click=move |ev| { ev.stop_propagation(); state.rebuild(alg) }>"build"</button>
+                        </td>
+                    }
+                    .into_any(),
+                };
+                view! {
+                    <tr class=if alg == current { "current" } else { "" }
+                        on:click=move |_| state.algorithm.set(alg)
+                        title="Click to show this algorithm's schedule">
+                        <td><i class="dot" style=format!("background:{}", alg_color(alg))></i>{alg.name()}</td>
+                        {cells}
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    let missing = move || {
+        state.builds.with(|b| {
+            b.iter()
+                .any(|x| matches!(x, Build::Idle | Build::Cancelled))
+        })
+    };
+    view! {
+        <section class="card compare">
+            <div class="card-head">
+                <h2>"Compare algorithms"</h2>
+                <span class="muted">{move || format!("at {} — each schedule measured by the simulator", bytes(state.budget.get()))}</span>
+                {move || missing().then(|| view! {
+                    <button id="build-all" on:click=move |_| state.build_all()
+                        title="Long chains build one table at a time in the worker">"Build all tables"</button>
+                })}
+            </div>
+            <div class="compare-grid">
+                <table id="compare-table" class="grid">
+                    <thead><tr><th>"algorithm"</th><th>"feasible"</th><th>"makespan"</th><th>"overhead"</th><th>"peak"</th><th>"detail"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+                <div>
+                    <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                        font-family="Inter, system-ui, sans-serif">
+                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <g inner_html=move || curves_svg(state)></g>
+                    </svg>
+                    <div class="legend">
+                        <Swatch color=alg_color(Algorithm::StoreAll) label="store-all" />
+                        <Swatch color=alg_color(Algorithm::Sequential) label="sequential" />
+                        <Swatch color=alg_color(Algorithm::Revolve) label="revolve" />
+                        <Swatch color=alg_color(Algorithm::Rotor) label="rotor" />
+                    </div>
+                </div>
+            </div>
+        </section>
+    }
+}

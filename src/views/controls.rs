@@ -1,0 +1,331 @@
+//! The header (chain choice, import, export) and the budget panel (slider,
+//! typed budget, algorithm, bandwidth, totals, build progress).
+
+use super::{bytes, ms, pct};
+use crate::io;
+use crate::state::{AppState, Build, ChainSource, Notice};
+use leptos::prelude::*;
+use remat_core::examples;
+use remat_core::model::units::{format_rate, parse_rate, parse_size};
+use remat_core::solvers::Algorithm;
+use wasm_bindgen::JsCast;
+
+const SLIDER_STEPS: f64 = 1000.0;
+
+#[component]
+pub fn Header(state: AppState) -> impl IntoView {
+    let on_chain = move |ev: leptos::ev::Event| {
+        let name = event_target_value(&ev);
+        if let Some(chain) = examples::by_name(&name) {
+            state.notice.set(None);
+            state.load_chain(chain, ChainSource::Example(name), None);
+        }
+    };
+    let on_file = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            io::import_file(state, file);
+        }
+        // Choosing the same file again must fire `change` again.
+        input.set_value("");
+    };
+    let selected = move || match state.source.get() {
+        ChainSource::Example(n) => n,
+        ChainSource::Imported => "imported".into(),
+    };
+    view! {
+        <header class="top">
+            <div class="brand">
+                <h1>"Remat" <span>" explorer"</span></h1>
+                <p>"Activation checkpointing under a GPU memory budget"</p>
+            </div>
+            <div class="chain-pick">
+                <label for="chain-select">"Chain"</label>
+                <select id="chain-select" on:change=on_chain prop:value=selected>
+                    {examples::NAMES
+                        .iter()
+                        .map(|(name, about)| {
+                            view! { <option value=*name title=*about>{*name}</option> }
+                        })
+                        .collect_view()}
+                    <option value="imported" disabled=true>
+                        {move || {
+                            if state.source.get() == ChainSource::Imported {
+                                format!("imported: {}", state.chain.get().name)
+                            } else {
+                                "imported (use Import)".to_string()
+                            }
+                        }}
+                    </option>
+                </select>
+                <label class="button" title="A remat-chain/1 or rotor chain file; you can also drop it on the page">
+                    "Import chain…"
+                    <input id="import-input" type="file" accept=".json,application/json" on:change=on_file />
+                </label>
+            </div>
+            <div class="exports">
+                <span class="label">"Export"</span>
+                <button id="export-schedule" on:click=move |_| io::export_schedule(state)
+                    title="remat-schedule/1: run it, or check it with `remat simulate`">"Schedule"</button>
+                <button id="export-trace" on:click=move |_| io::export_trace(state)
+                    title="Chrome trace-event JSON, for Perfetto or chrome://tracing">"Trace"</button>
+                <button id="export-chain" on:click=move |_| io::export_chain(state)
+                    title="remat-chain/1">"Chain"</button>
+                <button id="export-svg" on:click=move |_| {
+                    io::export_svg("chain-svg", "chain.svg");
+                    io::export_svg("memory-svg", "memory.svg");
+                    io::export_svg("timeline-svg", "timeline.svg");
+                    io::export_svg("curves-svg", "tradeoff.svg");
+                } title="The four charts as SVG files">"Charts (SVG)"</button>
+            </div>
+        </header>
+        <div class="chain-about">
+            <strong>{move || state.chain.get().name.clone()}</strong>
+            {move || {
+                let c = state.chain.get();
+                format!(
+                    " — {} stages · {} · no-limit step {} · M_low {} · M_high {}",
+                    c.len(),
+                    c.source,
+                    ms(c.sequential_seconds()),
+                    bytes(state.m_low.get()),
+                    bytes(state.m_high.get())
+                )
+            }}
+        </div>
+    }
+}
+
+#[component]
+pub fn NoticeBar(state: AppState) -> impl IntoView {
+    move || {
+        state.notice.get().map(|n| {
+            let (class, text) = match n {
+                Notice::Error(t) => ("notice error", t),
+                Notice::Info(t) => ("notice info", t),
+            };
+            view! {
+                <div id="notice" class=class role="alert">
+                    <span>{text}</span>
+                    <button class="plain" on:click=move |_| state.notice.set(None)>"×"</button>
+                </div>
+            }
+        })
+    }
+}
+
+/// Slider position (0..=1000) ↔ budget in bytes.
+fn to_slider(state: AppState, budget: u64) -> f64 {
+    let (lo, hi) = (state.m_low.get() as f64, state.m_high.get() as f64);
+    if hi <= lo {
+        return SLIDER_STEPS;
+    }
+    ((budget as f64 - lo) / (hi - lo) * SLIDER_STEPS)
+        .clamp(0.0, SLIDER_STEPS)
+        .round()
+}
+
+fn from_slider(state: AppState, v: f64) -> u64 {
+    let (lo, hi) = (
+        state.m_low.get_untracked() as f64,
+        state.m_high.get_untracked() as f64,
+    );
+    (lo + (hi - lo) * v / SLIDER_STEPS).round() as u64
+}
+
+#[component]
+pub fn BudgetPanel(state: AppState) -> impl IntoView {
+    let typed = RwSignal::new(String::new());
+    let typed_error = RwSignal::new(None::<String>);
+    // The text box follows the slider unless the user is typing in it.
+    Effect::new(move |_| {
+        typed.set(bytes(state.budget.get()));
+        typed_error.set(None);
+    });
+    let bw_text = RwSignal::new(String::new());
+    Effect::new(move |_| bw_text.set(format_rate(state.bandwidth.get())));
+    let bw_error = RwSignal::new(None::<String>);
+
+    let on_slide = move |ev: leptos::ev::Event| {
+        if let Ok(v) = event_target_value(&ev).parse::<f64>() {
+            state.budget.set(from_slider(state, v));
+        }
+    };
+    let commit_typed = move || match parse_size(&typed.get_untracked()) {
+        Ok(b) if b > 0 => state.budget.set(b),
+        Ok(_) => typed_error.set(Some("the budget must be above 0".into())),
+        Err(e) => typed_error.set(Some(e)),
+    };
+    let commit_bw = move || match parse_rate(&bw_text.get_untracked()) {
+        Ok(r) if r > 0.0 => {
+            bw_error.set(None);
+            state.bandwidth.set(r)
+        }
+        Ok(_) => bw_error.set(Some("must be above 0".into())),
+        Err(e) => bw_error.set(Some(e)),
+    };
+    let on_alg = move |ev: leptos::ev::Event| {
+        if let Ok(a) = Algorithm::from_name(&event_target_value(&ev)) {
+            state.algorithm.set(a);
+        }
+    };
+
+    let stat = move |f: fn(&crate::state::Current) -> Option<String>| {
+        move || {
+            state
+                .current
+                .get()
+                .and_then(|c| f(&c))
+                .unwrap_or_else(|| "—".into())
+        }
+    };
+
+    view! {
+        <section class="card budget">
+            <div class="budget-row">
+                <div class="field alg">
+                    <label for="algorithm-select">"Algorithm"</label>
+                    <select id="algorithm-select" on:change=on_alg
+                        prop:value=move || state.algorithm.get().name().to_string()>
+                        {Algorithm::ALL
+                            .iter()
+                            .map(|a| view! { <option value=a.name() title=a.description()>{a.name()}</option> })
+                            .collect_view()}
+                    </select>
+                    <small>{move || state.algorithm.get().description()}</small>
+                </div>
+                <div class="field slider">
+                    <label for="budget-slider">
+                        "Memory budget "
+                        <span class="range">{move || format!("M_low {} … M_high {}", bytes(state.m_low.get()), bytes(state.m_high.get()))}</span>
+                    </label>
+                    <div class="slider-line">
+                        <input id="budget-slider" type="range" min="0" max="1000" step="1"
+                            prop:value=move || to_slider(state, state.budget.get()).to_string()
+                            on:input=on_slide />
+                        <input id="budget-input" class="typed" type="text"
+                            prop:value=move || typed.get()
+                            on:input=move |ev| typed.set(event_target_value(&ev))
+                            on:change=move |_| commit_typed()
+                            on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Enter" { commit_typed() }
+                            title="Type a size: 3.5 GiB, 800MiB, 4e9" />
+                    </div>
+                    {move || typed_error.get().map(|e| view! { <small class="err">{e}</small> })}
+                </div>
+                <div class="field bw">
+                    <label for="bandwidth-input">"PCIe bandwidth"</label>
+                    <input id="bandwidth-input" class="typed" type="text"
+                        prop:value=move || bw_text.get()
+                        on:input=move |ev| bw_text.set(event_target_value(&ev))
+                        on:change=move |_| commit_bw()
+                        title="Host↔device rate for offload and prefetch, e.g. 12 GB/s" />
+                    {move || bw_error.get().map(|e| view! { <small class="err">{e}</small> })}
+                </div>
+            </div>
+            <div class="stats">
+                <div class="stat"><span>"Makespan"</span>
+                    <b id="stat-makespan">{stat(|c| c.ok_trace().map(|t| ms(t.makespan_seconds)))}</b></div>
+                <div class="stat"><span>"Overhead vs no limit"</span>
+                    <b id="stat-overhead">{stat(|c| c.ok_trace().map(|t| pct(t.overhead())))}</b></div>
+                <div class="stat"><span>"Peak memory"</span>
+                    <b id="stat-peak">{stat(|c| c.ok_trace().map(|t| bytes(t.peak_bytes)))}</b></div>
+                <div class="stat"><span>"Recomputations"</span>
+                    <b id="stat-recomputations">{stat(|c| c.ok_trace().map(|t| t.recomputations.to_string()))}</b></div>
+                <div class="stat"><span>"Bytes moved (PCIe)"</span>
+                    <b id="stat-moved">{stat(|c| c.ok_trace().map(|t| bytes(t.offloaded_bytes + t.prefetched_bytes)))}</b></div>
+                <div class="stat"><span>"Ops"</span>
+                    <b id="stat-ops">{stat(|c| c.planned.ops.as_ref().map(|o| o.len().to_string()))}</b></div>
+            </div>
+            <PlanStatus state />
+        </section>
+    }
+}
+
+/// Build progress, infeasibility and the exact re-plan action.
+#[component]
+fn PlanStatus(state: AppState) -> impl IntoView {
+    move || {
+        let alg = state.algorithm.get();
+        match state.build_of(alg) {
+            Build::Building(f) => view! {
+                <div class="status building">
+                    <span>{format!("Building the {} table for budgets up to {} {}…", alg.name(), bytes(state.m_high.get()),
+                        if state.remote.get() { "in a Web Worker" } else { "" })}</span>
+                    <progress id="build-progress" max="1" value=f></progress>
+                    <span>{format!("{:.0} %", f * 100.0)}</span>
+                    <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
+                </div>
+            }
+            .into_any(),
+            Build::Cancelled | Build::Idle => view! {
+                <div class="status warn">
+                    <span>{format!("The {} table was not built.", alg.name())}</span>
+                    <button on:click=move |_| state.rebuild(alg)>"Build it"</button>
+                </div>
+            }
+            .into_any(),
+            Build::Failed(e) => view! {
+                <div class="status warn"><span>{format!("{}: {e}", alg.name())}</span></div>
+            }
+            .into_any(),
+            Build::Ready { build_ms, .. } => {
+                let current = state.current.get();
+                let (detail, feasible, exact, trace_err) = match &current {
+                    Some(c) => (
+                        c.planned.detail.clone(),
+                        c.planned.ops.is_some(),
+                        c.planned.exact,
+                        c.trace.as_ref().and_then(|t| t.as_ref().err().cloned()),
+                    ),
+                    None => (String::new(), true, false, None),
+                };
+                let grid = detail.contains("grid");
+                view! {
+                    <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">
+                        <span>
+                            {if feasible { "✓ ".to_string() } else { "✗ infeasible: ".to_string() }}
+                            {detail}
+                            {if exact { " (re-planned exactly at this budget)" } else { "" }}
+                        </span>
+                        {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
+                        {(grid || (!feasible && alg.uses_slots())).then(|| view! {
+                            <button id="replan-exact" on:click=move |_| state.send_plan(true)
+                                title="Build a table for exactly this budget: no rounding to the M_high grid">
+                                "Re-plan exactly at this budget"
+                            </button>
+                        })}
+                        <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.remote.get() { " (worker)" } else { "" })}</span>
+                    </div>
+                }
+                .into_any()
+            }
+        }
+    }
+}
+
+/// Lets the whole page take a dropped chain file.
+pub fn install_drop(state: AppState) {
+    let Some(body) = leptos::prelude::document().body() else {
+        return;
+    };
+    let over = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::DragEvent)>::new(
+        |ev: web_sys::DragEvent| ev.prevent_default(),
+    );
+    let drop = wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::DragEvent)>::new(
+        move |ev: web_sys::DragEvent| {
+            ev.prevent_default();
+            if let Some(file) = ev
+                .data_transfer()
+                .and_then(|d| d.files())
+                .and_then(|f| f.get(0))
+            {
+                io::import_file(state, file);
+            }
+        },
+    );
+    let _ = body.add_event_listener_with_callback("dragover", over.as_ref().unchecked_ref());
+    let _ = body.add_event_listener_with_callback("drop", drop.as_ref().unchecked_ref());
+    // Page-lifetime listeners.
+    over.forget();
+    drop.forget();
+}

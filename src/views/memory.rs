@@ -1,0 +1,243 @@
+//! Memory over time, stacked by tensor (`Trace.residency`): which a^ℓ, ā^ℓ,
+//! δ^ℓ is on the device at each instant, with the budget and the peak.
+
+use super::{
+    byte_ticks, bytes, chart_point, ms, palette, time_axis_svg, x_of, Swatch, MARGIN_L, PLOT_W,
+};
+use crate::state::AppState;
+use leptos::prelude::*;
+use remat_core::simulator::{Residency, TensorId, Trace};
+
+const H: f64 = 300.0;
+const TOP: f64 = 16.0;
+const PLOT_H: f64 = 250.0;
+
+fn tensor_color(t: &TensorId) -> &'static str {
+    match *t {
+        TensorId::Saved(l) => palette::SAVED[l % 2],
+        TensorId::Activation(l) => palette::ACTIVATION[l % 2],
+        TensorId::Gradient(l) => palette::GRADIENT[l % 2],
+        TensorId::Workspace(_) => palette::WORKSPACE,
+    }
+}
+
+/// Each tensor is a band whose base drops when a tensor below it is freed
+/// (a stack in allocation order). Checkpointing frees mostly at the top, so
+/// the bands have few corners even at L = 300.
+fn stacked_paths(trace: &Trace, y_max: f64) -> String {
+    let res = &trace.residency;
+    let mut events: Vec<(f64, bool, usize)> = Vec::with_capacity(res.len() * 2);
+    for (i, r) in res.iter().enumerate() {
+        if r.end > r.start && r.bytes > 0 {
+            events.push((r.start, true, i));
+            events.push((r.end, false, i));
+        }
+    }
+    // Frees before allocations at one instant, as the simulator orders them.
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    let mut points: Vec<Vec<(f64, u64)>> = vec![Vec::new(); res.len()];
+    let mut live: Vec<(usize, u64)> = Vec::new();
+    let mut total = 0u64;
+    for (t, alloc, i) in events {
+        if alloc {
+            points[i].push((t, total));
+            live.push((i, total));
+            total += res[i].bytes;
+        } else if let Some(k) = live.iter().position(|(j, _)| *j == i) {
+            let size = res[i].bytes;
+            live.remove(k);
+            for (j, off) in live[k..].iter_mut() {
+                *off -= size;
+                points[*j].push((t, *off));
+            }
+            total -= size;
+        }
+    }
+    let makespan = trace.makespan_seconds;
+    let y = |b: u64| TOP + PLOT_H - b as f64 / y_max * PLOT_H;
+    let mut s = String::with_capacity(res.len() * 80);
+    for (i, r) in res.iter().enumerate() {
+        let p = &points[i];
+        if p.is_empty() {
+            continue;
+        }
+        let x = |t: f64| x_of(t, makespan);
+        let mut d = format!("M{:.1} {:.1}", x(p[0].0), y(p[0].1 + r.bytes));
+        for k in 0..p.len() {
+            let next = if k + 1 < p.len() { p[k + 1].0 } else { r.end };
+            d.push_str(&format!("H{:.1}", x(next)));
+            if k + 1 < p.len() {
+                d.push_str(&format!("V{:.1}", y(p[k + 1].1 + r.bytes)));
+            }
+        }
+        d.push_str(&format!("V{:.1}", y(p[p.len() - 1].1)));
+        for k in (0..p.len()).rev() {
+            d.push_str(&format!("H{:.1}", x(p[k].0)));
+            if k > 0 {
+                d.push_str(&format!("V{:.1}", y(p[k - 1].1)));
+            }
+        }
+        d.push('Z');
+        s.push_str(&format!(
+            r##"<path d="{d}" fill="{}" stroke="#ffffff" stroke-width="0.4"/>"##,
+            tensor_color(&r.tensor)
+        ));
+    }
+    s
+}
+
+fn layer(trace: &Trace, budget: u64) -> String {
+    let y_max = (trace.peak_bytes.max(budget) as f64 * 1.08).max(1.0);
+    let y = |b: f64| TOP + PLOT_H - b / y_max * PLOT_H;
+    let mut s = String::new();
+    for b in byte_ticks(y_max, 5) {
+        s.push_str(&format!(
+            r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{}</text>"##,
+            MARGIN_L + PLOT_W,
+            MARGIN_L - 8.0,
+            y(b) + 4.0,
+            bytes(b as u64),
+            yy = y(b)
+        ));
+    }
+    s.push_str(&time_axis_svg(trace.makespan_seconds, TOP + PLOT_H, 5.0));
+    s.push_str(&stacked_paths(trace, y_max));
+    let yb = y(budget as f64);
+    s.push_str(&format!(
+        r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yb:.1}" y2="{yb:.1}" stroke="{}" stroke-width="2" stroke-dasharray="7 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="{}" font-weight="600">budget {}</text>"##,
+        MARGIN_L + PLOT_W,
+        palette::BUDGET,
+        MARGIN_L + PLOT_W - 4.0,
+        yb - 5.0,
+        palette::BUDGET,
+        bytes(budget)
+    ));
+    let px = x_of(trace.peak_time, trace.makespan_seconds);
+    let py = y(trace.peak_bytes as f64);
+    let anchor = if px > MARGIN_L + PLOT_W * 0.8 {
+        "end"
+    } else {
+        "start"
+    };
+    let dx = if anchor == "end" { -9.0 } else { 9.0 };
+    s.push_str(&format!(
+        r##"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="#fff" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="12.5" font-weight="700" text-anchor="{anchor}" fill="{c}">peak {} at {}</text>"##,
+        px + dx,
+        py - 8.0,
+        bytes(trace.peak_bytes),
+        ms(trace.peak_time),
+        c = palette::CURSOR
+    ));
+    s
+}
+
+fn describe(r: &Residency) -> String {
+    match r.tensor {
+        TensorId::Activation(l) => format!("a^{l} (output of stage {l})"),
+        TensorId::Saved(l) => format!("ā^{l} (saved for B^{l})"),
+        TensorId::Gradient(l) => format!("δ^{l} (gradient)"),
+        TensorId::Workspace(_) => "workspace of the running op".into(),
+    }
+}
+
+#[component]
+pub fn MemoryChart(state: AppState) -> impl IntoView {
+    let hover_fx = RwSignal::new(None::<f64>);
+    let heavy = move || {
+        state.current.with(|c| {
+            match c
+                .as_ref()
+                .and_then(|c| c.ok_trace().map(|t| (t, c.planned.budget)))
+            {
+                Some((t, budget)) => layer(t, budget.max(1)),
+                None => String::new(),
+            }
+        })
+    };
+    let on_move = move |ev: leptos::ev::MouseEvent| {
+        let Some((x, _, fx)) = chart_point(&ev, H) else {
+            return;
+        };
+        state.current.with_untracked(|c| {
+            if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
+                let time = ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * t.makespan_seconds;
+                state.cursor.set(Some(time));
+                hover_fx.set(Some(fx));
+            }
+        });
+    };
+    let on_leave = move |_| {
+        hover_fx.set(None);
+        if state.step.get_untracked().is_none() {
+            state.cursor.set(None);
+        }
+    };
+    let cursor = move || {
+        let t = state.cursor.get()?;
+        let c = state.current.get()?;
+        let trace = c.ok_trace()?;
+        let x = x_of(t, trace.makespan_seconds);
+        Some(view! {
+            <line x1=x x2=x y1=TOP y2=TOP + PLOT_H stroke=palette::CURSOR stroke-width="1.5" />
+        })
+    };
+    let tooltip = move || {
+        let fx = hover_fx.get()?;
+        let t = state.cursor.get()?;
+        let c = state.current.get()?;
+        let trace = c.ok_trace()?;
+        let mut res = trace.resident_at(t);
+        res.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        let total: u64 = res.iter().map(|r| r.bytes).sum();
+        let running = trace
+            .spans
+            .iter()
+            .find(|s| s.start <= t && t < s.end && s.lane == remat_core::simulator::Lane::Compute)
+            .map(|s| c.ops()[s.op].to_string())
+            .unwrap_or_else(|| "idle".into());
+        let more = res.len().saturating_sub(8);
+        let style = if fx > 0.6 {
+            format!("right:{:.1}%", (1.0 - fx) * 100.0 + 1.0)
+        } else {
+            format!("left:{:.1}%", fx * 100.0 + 1.0)
+        };
+        Some(view! {
+            <div class="tooltip" style=style>
+                <b>{format!("at {} — {} resident", ms(t), bytes(total))}</b>
+                <div class="muted">{format!("running: {running}")}</div>
+                <ul>
+                    {res.into_iter().take(8).map(|r| view! {
+                        <li><i style=format!("background:{}", tensor_color(&r.tensor))></i>
+                            {format!("{} — {}", describe(&r), bytes(r.bytes))}</li>
+                    }).collect_view()}
+                </ul>
+                {(more > 0).then(|| view! { <div class="muted">{format!("… and {more} smaller")}</div> })}
+            </div>
+        })
+    };
+    view! {
+        <div class="card-head">
+            <h2>"Memory over time"</h2>
+            <div class="legend">
+                <Swatch color=palette::SAVED[0] label="ā^ℓ saved for backward" />
+                <Swatch color=palette::ACTIVATION[0] label="a^ℓ activation / checkpoint" />
+                <Swatch color=palette::GRADIENT[0] label="δ^ℓ gradient" />
+                <Swatch color=palette::WORKSPACE label="workspace" />
+                <span class="swatch"><i class="dash"></i>"budget"</span>
+            </div>
+        </div>
+        <div class="chart-wrap">
+            <svg id="memory-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
+                font-family="Inter, system-ui, sans-serif"
+                on:mousemove=on_move on:mouseleave=on_leave>
+                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
+                <g inner_html=heavy></g>
+                {cursor}
+            </svg>
+            {tooltip}
+            {move || state.current.get().and_then(|c| if c.ok_trace().is_none() {
+                Some(view! { <div class="empty">"No schedule at this budget: nothing to draw. Raise the budget or re-plan exactly."</div> })
+            } else { None })}
+        </div>
+    }
+}

@@ -1,0 +1,203 @@
+//! The page: one component per view, all reading the same `AppState`.
+
+pub mod chain;
+pub mod compare;
+pub mod controls;
+pub mod guide;
+pub mod memory;
+pub mod stepper;
+pub mod timeline;
+
+use crate::io;
+use crate::state::{AppState, ChainSource};
+use leptos::prelude::*;
+use remat_core::examples;
+use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::Op;
+
+/// One colour per meaning, used by every view and legend.
+pub mod palette {
+    pub const FORWARD: &str = "#3b7dd8";
+    pub const RECOMPUTE: &str = "#e0703c";
+    pub const BACKWARD: &str = "#2e9e6b";
+    pub const OFFLOAD: &str = "#8a63d2";
+    pub const PREFETCH: &str = "#c19ef0";
+    /// Chain: F_all in the forward phase (ā kept).
+    pub const KEPT: &str = "#3b7dd8";
+    /// Chain: F_ck (input kept as a checkpoint).
+    pub const CHECKPOINT: &str = "#f2b233";
+    /// Memory: ā^ℓ, a^ℓ, δ^ℓ, workspace (two shades to tell neighbours apart).
+    pub const SAVED: [&str; 2] = ["#3b7dd8", "#6a9ce6"];
+    pub const ACTIVATION: [&str; 2] = ["#f2b233", "#f7cb6b"];
+    pub const GRADIENT: [&str; 2] = ["#2e9e6b", "#5cbb8e"];
+    pub const WORKSPACE: &str = "#a4adb8";
+    pub const BUDGET: &str = "#d64545";
+    pub const CURSOR: &str = "#1d2430";
+}
+
+/// The chart coordinate system: every chart is 1200 units wide and scales
+/// with the page, so text stays proportional at 1024 px and at 1400 px.
+pub const CHART_W: f64 = 1200.0;
+pub const MARGIN_L: f64 = 78.0;
+pub const MARGIN_R: f64 = 16.0;
+pub const PLOT_W: f64 = CHART_W - MARGIN_L - MARGIN_R;
+
+pub fn pct(x: f64) -> String {
+    if x.abs() < 0.0005 {
+        "0 %".into()
+    } else {
+        format!("{:+.1} %", x * 100.0)
+    }
+}
+
+pub fn op_color(op: &Op, recompute: bool) -> &'static str {
+    match op {
+        Op::Backward { .. } => palette::BACKWARD,
+        Op::Offload { .. } => palette::OFFLOAD,
+        Op::Prefetch { .. } => palette::PREFETCH,
+        _ if recompute => palette::RECOMPUTE,
+        _ => palette::FORWARD,
+    }
+}
+
+/// For each op, whether it recomputes a stage already computed once.
+pub fn recompute_flags(ops: &[Op], stages: usize) -> Vec<bool> {
+    let mut seen = vec![false; stages + 2];
+    ops.iter()
+        .map(|op| {
+            if op.is_forward() {
+                let l = op.stage().min(stages + 1);
+                let again = seen[l];
+                seen[l] = true;
+                again
+            } else {
+                false
+            }
+        })
+        .collect()
+}
+
+/// Axis ticks: about `n` round values in [0, max].
+pub fn ticks(max: f64, n: usize) -> Vec<f64> {
+    if max <= 0.0 || !max.is_finite() {
+        return vec![0.0];
+    }
+    let raw = max / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    (0..)
+        .map(|i| i as f64 * step)
+        .take_while(|v| *v <= max * 1.0001)
+        .collect()
+}
+
+/// Byte ticks on binary boundaries (so labels read 512 MiB, 1.00 GiB).
+pub fn byte_ticks(max: f64, n: usize) -> Vec<f64> {
+    if max <= 0.0 {
+        return vec![0.0];
+    }
+    let raw = max / n as f64;
+    let mut step = 1.0f64;
+    while step * 2.0 <= raw {
+        step *= 2.0;
+    }
+    if step < raw {
+        step *= 2.0;
+    }
+    (0..)
+        .map(|i| i as f64 * step)
+        .take_while(|v| *v <= max * 1.0001)
+        .collect()
+}
+
+pub fn ms(seconds: f64) -> String {
+    format_seconds(seconds)
+}
+
+pub fn bytes(b: u64) -> String {
+    format_bytes(b)
+}
+
+/// A little legend entry.
+#[component]
+pub fn Swatch(color: &'static str, label: &'static str) -> impl IntoView {
+    view! {
+        <span class="swatch">
+            <i style=format!("background:{color}")></i>
+            {label}
+        </span>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    let state = AppState::new(
+        examples::vgg19(),
+        ChainSource::Example(io::DEFAULT_EXAMPLE.into()),
+    );
+    state.start();
+    io::initial_load(state);
+    io::sync_url(state);
+    provide_context(state);
+    controls::install_drop(state);
+    view! {
+        <div class="app" data-plan-id=move || state.shown_id.get().to_string()>
+            <controls::Header state />
+            <controls::NoticeBar state />
+            <controls::BudgetPanel state />
+            <stepper::Stepper state />
+            <section class="card">
+                <chain::ChainView state />
+            </section>
+            <section class="card">
+                <memory::MemoryChart state />
+            </section>
+            <section class="card">
+                <timeline::Timelines state />
+            </section>
+            <compare::Compare state />
+            <guide::Guide state />
+            <footer class="foot">
+                "Remat — times and sizes come from the chain; the two-lane simulator measures every schedule. "
+                "The URL holds the view: copy it to share."
+            </footer>
+        </div>
+    }
+}
+
+/// Where the mouse is over a chart, in chart units (x, y) and as a
+/// fraction of the element's width (to place the tooltip).
+pub fn chart_point(ev: &leptos::ev::MouseEvent, height: f64) -> Option<(f64, f64, f64)> {
+    use wasm_bindgen::JsCast;
+    let el: web_sys::Element = ev.current_target()?.dyn_into().ok()?;
+    let rect = el.get_bounding_client_rect();
+    if rect.width() <= 0.0 {
+        return None;
+    }
+    let fx = (ev.client_x() as f64 - rect.left()) / rect.width();
+    let fy = (ev.client_y() as f64 - rect.top()) / rect.height();
+    Some((fx * CHART_W, fy * height, fx))
+}
+
+/// The time axis shared by the memory chart and the timelines.
+pub fn time_axis_svg(makespan: f64, y: f64, tick_h: f64) -> String {
+    let mut s = String::new();
+    for t in ticks(makespan, 10) {
+        let x = MARGIN_L + t / makespan.max(1e-12) * PLOT_W;
+        s.push_str(&format!(
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
+            y + tick_h,
+            y + tick_h + 13.0,
+            ms(t)
+        ));
+    }
+    s
+}
+
+pub fn x_of(t: f64, makespan: f64) -> f64 {
+    MARGIN_L + t / makespan.max(1e-12) * PLOT_W
+}

@@ -1,0 +1,77 @@
+// Shared set-up for the browser tests: Debian's chromium driven by
+// playwright-core (no browser download), one fresh profile per run.
+import { chromium } from 'playwright-core';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const BASE = process.env.EXPLORER_URL ?? 'http://127.0.0.1:8080/';
+
+const FLAGS = [
+  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+export async function launch() {
+  const userDataDir = mkdtempSync(join(tmpdir(), 'remat-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1400, height: 900 },
+    acceptDownloads: true,
+  });
+  return context;
+}
+
+/// Opens the page and collects page errors (uncaught exceptions, panics).
+export async function open(context, hash = '') {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+  await page.goto(BASE + hash);
+  await waitForPlan(page);
+  return { page, errors };
+}
+
+/// Waits until a schedule is shown (the stats are filled in).
+export async function waitForPlan(page, timeout = 60000) {
+  await page.waitForFunction(() => {
+    const m = document.querySelector('#stat-makespan');
+    return m && m.textContent.trim() !== '—' && m.textContent.trim() !== '';
+  }, null, { timeout });
+}
+
+/// Waits for the plan after the current one (the root carries its id).
+export async function nextPlan(page, before, timeout = 60000) {
+  await page.waitForFunction((b) => {
+    const el = document.querySelector('.app');
+    return el && Number(el.dataset.planId) > b;
+  }, before, { timeout });
+}
+
+export async function planId(page) {
+  return page.evaluate(() => Number(document.querySelector('.app').dataset.planId));
+}
+
+export function text(page, sel) {
+  return page.locator(sel).innerText();
+}
+
+/// A chain of `n` stages in remat-chain/1, shaped like VGG blocks.
+export function syntheticChain(n, name = `synthetic ${n}`) {
+  const stages = [];
+  for (let i = 0; i < n; i++) {
+    const scale = 1 + (i % 7) / 3;
+    const out = Math.round(64 * 2 ** 20 * scale / (1 + Math.floor(i / 60)));
+    stages.push({
+      name: `block ${i + 1}`,
+      forward_seconds: 0.001 * (1 + (i % 5) / 4),
+      backward_seconds: 0.002 * (1 + (i % 5) / 4),
+      output_bytes: i === n - 1 ? 4 : out,
+      saved_bytes: i === n - 1 ? 8 : out * 2,
+    });
+  }
+  return { format: 'remat-chain/1', name, source: 'synthetic (tests)', input_bytes: 32 * 2 ** 20, stages };
+}
