@@ -32,7 +32,8 @@ fn error_of(edit: impl FnOnce(&mut serde_json::Value)) -> String {
 
 #[test]
 fn every_validation_error_names_its_field() {
-    let cases: Vec<(Box<dyn FnOnce(&mut serde_json::Value)>, &str)> = vec![
+    type Edit = Box<dyn FnOnce(&mut serde_json::Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
         (
             Box::new(|v| v["stages"][1]["saved_bytes"] = 3.into()),
             "stages[1].saved_bytes: smaller than output_bytes",

@@ -92,12 +92,17 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// makespan / sequential − 1: the price of the memory savings.
+    /// makespan / sequential − 1: the price of the memory savings. Sums in
+    /// another order differ in the last bits; that is not an overhead.
     pub fn overhead(&self) -> f64 {
-        if self.sequential_seconds > 0.0 {
-            self.makespan_seconds / self.sequential_seconds - 1.0
-        } else {
+        if self.sequential_seconds <= 0.0 {
+            return 0.0;
+        }
+        let ratio = self.makespan_seconds / self.sequential_seconds - 1.0;
+        if ratio.abs() < 1e-12 {
             0.0
+        } else {
+            ratio
         }
     }
 

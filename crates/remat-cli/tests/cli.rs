@@ -1,0 +1,226 @@
+//! The command-line contract of DESIGN.md, exercised on the real binary.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn remat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_remat"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object on stdout")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("s.json");
+    let out = remat(&[
+        "solve",
+        "example:vgg19",
+        "--algorithm",
+        "rotor",
+        "--budget",
+        "3GiB",
+        "--json",
+        "-o",
+        schedule.to_str().unwrap(),
+    ]);
+    let v = json(&out);
+    for field in [
+        "algorithm",
+        "feasible",
+        "makespan_seconds",
+        "peak_bytes",
+        "sequential_seconds",
+        "ops",
+    ] {
+        assert!(v.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(v["algorithm"], "rotor");
+    assert_eq!(v["feasible"], true);
+    assert!(v["peak_bytes"].as_u64().unwrap() <= 3 << 30);
+    assert!(v["makespan_seconds"].as_f64().unwrap() >= v["sequential_seconds"].as_f64().unwrap());
+    assert!(!v["ops"].as_array().unwrap().is_empty());
+    // The DP's prediction and the simulator agree.
+    let (p, m) = (
+        v["predicted_seconds"].as_f64().unwrap(),
+        v["makespan_seconds"].as_f64().unwrap(),
+    );
+    assert!((p - m).abs() <= 1e-12 * m);
+    let sim = json(&remat(&[
+        "simulate",
+        "example:vgg19",
+        schedule.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(sim["feasible"], true);
+    assert_eq!(sim["makespan_seconds"], v["makespan_seconds"]);
+    assert_eq!(sim["peak_bytes"], v["peak_bytes"]);
+    // The same schedule on another chain is refused, naming why.
+    let wrong = remat(&["simulate", "example:resnet50", schedule.to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("chain_digest: this schedule was made for chain"),
+        "{}",
+        stderr(&wrong)
+    );
+}
+
+#[test]
+fn an_infeasible_budget_is_a_result_not_an_error() {
+    let v = json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "rotor",
+        "-b",
+        "1MiB",
+        "--json",
+    ]));
+    assert_eq!(v["feasible"], false);
+    assert!(v["makespan_seconds"].is_null());
+    assert!(v["detail"].as_str().unwrap().contains("below M_low"));
+}
+
+#[test]
+fn bad_input_exits_2_with_a_message_naming_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"format":"remat-chain/1","input_bytes":1,"stages":[{"forward_seconds":1,"backward_seconds":1,"output_bytes":-4,"saved_bytes":1}]}"#).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["solve", bad.to_str().unwrap(), "-a", "rotor", "-b", "1GB"],
+            "stages[0].output_bytes: must be ≥ 0",
+        ),
+        (
+            vec!["solve", "example:teaching", "-a", "rotor", "-b", "lots"],
+            "--budget: `lots` is not a number",
+        ),
+        (
+            vec!["solve", "example:teaching", "-a", "magic", "-b", "1GB"],
+            "algorithm: unknown algorithm `magic`",
+        ),
+        (
+            vec!["solve", "example:nope", "-a", "rotor", "-b", "1GB"],
+            "no example named `nope`",
+        ),
+        (
+            vec!["solve", "/no/such/file.json", "-a", "rotor", "-b", "1GB"],
+            "/no/such/file.json",
+        ),
+        (
+            vec![
+                "solve",
+                "example:teaching",
+                "-a",
+                "rotor",
+                "-b",
+                "1GB",
+                "--slots",
+                "0",
+            ],
+            "--slots: must be at least 1",
+        ),
+        (
+            vec![
+                "solve",
+                "example:teaching",
+                "-a",
+                "rotor",
+                "-b",
+                "1GB",
+                "--bandwidth",
+                "fast",
+            ],
+            "--bandwidth",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = remat(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains("panicked"));
+    }
+}
+
+#[test]
+fn sweep_lists_every_algorithm_at_every_point() {
+    let out = remat(&["sweep", "example:teaching", "--points", "5"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
+    assert_eq!(lines.len(), 1 + 5 * 4);
+    // At M_high (the last point) rotor runs with no overhead.
+    let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
+    assert!(
+        last_rotor.contains(",true,") && last_rotor.contains(",0.000000,"),
+        "{last_rotor}"
+    );
+    let v = json(&remat(&[
+        "sweep",
+        "example:teaching",
+        "--points",
+        "3",
+        "--format",
+        "json",
+        "--algorithms",
+        "rotor,sequential",
+    ]));
+    assert_eq!(v["points"].as_array().unwrap().len(), 6);
+}
+
+#[test]
+fn convert_reads_rotor_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("net.json");
+    std::fs::write(&input, r#"{"fw": [2, 3], "bw": [4, 5], "cw": [100, 10, 4], "cbw": [0, 20, 8], "ftmp": [0, 0], "btmp": [0, 0]}"#).unwrap();
+    let out = dir.path().join("chain.json");
+    let status = remat(&[
+        "convert",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--bandwidth",
+        "12GB/s",
+    ]);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let v = json(&remat(&[
+        "solve",
+        out.to_str().unwrap(),
+        "-a",
+        "rotor",
+        "-b",
+        "1000",
+        "--json",
+    ]));
+    assert_eq!(v["feasible"], true);
+    assert_eq!(v["chain"], "net");
+}
+
+#[test]
+fn algorithms_and_examples_are_listed() {
+    let out = String::from_utf8(remat(&["algorithms"]).stdout).unwrap();
+    for name in ["store-all", "sequential", "revolve", "rotor"] {
+        assert!(out.contains(name));
+    }
+    let out = String::from_utf8(remat(&["examples"]).stdout).unwrap();
+    assert!(out.contains("example:vgg19"));
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sets up what is missing and runs every test of the project:
+# format and lint checks, the core built for wasm32, the Rust tests (unit,
+# exhaustive search, proptest cross-checks, CLI contract) and the explorer's
+# browser tests in headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain components"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+rustup target add wasm32-unknown-unknown >/dev/null
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (core, CLI) -D warnings"
+cargo clippy -p remat-core -p remat-cli --all-targets -- -D warnings
+
+step "remat-core builds for wasm32-unknown-unknown"
+cargo build -p remat-core --target wasm32-unknown-unknown
+
+step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
+cargo test --release -p remat-core -p remat-cli
+
+step "explorer: browser tests"
+bash scripts/browser-tests.sh
