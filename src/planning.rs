@@ -216,6 +216,7 @@ impl PlannerSet {
                 let summaries = self
                     .planners
                     .iter()
+                    .filter(|p| p.algorithm() != alg) // the page simulates this one itself
                     .map(|p| summarize(chain, p, budget, bandwidth))
                     .collect();
                 emit(Response::Planned(Box::new(Planned {

@@ -217,6 +217,7 @@ impl AppState {
     /// Asks for the schedule at the current budget; `exact` re-plans with a
     /// table made for exactly this budget (no rounding to the M_high grid).
     pub fn send_plan(self, exact: bool) {
+        mark("sent");
         let id = self.next_id.get_value() + 1;
         self.next_id.set_value(id);
         worker::send(Request::Plan {
@@ -309,16 +310,27 @@ impl AppState {
                 if planned.generation != generation || planned.id != self.next_id.get_value() {
                     return; // an answer to a budget the slider has already left
                 }
+                mark("received");
                 let chain = self.chain.get_untracked();
                 let bandwidth = self.bandwidth.get_untracked();
                 let trace = planned.ops.as_ref().map(|ops| {
                     simulate_with_bandwidth(&chain, ops, Some(bandwidth)).map_err(|e| e.to_string())
                 });
+                mark("simulated");
                 let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
                 if self.step.get_untracked().is_some_and(|s| s >= n_ops) {
                     self.step.set(None);
                 }
-                self.summaries.set(planned.summaries.clone());
+                let mut summaries = planned.summaries.clone();
+                let measured = trace.as_ref().and_then(|t| t.as_ref().ok());
+                summaries.push(Summary {
+                    algorithm: planned.algorithm.clone(),
+                    feasible: measured.is_some(),
+                    makespan_seconds: measured.map(|t| t.makespan_seconds),
+                    peak_bytes: measured.map(|t| t.peak_bytes),
+                    detail: planned.detail.clone(),
+                });
+                self.summaries.set(summaries);
                 self.shown_id.set(planned.id);
                 self.current.set(Some(Arc::new(Current {
                     chain,
@@ -332,4 +344,25 @@ impl AppState {
     fn build_of_untracked(self, alg: Algorithm) -> Build {
         self.builds.with_untracked(|b| b[index_of(alg)].clone())
     }
+}
+
+/// Timestamps for measuring a slider move (read by tests/measure-slider.mjs
+/// from `window.__rematMarks`); a few property writes, cheap enough to keep.
+pub fn mark(name: &str) {
+    use wasm_bindgen::JsValue;
+    let Some(w) = web_sys::window() else { return };
+    let key = JsValue::from_str("__rematMarks");
+    let marks = js_sys::Reflect::get(&w, &key)
+        .ok()
+        .filter(|v| v.is_object())
+        .unwrap_or_else(|| {
+            let o = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&w, &key, &o);
+            o.into()
+        });
+    let _ = js_sys::Reflect::set(
+        &marks,
+        &JsValue::from_str(name),
+        &JsValue::from_f64(crate::worker::now_ms()),
+    );
 }

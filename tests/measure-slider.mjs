@@ -36,7 +36,9 @@ const samples = await page.evaluate(async (n) => {
     });
     const shown = performance.now();
     await new Promise((r) => requestAnimationFrame(() => r()));
+    const m = window.__rematMarks || {};
     out.push({ shown: shown - start, frame: performance.now() - start,
+      sent: m.sent - start, received: m.received - start, simulated: m.simulated - start, chain: m.chain - start, memory: m.memory - start, timeline: m.timeline - start,
       ops: document.querySelector('#stat-ops').textContent });
     await new Promise((r) => setTimeout(r, 30));
   }
@@ -46,6 +48,9 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 console.log(`ops per schedule: ${samples.map((s) => s.ops).slice(0, 5).join(', ')} …`);
 console.log(`slider → views updated (DOM): median ${median(samples.map((s) => s.shown)).toFixed(1)} ms, ` +
   `max ${Math.max(...samples.map((s) => s.shown)).toFixed(1)} ms over ${N} moves`);
+for (const k of ['sent', 'received', 'simulated', 'chain', 'memory', 'timeline']) {
+  console.log(`  ${k} at median ${median(samples.map((s) => s[k])).toFixed(1)} ms after the input event`);
+}
 console.log(`slider → next frame: median ${median(samples.map((s) => s.frame)).toFixed(1)} ms`);
 if (errors.length) console.log('page errors:', errors);
 await context.close();

@@ -1,7 +1,7 @@
 //! The layer chain: one box per stage (width ∝ time, height ∝ ā^ℓ), coloured
 //! by what the schedule does with it in the forward phase.
 
-use super::{bytes, chart_point, ms, palette, Swatch, CHART_W, MARGIN_L, PLOT_W};
+use super::{bytes, chart_point, ms, palette, PathBatch, Swatch, CHART_W, MARGIN_L, PLOT_W};
 use crate::state::{AppState, Current};
 use leptos::prelude::*;
 use remat_core::{Chain, Op};
@@ -111,6 +111,7 @@ fn layer(c: &Current, uniform: bool) -> String {
         .max(1) as f64;
     let gap = if PLOT_W / n as f64 > 6.0 { 1.5 } else { 0.0 };
     let mut s = String::with_capacity(n * 160);
+    let mut batch = PathBatch::default();
     for l in 1..=n {
         let (fate, recomputed) = fates[l];
         let x = e[l];
@@ -120,12 +121,7 @@ fn layer(c: &Current, uniform: bool) -> String {
         } else {
             (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0)
         };
-        s.push_str(&format!(
-            r##"<rect x="{x:.2}" y="{:.2}" width="{w:.2}" height="{h:.2}" fill="{}" rx="{}"/>"##,
-            BASE_Y - h,
-            fate.color(),
-            if w > 8.0 { 2 } else { 0 }
-        ));
+        batch.rect(fate.color(), x, BASE_Y - h, w, h);
         if recomputed > 0 && w >= 14.0 {
             s.push_str(&format!(
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">↻{}</text>"##,
@@ -142,6 +138,7 @@ fn layer(c: &Current, uniform: bool) -> String {
             ));
         }
     }
+    s.insert_str(0, &batch.finish(""));
     s.push_str(&format!(
         r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{BASE_Y}" y2="{BASE_Y}" stroke="#8a94a3"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">stages</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">1 → {n}</text>"##,
         MARGIN_L + PLOT_W,
@@ -157,10 +154,14 @@ fn layer(c: &Current, uniform: bool) -> String {
 pub fn ChainView(state: AppState) -> impl IntoView {
     let hover = RwSignal::new(None::<(usize, f64)>);
     let heavy = move || {
-        let uniform = state.uniform.get();
-        state
-            .current
-            .with(|c| c.as_ref().map(|c| layer(c, uniform)).unwrap_or_default())
+        let s = (move || {
+            let uniform = state.uniform.get();
+            state
+                .current
+                .with(|c| c.as_ref().map(|c| layer(c, uniform)).unwrap_or_default())
+        })();
+        crate::state::mark("chain");
+        s
     };
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {

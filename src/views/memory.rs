@@ -1,6 +1,7 @@
 //! Memory over time, stacked by tensor (`Trace.residency`): which a^ℓ, ā^ℓ,
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
+use super::PathBatch;
 use super::{
     byte_ticks, bytes, chart_point, ms, palette, time_axis_svg, x_of, Swatch, MARGIN_L, PLOT_W,
 };
@@ -55,14 +56,15 @@ fn stacked_paths(trace: &Trace, y_max: f64) -> String {
     }
     let makespan = trace.makespan_seconds;
     let y = |b: u64| TOP + PLOT_H - b as f64 / y_max * PLOT_H;
-    let mut s = String::with_capacity(res.len() * 80);
+    let mut batch = PathBatch::default();
     for (i, r) in res.iter().enumerate() {
         let p = &points[i];
         if p.is_empty() {
             continue;
         }
         let x = |t: f64| x_of(t, makespan);
-        let mut d = format!("M{:.1} {:.1}", x(p[0].0), y(p[0].1 + r.bytes));
+        let d = batch.d(tensor_color(&r.tensor));
+        d.push_str(&format!("M{:.1} {:.1}", x(p[0].0), y(p[0].1 + r.bytes)));
         for k in 0..p.len() {
             let next = if k + 1 < p.len() { p[k + 1].0 } else { r.end };
             d.push_str(&format!("H{:.1}", x(next)));
@@ -78,12 +80,8 @@ fn stacked_paths(trace: &Trace, y_max: f64) -> String {
             }
         }
         d.push('Z');
-        s.push_str(&format!(
-            r##"<path d="{d}" fill="{}" stroke="#ffffff" stroke-width="0.4"/>"##,
-            tensor_color(&r.tensor)
-        ));
     }
-    s
+    batch.finish(r##"stroke="#ffffff" stroke-width="0.4""##)
 }
 
 fn layer(trace: &Trace, budget: u64) -> String {
@@ -144,15 +142,19 @@ fn describe(r: &Residency) -> String {
 pub fn MemoryChart(state: AppState) -> impl IntoView {
     let hover_fx = RwSignal::new(None::<f64>);
     let heavy = move || {
-        state.current.with(|c| {
-            match c
-                .as_ref()
-                .and_then(|c| c.ok_trace().map(|t| (t, c.planned.budget)))
-            {
-                Some((t, budget)) => layer(t, budget.max(1)),
-                None => String::new(),
-            }
-        })
+        let s = (move || {
+            state.current.with(|c| {
+                match c
+                    .as_ref()
+                    .and_then(|c| c.ok_trace().map(|t| (t, c.planned.budget)))
+                {
+                    Some((t, budget)) => layer(t, budget.max(1)),
+                    None => String::new(),
+                }
+            })
+        })();
+        crate::state::mark("memory");
+        s
     };
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {

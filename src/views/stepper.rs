@@ -71,16 +71,16 @@ pub fn Stepper(state: AppState) -> impl IntoView {
         <section class="card stepper">
             <div class="step-controls">
                 <h2>"Step through"</h2>
-                <button id="step-first" title="First op" on:click=move |_| go(Some(0))>"⏮"</button>
+                <button id="step-first" title="First op" on:click=move |_| go(Some(0))>"|◀"</button>
                 <button id="step-prev" title="Previous op" on:click=move |_| step_by(-1)>"◀"</button>
                 <button id="step-play" class="primary" on:click=move |_| {
                     if !state.playing.get_untracked() && state.step.get_untracked().is_some_and(|i| i + 1 >= n_ops()) {
                         go(Some(0));
                     }
                     state.playing.update(|p| *p = !*p)
-                }>{move || if state.playing.get() { "⏸ Pause" } else { "▶ Play" }}</button>
+                }>{move || if state.playing.get() { "❚❚ Pause" } else { "▶ Play" }}</button>
                 <button id="step-next" title="Next op" on:click=move |_| step_by(1)>"▶"</button>
-                <button id="step-last" title="Last op" on:click=move |_| go(n_ops().checked_sub(1))>"⏭"</button>
+                <button id="step-last" title="Last op" on:click=move |_| go(n_ops().checked_sub(1))>"▶|"</button>
                 <button id="step-clear" title="Leave step mode" on:click=move |_| { state.playing.set(false); go(None) }>"✕"</button>
                 <select title="Playback speed" on:change=move |ev| speed.set(event_target_value(&ev).parse().unwrap_or(4.0))>
                     <option value="2">"2 ops/s"</option>

@@ -1,6 +1,7 @@
 //! The two lanes of the simulator: GPU compute (forward, recompute,
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
+use super::PathBatch;
 use super::{
     chart_point, ms, op_color, palette, recompute_flags, time_axis_svg, x_of, Swatch, MARGIN_L,
     PLOT_W,
@@ -40,6 +41,8 @@ fn layer(c: &Current) -> String {
     ));
     s.push_str(&time_axis_svg(makespan, AXIS_Y, 5.0));
     let label_room = PLOT_W / ops.len().max(1) as f64 > 26.0;
+    let mut batch = PathBatch::default();
+    let mut labels = String::new();
     for span in &trace.spans {
         let op = &ops[span.op];
         let x0 = x_of(span.start, makespan);
@@ -48,12 +51,9 @@ fn layer(c: &Current) -> String {
             Lane::Compute => (COMPUTE_Y, COMPUTE_H),
             Lane::Copy => (COPY_Y, COPY_H),
         };
-        s.push_str(&format!(
-            r##"<rect x="{x0:.2}" y="{y}" width="{w:.2}" height="{h}" fill="{}"/>"##,
-            op_color(op, flags[span.op])
-        ));
+        batch.rect(op_color(op, flags[span.op]), x0, y, w, h);
         if label_room && w > 24.0 {
-            s.push_str(&format!(
+            labels.push_str(&format!(
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#fff">{}</text>"##,
                 x0 + w / 2.0,
                 y + h / 2.0 + 4.0,
@@ -61,6 +61,8 @@ fn layer(c: &Current) -> String {
             ));
         }
     }
+    s.push_str(&batch.finish(""));
+    s.push_str(&labels);
     s
 }
 
@@ -68,9 +70,13 @@ fn layer(c: &Current) -> String {
 pub fn Timelines(state: AppState) -> impl IntoView {
     let hover_fx = RwSignal::new(None::<f64>);
     let heavy = move || {
-        state
-            .current
-            .with(|c| c.as_ref().map(|c| layer(c)).unwrap_or_default())
+        let s = (move || {
+            state
+                .current
+                .with(|c| c.as_ref().map(|c| layer(c)).unwrap_or_default())
+        })();
+        crate::state::mark("timeline");
+        s
     };
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {
