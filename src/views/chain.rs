@@ -154,12 +154,12 @@ fn layer(c: &Current, uniform: bool) -> String {
 pub fn ChainView(state: AppState) -> impl IntoView {
     let hover = RwSignal::new(None::<(usize, f64)>);
     let heavy = move || {
-        let s = (move || {
+        let s = {
             let uniform = state.uniform.get();
             state
                 .current
                 .with(|c| c.as_ref().map(|c| layer(c, uniform)).unwrap_or_default())
-        })();
+        };
         crate::state::mark("chain");
         s
     };

@@ -142,7 +142,7 @@ fn describe(r: &Residency) -> String {
 pub fn MemoryChart(state: AppState) -> impl IntoView {
     let hover_fx = RwSignal::new(None::<f64>);
     let heavy = move || {
-        let s = (move || {
+        let s = {
             state.current.with(|c| {
                 match c
                     .as_ref()
@@ -152,7 +152,7 @@ pub fn MemoryChart(state: AppState) -> impl IntoView {
                     None => String::new(),
                 }
             })
-        })();
+        };
         crate::state::mark("memory");
         s
     };
@@ -189,7 +189,7 @@ pub fn MemoryChart(state: AppState) -> impl IntoView {
         let c = state.current.get()?;
         let trace = c.ok_trace()?;
         let mut res = trace.resident_at(t);
-        res.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        res.sort_by_key(|r| std::cmp::Reverse(r.bytes));
         let total: u64 = res.iter().map(|r| r.bytes).sum();
         let running = trace
             .spans

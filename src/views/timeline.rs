@@ -25,9 +25,9 @@ fn layer(c: &Current) -> String {
     let makespan = trace.makespan_seconds;
     let flags = recompute_flags(ops, c.chain.len());
     let mut s = String::with_capacity(ops.len() * 90);
-    s.push_str(&format!(
-        r##"<defs><pattern id="idle-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e7b7b7" stroke-width="2"/></pattern></defs>"##
-    ));
+    s.push_str(
+        r##"<defs><pattern id="idle-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e7b7b7" stroke-width="2"/></pattern></defs>"##,
+    );
     // Idle is what is left of the compute lane: draw it underneath.
     s.push_str(&format!(
         r##"<rect x="{MARGIN_L}" y="{COMPUTE_Y}" width="{PLOT_W}" height="{COMPUTE_H}" fill="url(#idle-hatch)"/><rect x="{MARGIN_L}" y="{COPY_Y}" width="{PLOT_W}" height="{COPY_H}" fill="#f3f5f8"/>"##
@@ -52,16 +52,18 @@ fn layer(c: &Current) -> String {
             Lane::Copy => (COPY_Y, COPY_H),
         };
         batch.rect(op_color(op, flags[span.op]), x0, y, w, h);
-        if label_room && w > 24.0 {
+        // Label a box only when its name fits inside it (about 6.5 units per character).
+        let label = op.to_string();
+        if label_room && w > label.chars().count() as f64 * 6.5 + 6.0 {
             labels.push_str(&format!(
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#fff">{}</text>"##,
                 x0 + w / 2.0,
                 y + h / 2.0 + 4.0,
-                op
+                label
             ));
         }
     }
-    s.push_str(&batch.finish(""));
+    s.push_str(&batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##));
     s.push_str(&labels);
     s
 }
@@ -70,11 +72,11 @@ fn layer(c: &Current) -> String {
 pub fn Timelines(state: AppState) -> impl IntoView {
     let hover_fx = RwSignal::new(None::<f64>);
     let heavy = move || {
-        let s = (move || {
+        let s = {
             state
                 .current
                 .with(|c| c.as_ref().map(|c| layer(c)).unwrap_or_default())
-        })();
+        };
         crate::state::mark("timeline");
         s
     };
