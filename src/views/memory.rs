@@ -131,6 +131,7 @@ fn layer(trace: &Trace, budget: u64) -> String {
 
 fn describe(r: &Residency) -> String {
     match r.tensor {
+        TensorId::Activation(0) => "a^0 (input batch)".into(),
         TensorId::Activation(l) => format!("a^{l} (output of stage {l})"),
         TensorId::Saved(l) => format!("ā^{l} (saved for B^{l})"),
         TensorId::Gradient(l) => format!("δ^{l} (gradient)"),
