@@ -6,7 +6,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 "$ROOT/scripts/setup-web.sh" || { echo "BROWSER TESTS: FAIL (setup)"; exit 1; }
 export TRUNK_SKIP_VERSION_CHECK=true
-export PATH="$ROOT/.tools/bin:$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
+export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
 
 echo "== trunk build --release"
 trunk build --release || { echo "BROWSER TESTS: FAIL (trunk build)"; exit 1; }

@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export TRUNK_SKIP_VERSION_CHECK=true
-export PATH="$ROOT/.tools/bin:$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
+export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
 
 TRUNK_VERSION=0.21.14
 BINARYEN_VERSION=132.0.0
@@ -60,21 +60,5 @@ if [ ! -d "$ROOT/tests/node_modules/playwright-core" ]; then
     (cd "$ROOT/tests" && npm install --no-audit --no-fund)
   fi
 fi
-
-# 7. a cargo shim for trunk: the workspace's default-members leave the
-# explorer out (so `cargo test` stays native), and trunk cannot pass -p, so
-# its wasm builds would fail with "no bin target named `worker`".
-mkdir -p "$ROOT/.tools/bin"
-cat > "$ROOT/.tools/bin/cargo" <<'SHIM'
-#!/usr/bin/env bash
-# Added by scripts/setup-web.sh: selects the explorer package for trunk.
-self_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PATH="$(printf '%s' "$PATH" | tr ':' '\n' | grep -vx "$self_dir" | paste -sd: -)"
-if [ "${1:-}" = build ] && printf '%s\n' "$@" | grep -qx -- '--target=wasm32-unknown-unknown'; then
-  exec cargo "$@" --package remat-explorer
-fi
-exec cargo "$@"
-SHIM
-chmod +x "$ROOT/.tools/bin/cargo"
 
 say "ok: trunk $(trunk --version | awk '{print $2}'), wasm-bindgen $WB_VERSION, $(wasm-opt --version | head -1)"

@@ -21,6 +21,9 @@ cargo clippy -p remat-core -p remat-cli --all-targets -- -D warnings
 step "remat-core builds for wasm32-unknown-unknown"
 cargo build -p remat-core --target wasm32-unknown-unknown
 
+step "cargo clippy (explorer, wasm32) -D warnings"
+cargo clippy -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
+
 step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
 cargo test --release -p remat-core -p remat-cli
 

@@ -205,39 +205,89 @@ impl PersistentTable {
         s == t || self.variant == Variant::Rotor
     }
 
-    /// Fills the table. Rows are computed in blocks of `COLUMNS` consecutive
-    /// t, with s descending inside a block: C_BP(s, t, ·) needs C_BP(s', t, ·)
-    /// for s' > s (same column, just computed, hot in cache) and
-    /// C_BP(s, s'−1, ·) (read by every t of the block while in cache). The
-    /// table is far larger than the caches, so this order, not arithmetic,
-    /// sets the speed.
+    /// Fills the table (Algorithm 1).
+    ///
+    /// Rows are computed in blocks of `COLUMNS` consecutive t, with s
+    /// descending inside a block. For one s, every split s' updates the rows
+    /// (s, t) of all the block's columns at once: they share the left
+    /// sub-row C_BP(s, s'−1, ·), which is then read from L1 instead of memory,
+    /// and the right sub-rows C_BP(s', t, ·) of the block's columns were just
+    /// computed and are still in cache. The table is far larger than the
+    /// caches, so this order, not arithmetic, sets the speed.
+    ///
+    /// Rotor only: `sat[r]` = P_all(s, t), the slots from which the F_all
+    /// chain over s..t fits; from there on C_BP(s, t, m) is its time
+    /// `tail[r]` = Σ (u_f + u_b), the lower bound of any schedule. Rows are
+    /// computed up to P_all only, and a candidate whose two sub-rows are both
+    /// in their tails is a constant: this skips most of the memory traffic
+    /// without changing any value.
     fn fill(&mut self, progress: &mut Progress<'_>) -> Result<(), SolveError> {
         const COLUMNS: usize = 16;
         let n = self.n;
         let width = self.max_slots + 1;
         let rows = self.row_start[n + 1];
-        let mut scratch = Scratch {
-            relax: relax_kernel(),
-            lower: lower_kernel(),
-            best: vec![f64::INFINITY; width],
-            sat: vec![width; rows],
-            tail: vec![f64::INFINITY; rows],
-        };
+        let relax = relax_kernel();
+        let lower = lower_kernel();
+        let mut sat = vec![width; rows];
+        let mut tail = vec![f64::INFINITY; rows];
+        let mut best = vec![vec![f64::INFINITY; width]; COLUMNS];
+        // Per column of the block: (hi, m_∅ threshold).
+        let mut limits = [(0usize, 0usize); COLUMNS];
         let mut done = 0usize;
         let mut t0 = 1;
         while t0 <= n {
             let t1 = (t0 + COLUMNS - 1).min(n);
             for s in (1..=t1).rev() {
-                // max over s < j < t of the F_∅ terms, grown with t.
                 let first = t0.max(s);
                 let mut inner = (s + 1..first).map(|j| self.none_term(j)).max().unwrap_or(0);
                 for t in first..=t1 {
                     if t >= s + 2 && t > first {
                         inner = inner.max(self.none_term(t - 1));
                     }
-                    self.fill_row(s, t, inner, &mut scratch);
-                    done += 1;
+                    let hi = self.start_row(s, t, &mut sat, &mut tail, &mut best[t - t0]);
+                    limits[t - t0] = (hi, self.m_none(s, t, inner));
                 }
+                let mut f = 0.0;
+                for next in s + 1..=t1 {
+                    f += self.forward[next - 1];
+                    let w = self.act[next - 1];
+                    let left = self.row_start[s] + (next - 1 - s);
+                    if next > first {
+                        // All splits of (s, next−1) are done: it is final.
+                        self.finish_row(
+                            s,
+                            next - 1,
+                            tail[left],
+                            limits[next - 1 - t0].0,
+                            &best[next - 1 - t0],
+                        );
+                    }
+                    let b = self.row(s, next - 1);
+                    for t in next.max(first)..=t1 {
+                        let (hi, thr) = limits[t - t0];
+                        let lo = thr.max(w);
+                        if lo >= hi {
+                            continue;
+                        }
+                        let right = self.row_start[next] + (t - next);
+                        // From `flat` on, both sub-rows sit in their tails.
+                        let flat = sat[left].max(sat[right].saturating_add(w)).clamp(lo, hi);
+                        let a = self.row(next, t);
+                        let row = &mut best[t - t0];
+                        relax(
+                            &mut row[lo..flat],
+                            &self.table[a + lo - w..a + flat - w],
+                            &self.table[b + lo..b + flat],
+                            f,
+                        );
+                        if flat < hi {
+                            lower(&mut row[flat..hi], (f + tail[right]) + tail[left]);
+                        }
+                    }
+                }
+                let last = self.row_start[s] + (t1 - s);
+                self.finish_row(s, t1, tail[last], limits[t1 - t0].0, &best[t1 - t0]);
+                done += t1 + 1 - first;
             }
             t0 = t1 + 1;
             if !progress(done as f64 / rows as f64) {
@@ -247,15 +297,16 @@ impl PersistentTable {
         Ok(())
     }
 
-    /// Computes the row C_BP(s, t, ·) by Theorem 1.
-    ///
-    /// Rotor only: `sat[r]` = P_all(s, t), the slots from which the F_all
-    /// chain over s..t fits; from there on C_BP(s, t, m) is its time
-    /// `tail[r]` = Σ (u_f + u_b), the lower bound of any schedule. Rows are
-    /// computed up to P_all only, and a candidate whose two sub-rows are both
-    /// in their tails is a constant: this skips most of the table's memory
-    /// traffic without changing any value.
-    fn fill_row(&mut self, s: usize, t: usize, inner: usize, k: &mut Scratch) {
+    /// Starts row (s, t) in `best` with the C_all case (Theorem 1) and
+    /// records its P_all and tail; returns where the computed part ends.
+    fn start_row(
+        &self,
+        s: usize,
+        t: usize,
+        sat: &mut [usize],
+        tail: &mut [f64],
+        best: &mut [f64],
+    ) -> usize {
         let width = self.max_slots + 1;
         let here = self.row_start[s] + (t - s);
         let fb = self.forward[s] + self.backward[s];
@@ -265,15 +316,14 @@ impl PersistentTable {
             } else {
                 let below = self.row_start[s + 1] + (t - s - 1);
                 (
-                    self.m_all(s, t).max(self.saved[s] + k.sat[below]),
-                    fb + k.tail[below],
+                    self.m_all(s, t).max(self.saved[s] + sat[below]),
+                    fb + tail[below],
                 )
             };
-            k.sat[here] = p.min(width);
-            k.tail[here] = v;
+            sat[here] = p.min(width);
+            tail[here] = v;
         }
-        let hi = k.sat[here];
-        let best = &mut k.best;
+        let hi = sat[here];
         best.fill(f64::INFINITY);
         if self.all_allowed(s, t) {
             let lo = self.m_all(s, t).max(self.saved[s]).min(hi);
@@ -288,41 +338,15 @@ impl PersistentTable {
                 }
             }
         }
-        if s < t {
-            let thr = self.m_none(s, t, inner);
-            let mut f = 0.0;
-            for next in s + 1..=t {
-                f += self.forward[next - 1];
-                let w = self.act[next - 1];
-                let lo = thr.max(w);
-                if lo >= hi {
-                    continue;
-                }
-                let right = self.row_start[next] + (t - next);
-                let left = self.row_start[s] + (next - 1 - s);
-                // From `flat` on, both sub-rows sit in their tails.
-                let flat = k.sat[left]
-                    .max(k.sat[right].saturating_add(w))
-                    .clamp(lo, hi);
-                let a = self.row(next, t);
-                let b = self.row(s, next - 1);
-                (k.relax)(
-                    &mut best[lo..flat],
-                    &self.table[a + lo - w..a + flat - w],
-                    &self.table[b + lo..b + flat],
-                    f,
-                );
-                if flat < hi {
-                    let c = (f + k.tail[right]) + k.tail[left];
-                    (k.lower)(&mut best[flat..hi], c);
-                }
-            }
-        }
-        if hi < width {
-            best[hi..].fill(k.tail[here]);
-        }
+        hi
+    }
+
+    /// Writes a finished row: computed up to `hi`, its tail after.
+    fn finish_row(&mut self, s: usize, t: usize, tail: f64, hi: usize, best: &[f64]) {
+        let width = self.max_slots + 1;
         let r = self.row(s, t);
-        self.table[r..r + width].copy_from_slice(best);
+        self.table[r..r + hi].copy_from_slice(&best[..hi]);
+        self.table[r + hi..r + width].fill(tail);
     }
 
     /// The largest budget this table answers exactly (its slot grid).
@@ -456,15 +480,6 @@ impl PersistentTable {
 }
 
 type Relax = fn(&mut [f64], &[f64], &[f64], f64);
-
-/// Working memory of `fill`.
-struct Scratch {
-    relax: Relax,
-    lower: Lower,
-    best: Vec<f64>,
-    sat: Vec<usize>,
-    tail: Vec<f64>,
-}
 
 /// best[m] = min(best[m], (f + a[m]) + b[m]), over equal-length slices.
 fn relax_portable(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
