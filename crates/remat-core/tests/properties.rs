@@ -124,3 +124,20 @@ fn rotor_at_m_high_is_store_all_on_the_examples() {
         assert!((trace.makespan_seconds - chain.sequential_seconds()).abs() < 1e-12);
     }
 }
+
+#[test]
+fn a_table_taken_apart_and_rebuilt_plans_the_same() {
+    let chain = remat_core::examples::resnet50();
+    let high = max_useful_budget(&chain);
+    let options = Options::default();
+    let planner =
+        Planner::build(&chain, Algorithm::Rotor, high, &options, &mut no_progress()).unwrap();
+    let budget = (high / 3) * 2;
+    let before = planner.plan(&chain, budget);
+    let (grid, values) = planner.into_table().unwrap();
+    let again = Planner::from_table(&chain, grid, values.clone()).unwrap();
+    assert_eq!(again.plan(&chain, budget), before);
+    // Values for another chain are refused, not misread.
+    let other = remat_core::examples::vgg19();
+    assert!(Planner::from_table(&other, grid, values).is_err());
+}

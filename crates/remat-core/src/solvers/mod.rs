@@ -242,6 +242,35 @@ impl Planner {
         }
     }
 
+    /// Takes a DP planner apart into its table's grid and values, to move it
+    /// between threads; None for planners without a table.
+    pub fn into_table(self) -> Option<(persistent::TableGrid, Vec<f64>)> {
+        match self {
+            Planner::Persistent { table, .. } => Some(table.into_values()),
+            _ => None,
+        }
+    }
+
+    /// Rebuilds a DP planner for `chain` from [`into_table`](Self::into_table).
+    pub fn from_table(
+        chain: &Chain,
+        grid: persistent::TableGrid,
+        values: Vec<f64>,
+    ) -> Result<Planner, SolveError> {
+        let algorithm = match grid.variant {
+            Variant::Rotor => Algorithm::Rotor,
+            Variant::Revolve => Algorithm::Revolve,
+        };
+        let table = PersistentTable::from_values(chain, grid, values)?;
+        Ok(Planner::Persistent {
+            algorithm,
+            table: Box::new(table),
+            min_budget: persistent::min_budget(chain, grid.variant),
+            store_all: (grid.variant == Variant::Rotor)
+                .then(|| (chain.sequential_seconds(), max_useful_budget(chain))),
+        })
+    }
+
     pub fn algorithm(&self) -> Algorithm {
         match self {
             Planner::StoreAll { .. } => Algorithm::StoreAll,

@@ -15,7 +15,7 @@
 //! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
 //! The initial δ^L counts against the budget, like a^0.
 //!
-//! **Discretization.** Memory is cut into slots of ⌈budget / slots⌉ bytes and
+//! **Discretization.** Memory is cut into `slots` slots of ⌊budget / slots⌋ bytes and
 //! every size is rounded up, so a schedule found on slots is valid in bytes;
 //! it is exact when every size is a multiple of the slot size.
 //!
@@ -32,14 +32,25 @@
 use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::Op;
+use serde::{Deserialize, Serialize};
 
 /// Which class of persistent schedules the table optimizes over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Variant {
     /// F_all may be run anywhere (rotor report, Theorem 1).
     Rotor,
     /// F_all only right before its B (the automatic-differentiation model).
     Revolve,
+}
+
+/// The memory grid of a table: which DP, and its slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableGrid {
+    pub variant: Variant,
+    pub slot_bytes: u64,
+    /// M, the slots of the largest budget.
+    pub slots: usize,
 }
 
 /// The table C_BP(s, t, m) for one chain and every budget up to `budget_bytes`.
@@ -106,50 +117,50 @@ impl PersistentTable {
                 crate::model::units::format_bytes(max_table_bytes)
             )));
         }
-        let slot_bytes = budget_bytes.div_ceil(slots as u64).max(1);
-        let max_slots = ((budget_bytes / slot_bytes) as usize).min(slots);
-        let cap = max_slots + 1;
-        let in_slots = |b: u64| (b.div_ceil(slot_bytes)).min(cap as u64) as usize;
+        // ⌊budget / slots⌋ bytes a slot, so exactly `slots` of them fit.
+        let slot_bytes = (budget_bytes / slots as u64).max(1);
+        let grid = TableGrid {
+            variant,
+            slot_bytes,
+            slots: ((budget_bytes / slot_bytes) as usize).min(slots),
+        };
+        let mut t = PersistentTable::empty(chain, grid);
+        let len = t.row_start[t.n + 1] * (t.max_slots + 1);
+        let mut table = Vec::new();
+        table
+            .try_reserve_exact(len)
+            .map_err(|_| SolveError::TooLarge("slots: not enough memory for the table".into()))?;
+        table.resize(len, f64::INFINITY);
+        t.table = table;
+        t.fill(progress)?;
+        Ok(t)
+    }
+
+    /// The sizes of `chain` on `grid`, with no values yet.
+    fn empty(chain: &Chain, grid: TableGrid) -> PersistentTable {
+        let n = chain.len();
+        let slot_bytes = grid.slot_bytes.max(1);
+        let cap = grid.slots as u64 + 1;
+        let in_slots = |b: u64| b.div_ceil(slot_bytes).min(cap) as usize;
+        let per_stage = |f: &dyn Fn(usize) -> u64| -> Vec<usize> {
+            (0..=n)
+                .map(|l| if l == 0 { 0 } else { in_slots(f(l)) })
+                .collect()
+        };
         let mut row_start = vec![0usize; n + 2];
         for s in 1..=n {
             row_start[s + 1] = row_start[s] + (n - s + 1);
         }
-        let width = max_slots + 1;
-        let rows = row_start[n + 1];
-        let mut t = PersistentTable {
-            variant,
+        PersistentTable {
+            variant: grid.variant,
             n,
             slot_bytes,
-            max_slots,
+            max_slots: grid.slots,
             act: (0..=n).map(|l| in_slots(chain.output_bytes(l))).collect(),
-            saved: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0
-                    } else {
-                        in_slots(chain.saved_bytes(l))
-                    }
-                })
-                .collect(),
+            saved: per_stage(&|l| chain.saved_bytes(l)),
             grad: (0..=n).map(|l| in_slots(chain.gradient_bytes(l))).collect(),
-            fwd_over: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0
-                    } else {
-                        in_slots(chain.stage(l).forward_overhead_bytes)
-                    }
-                })
-                .collect(),
-            bwd_over: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0
-                    } else {
-                        in_slots(chain.stage(l).backward_overhead_bytes)
-                    }
-                })
-                .collect(),
+            fwd_over: per_stage(&|l| chain.stage(l).forward_overhead_bytes),
+            bwd_over: per_stage(&|l| chain.stage(l).backward_overhead_bytes),
             forward: (0..=n)
                 .map(|l| {
                     if l == 0 {
@@ -170,14 +181,40 @@ impl PersistentTable {
                 .collect(),
             row_start,
             table: Vec::new(),
-        };
-        let mut table = Vec::new();
-        table
-            .try_reserve_exact(rows * width)
-            .map_err(|_| SolveError::TooLarge("slots: not enough memory for the table".into()))?;
-        table.resize(rows * width, f64::INFINITY);
-        t.table = table;
-        t.fill(progress)?;
+        }
+    }
+
+    /// The grid and the values of the table, to move it elsewhere (a Web
+    /// Worker builds it, the page reads schedules out of it).
+    pub fn into_values(self) -> (TableGrid, Vec<f64>) {
+        (self.grid(), self.table)
+    }
+
+    pub fn grid(&self) -> TableGrid {
+        TableGrid {
+            variant: self.variant,
+            slot_bytes: self.slot_bytes,
+            slots: self.max_slots,
+        }
+    }
+
+    /// Rebuilds a table from [`into_values`](Self::into_values) for the same chain.
+    pub fn from_values(
+        chain: &Chain,
+        grid: TableGrid,
+        values: Vec<f64>,
+    ) -> Result<PersistentTable, SolveError> {
+        let mut t = PersistentTable::empty(chain, grid);
+        let expected = t.row_start[t.n + 1] * (t.max_slots + 1);
+        if values.len() != expected || grid.slot_bytes == 0 {
+            return Err(SolveError::BadOption(format!(
+                "table: {} values do not fit a {}-stage chain on {} slots (expected {expected})",
+                values.len(),
+                t.n,
+                grid.slots
+            )));
+        }
+        t.table = values;
         Ok(t)
     }
 
