@@ -5,7 +5,7 @@
 use clap::Args;
 use remat_core::solvers::persistent::{PersistentTable, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Options};
-use remat_core::{simulate, Chain, Stage};
+use remat_core::{examples, simulate};
 use serde_json::json;
 use std::time::Instant;
 
@@ -24,34 +24,6 @@ pub struct BenchArgs {
     json: bool,
 }
 
-/// A heterogeneous chain with sizes and times spread over an order of
-/// magnitude, from a fixed linear congruential sequence (reproducible).
-pub fn synthetic_chain(n: usize) -> Chain {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((x >> 33) as f64) / (1u64 << 31) as f64
-    };
-    let stages = (0..n)
-        .map(|i| {
-            let out = ((1.0 + 9.0 * next()) * 64.0 * 1048576.0) as u64;
-            let saved = out + ((3.0 * next()) * out as f64) as u64;
-            let f = 1e-3 * (1.0 + 9.0 * next());
-            Stage::new(format!("s{i}"), f, f * (1.5 + next()), out, saved)
-        })
-        .collect();
-    Chain {
-        name: format!("synthetic {n}"),
-        source: "remat bench".into(),
-        input_bytes: 64 << 20,
-        input_gradient_bytes: 64 << 20,
-        bandwidth_bytes_per_s: Some(12e9),
-        stages,
-    }
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -61,7 +33,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     if a.stages == 0 || a.slots == 0 || a.reps == 0 {
         return Err("--stages, --slots and --reps must be at least 1".into());
     }
-    let chain = synthetic_chain(a.stages);
+    let chain = examples::synthetic(a.stages);
     let high = max_useful_budget(&chain);
     let limit = Options::default().max_table_bytes;
     let mut build = Vec::new();

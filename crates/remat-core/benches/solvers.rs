@@ -4,38 +4,12 @@
 //! measurements as medians without criterion.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use remat_core::examples::synthetic;
 use remat_core::simulator::simulate;
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Options};
-use remat_core::{Chain, Stage};
+use remat_core::Chain;
 use std::hint::black_box;
-
-/// The same synthetic heterogeneous chain as `remat bench`.
-fn synthetic_chain(n: usize) -> Chain {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((x >> 33) as f64) / (1u64 << 31) as f64
-    };
-    let stages = (0..n)
-        .map(|i| {
-            let out = ((1.0 + 9.0 * next()) * 64.0 * 1048576.0) as u64;
-            let saved = out + ((3.0 * next()) * out as f64) as u64;
-            let f = 1e-3 * (1.0 + 9.0 * next());
-            Stage::new(format!("s{i}"), f, f * (1.5 + next()), out, saved)
-        })
-        .collect();
-    Chain {
-        name: format!("synthetic {n}"),
-        source: "bench".into(),
-        input_bytes: 64 << 20,
-        input_gradient_bytes: 64 << 20,
-        bandwidth_bytes_per_s: Some(12e9),
-        stages,
-    }
-}
 
 fn build(chain: &Chain, variant: Variant, slots: usize) -> PersistentTable {
     PersistentTable::build(
@@ -53,7 +27,7 @@ fn rotor_table(c: &mut Criterion) {
     let mut g = c.benchmark_group("rotor_table");
     g.sample_size(10);
     for n in [50usize, 100, 200] {
-        let chain = synthetic_chain(n);
+        let chain = synthetic(n);
         g.bench_with_input(BenchmarkId::new("stages", n), &chain, |b, chain| {
             b.iter(|| build(black_box(chain), Variant::Rotor, 500))
         });
@@ -62,7 +36,7 @@ fn rotor_table(c: &mut Criterion) {
 }
 
 fn readout(c: &mut Criterion) {
-    let chain = synthetic_chain(200);
+    let chain = synthetic(200);
     let table = build(&chain, Variant::Rotor, 500);
     let low = min_budget(&chain, Variant::Rotor);
     let high = max_useful_budget(&chain);
@@ -77,7 +51,7 @@ fn readout(c: &mut Criterion) {
 }
 
 fn simulator(c: &mut Criterion) {
-    let chain = synthetic_chain(200);
+    let chain = synthetic(200);
     let table = build(&chain, Variant::Rotor, 500);
     let low = min_budget(&chain, Variant::Rotor);
     let high = max_useful_budget(&chain);

@@ -251,6 +251,36 @@ pub fn gpt2() -> Chain {
     }
 }
 
+/// A heterogeneous chain of `n` stages for benchmarks and stress tests:
+/// outputs of 64–640 MiB, ā up to 4× the output, forward 1–10 ms, backward
+/// 1.5–2.5× the forward, drawn from a fixed linear congruential sequence so
+/// every run sees the same chain.
+pub fn synthetic(n: usize) -> Chain {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 33) as f64) / (1u64 << 31) as f64
+    };
+    let stages = (0..n)
+        .map(|i| {
+            let out = ((1.0 + 9.0 * next()) * 64.0 * 1048576.0) as u64;
+            let saved = out + ((3.0 * next()) * out as f64) as u64;
+            let f = 1e-3 * (1.0 + 9.0 * next());
+            Stage::new(format!("s{i}"), f, f * (1.5 + next()), out, saved)
+        })
+        .collect();
+    Chain {
+        name: format!("synthetic {n}"),
+        source: "synthetic: sizes and times from a fixed pseudo-random sequence".into(),
+        input_bytes: mib(64),
+        input_gradient_bytes: mib(64),
+        bandwidth_bytes_per_s: Some(PCIE3_X16),
+        stages,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -456,6 +456,21 @@ impl<'a> Simulation<'a> {
         }
     }
 
+    /// The tensor an offload or prefetch moves.
+    fn transferred(
+        &self,
+        index: usize,
+        op: Op,
+        l: usize,
+        kind: TensorKind,
+    ) -> Result<Slot, SimError> {
+        match kind {
+            TensorKind::Output => Ok(Slot::Act(l)),
+            TensorKind::Saved if l >= 1 => Ok(Slot::Saved(l)),
+            TensorKind::Saved => Err(self.error(index, op, None, "stage 0 has no ā".to_string())),
+        }
+    }
+
     fn offload(
         &mut self,
         index: usize,
@@ -463,13 +478,7 @@ impl<'a> Simulation<'a> {
         l: usize,
         kind: TensorKind,
     ) -> Result<(), SimError> {
-        let slot = match kind {
-            TensorKind::Output => Slot::Act(l),
-            TensorKind::Saved if l >= 1 => Slot::Saved(l),
-            TensorKind::Saved => {
-                return Err(self.error(index, op, None, "stage 0 has no ā".to_string()))
-            }
-        };
+        let slot = self.transferred(index, op, l, kind)?;
         let Where::Device {
             ready,
             last_use,
@@ -503,13 +512,7 @@ impl<'a> Simulation<'a> {
         l: usize,
         kind: TensorKind,
     ) -> Result<(), SimError> {
-        let slot = match kind {
-            TensorKind::Output => Slot::Act(l),
-            TensorKind::Saved if l >= 1 => Slot::Saved(l),
-            TensorKind::Saved => {
-                return Err(self.error(index, op, None, "stage 0 has no ā".to_string()))
-            }
-        };
+        let slot = self.transferred(index, op, l, kind)?;
         let Where::Host {
             ready, checkpoint, ..
         } = self.state(slot)
