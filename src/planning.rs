@@ -1,14 +1,17 @@
 //! The planning service and its message protocol.
 //!
-//! The same `PlannerSet` answers requests in the page (short chains, where a
-//! table builds in milliseconds) and inside the Web Worker (long chains,
-//! where a rotor table takes seconds). Messages are JSON strings because
-//! `Planner` itself cannot cross a thread boundary: the worker keeps the
-//! tables and ships back only op lists and small summaries.
+//! The same `PlannerSet` answers requests in the page and inside the Web
+//! Worker. The worker only *builds* the rotor/revolve tables of long chains
+//! (seconds at L = 300): once built, a table is taken apart
+//! ([`PlannerSet::take_table`]), its values move to the page as a transferred
+//! `Float64Array` next to the JSON `Built` message, and the page rebuilds the
+//! planner ([`PlannerSet::insert_table`]). Every slider move then reads its
+//! schedule out synchronously in the page (O(L)), with no round trip.
 
 use remat_core::format::read_any_chain;
 use remat_core::schedule::Op;
 use remat_core::simulator::simulate_with_bandwidth;
+use remat_core::solvers::persistent::TableGrid;
 use remat_core::solvers::{max_useful_budget, persistent, Algorithm, Options, Planner};
 use remat_core::Chain;
 use serde::{Deserialize, Serialize};
@@ -54,6 +57,10 @@ pub enum Response {
         min_budget: u64,
         build_ms: f64,
         curve: Vec<CurvePoint>,
+        /// Set when the table's values travel with this message (from the
+        /// worker, as a transferred `Float64Array`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        table: Option<TableGrid>,
     },
     Failed {
         generation: u64,
@@ -69,6 +76,8 @@ pub struct Planned {
     pub id: u64,
     pub algorithm: String,
     pub budget: u64,
+    #[serde(default)]
+    pub bandwidth: Option<f64>,
     pub exact: bool,
     pub ops: Option<Vec<Op>>,
     pub predicted_seconds: Option<f64>,
@@ -169,6 +178,7 @@ impl PlannerSet {
                             min_budget,
                             build_ms,
                             curve,
+                            table: None,
                         });
                     }
                     Err(e) => emit(Response::Failed {
@@ -213,17 +223,13 @@ impl PlannerSet {
                         None => return,
                     }
                 };
-                let summaries = self
-                    .planners
-                    .iter()
-                    .filter(|p| p.algorithm() != alg) // the page simulates this one itself
-                    .map(|p| summarize(chain, p, budget, bandwidth))
-                    .collect();
+                let summaries = self.summaries(alg, budget, bandwidth);
                 emit(Response::Planned(Box::new(Planned {
                     generation,
                     id,
                     algorithm,
                     budget,
+                    bandwidth,
                     exact,
                     ops: solution.ops,
                     predicted_seconds: solution.predicted_seconds,
@@ -233,6 +239,54 @@ impl PlannerSet {
                 })));
             }
         }
+    }
+}
+
+impl PlannerSet {
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn has(&self, alg: Algorithm) -> bool {
+        self.planners.iter().any(|p| p.algorithm() == alg)
+    }
+
+    /// A summary of every built algorithm but `except` at `budget` (the page
+    /// simulates the shown one itself).
+    pub fn summaries(
+        &self,
+        except: Algorithm,
+        budget: u64,
+        bandwidth: Option<f64>,
+    ) -> Vec<Summary> {
+        let Some(chain) = self.chain.as_ref() else {
+            return Vec::new();
+        };
+        self.planners
+            .iter()
+            .filter(|p| p.algorithm() != except)
+            .map(|p| summarize(chain, p, budget, bandwidth))
+            .collect()
+    }
+
+    /// Removes a DP planner and takes its table apart, to move it to the
+    /// page; None (and nothing removed) for algorithms without a table.
+    pub fn take_table(&mut self, alg: Algorithm) -> Option<(TableGrid, Vec<f64>)> {
+        if !alg.uses_slots() {
+            return None;
+        }
+        let i = self.planners.iter().position(|p| p.algorithm() == alg)?;
+        self.planners.swap_remove(i).into_table()
+    }
+
+    /// Rebuilds a planner from a table built elsewhere for this set's chain.
+    pub fn insert_table(&mut self, grid: TableGrid, values: Vec<f64>) -> Result<(), String> {
+        let chain = self.chain.as_ref().ok_or("no chain loaded")?;
+        let planner = Planner::from_table(chain, grid, values).map_err(|e| e.to_string())?;
+        self.planners
+            .retain(|p| p.algorithm() != planner.algorithm());
+        self.planners.push(planner);
+        Ok(())
     }
 }
 

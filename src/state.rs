@@ -245,17 +245,9 @@ impl AppState {
     pub fn rebuild(self, alg: Algorithm) {
         if self.remote.get_untracked() && !worker::is_remote() {
             // The worker was terminated: a fresh one needs the chain again.
-            worker::use_worker(true);
+            // Tables already moved to the page stay there.
             let text = write_chain(&self.chain.get_untracked());
-            worker::send(Request::Load {
-                generation: self.generation.get_value(),
-                chain: text,
-            });
-            self.builds.update(|b| {
-                for build in b.iter_mut() {
-                    *build = Build::Idle;
-                }
-            });
+            worker::respawn(self.generation.get_value(), text);
         }
         self.request_build(alg);
     }
@@ -281,6 +273,7 @@ impl AppState {
                 min_budget,
                 build_ms,
                 curve,
+                ..
             } => {
                 if let (true, Ok(alg)) = (g == generation, Algorithm::from_name(&algorithm)) {
                     self.set_build(
@@ -346,9 +339,19 @@ impl AppState {
     }
 }
 
-/// Timestamps for measuring a slider move (read by tests/measure-slider.mjs
-/// from `window.__rematMarks`); a few property writes, cheap enough to keep.
+thread_local! {
+    /// `?timing` in the URL turns the marks on.
+    static TIMING: bool = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .is_some_and(|q| q.contains("timing"));
+}
+
+/// Timestamps for measuring a slider move, read by tests/measure-slider.mjs
+/// from `window.__rematMarks`; only with `?timing` in the URL.
 pub fn mark(name: &str) {
+    if !TIMING.with(|t| *t) {
+        return;
+    }
     use wasm_bindgen::JsValue;
     let Some(w) = web_sys::window() else { return };
     let key = JsValue::from_str("__rematMarks");

@@ -9,7 +9,7 @@ import { launch, open, waitForPlan, syntheticChain } from './helpers.mjs';
 
 const N = Number(process.env.SAMPLES ?? 40);
 const context = await launch();
-const { page, errors } = await open(context, '#chain=teaching');
+const { page, errors } = await open(context, '?timing#chain=teaching');
 const chain = syntheticChain(300);
 const t0 = Date.now();
 await page.locator('#import-input').setInputFiles({
