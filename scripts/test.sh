@@ -27,5 +27,13 @@ cargo clippy -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
 step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
 cargo test --release -p remat-core -p remat-cli
 
+step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"
+bash scripts/setup-web.sh
+export PATH="$HOME/.cargo/bin:$PWD/.tools/node_modules/.bin:$PATH"
+
+step "remat-core tests on wasm32, in node (the explorer's build of the solvers)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test --release --target wasm32-unknown-unknown -p remat-core --test wasm
+
 step "explorer: browser tests"
 bash scripts/browser-tests.sh

@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Exhaustive search: on random chains of up to 7 stages, enumerate every
 //! persistent schedule, let the simulator judge each, and check that the DPs
 //! find the best time under every budget.

@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Round-trips of both formats, every validation error, rotor import, and a
 //! schedule applied to the wrong chain.
 

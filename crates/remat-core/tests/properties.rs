@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! Properties of every solver on thousands of random chains: the simulator
 //! accepts its schedule, the peak is within budget, and a DP's predicted time
 //! and peak equal the simulated ones.

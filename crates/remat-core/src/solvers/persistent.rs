@@ -605,6 +605,35 @@ fn lower_kernel() -> Lower {
     lower_portable
 }
 
+/// The same with WebAssembly SIMD (two lanes), when built with `simd128`.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn relax_simd128(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
+    use std::arch::wasm32::*;
+    let n = best.len().min(a.len()).min(b.len());
+    let pairs = n / 2;
+    let fv = f64x2_splat(f);
+    let (pv, pa, pb) = (best.as_mut_ptr(), a.as_ptr(), b.as_ptr());
+    for i in 0..pairs {
+        let k = 2 * i;
+        // SAFETY: k + 2 ≤ n, within all three slices; v128 loads are unaligned.
+        unsafe {
+            let c = f64x2_add(
+                f64x2_add(fv, v128_load(pa.add(k) as *const v128)),
+                v128_load(pb.add(k) as *const v128),
+            );
+            let v = v128_load(pv.add(k) as *const v128);
+            // pmin(v, c) = c < v ? c : v, exactly the scalar rule.
+            v128_store(pv.add(k) as *mut v128, f64x2_pmin(v, c));
+        }
+    }
+    relax_portable(
+        &mut best[2 * pairs..n],
+        &a[2 * pairs..n],
+        &b[2 * pairs..n],
+        f,
+    );
+}
+
 /// The inner loop, compiled for the widest vectors this CPU has.
 fn relax_kernel() -> Relax {
     #[cfg(target_arch = "x86_64")]
@@ -613,6 +642,11 @@ fn relax_kernel() -> Relax {
             return relax_avx2_safe;
         }
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        return relax_simd128;
+    }
+    #[allow(unreachable_code)]
     relax_portable
 }
 
