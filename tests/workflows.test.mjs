@@ -1,0 +1,153 @@
+// Browser tests of the explorer's longer workflows: a cancelled build in the
+// worker, drag-and-drop import, the exact re-plan, the trace export and the
+// layout at 1024×768. Run through scripts/browser-tests.sh.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, open, waitForPlan, nextPlan, planId, text, syntheticChain, BASE } from './helpers.mjs';
+
+let context;
+before(async () => { context = await launch(); });
+after(async () => { await context?.close(); });
+
+test('a long build shows progress; Cancel stops it and the page keeps planning', async () => {
+  const { page, errors } = await open(context, '#chain=teaching');
+  // L = 300: every rotor/revolve table is built in the worker (seconds).
+  await page.locator('#import-input').setInputFiles({
+    name: 'synthetic-300.json', mimeType: 'application/json',
+    buffer: Buffer.from(JSON.stringify(syntheticChain(300))),
+  });
+  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('300 stages'));
+  await waitForPlan(page, 120000);
+  assert.match(await text(page, '#plan-status'), /\(worker\)/);
+  const shown = { id: await planId(page), makespan: await text(page, '#stat-makespan') };
+
+  // Revolve's table is not built yet: choosing it starts a long build.
+  await page.locator('#algorithm-select').selectOption('revolve');
+  await page.locator('#build-progress').waitFor();
+  await page.locator('#cancel-build').click();
+  await page.waitForFunction(() => document.querySelector('.status').textContent.includes('was not built'));
+  assert.equal(await page.locator('#build-progress').count(), 0);
+  // The previous plan stays on screen.
+  assert.equal(await planId(page), shown.id);
+  assert.equal(await text(page, '#stat-makespan'), shown.makespan);
+  assert.ok(await page.locator('#memory-svg path').count() > 0, 'the memory chart still shows the plan');
+
+  // The page answers at once, and rotor's table (already moved to the page)
+  // still plans every slider move.
+  const t0 = Date.now();
+  await page.evaluate(() => 1 + 1);
+  assert.ok(Date.now() - t0 < 1000, 'the page is responsive');
+  await page.locator('#algorithm-select').selectOption('rotor');
+  await nextPlan(page, shown.id, 5000);
+  const id = await planId(page);
+  await page.locator('#budget-slider').fill('200');
+  await nextPlan(page, id, 5000);
+  assert.match(await text(page, '#plan-status'), /✓/);
+
+  // "Build it" starts a fresh worker, which builds the table again.
+  await page.locator('#algorithm-select').selectOption('revolve');
+  await page.locator('.status button', { hasText: 'Build it' }).click();
+  await page.locator('#build-progress').waitFor();
+  const before = await planId(page);
+  await nextPlan(page, before, 120000);
+  assert.match(await text(page, '#plan-status'), /✓|infeasible/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('dropping a chain file on the page imports it', async () => {
+  const { page, errors } = await open(context, '#chain=teaching');
+  const chain = readFileSync(new URL('./fixtures/six-stages.json', import.meta.url), 'utf8');
+  const prevented = await page.evaluate((json) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([json], 'six.json', { type: 'application/json' }));
+    const over = new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true });
+    document.querySelector('#memory-svg').dispatchEvent(over);
+    const drop = new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true });
+    document.querySelector('#memory-svg').dispatchEvent(drop);
+    // Without preventDefault the browser would open the file instead.
+    return over.defaultPrevented && drop.defaultPrevented;
+  }, chain);
+  assert.ok(prevented, 'dragover and drop are taken by the page');
+  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('six stages'));
+  assert.match(await text(page, '#notice'), /Imported six\.json: 6 stages/);
+  await page.waitForFunction(() => location.hash.includes('chain=imported'));
+  await waitForPlan(page);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a budget infeasible on the slot grid is feasible when re-planned exactly', async () => {
+  // Teaching chain: a^ℓ = 64 MiB, ā^ℓ = 128 MiB, M_low = 384 MiB = 6 × 64 MiB,
+  // M_high = 1.38 GiB. Its table has 500 slots of 2.82 MiB, so 64 MiB rounds
+  // up to 23 slots and M_low needs 6 × 23 = 138 slots = 389.6 MiB. At 387 MiB
+  // the grid has no schedule; a table for exactly 387 MiB has slots of
+  // 793 KiB, 64 MiB rounds to 83 of them, and 6 × 83 = 498 ≤ 500 fits.
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(BASE + '#chain=teaching&algorithm=rotor&budget=405798912');
+  await page.locator('#plan-status').waitFor();
+  assert.match(await text(page, '#plan-status'), /infeasible on the grid/);
+  assert.equal((await text(page, '#stat-makespan')).trim(), '—');
+  const id = await planId(page);
+  await page.locator('#replan-exact').click();
+  await nextPlan(page, id);
+  const status = await text(page, '#plan-status');
+  assert.match(status, /✓/);
+  assert.match(status, /re-planned exactly at this budget/);
+  const peak = await text(page, '#stat-peak');
+  assert.match(peak, /MiB/);
+  assert.ok(parseFloat(peak) <= 387, `peak ${peak} fits 387 MiB`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the Trace export is Chrome trace-event JSON', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&budget=500000000');
+  const [download] = await Promise.all([
+    page.waitForEvent('download'),
+    page.locator('#export-trace').click(),
+  ]);
+  assert.match(download.suggestedFilename(), /\.trace\.json$/);
+  const file = join(mkdtempSync(join(tmpdir(), 'remat-trace-')), 'trace.json');
+  await download.saveAs(file);
+  const trace = JSON.parse(readFileSync(file, 'utf8'));
+  assert.ok(Array.isArray(trace.traceEvents), 'traceEvents is an array');
+  const spans = trace.traceEvents.filter((e) => e.ph === 'X');
+  assert.equal(String(spans.length), (await text(page, '#stat-ops')).trim(), 'one X event per op');
+  for (const e of spans) {
+    assert.equal(typeof e.name, 'string');
+    assert.ok(Number.isFinite(e.ts) && e.ts >= 0, 'ts in µs');
+    assert.ok(Number.isFinite(e.dur) && e.dur >= 0, 'dur in µs');
+    assert.ok(e.pid !== undefined && e.tid !== undefined);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('at 1024×768 the page has no horizontal scrollbar', async () => {
+  const page = await context.newPage();
+  await page.setViewportSize({ width: 1024, height: 768 });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(BASE + '#chain=vgg19');
+  await waitForPlan(page);
+  const sizes = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth, inner: window.innerWidth,
+    wide: [...document.querySelectorAll('.app *')]
+      .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5)
+      .map((el) => el.tagName + (el.id ? '#' + el.id : '') + '.' + el.className).slice(0, 5),
+  }));
+  assert.ok(sizes.scroll <= sizes.inner, `scrollWidth ${sizes.scroll} > ${sizes.inner}: ${sizes.wide}`);
+  // The main controls are all on screen.
+  for (const sel of ['#budget-slider', '#budget-input', '#algorithm-select', '#bandwidth-input', '#export-svg']) {
+    const box = await page.locator(sel).boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 1024, `${sel} within the viewport`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
