@@ -87,15 +87,22 @@ fn curves_svg(state: AppState) -> String {
             if current { 3.0 } else { 1.8 }
         ));
     }
-    let bx = x((state.budget.get() as f64).clamp(lo, hi));
-    s.push_str(&format!(
+    s
+}
+
+/// The budget line on the curves: redrawn on every slider move, apart from
+/// the curves, which change only when a table is built.
+fn budget_marker_svg(state: AppState) -> String {
+    let (lo, hi) = (state.m_low.get() as f64, state.m_high.get() as f64);
+    let span = (hi - lo).max(1.0);
+    let bx = L + ((state.budget.get() as f64).clamp(lo, hi) - lo) / span * (W - L - R);
+    format!(
         r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{T}" y2="{:.1}" stroke="#d64545" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#d64545" text-anchor="{}" font-weight="600">budget</text>"##,
         H - B,
         bx + if bx > W * 0.8 { -5.0 } else { 5.0 },
         T + 12.0,
         if bx > W * 0.8 { "end" } else { "start" }
-    ));
-    s
+    )
 }
 
 #[component]
@@ -177,6 +184,7 @@ pub fn Compare(state: AppState) -> impl IntoView {
                         font-family="Inter, system-ui, sans-serif">
                         <rect x="0" y="0" width=W height=H fill="#ffffff" />
                         <g inner_html=move || curves_svg(state)></g>
+                        <g inner_html=move || budget_marker_svg(state)></g>
                     </svg>
                     <div class="legend">
                         <Swatch color=alg_color(Algorithm::StoreAll) label="store-all" />

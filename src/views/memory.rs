@@ -1,10 +1,10 @@
 //! Memory over time, stacked by tensor (`Trace.residency`): which a^ℓ, ā^ℓ,
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
-use super::PathBatch;
 use super::{
     byte_ticks, bytes, chart_point, ms, palette, time_axis_svg, x_of, Swatch, MARGIN_L, PLOT_W,
 };
+use super::{num, PathBatch};
 use crate::state::AppState;
 use leptos::prelude::*;
 use remat_core::simulator::{Residency, TensorId, Trace};
@@ -64,19 +64,27 @@ fn stacked_paths(trace: &Trace, y_max: f64) -> String {
         }
         let x = |t: f64| x_of(t, makespan);
         let d = batch.d(tensor_color(&r.tensor));
-        d.push_str(&format!("M{:.1} {:.1}", x(p[0].0), y(p[0].1 + r.bytes)));
+        d.push('M');
+        num(d, x(p[0].0));
+        d.push(' ');
+        num(d, y(p[0].1 + r.bytes));
         for k in 0..p.len() {
             let next = if k + 1 < p.len() { p[k + 1].0 } else { r.end };
-            d.push_str(&format!("H{:.1}", x(next)));
+            d.push('H');
+            num(d, x(next));
             if k + 1 < p.len() {
-                d.push_str(&format!("V{:.1}", y(p[k + 1].1 + r.bytes)));
+                d.push('V');
+                num(d, y(p[k + 1].1 + r.bytes));
             }
         }
-        d.push_str(&format!("V{:.1}", y(p[p.len() - 1].1)));
+        d.push('V');
+        num(d, y(p[p.len() - 1].1));
         for k in (0..p.len()).rev() {
-            d.push_str(&format!("H{:.1}", x(p[k].0)));
+            d.push('H');
+            num(d, x(p[k].0));
             if k > 0 {
-                d.push_str(&format!("V{:.1}", y(p[k - 1].1)));
+                d.push('V');
+                num(d, y(p[k - 1].1));
             }
         }
         d.push('Z');

@@ -53,8 +53,11 @@ fn layer(c: &Current) -> String {
         };
         batch.rect(op_color(op, flags[span.op]), x0, y, w, h);
         // Label a box only when its name fits inside it (about 6.5 units per character).
+        if !label_room {
+            continue;
+        }
         let label = op.to_string();
-        if label_room && w > label.chars().count() as f64 * 6.5 + 6.0 {
+        if w > label.chars().count() as f64 * 6.5 + 6.0 {
             labels.push_str(&format!(
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#fff">{}</text>"##,
                 x0 + w / 2.0,
