@@ -6,6 +6,7 @@ use remat_core::examples;
 use remat_core::format::{read_any_chain, write_chain, write_schedule, Predicted, ScheduleFile};
 use remat_core::simulator::chrome_trace_json;
 use remat_core::solvers::Algorithm;
+use std::time::Duration;
 use wasm_bindgen::JsCast;
 
 const STORAGE_KEY: &str = "remat.imported-chain";
@@ -45,7 +46,10 @@ pub fn read_url() -> UrlState {
 }
 
 /// Keeps the URL in step with the state, so a copied link reproduces the view.
+/// Written once the controls rest for a moment: `history.replaceState` costs
+/// Chrome ~6 ms a call, most of a slider move's frame at L = 300.
 pub fn sync_url(state: AppState) {
+    let pending = StoredValue::new_local(None::<TimeoutHandle>);
     Effect::new(move |_| {
         let chain = match state.source.get() {
             ChainSource::Example(name) => name,
@@ -58,14 +62,21 @@ pub fn sync_url(state: AppState) {
             state.budget.get(),
             state.bandwidth.get()
         );
-        if let Some(w) = web_sys::window() {
-            if w.location().hash().ok().as_deref() != Some(hash.as_str()) {
-                // replaceState: dragging the slider must not flood the history.
-                let _ = w.history().and_then(|h| {
-                    h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash))
-                });
-            }
+        if let Some(h) = pending.get_value() {
+            h.clear();
         }
+        let write = move || {
+            pending.set_value(None);
+            if let Some(w) = web_sys::window() {
+                if w.location().hash().ok().as_deref() != Some(hash.as_str()) {
+                    // replaceState: dragging the slider must not flood the history.
+                    let _ = w.history().and_then(|h| {
+                        h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash))
+                    });
+                }
+            }
+        };
+        pending.set_value(set_timeout_with_handle(write, Duration::from_millis(150)).ok());
     });
 }
 
