@@ -169,7 +169,8 @@ test('step-through highlights the op in every view and explains it', async () =>
   await page.locator('#step-next').click();
   await page.locator('#step-next').click();
   assert.match(await text(page, '#step-explain'), /op 2 \/ \d+/);
-  assert.match(await text(page, '#step-explain'), /F_(all|ck|∅)\^2/);
+  assert.match(await page.locator('#step-explain .opname').getAttribute('data-op'), /F_(all|ck|∅)\^2/);
+  assert.equal(await page.locator('#step-explain .opname sup').first().innerText(), '2', 'the stage as a superscript');
   assert.equal(await page.locator('#timeline-current').count(), 1);
   assert.equal(await page.locator('#chain-current').count(), 1);
   assert.ok(await page.locator('#memory-svg line[stroke="#1d2430"]').count() >= 1, 'memory cursor');

@@ -151,3 +151,21 @@ test('at 1024×768 the page has no horizontal scrollbar', async () => {
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('the guide opens, explains the ops and steps through the teaching chain', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19');
+  await page.locator('#guide summary').click();
+  const guide = await text(page, '#guide');
+  for (const word of ['Offload', 'Prefetch', '64 MiB', '128 MiB', 'recomputed', 'checkpoint']) {
+    assert.ok(guide.includes(word), `the guide mentions ${word}`);
+  }
+  assert.ok(await page.locator('#guide dt sub').count() >= 3, 'F_all, F_ck, F_∅ drawn with subscripts');
+  await page.locator('#guide-play').click();
+  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('teaching'));
+  await page.locator('#step-explain .opname').waitFor();
+  assert.match(await page.locator('#step-play').innerText(), /Pause/);
+  assert.equal(await page.locator('#budget-input').inputValue(), '572 MiB');
+  await page.locator('#step-clear').click();
+  assert.deepEqual(errors, []);
+  await page.close();
+});

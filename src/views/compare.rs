@@ -63,22 +63,35 @@ fn curves_svg(state: AppState) -> String {
         let Build::Ready { curve, .. } = b else {
             continue;
         };
-        // Break the line where the algorithm has no schedule.
+        // Break the line where the algorithm has no schedule; a run of one
+        // point (store-all: only at M_high) is drawn as a dot.
         let mut d = String::new();
-        let mut pen = false;
+        let mut dots = Vec::new();
+        let mut run: Vec<(f64, f64)> = Vec::new();
+        let mut flush = |run: &mut Vec<(f64, f64)>, d: &mut String| {
+            if run.len() == 1 {
+                dots.push(run[0]);
+            }
+            for (i, (px, py)) in run.iter().enumerate() {
+                d.push_str(&format!(
+                    "{}{px:.1} {py:.1}",
+                    if i == 0 { "M" } else { "L" }
+                ));
+            }
+            run.clear();
+        };
         for p in curve {
             match p.makespan_seconds {
-                Some(m) => {
-                    d.push_str(&format!(
-                        "{}{:.1} {:.1}",
-                        if pen { "L" } else { "M" },
-                        x(p.budget as f64),
-                        y(m / seq - 1.0)
-                    ));
-                    pen = true;
-                }
-                None => pen = false,
+                Some(m) => run.push((x(p.budget as f64), y(m / seq - 1.0))),
+                None => flush(&mut run, &mut d),
             }
+        }
+        flush(&mut run, &mut d);
+        for (px, py) in dots {
+            s.push_str(&format!(
+                r##"<circle cx="{px:.1}" cy="{py:.1}" r="4.5" fill="{}" stroke="#fff" stroke-width="1.5"/>"##,
+                alg_color(*alg)
+            ));
         }
         let current = *alg == state.algorithm.get();
         s.push_str(&format!(
@@ -179,19 +192,19 @@ pub fn Compare(state: AppState) -> impl IntoView {
                     <thead><tr><th>"algorithm"</th><th>"feasible"</th><th>"makespan"</th><th>"overhead"</th><th>"peak"</th><th>"detail"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
-                <div>
-                    <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
-                        font-family="Inter, system-ui, sans-serif">
-                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
-                        <g inner_html=move || curves_svg(state)></g>
-                        <g inner_html=move || budget_marker_svg(state)></g>
-                    </svg>
+                <div class="curves">
                     <div class="legend">
                         <Swatch color=alg_color(Algorithm::StoreAll) label="store-all" />
                         <Swatch color=alg_color(Algorithm::Sequential) label="sequential" />
                         <Swatch color=alg_color(Algorithm::Revolve) label="revolve" />
                         <Swatch color=alg_color(Algorithm::Rotor) label="rotor" />
                     </div>
+                    <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                        font-family="Inter, system-ui, sans-serif">
+                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <g inner_html=move || curves_svg(state)></g>
+                        <g inner_html=move || budget_marker_svg(state)></g>
+                    </svg>
                 </div>
             </div>
         </section>

@@ -127,7 +127,7 @@ fn layer(trace: &Trace, budget: u64) -> String {
     };
     let dx = if anchor == "end" { -9.0 } else { 9.0 };
     s.push_str(&format!(
-        r##"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="#fff" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="12.5" font-weight="700" text-anchor="{anchor}" fill="{c}">peak {} at {}</text>"##,
+        r##"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="#fff" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="12.5" font-weight="700" text-anchor="{anchor}" fill="{c}" stroke="#fff" stroke-width="3" paint-order="stroke">peak {} at {}</text>"##,
         px + dx,
         py - 8.0,
         bytes(trace.peak_bytes),

@@ -202,8 +202,8 @@ pub fn x_of(t: f64, makespan: f64) -> f64 {
     MARGIN_L + t / makespan.max(1e-12) * PLOT_W
 }
 
-/// Writes `x` with at most two decimals (1/100 of a chart unit, far below a
-/// pixel), through integer formatting: float formatting (`{:.1}`) was a
+/// Writes `x` with at most one decimal (1/10 of a chart unit, under a tenth
+/// of a pixel), through integer formatting: float formatting (`{:.1}`) was a
 /// visible share of a slider move at L = 300, with thousands of numbers.
 pub fn num(out: &mut String, x: f64) {
     use std::fmt::Write;
@@ -211,16 +211,14 @@ pub fn num(out: &mut String, x: f64) {
         out.push('0');
         return;
     }
-    let v = (x * 100.0).round() as i64;
+    let v = (x * 10.0).round() as i64;
     if v < 0 {
         out.push('-');
     }
     let a = v.unsigned_abs();
-    let (int, frac) = (a / 100, a % 100);
-    let _ = match frac {
-        0 => write!(out, "{int}"),
-        f if f % 10 == 0 => write!(out, "{int}.{}", f / 10),
-        f => write!(out, "{int}.{f:02}"),
+    let _ = match a % 10 {
+        0 => write!(out, "{}", a / 10),
+        f => write!(out, "{}.{f}", a / 10),
     };
 }
 
@@ -266,4 +264,65 @@ impl PathBatch {
             .map(|(color, d)| format!(r#"<path fill="{color}" {extra} d="{d}"/>"#))
             .collect()
     }
+}
+
+/// Text in the core's caret notation (`F_all^ℓ`, `a^{ℓ-1}`) with real
+/// subscripts and superscripts.
+pub fn math_text(text: &str) -> impl IntoView {
+    #[derive(PartialEq)]
+    enum Part {
+        Plain,
+        Sub,
+        Sup,
+    }
+    let mut parts: Vec<(Part, String)> = Vec::new();
+    let mut chars = text.chars().peekable();
+    let mut plain = String::new();
+    while let Some(c) = chars.next() {
+        let kind = match c {
+            '_' => Part::Sub,
+            '^' => Part::Sup,
+            _ => {
+                plain.push(c);
+                continue;
+            }
+        };
+        let mut token = String::new();
+        if chars.peek() == Some(&'{') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c == '}' {
+                    break;
+                }
+                token.push(if c == '-' { '−' } else { c });
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() || ".,:;()^_/".contains(c) {
+                    break;
+                }
+                token.push(c);
+                chars.next();
+            }
+        }
+        if token.is_empty() {
+            plain.push(c);
+            continue;
+        }
+        if !plain.is_empty() {
+            parts.push((Part::Plain, std::mem::take(&mut plain)));
+        }
+        parts.push((kind, token));
+    }
+    if !plain.is_empty() {
+        parts.push((Part::Plain, plain));
+    }
+    parts
+        .into_iter()
+        .map(|(kind, s)| match kind {
+            Part::Plain => s.into_any(),
+            Part::Sub => view! { <sub>{s}</sub> }.into_any(),
+            Part::Sup => view! { <sup>{s}</sup> }.into_any(),
+        })
+        .collect_view()
 }

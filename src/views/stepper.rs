@@ -92,8 +92,10 @@ pub fn Stepper(state: AppState) -> impl IntoView {
             <div id="step-explain" class="step-explain">
                 {move || match current() {
                     Some((i, op, span)) => view! {
-                        <span class="opname">{format!("op {} / {} · {op}", i + 1, n_ops())}</span>
-                        <span>{op.explain()}</span>
+                        <span class="opname" data-op=op.to_string()>
+                            {format!("op {} / {} · ", i + 1, n_ops())}{super::math_text(&op.to_string())}
+                        </span>
+                        <span>{super::math_text(&op.explain())}</span>
                         <span class="muted">{span.map(|s| format!("{} → {}", super::ms(s.start), super::ms(s.end))).unwrap_or_default()}</span>
                     }.into_any(),
                     None => view! {
