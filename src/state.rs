@@ -84,6 +84,8 @@ pub struct AppState {
     pub remote: RwSignal<bool>,
     /// The last plan's id (the DOM carries it so tests can wait on it).
     pub shown_id: RwSignal<u64>,
+    /// An exact re-plan building its own table in the worker, and how far.
+    pub replanning: RwSignal<Option<f64>>,
     generation: StoredValue<u64>,
     next_id: StoredValue<u64>,
 }
@@ -115,6 +117,7 @@ impl AppState {
             uniform: RwSignal::new(false),
             remote: RwSignal::new(false),
             shown_id: RwSignal::new(0),
+            replanning: RwSignal::new(None),
             generation: StoredValue::new(0),
             next_id: StoredValue::new(0),
         };
@@ -205,7 +208,17 @@ impl AppState {
         self.builds.update(|b| b[index_of(alg)] = build);
     }
 
+    /// A long chain whose worker was cancelled gets a fresh one before it
+    /// builds again (building its table in the page would freeze it).
+    fn ensure_worker(self) {
+        if self.remote.get_untracked() && !worker::is_remote() {
+            let text = write_chain(&self.chain.get_untracked());
+            worker::respawn(self.generation.get_value(), text);
+        }
+    }
+
     pub fn request_build(self, alg: Algorithm) {
+        self.ensure_worker();
         self.set_build(alg, Build::Building(0.0));
         worker::send(Request::Build {
             generation: self.generation.get_value(),
@@ -218,6 +231,12 @@ impl AppState {
     /// table made for exactly this budget (no rounding to the M_high grid).
     pub fn send_plan(self, exact: bool) {
         mark("sent");
+        if exact {
+            self.ensure_worker();
+            if worker::is_remote() && self.algorithm.get_untracked().uses_slots() {
+                self.replanning.set(Some(0.0));
+            }
+        }
         let id = self.next_id.get_value() + 1;
         self.next_id.set_value(id);
         worker::send(Request::Plan {
@@ -233,6 +252,7 @@ impl AppState {
     /// Ends a long build (terminates the worker); `rebuild` starts over.
     pub fn cancel_build(self) {
         worker::cancel();
+        self.replanning.set(None);
         self.builds.update(|b| {
             for build in b.iter_mut() {
                 if matches!(build, Build::Building(_)) {
@@ -242,13 +262,9 @@ impl AppState {
         });
     }
 
+    /// Builds a table again after a cancel (a fresh worker gets the chain;
+    /// tables already moved to the page stay there).
     pub fn rebuild(self, alg: Algorithm) {
-        if self.remote.get_untracked() && !worker::is_remote() {
-            // The worker was terminated: a fresh one needs the chain again.
-            // Tables already moved to the page stay there.
-            let text = write_chain(&self.chain.get_untracked());
-            worker::respawn(self.generation.get_value(), text);
-        }
         self.request_build(alg);
     }
 
@@ -264,6 +280,8 @@ impl AppState {
                 if let (true, Ok(alg)) = (g == generation, Algorithm::from_name(&algorithm)) {
                     if matches!(self.build_of_untracked(alg), Build::Building(_)) {
                         self.set_build(alg, Build::Building(fraction));
+                    } else if self.replanning.get_untracked().is_some() {
+                        self.replanning.set(Some(fraction));
                     }
                 }
             }
@@ -300,6 +318,9 @@ impl AppState {
                 }
             }
             Response::Planned(planned) => {
+                if planned.exact {
+                    self.replanning.set(None);
+                }
                 if planned.generation != generation || planned.id != self.next_id.get_value() {
                     return; // an answer to a budget the slider has already left
                 }

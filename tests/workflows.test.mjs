@@ -47,6 +47,19 @@ test('a long build shows progress; Cancel stops it and the page keeps planning',
   await nextPlan(page, id, 5000);
   assert.match(await text(page, '#plan-status'), /✓/);
 
+  // At M_low the 500-slot grid of M_high rounds too much: an exact re-plan
+  // builds a table in the worker, with progress, and can be cancelled too.
+  const id2 = await planId(page);
+  await page.locator('#budget-slider').fill('0');
+  await nextPlan(page, id2, 5000);
+  assert.match(await text(page, '#plan-status'), /infeasible on the grid/);
+  await page.locator('#replan-exact').click();
+  await page.locator('#build-progress').waitFor();
+  assert.match(await text(page, '.status'), /Re-planning exactly/);
+  await page.locator('#cancel-build').click();
+  await page.waitForFunction(() => /infeasible on the grid/.test(document.querySelector('#plan-status').textContent));
+  assert.equal(await page.locator('#build-progress').count(), 0);
+
   // "Build it" starts a fresh worker, which builds the table again.
   await page.locator('#algorithm-select').selectOption('revolve');
   await page.locator('.status button', { hasText: 'Build it' }).click();

@@ -268,6 +268,19 @@ fn PlanStatus(state: AppState) -> impl IntoView {
                 <div class="status warn"><span>{format!("{}: {e}", alg.name())}</span></div>
             }
             .into_any(),
+            Build::Ready { .. } if state.replanning.get().is_some() => {
+                let f = state.replanning.get().unwrap_or(0.0);
+                view! {
+                    <div class="status building" id="plan-status">
+                        <span>{format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
+                            bytes(state.budget.get()), alg.name())}</span>
+                        <progress id="build-progress" max="1" value=f></progress>
+                        <span>{format!("{:.0} %", f * 100.0)}</span>
+                        <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
+                    </div>
+                }
+                .into_any()
+            }
             Build::Ready { build_ms, .. } => {
                 let current = state.current.get();
                 let (detail, feasible, exact, trace_err) = match &current {
