@@ -61,6 +61,8 @@ test('moving the slider re-plans and changes the numbers and the charts', async 
   await nextPlan(page, id2);
   assert.equal(await page.locator('#budget-input').inputValue(), '1.00 GiB');
   assert.ok(high.peak);
+  // Timing marks exist only with ?timing (tests/measure-slider.mjs).
+  assert.equal(await page.evaluate(() => typeof window.__rematMarks), 'undefined');
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -233,7 +233,7 @@ pub fn ChainView(state: AppState) -> impl IntoView {
                 </label>
             </div>
         </div>
-        <p class="hint">{move || if state.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." }}</p>
+        <p class="hint">{move || super::math_text(if state.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
         <div class="chart-wrap">
             <svg id="chain-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
                 font-family="Inter, system-ui, sans-serif"

@@ -215,11 +215,11 @@ pub fn MemoryChart(state: AppState) -> impl IntoView {
         Some(view! {
             <div class="tooltip" style=style>
                 <b>{format!("at {} — {} resident", ms(t), bytes(total))}</b>
-                <div class="muted">{format!("running: {running}")}</div>
+                <div class="muted">{super::math_text(&format!("running: {running}"))}</div>
                 <ul>
                     {res.into_iter().take(8).map(|r| view! {
                         <li><i style=format!("background:{}", tensor_color(&r.tensor))></i>
-                            {format!("{} — {}", describe(&r), bytes(r.bytes))}</li>
+                            {super::math_text(&format!("{} — {}", describe(&r), bytes(r.bytes)))}</li>
                     }).collect_view()}
                 </ul>
                 {(more > 0).then(|| view! { <div class="muted">{format!("… and {more} smaller")}</div> })}

@@ -128,7 +128,8 @@ pub fn Swatch(color: &'static str, label: &'static str) -> impl IntoView {
     view! {
         <span class="swatch">
             <i style=format!("background:{color}")></i>
-            {label}
+            // One flex item: the sub/superscripts must not get the gap.
+            <span>{math_text(label)}</span>
         </span>
     }
 }
@@ -325,4 +326,41 @@ pub fn math_text(text: &str) -> impl IntoView {
             Part::Sup => view! { <sup>{s}</sup> }.into_any(),
         })
         .collect_view()
+}
+
+/// An SVG `<text>` body in caret notation (`B^10`), with the sub- and
+/// superscripts as shifted `<tspan>`s.
+pub fn svg_math(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 40);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let shift = match c {
+            '^' => "super",
+            '_' => "sub",
+            '<' => {
+                out.push_str("&lt;");
+                continue;
+            }
+            '&' => {
+                out.push_str("&amp;");
+                continue;
+            }
+            _ => {
+                out.push(c);
+                continue;
+            }
+        };
+        let mut token = String::new();
+        while let Some(&n) = chars.peek() {
+            if n.is_whitespace() || "^_(),".contains(n) {
+                break;
+            }
+            token.push(n);
+            chars.next();
+        }
+        out.push_str(&format!(
+            r#"<tspan baseline-shift="{shift}" font-size="75%">{token}</tspan>"#
+        ));
+    }
+    out
 }

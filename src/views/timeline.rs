@@ -62,7 +62,7 @@ fn layer(c: &Current) -> String {
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#fff">{}</text>"##,
                 x0 + w / 2.0,
                 y + h / 2.0 + 4.0,
-                label
+                super::svg_math(&label)
             ));
         }
     }
@@ -153,9 +153,9 @@ pub fn Timelines(state: AppState) -> impl IntoView {
         Some(view! {
             <div class="tooltip" style=style>
                 <b>{format!("at {}", ms(t))}</b>
-                <div>{line("GPU", on(Lane::Compute))}</div>
-                <div>{line("PCIe", on(Lane::Copy))}</div>
-                <div class="muted">{explain}</div>
+                <div>{super::math_text(&line("GPU", on(Lane::Compute)))}</div>
+                <div>{super::math_text(&line("PCIe", on(Lane::Copy)))}</div>
+                <div class="muted">{super::math_text(&explain)}</div>
             </div>
         })
     };
