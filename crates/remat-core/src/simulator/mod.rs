@@ -6,13 +6,30 @@
 //! in list order, at the chain's bandwidth β). An operation starts when its
 //! lane is free and the tensors it reads are ready; the gap is idle time.
 //!
+//! The list order is the order in which a runtime issues the operations. An
+//! offload starts as soon as its tensor exists and the copy lane is free; a
+//! prefetch is issued at its place in the list: it starts no earlier than the
+//! end of the compute operation listed before it (the runtime records an
+//! event there and the copy stream waits on it), which is how a schedule says
+//! "bring it back once this memory is free".
+//!
 //! Memory accounting is DESIGN.md's table: an operation allocates its output
 //! and its overhead when it starts, and frees its overhead and the tensors it
 //! consumes when it ends. At the same instant, events keep the order of the
 //! operations that caused them, so a zero-length operation still counts.
 //!
+//! **Memory limit.** Given one ([`SimOptions::memory_limit`], the budget), an
+//! operation that allocates also waits until its allocation fits next to
+//! everything the operations listed before it hold, now and later: a compute
+//! operation waits for an offload to free its tensor, a prefetch for a
+//! backward to free its inputs (the at-once transfers of POFO Section 5). An
+//! allocation that cannot fit even when everything listed before it is done
+//! runs at once, over the limit, and the peak shows it.
+//!
 //! Cost: O(n) for n operations plus a sort of the memory events when the copy
-//! lane makes them interleave (O(n log n)).
+//! lane makes them interleave (O(n log n)). With a memory limit each
+//! allocation also walks back over the events still in the future of its
+//! start (the transfers in flight), and events are kept sorted as they come.
 
 mod chrome;
 mod trace;
@@ -50,6 +67,16 @@ impl fmt::Display for SimError {
     }
 }
 
+/// How to run a schedule: the link's speed and, optionally, the device memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SimOptions {
+    /// β in bytes per second for offload and prefetch; None: no link.
+    pub bandwidth: Option<f64>,
+    /// Device memory for activations (the budget): allocations wait until
+    /// they fit. None: nothing waits for memory.
+    pub memory_limit: Option<u64>,
+}
+
 /// Runs `ops` on `chain` with the chain's own bandwidth.
 pub fn simulate(chain: &Chain, ops: &[Op]) -> Result<Trace, SimError> {
     simulate_with_bandwidth(chain, ops, chain.bandwidth_bytes_per_s)
@@ -61,7 +88,19 @@ pub fn simulate_with_bandwidth(
     ops: &[Op],
     bandwidth: Option<f64>,
 ) -> Result<Trace, SimError> {
-    let mut sim = Simulation::new(chain, bandwidth, ops.len());
+    simulate_with(
+        chain,
+        ops,
+        SimOptions {
+            bandwidth,
+            memory_limit: None,
+        },
+    )
+}
+
+/// Runs `ops` on `chain` with explicit options.
+pub fn simulate_with(chain: &Chain, ops: &[Op], options: SimOptions) -> Result<Trace, SimError> {
+    let mut sim = Simulation::new(chain, options, ops.len());
     for (index, op) in ops.iter().enumerate() {
         sim.step(index, *op)?;
     }
@@ -101,6 +140,11 @@ struct Event {
 struct Simulation<'a> {
     chain: &'a Chain,
     bandwidth: Option<f64>,
+    memory_limit: Option<u64>,
+    /// Device bytes once every event so far has happened.
+    known_level: u64,
+    /// End of the last compute operation listed so far (issue point of a prefetch).
+    last_compute_end: f64,
     /// a^ℓ for ℓ in 0..=L.
     act: Vec<Where>,
     /// ā^ℓ for ℓ in 1..=L (index 0 unused).
@@ -137,11 +181,14 @@ impl Slot {
 }
 
 impl<'a> Simulation<'a> {
-    fn new(chain: &'a Chain, bandwidth: Option<f64>, n_ops: usize) -> Simulation<'a> {
+    fn new(chain: &'a Chain, options: SimOptions, n_ops: usize) -> Simulation<'a> {
         let l = chain.len();
         let mut sim = Simulation {
             chain,
-            bandwidth,
+            bandwidth: options.bandwidth,
+            memory_limit: options.memory_limit,
+            known_level: 0,
+            last_compute_end: 0.0,
             act: vec![Where::Absent { freed_by: None }; l + 1],
             saved: vec![Where::Absent { freed_by: None }; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
@@ -189,13 +236,67 @@ impl<'a> Simulation<'a> {
     fn event(&mut self, time: f64, alloc: bool, bytes: u64, op: u32) {
         if bytes > 0 {
             let seq = self.events.len() as u32;
-            self.events.push(Event {
+            let e = Event {
                 time,
                 seq,
                 alloc,
                 bytes,
                 op,
-            });
+            };
+            if alloc {
+                self.known_level += bytes;
+            } else {
+                self.known_level -= bytes;
+            }
+            if self.memory_limit.is_some() {
+                // Kept sorted for `fit_start`; seq grows, so equal times stay in order.
+                let at = self.events.partition_point(|o| o.time <= time);
+                self.events.insert(at, e);
+            } else {
+                self.events.push(e);
+            }
+        }
+    }
+
+    /// The earliest time ≥ `t0` from which `need` more bytes fit under the
+    /// memory limit next to every known allocation, now and later; `t0` when
+    /// there is no limit or when they never fit (the op then runs over it).
+    fn fit_start(&self, t0: f64, need: u64) -> f64 {
+        let Some(limit) = self.memory_limit else {
+            return t0;
+        };
+        let Some(room) = limit.checked_sub(need) else {
+            return t0;
+        };
+        if need == 0 || self.known_level > room {
+            return t0;
+        }
+        // Walk back over groups of equal time; `level` holds from the group's
+        // time to the next group's. Levels only matter from t0 on.
+        let ev = &self.events;
+        let mut level = self.known_level;
+        let mut from = t0;
+        let mut k = ev.len();
+        while k > 0 && ev[k - 1].time > t0 {
+            if level > room {
+                return from;
+            }
+            let time = ev[k - 1].time;
+            from = time;
+            while k > 0 && ev[k - 1].time == time {
+                let e = ev[k - 1];
+                level = if e.alloc {
+                    level - e.bytes
+                } else {
+                    level + e.bytes
+                };
+                k -= 1;
+            }
+        }
+        if level <= room {
+            t0
+        } else {
+            from
         }
     }
 
@@ -338,6 +439,7 @@ impl<'a> Simulation<'a> {
         self.compute_idle += start - self.compute_free;
         self.compute_busy += seconds;
         self.compute_free = end;
+        self.last_compute_end = end;
         self.spans.push(Span {
             op: index,
             lane: Lane::Compute,
@@ -391,6 +493,7 @@ impl<'a> Simulation<'a> {
         self.must_be_absent(index, op, out)?;
         let stage = self.chain.stage(l);
         let (seconds, overhead) = (stage.forward_seconds, stage.forward_overhead_bytes);
+        let ready = self.fit_start(self.compute_free.max(ready), self.bytes(out) + overhead);
         let (start, end) = self.compute_lane(index, ready, seconds);
         self.allocate(out, start, end, index as u32);
         self.workspace(overhead, start, end, index);
@@ -434,6 +537,8 @@ impl<'a> Simulation<'a> {
         let stage = self.chain.stage(l);
         let (seconds, overhead) = (stage.backward_seconds, stage.backward_overhead_bytes);
         let ready = grad_ready.max(saved_ready).max(input_ready);
+        let need = self.bytes(Slot::Grad(l - 1)) + overhead;
+        let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);
         self.allocate(Slot::Grad(l - 1), start, end, index as u32);
         self.workspace(overhead, start, end, index);
@@ -525,7 +630,9 @@ impl<'a> Simulation<'a> {
         };
         let bytes = self.bytes(slot);
         let seconds = self.transfer_seconds(index, op, bytes)?;
-        let (start, end) = self.copy_lane(index, ready, seconds);
+        // Issued after the compute op listed before it, once memory allows.
+        let issued = self.copy_free.max(ready).max(self.last_compute_end);
+        let (start, end) = self.copy_lane(index, self.fit_start(issued, bytes), seconds);
         self.allocate(slot, start, end, index as u32);
         if checkpoint {
             self.set_checkpoint(slot);

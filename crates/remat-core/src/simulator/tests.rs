@@ -171,18 +171,97 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     assert_eq!(t.prefetched_bytes, 30);
     // F_all^1 0–1 s, F_ck^2 1–2 s (reads ā^1 until 2 s). The offload copies
     // 30 B at 10 B/s from 1 to 4 s; the device copy is freed at 4 s. The
-    // prefetch follows on the copy lane, 4–7 s, so F_all^2 (which reads ā^1)
-    // waits from 5 s (end of B^3) to 7 s: 2 s idle, makespan 12 s.
+    // prefetch is issued after B^3 (3–5 s), so it copies 5–8 s and F_all^2
+    // (which reads ā^1) waits from 5 s to 8 s: 3 s idle, makespan 13 s.
     let copy: Vec<_> = t.spans.iter().filter(|s| s.lane == Lane::Copy).collect();
     assert_eq!((copy[0].start, copy[0].end), (1.0, 4.0));
-    assert_eq!((copy[1].start, copy[1].end), (4.0, 7.0));
-    assert_eq!(t.idle_seconds, 2.0);
-    assert_eq!(t.makespan_seconds, 12.0);
-    // ā^1 is off the device between 4 s and 4 s + … : peak is lower than
-    // keeping it, and a slower link makes the wait longer.
+    assert_eq!((copy[1].start, copy[1].end), (5.0, 8.0));
+    assert_eq!(t.idle_seconds, 3.0);
+    assert_eq!(t.makespan_seconds, 13.0);
+    // A slower link (3 B/s): the offload takes 1–11 s and the prefetch
+    // follows it, 11–21 s; F_all^2 waits from 5 s to 21 s.
     let slow = simulate_with_bandwidth(&c, &ops, Some(3.0)).unwrap();
     assert_eq!(slow.makespan_seconds, 26.0);
     assert_eq!(slow.idle_seconds, 16.0);
+
+    // With 160 bytes of device memory, B^3 (δ^2 and its workspace, 23 B)
+    // does not fit at 3 s next to ā^1 (158 B resident): it waits for the
+    // offload to free ā^1 at 4 s. F_all^2 needs 55 B next to 150 B that stay
+    // resident: it can never fit, so it runs over the limit, and so does B^2
+    // (δ^1 next to ā^2); the peak says so.
+    let limited = simulate_with(
+        &c,
+        &ops,
+        SimOptions {
+            bandwidth: Some(10.0),
+            memory_limit: Some(160),
+        },
+    )
+    .unwrap();
+    let b3 = limited.spans[4];
+    assert_eq!((b3.start, b3.end), (4.0, 6.0));
+    assert_eq!(limited.peak_bytes, 210);
+    // The prefetch is issued after B^3 and fits at once: 6–9 s.
+    let p = limited.spans[5];
+    assert_eq!((p.start, p.end), (6.0, 9.0));
+    // Unlimited, B^3 did not wait: it ran 3–5 s next to ā^1.
+    assert_eq!((t.spans[4].start, t.spans[4].end), (3.0, 5.0));
+}
+
+#[test]
+fn a_prefetch_waits_for_memory_freed_by_the_op_before_it() {
+    let c = Chain {
+        name: "two".into(),
+        source: "test".into(),
+        input_bytes: 100,
+        input_gradient_bytes: 0,
+        bandwidth_bytes_per_s: Some(50.0),
+        stages: vec![
+            Stage::new("1", 1.0, 1.0, 10, 10),
+            Stage::new("2", 1.0, 1.0, 5, 50),
+        ],
+    };
+    // a^0 (100 B at 50 B/s) leaves while F_all^1 runs and comes back after
+    // B^2 frees ā^2, in time for B^1.
+    let offload = Offload {
+        stage: 0,
+        tensor: TensorKind::Output,
+    };
+    let prefetch = Prefetch {
+        stage: 0,
+        tensor: TensorKind::Output,
+    };
+    let ops = [
+        ForwardAll { stage: 1 },
+        offload,
+        ForwardAll { stage: 2 },
+        Backward { stage: 2 },
+        prefetch,
+        Backward { stage: 1 },
+    ];
+    let options = SimOptions {
+        bandwidth: Some(50.0),
+        memory_limit: Some(120),
+    };
+    let t = simulate_with(&c, &ops, options).unwrap();
+    // The copy runs 0–2 s; F_all^2 (ā^2, 50 B) does not fit next to a^0
+    // (a^0 100 + ā^1 10 + δ^2 5) until a^0 is gone at 2 s.
+    assert_eq!((t.spans[1].start, t.spans[1].end), (0.0, 2.0));
+    assert_eq!((t.spans[2].start, t.spans[2].end), (2.0, 3.0));
+    // B^2 3–4 s frees ā^2 and δ^2; the prefetch is issued then and copies
+    // 4–6 s; B^1 waits for it: 1 s + 2 s idle, makespan 7 s, peak exactly 120.
+    assert_eq!((t.spans[4].start, t.spans[4].end), (4.0, 6.0));
+    assert_eq!((t.spans[5].start, t.spans[5].end), (6.0, 7.0));
+    assert_eq!(t.idle_seconds, 3.0);
+    assert_eq!(t.makespan_seconds, 7.0);
+    assert_eq!(t.peak_bytes, 120);
+
+    // Listed before B^2, the prefetch can only use what F_all^2 left: it
+    // never fits, runs at once after F_all^2 and the peak goes over.
+    let early = [ops[0], ops[1], ops[2], prefetch, ops[3], ops[5]];
+    let t = simulate_with(&c, &early, options).unwrap();
+    assert_eq!(t.spans[3].start, 3.0);
+    assert!(t.peak_bytes > 120);
 }
 
 #[test]
