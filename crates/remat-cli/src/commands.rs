@@ -7,10 +7,9 @@ use remat_core::format::{
 };
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::schedule::format_ops;
-use remat_core::simulator::{simulate_with_bandwidth, Trace};
-use remat_core::solvers::{
-    max_useful_budget, no_progress, Algorithm, Options, Planner, Solution, DEFAULT_SLOTS,
-};
+use remat_core::simulator::{simulate_with, SimOptions, Trace};
+use remat_core::solvers::persistent::{min_budget, Variant};
+use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
 use remat_core::{examples, Chain};
 use serde_json::{json, Value};
 
@@ -24,9 +23,10 @@ pub struct SolveArgs {
     /// Memory budget for activations (a^0 included), e.g. 8GiB.
     #[arg(long, short)]
     budget: String,
-    /// Memory slots of the DPs.
-    #[arg(long, default_value_t = DEFAULT_SLOTS)]
-    slots: usize,
+    /// Memory slots of the DPs (default 500 for revolve and rotor, 50 for
+    /// pofo and offload-only, as their papers).
+    #[arg(long)]
+    slots: Option<usize>,
     /// Host↔device bandwidth, overriding the chain's (e.g. 12GB/s).
     #[arg(long)]
     bandwidth: Option<String>,
@@ -64,11 +64,16 @@ pub struct SweepArgs {
     /// Comma-separated algorithms (default: all).
     #[arg(long)]
     algorithms: Option<String>,
-    /// Number of budgets from M_low to M_high.
+    /// Number of budgets from M_low to M_high (memory ratio α from 0 to 1:
+    /// budget = (1 − α) M_low + α M_high, POFO Section 5.2).
     #[arg(long, default_value_t = 20)]
     points: usize,
-    #[arg(long, default_value_t = DEFAULT_SLOTS)]
-    slots: usize,
+    /// One budget at this α instead (for a sweep over bandwidths).
+    #[arg(long)]
+    alpha: Option<f64>,
+    #[arg(long)]
+    slots: Option<usize>,
+    /// Bandwidth, or a comma-separated list to sweep (12GB/s,24GB/s,36GB/s).
     #[arg(long)]
     bandwidth: Option<String>,
     #[arg(long, value_enum, default_value = "csv")]
@@ -106,15 +111,37 @@ fn bandwidth(chain: &Chain, flag: &Option<String>) -> Result<Option<f64>, String
     }
 }
 
-fn options(slots: usize, bandwidth: Option<f64>) -> Result<Options, String> {
-    if slots == 0 {
-        return Err("--slots: must be at least 1".into());
-    }
-    Ok(Options {
-        slots,
+fn options(slots: Option<usize>, bandwidth: Option<f64>) -> Result<Options, String> {
+    let mut o = Options {
         bandwidth_bytes_per_s: bandwidth,
         ..Options::default()
-    })
+    };
+    if let Some(slots) = slots {
+        if slots == 0 {
+            return Err("--slots: must be at least 1".into());
+        }
+        o.slots = slots;
+        o.offload_slots = slots;
+    }
+    Ok(o)
+}
+
+/// The simulator as judge: the budget is the device memory.
+fn judge(
+    chain: &Chain,
+    ops: &[remat_core::Op],
+    budget: u64,
+    bw: Option<f64>,
+) -> Result<Trace, String> {
+    simulate_with(
+        chain,
+        ops,
+        SimOptions {
+            bandwidth: bw,
+            memory_limit: Some(budget),
+        },
+    )
+    .map_err(|e| e.to_string())
 }
 
 /// The fields every JSON report shares (DESIGN.md contract).
@@ -123,7 +150,7 @@ fn report(
     algorithm: &str,
     budget: u64,
     trace: Option<&Trace>,
-    predicted: Option<(f64, u64)>,
+    predicted: (Option<f64>, Option<u64>),
 ) -> Value {
     json!({
         "algorithm": algorithm,
@@ -139,8 +166,8 @@ fn report(
         "idle_seconds": trace.map(|t| t.idle_seconds),
         "offloaded_bytes": trace.map(|t| t.offloaded_bytes),
         "prefetched_bytes": trace.map(|t| t.prefetched_bytes),
-        "predicted_seconds": predicted.map(|p| p.0),
-        "predicted_peak_bytes": predicted.map(|p| p.1),
+        "predicted_seconds": predicted.0,
+        "predicted_peak_bytes": predicted.1,
     })
 }
 
@@ -154,7 +181,7 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let solution = planner.plan(&chain, budget);
     let trace = match &solution.ops {
-        Some(ops) => Some(simulate_with_bandwidth(&chain, ops, bw).map_err(|e| {
+        Some(ops) => Some(judge(&chain, ops, budget, bw).map_err(|e| {
             format!("internal error: {algorithm} produced an invalid schedule: {e}")
         })?),
         None => None,
@@ -212,8 +239,8 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn predicted(s: &Solution) -> Option<(f64, u64)> {
-    Some((s.predicted_seconds?, s.predicted_peak_bytes?))
+fn predicted(s: &Solution) -> (Option<f64>, Option<u64>) {
+    (s.predicted_seconds, s.predicted_peak_bytes)
 }
 
 pub fn simulate(a: SimulateArgs) -> Result<(), String> {
@@ -228,12 +255,12 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
             .bandwidth_bytes_per_s
             .or(chain.bandwidth_bytes_per_s),
     };
-    let trace = simulate_with_bandwidth(&chain, &schedule.ops, bw)
+    let trace = judge(&chain, &schedule.ops, schedule.budget_bytes, bw)
         .map_err(|e| format!("{}: invalid schedule: {e}", a.schedule))?;
-    let predicted = Some((
-        schedule.predicted.makespan_seconds,
-        schedule.predicted.peak_bytes,
-    ));
+    let predicted = (
+        Some(schedule.predicted.makespan_seconds),
+        Some(schedule.predicted.peak_bytes),
+    );
     if a.json {
         let mut v = report(
             &chain,
@@ -288,58 +315,74 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
     if a.points < 2 {
         return Err("--points: at least 2".into());
     }
-    let bw = bandwidth(&chain, &a.bandwidth)?;
-    let opts = options(a.slots, bw)?;
+    let alphas: Vec<f64> = match a.alpha {
+        Some(x) if !(0.0..=1.0).contains(&x) => {
+            return Err(format!("--alpha: a memory ratio from 0 to 1, got {x}"))
+        }
+        Some(x) => vec![x],
+        None => (0..a.points)
+            .map(|i| i as f64 / (a.points - 1) as f64)
+            .collect(),
+    };
+    let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
+        Some(list) => list
+            .split(',')
+            .map(|t| input::rate("--bandwidth", t.trim()).map(Some))
+            .collect::<Result<_, _>>()?,
+        None => vec![chain.bandwidth_bytes_per_s],
+    };
+    // The paper's range: M_low recomputes as much as rotor can, M_high keeps all.
     let m_high = max_useful_budget(&chain);
-    let mut planners = Vec::new();
-    for alg in &algorithms {
-        planners.push(
-            Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
-                .map_err(|e| e.to_string())?,
-        );
-    }
-    let m_low = planners
-        .iter()
-        .map(|p| p.min_budget_bytes())
-        .min()
-        .unwrap_or(0);
+    let m_low = min_budget(&chain, Variant::Rotor).min(m_high);
     let mut rows = Vec::new();
-    for i in 0..a.points {
-        let budget = m_low + ((m_high - m_low) as f64 * i as f64 / (a.points - 1) as f64) as u64;
-        for p in &planners {
-            let sol = p.plan(&chain, budget);
-            let trace = match &sol.ops {
-                Some(ops) => {
-                    Some(simulate_with_bandwidth(&chain, ops, bw).map_err(|e| e.to_string())?)
-                }
-                None => None,
-            };
-            rows.push((budget, p.algorithm(), trace));
+    for bw in &bandwidths {
+        let opts = options(a.slots, *bw)?;
+        let mut planners = Vec::new();
+        for alg in &algorithms {
+            planners.push(
+                Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        for &alpha in &alphas {
+            let budget = m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
+            for p in &planners {
+                let sol = p.plan(&chain, budget);
+                let trace = match &sol.ops {
+                    Some(ops) => Some(judge(&chain, ops, budget, *bw)?),
+                    None => None,
+                };
+                rows.push((budget, alpha, *bw, p.algorithm(), trace));
+            }
         }
     }
     match a.format {
         SweepFormat::Csv => {
-            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations");
-            for (budget, alg, t) in &rows {
+            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes");
+            for (budget, alpha, bw, alg, t) in &rows {
                 let ratio = *budget as f64 / m_high as f64;
+                let bw = bw.map(|b| b.to_string()).unwrap_or_default();
                 match t {
-                    Some(t) => say!(
-                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{}",
+                    Some(t) if t.peak_bytes <= *budget => say!(
+                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{}",
                         t.makespan_seconds,
                         t.overhead(),
                         t.peak_bytes,
-                        t.recomputations
+                        t.recomputations,
+                        t.offloaded_bytes
                     ),
-                    None => say!("{budget},{ratio:.4},{alg},false,,,,"),
+                    _ => say!("{budget},{ratio:.4},{alg},false,,,,,{alpha:.4},{bw},"),
                 }
             }
         }
         SweepFormat::Json => {
             let list: Vec<Value> = rows
                 .iter()
-                .map(|(budget, alg, t)| {
-                    let mut v = report(&chain, alg.name(), *budget, t.as_ref(), None);
+                .map(|(budget, alpha, bw, alg, t)| {
+                    let mut v = report(&chain, alg.name(), *budget, t.as_ref(), (None, None));
                     v["memory_ratio"] = json!(*budget as f64 / m_high as f64);
+                    v["alpha"] = json!(alpha);
+                    v["bandwidth_bytes_per_s"] = json!(bw);
                     v
                 })
                 .collect();
@@ -383,7 +426,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), String> {
 
 pub fn algorithms() -> Result<(), String> {
     for alg in Algorithm::ALL {
-        say!("{:<12} {}", alg.name(), alg.description());
+        say!("{:<13} {}", alg.name(), alg.description());
     }
     Ok(())
 }

@@ -167,7 +167,8 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
-    assert_eq!(lines.len(), 1 + 5 * 4);
+    // Every algorithm of `remat algorithms`, at each of the 5 points.
+    assert_eq!(lines.len(), 1 + 5 * 8);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
     assert!(

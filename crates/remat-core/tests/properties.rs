@@ -89,7 +89,7 @@ proptest! {
     ) {
         let budget = budget_between(&chain, frac);
         let options = Options::default();
-        for algorithm in Algorithm::ALL {
+        for algorithm in Algorithm::REMATERIALIZATION {
             judge(&chain, algorithm, budget, &options, false);
         }
     }

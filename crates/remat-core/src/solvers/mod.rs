@@ -8,7 +8,9 @@
 //! budget (a DP table, the k candidates of `sequential`), and
 //! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
 
+pub mod offload;
 pub mod persistent;
+pub mod pofo;
 pub mod sequential;
 pub mod store_all;
 
@@ -32,14 +34,38 @@ pub enum Algorithm {
     Sequential,
     Revolve,
     Rotor,
+    Pofo,
+    OffloadOnly,
+    Opportunist,
+    Autocapper,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 8] = [
         Algorithm::StoreAll,
         Algorithm::Sequential,
         Algorithm::Revolve,
         Algorithm::Rotor,
+        Algorithm::Pofo,
+        Algorithm::OffloadOnly,
+        Algorithm::Opportunist,
+        Algorithm::Autocapper,
+    ];
+
+    /// The algorithms that recompute only (no transfer).
+    pub const REMATERIALIZATION: [Algorithm; 4] = [
+        Algorithm::StoreAll,
+        Algorithm::Sequential,
+        Algorithm::Revolve,
+        Algorithm::Rotor,
+    ];
+
+    /// The algorithms that offload (POFO); each budget is a new solve.
+    pub const OFFLOADING: [Algorithm; 4] = [
+        Algorithm::Pofo,
+        Algorithm::OffloadOnly,
+        Algorithm::Opportunist,
+        Algorithm::Autocapper,
     ];
 
     /// The name used on the command line and in files.
@@ -49,6 +75,10 @@ impl Algorithm {
             Algorithm::Sequential => "sequential",
             Algorithm::Revolve => "revolve",
             Algorithm::Rotor => "rotor",
+            Algorithm::Pofo => "pofo",
+            Algorithm::OffloadOnly => "offload-only",
+            Algorithm::Opportunist => "opportunist",
+            Algorithm::Autocapper => "autocapper",
         }
     }
 
@@ -64,7 +94,24 @@ impl Algorithm {
             Algorithm::Rotor => {
                 "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)"
             }
+            Algorithm::Pofo => {
+                "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)"
+            }
+            Algorithm::OffloadOnly => {
+                "best choice of activations to offload with no recomputation (POFO's model)"
+            }
+            Algorithm::Opportunist => {
+                "POFO heuristic: keep the link busy offloading groups, recompute inside each group"
+            }
+            Algorithm::Autocapper => {
+                "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept"
+            }
         }
+    }
+
+    /// Whether it moves activations over the host link.
+    pub fn offloads(self) -> bool {
+        Algorithm::OFFLOADING.contains(&self)
     }
 
     pub fn from_name(name: &str) -> Result<Algorithm, SolveError> {
@@ -80,7 +127,7 @@ impl Algorithm {
             })
     }
 
-    /// Whether its planner rounds sizes to slots.
+    /// Whether its planner builds a persistent table (revolve, rotor).
     pub fn uses_slots(self) -> bool {
         matches!(self, Algorithm::Revolve | Algorithm::Rotor)
     }
@@ -105,8 +152,10 @@ pub enum SolveError {
 /// Knobs shared by the solvers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    /// Memory slots of the DPs (the rotor report uses 500).
+    /// Memory slots of the persistent DPs (the rotor report uses 500).
     pub slots: usize,
+    /// Memory steps N_GPU of the POFO DPs (the paper uses 50).
+    pub offload_slots: usize,
     /// Overrides the chain's bandwidth for offloading algorithms.
     pub bandwidth_bytes_per_s: Option<f64>,
     /// Refuse DP tables larger than this.
@@ -114,11 +163,13 @@ pub struct Options {
 }
 
 pub const DEFAULT_SLOTS: usize = 500;
+pub const DEFAULT_OFFLOAD_SLOTS: usize = 50;
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             slots: DEFAULT_SLOTS,
+            offload_slots: DEFAULT_OFFLOAD_SLOTS,
             bandwidth_bytes_per_s: None,
             max_table_bytes: if cfg!(target_pointer_width = "32") {
                 1 << 30
@@ -176,6 +227,13 @@ pub enum Planner {
         /// slot grid's rounding at budgets where nothing needs recomputing.
         store_all: Option<(f64, u64)>,
     },
+    /// Offloading algorithms depend on the budget throughout: each budget
+    /// is solved anew ([`offload::solve`]).
+    Offloading {
+        algorithm: Algorithm,
+        options: Options,
+        min_budget: u64,
+    },
 }
 
 impl Planner {
@@ -216,6 +274,14 @@ impl Planner {
                 }
                 Ok(Planner::Sequential { candidates })
             }
+            Algorithm::Pofo
+            | Algorithm::OffloadOnly
+            | Algorithm::Opportunist
+            | Algorithm::Autocapper => Ok(Planner::Offloading {
+                algorithm,
+                options: options.clone(),
+                min_budget: offload_min_budget(chain),
+            }),
             Algorithm::Revolve | Algorithm::Rotor => {
                 let variant = if algorithm == Algorithm::Rotor {
                     Variant::Rotor
@@ -275,7 +341,9 @@ impl Planner {
         match self {
             Planner::StoreAll { .. } => Algorithm::StoreAll,
             Planner::Sequential { .. } => Algorithm::Sequential,
-            Planner::Persistent { algorithm, .. } => *algorithm,
+            Planner::Persistent { algorithm, .. } | Planner::Offloading { algorithm, .. } => {
+                *algorithm
+            }
         }
     }
 
@@ -287,7 +355,9 @@ impl Planner {
             Planner::Sequential { candidates } => {
                 candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
             }
-            Planner::Persistent { min_budget, .. } => *min_budget,
+            Planner::Persistent { min_budget, .. } | Planner::Offloading { min_budget, .. } => {
+                *min_budget
+            }
         }
     }
 
@@ -303,6 +373,10 @@ impl Planner {
             detail,
         };
         match self {
+            Planner::Offloading {
+                algorithm, options, ..
+            } => offload::solve(chain, *algorithm, budget_bytes, options, &mut no_progress())
+                .unwrap_or_else(|e| infeasible(e.to_string())),
             Planner::StoreAll {
                 ops,
                 seconds,
@@ -401,6 +475,27 @@ pub fn solve(
     let mut progress = no_progress();
     let planner = Planner::build(chain, algorithm, budget_bytes, options, &mut progress)?;
     Ok(planner.plan(chain, budget_bytes))
+}
+
+/// A budget below which no schedule can run, however much it offloads:
+/// some operation needs its input, its output and its gradients at once
+/// (F^ℓ with a^{ℓ-1}, a^ℓ and δ^L; B^ℓ with a^{ℓ-1}, ā^ℓ, δ^ℓ, δ^{ℓ-1}).
+pub fn offload_min_budget(chain: &Chain) -> u64 {
+    let seed = chain.gradient_bytes(chain.len());
+    (1..=chain.len())
+        .map(|l| {
+            let s = chain.stage(l);
+            let input = chain.output_bytes(l - 1);
+            let forward = input + s.output_bytes + s.forward_overhead_bytes + seed;
+            let backward = input
+                + s.saved_bytes
+                + s.gradient_bytes
+                + chain.gradient_bytes(l - 1)
+                + s.backward_overhead_bytes;
+            forward.max(backward)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// M_high: the peak of `store-all`, the most memory worth giving.

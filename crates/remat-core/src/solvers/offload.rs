@@ -1,0 +1,626 @@
+//! Schedules with transfers: turning the POFO DP's answer into at-once
+//! transfers, and the two heuristics of POFO Section 5.1.
+//!
+//! **Paper.** Beaumont, Eyraud-Dubois, Shilova, NeurIPS 2021
+//! (`papers/pofo-remat-offload-neurips2021.txt`), Section 5.1:
+//!
+//! * `opportunist` keeps the link busy: F_all on the first stage of a group,
+//!   offload its input and its ā, then F_∅ while the copies run; a new group
+//!   starts when the link is free, until the rest of the chain fits in memory
+//!   as it is. Each group's backward prefetches what it offloaded and runs
+//!   the rematerialization algorithm (rotor) over the group. O(L) simulations
+//!   of the forward prefix plus one rotor table per group.
+//! * `autocapper` runs `capper` for 40 budgets M' evenly spaced from the
+//!   budget to M_high and keeps the best simulated schedule. `capper(M')`
+//!   takes rotor's schedule for M', finds the peak, offloads the lowest-indexed
+//!   activation resident there (right after its last use before the peak, back
+//!   right before its next use), and repeats until the schedule fits.
+//!
+//! Every schedule here is judged by the simulator with the budget as its
+//! memory limit (transfers at once: memory is freed when an offload ends and
+//! taken when a prefetch starts).
+
+use super::pofo::{Mode, Pofo, PofoPlan};
+use super::{persistent, store_all, Algorithm, Options, Progress, Solution, SolveError};
+use crate::model::units::{format_bytes, format_seconds};
+use crate::model::Chain;
+use crate::schedule::{Op, TensorKind};
+use crate::simulator::{simulate_with, Lane, SimOptions, TensorId, Trace};
+
+/// The simulator as judge: the chain, the link and the budget as memory limit.
+pub fn judge(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> Option<Trace> {
+    simulate_with(
+        chain,
+        ops,
+        SimOptions {
+            bandwidth,
+            memory_limit: Some(budget),
+        },
+    )
+    .ok()
+}
+
+fn fits(trace: &Trace, budget: u64) -> bool {
+    trace.peak_bytes <= budget
+}
+
+/// Inserts one prefetch per entry of `needs` ((deadline index, stage, tensor),
+/// in deadline order) after `first` and before its deadline: each at the
+/// place, from its deadline back to the previous prefetch, where the judged
+/// schedule fits and is fastest (prefetches keep their order: one copy lane).
+/// O(P · L · n) for P prefetches over n ops.
+pub fn place_prefetches(
+    chain: &Chain,
+    ops: &[Op],
+    needs: &[(usize, usize, TensorKind)],
+    first: usize,
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Vec<Op> {
+    let mut places: Vec<usize> = needs.iter().map(|n| n.0).collect();
+    let build = |places: &[usize]| -> Vec<Op> {
+        let mut out = Vec::with_capacity(ops.len() + needs.len());
+        let mut k = 0;
+        for (i, op) in ops.iter().enumerate() {
+            while k < needs.len() && places[k] == i {
+                out.push(Op::Prefetch {
+                    stage: needs[k].1,
+                    tensor: needs[k].2,
+                });
+                k += 1;
+            }
+            out.push(*op);
+        }
+        out
+    };
+    // Fitting first, then the makespan: (over the budget, seconds).
+    let score = |t: &Option<Trace>| match t {
+        Some(t) => (u8::from(!fits(t, budget)), t.makespan_seconds),
+        None => (1, f64::INFINITY),
+    };
+    for k in 0..needs.len() {
+        let lowest = if k == 0 { first } else { places[k - 1] };
+        let deadline = needs[k].0;
+        let mut best = (
+            score(&judge(chain, &build(&places), budget, bandwidth)),
+            deadline,
+        );
+        for p in (lowest..deadline).rev() {
+            places[k] = p;
+            let s = score(&judge(chain, &build(&places), budget, bandwidth));
+            if s.0 < best.0 .0 || (s.0 == best.0 .0 && s.1 < best.0 .1) {
+                best = (s, p);
+            }
+        }
+        places[k] = best.1;
+    }
+    build(&places)
+}
+
+/// A finished schedule with the DP's prediction, as a [`Solution`].
+fn solution(
+    algorithm: Algorithm,
+    budget: u64,
+    ops: Option<Vec<Op>>,
+    predicted_seconds: Option<f64>,
+    detail: String,
+) -> Solution {
+    Solution {
+        algorithm,
+        budget_bytes: budget,
+        ops,
+        predicted_seconds,
+        predicted_peak_bytes: None,
+        detail,
+    }
+}
+
+/// Any offloading algorithm for one budget; `progress` sees the DP's table
+/// (pofo) or autocapper's 40 tries, and can cancel them.
+pub fn solve(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget: u64,
+    options: &Options,
+    progress: &mut Progress<'_>,
+) -> Result<Solution, SolveError> {
+    match algorithm {
+        Algorithm::Pofo | Algorithm::OffloadOnly => {
+            solve_dp(chain, algorithm, budget, options, progress)
+        }
+        Algorithm::Opportunist => Ok(opportunist(chain, budget, options)),
+        Algorithm::Autocapper => autocapper(chain, budget, options, progress),
+        other => super::solve(chain, other, budget, options),
+    }
+}
+
+/// `pofo` or `offload-only` for one budget.
+pub fn solve_dp(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget: u64,
+    options: &Options,
+    progress: &mut Progress<'_>,
+) -> Result<Solution, SolveError> {
+    let mode = if algorithm == Algorithm::OffloadOnly {
+        Mode::OffloadOnly
+    } else {
+        Mode::Full
+    };
+    let bandwidth = options
+        .bandwidth_bytes_per_s
+        .or(chain.bandwidth_bytes_per_s);
+    let slots = options.offload_slots;
+    // Nothing is faster than Σ u: when store-all fits, it is the answer.
+    let all = store_all::schedule(chain);
+    if let Some(t) = judge(chain, &all, budget, None).filter(|t| fits(t, budget)) {
+        return Ok(solution(
+            algorithm,
+            budget,
+            Some(all),
+            Some(t.makespan_seconds),
+            "everything fits: no transfer, no recomputation".into(),
+        ));
+    }
+    let linked = bandwidth.is_some_and(|b| b > 0.0);
+    let grid = format!("{slots} slots of {}", format_bytes(budget / slots as u64));
+    let with_transfers = if linked || mode == Mode::OffloadOnly {
+        let mut dp = Pofo::build(
+            chain,
+            mode,
+            budget,
+            slots,
+            bandwidth,
+            options.max_table_bytes,
+            progress,
+        )?;
+        dp.plan()
+            .and_then(|plan| convert(chain, plan, budget, bandwidth))
+    } else {
+        None
+    };
+    // pofo's class holds rotor's: rotor's schedule (on its own, finer grid)
+    // is judged too, so pofo is never slower nor less often feasible.
+    let without = if mode == Mode::Full {
+        let plain = Options {
+            bandwidth_bytes_per_s: None,
+            ..options.clone()
+        };
+        super::solve(chain, Algorithm::Rotor, budget, &plain)?
+            .ops
+            .and_then(|ops| {
+                judge(chain, &ops, budget, None)
+                    .filter(|t| fits(t, budget))
+                    .map(|t| (ops, t))
+            })
+    } else {
+        None
+    };
+    Ok(match (with_transfers, without) {
+        (Some((ops, t, predicted)), rotor)
+            if rotor
+                .as_ref()
+                .is_none_or(|r| t.makespan_seconds <= r.1.makespan_seconds) =>
+        {
+            let detail = format!(
+                "{grid}; DP {} with continuous transfers, simulated {} at once",
+                format_seconds(predicted),
+                format_seconds(t.makespan_seconds)
+            );
+            solution(algorithm, budget, Some(ops), Some(predicted), detail)
+        }
+        (dp, Some((ops, t))) => {
+            let why = match dp {
+                Some((_, d, _)) => format!(
+                    "faster than pofo's at-once transfers ({})",
+                    format_seconds(d.makespan_seconds)
+                ),
+                None if !linked => "no host link".into(),
+                None => format!("nothing with transfers fits on pofo's grid of {grid}"),
+            };
+            let detail = format!("rotor's schedule, no transfer: {why}");
+            solution(
+                algorithm,
+                budget,
+                Some(ops),
+                Some(t.makespan_seconds),
+                detail,
+            )
+        }
+        _ => solution(
+            algorithm,
+            budget,
+            None,
+            None,
+            format!("no schedule fits on the grid of {grid}"),
+        ),
+    })
+}
+
+/// The DP's plan with its prefetches placed, judged; None if it does not fit.
+fn convert(
+    chain: &Chain,
+    plan: PofoPlan,
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Option<(Vec<Op>, Trace, f64)> {
+    let ops = place_prefetches(
+        chain,
+        &plan.ops,
+        &plan.needs,
+        plan.loss_index + 1,
+        budget,
+        bandwidth,
+    );
+    let trace = judge(chain, &ops, budget, bandwidth).filter(|t| fits(t, budget))?;
+    Some((ops, trace, plan.predicted_seconds))
+}
+
+/// Stages s..=e of `chain` as a chain of their own whose input is `input_bytes`
+/// (a^{s-1} or ā^{s-1}); its ops are renumbered by [`shift`].
+fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> Chain {
+    Chain {
+        name: format!("{} stages {s}..{e}", chain.name),
+        source: chain.source.clone(),
+        input_bytes,
+        input_gradient_bytes: chain.gradient_bytes(s - 1),
+        bandwidth_bytes_per_s: None,
+        stages: chain.stages[s - 1..e].to_vec(),
+    }
+}
+
+fn shift(op: Op, by: usize) -> Op {
+    match op {
+        Op::ForwardAll { stage } => Op::ForwardAll { stage: stage + by },
+        Op::ForwardCheckpoint { stage } => Op::ForwardCheckpoint { stage: stage + by },
+        Op::ForwardNone { stage } => Op::ForwardNone { stage: stage + by },
+        Op::Backward { stage } => Op::Backward { stage: stage + by },
+        Op::Offload { stage, tensor } => Op::Offload {
+            stage: stage + by,
+            tensor,
+        },
+        Op::Prefetch { stage, tensor } => Op::Prefetch {
+            stage: stage + by,
+            tensor,
+        },
+    }
+}
+
+/// Rotor's schedule for stages s..=e from an input of `input_bytes`, within
+/// `budget`, renumbered into the whole chain.
+fn rotor_segment(
+    chain: &Chain,
+    s: usize,
+    e: usize,
+    input_bytes: u64,
+    budget: u64,
+    options: &Options,
+) -> Option<Vec<Op>> {
+    let sub = sub_chain(chain, s, e, input_bytes);
+    let opts = Options {
+        bandwidth_bytes_per_s: None,
+        ..options.clone()
+    };
+    let plan = super::solve(&sub, Algorithm::Rotor, budget, &opts).ok()?;
+    Some(plan.ops?.into_iter().map(|op| shift(op, s - 1)).collect())
+}
+
+fn bytes_of(chain: &Chain, (stage, kind): (usize, TensorKind)) -> u64 {
+    match kind {
+        TensorKind::Output => chain.output_bytes(stage),
+        TensorKind::Saved => chain.saved_bytes(stage),
+    }
+}
+
+/// `opportunist` (POFO Section 5.1) for one budget.
+pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Solution {
+    let bandwidth = options
+        .bandwidth_bytes_per_s
+        .or(chain.bandwidth_bytes_per_s);
+    let fail = |why: String| solution(Algorithm::Opportunist, budget, None, None, why);
+    let n = chain.len();
+    // Whether stages s..=L run with F_all from `input`, next to δ^L only.
+    let rest_fits = |s: usize, input: (usize, TensorKind)| {
+        let sub = sub_chain(chain, s, n, bytes_of(chain, input));
+        super::max_useful_budget(&sub) <= budget
+    };
+    let mut ops: Vec<Op> = Vec::new();
+    let mut offloaded: Vec<(usize, TensorKind)> = Vec::new();
+    // (first stage, last stage, the input it offloaded)
+    let mut groups: Vec<(usize, usize, (usize, TensorKind))> = Vec::new();
+    let mut input = (0, TensorKind::Output);
+    let mut s = 1;
+    while s < n && !rest_fits(s, input) {
+        if bandwidth.is_none_or(|b| b <= 0.0) {
+            return fail("needs a host↔device bandwidth to offload".into());
+        }
+        // F_all^s, then its input and ā^s leave while F_∅ runs. ā^s is
+        // listed after its reader F^{s+1}: the copy starts when ā^s exists.
+        let saved = (s, TensorKind::Saved);
+        ops.push(Op::ForwardAll { stage: s });
+        ops.push(Op::Offload {
+            stage: input.0,
+            tensor: input.1,
+        });
+        offloaded.push(input);
+        let mut e = s;
+        while e + 1 < n {
+            let mut trial = ops.clone();
+            if e == s {
+                trial.push(Op::Offload {
+                    stage: s,
+                    tensor: TensorKind::Saved,
+                });
+            }
+            let Some(t) = judge(chain, &trial, u64::MAX, bandwidth) else {
+                return fail("its forward phase does not run".into());
+            };
+            let lane_end = |lane| {
+                t.spans
+                    .iter()
+                    .filter(|sp| sp.lane == lane)
+                    .map(|sp| sp.end)
+                    .fold(0.0, f64::max)
+            };
+            if lane_end(Lane::Copy) <= lane_end(Lane::Compute) {
+                break;
+            }
+            e += 1;
+            ops.push(Op::ForwardNone { stage: e });
+            if e == s + 1 {
+                ops.push(Op::Offload {
+                    stage: s,
+                    tensor: TensorKind::Saved,
+                });
+                offloaded.push(saved);
+            }
+        }
+        groups.push((s, e, input));
+        // With no F_∅ after it, ā^s is the next group's input (offloaded there).
+        input = if e == s {
+            saved
+        } else {
+            (e, TensorKind::Output)
+        };
+        s = e + 1;
+    }
+    if !rest_fits(s, input) {
+        return fail(format!(
+            "stages {s}..{n} do not fit in {} even with everything before them offloaded",
+            format_bytes(budget)
+        ));
+    }
+    let tail = s;
+    ops.extend((tail..=n).map(|stage| Op::ForwardAll { stage }));
+    ops.extend((tail..=n).rev().map(|stage| Op::Backward { stage }));
+    let mut back_on_device: Vec<(usize, TensorKind)> = Vec::new();
+    for &(gs, ge, gin) in groups.iter().rev() {
+        for t in [(gs, TensorKind::Saved), gin] {
+            if offloaded.contains(&t) && !back_on_device.contains(&t) {
+                ops.push(Op::Prefetch {
+                    stage: t.0,
+                    tensor: t.1,
+                });
+                back_on_device.push(t);
+            }
+        }
+        if ge > gs {
+            let room = budget.saturating_sub(bytes_of(chain, gin));
+            let Some(seg) = rotor_segment(chain, gs + 1, ge, chain.saved_bytes(gs), room, options)
+            else {
+                return fail(format!(
+                    "rematerialization cannot fit stages {}..{ge} in what is left",
+                    gs + 1
+                ));
+            };
+            ops.extend(seg);
+        }
+        ops.push(Op::Backward { stage: gs });
+    }
+    let groups_n = groups.len();
+    finish(chain, Algorithm::Opportunist, budget, bandwidth, ops, |t| {
+        format!(
+            "{groups_n} group{} offloaded ({}), stages {tail}..{n} kept",
+            if groups_n == 1 { "" } else { "s" },
+            format_bytes(t.offloaded_bytes)
+        )
+    })
+}
+
+/// Judges `ops`; a Solution that says whether it fits.
+fn finish(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget: u64,
+    bandwidth: Option<f64>,
+    ops: Vec<Op>,
+    detail: impl Fn(&Trace) -> String,
+) -> Solution {
+    match judge(chain, &ops, budget, bandwidth) {
+        Some(t) if fits(&t, budget) => {
+            let d = detail(&t);
+            solution(algorithm, budget, Some(ops), None, d)
+        }
+        Some(t) => solution(
+            algorithm,
+            budget,
+            None,
+            None,
+            format!("its schedule peaks at {}", format_bytes(t.peak_bytes)),
+        ),
+        None => solution(
+            algorithm,
+            budget,
+            None,
+            None,
+            "its schedule does not run".into(),
+        ),
+    }
+}
+
+/// Whether `op` may read `tensor` (as its input, or B^ℓ's ā^ℓ).
+fn reads(op: Op, tensor: TensorId) -> bool {
+    match (op, tensor) {
+        (Op::Offload { .. } | Op::Prefetch { .. }, _) => false,
+        (op, TensorId::Activation(l) | TensorId::Saved(l)) if op.stage() == l + 1 => true,
+        (Op::Backward { stage }, TensorId::Saved(l)) => stage == l,
+        _ => false,
+    }
+}
+
+/// Whether `op` puts `tensor` on the device.
+fn produces(op: Op, tensor: TensorId) -> bool {
+    match (op, tensor) {
+        (Op::ForwardAll { stage }, TensorId::Saved(l)) => stage == l,
+        (Op::ForwardCheckpoint { stage } | Op::ForwardNone { stage }, TensorId::Activation(l)) => {
+            stage == l
+        }
+        (Op::Prefetch { stage, tensor: k }, TensorId::Activation(l)) => {
+            stage == l && k == TensorKind::Output
+        }
+        (Op::Prefetch { stage, tensor: k }, TensorId::Saved(l)) => {
+            stage == l && k == TensorKind::Saved
+        }
+        _ => false,
+    }
+}
+
+/// `capper(M')`: rotor's schedule for `m_prime`, with offloads added at each
+/// peak over `budget` until it fits.
+fn capper(
+    chain: &Chain,
+    budget: u64,
+    m_prime: u64,
+    bandwidth: Option<f64>,
+    options: &Options,
+) -> Option<(Vec<Op>, Trace)> {
+    let opts = Options {
+        bandwidth_bytes_per_s: None,
+        ..options.clone()
+    };
+    let mut ops = super::solve(chain, Algorithm::Rotor, m_prime, &opts)
+        .ok()?
+        .ops?;
+    let mut tried: Vec<(usize, TensorId)> = Vec::new();
+    for _ in 0..8 * chain.len() + 16 {
+        let trace = judge(chain, &ops, budget, bandwidth)?;
+        if fits(&trace, budget) {
+            return Some((ops, trace));
+        }
+        let peak_op = trace.peak_op?;
+        let mut candidates: Vec<TensorId> = trace
+            .resident_at(trace.peak_time)
+            .into_iter()
+            .map(|r| r.tensor)
+            .filter(|t| matches!(t, TensorId::Activation(_) | TensorId::Saved(_)))
+            .filter(|t| !reads(ops[peak_op], *t) && !produces(ops[peak_op], *t))
+            .filter(|t| !tried.contains(&(peak_op, *t)))
+            .collect();
+        candidates.sort_by_key(|t| match t {
+            TensorId::Activation(l) => (*l, 0),
+            TensorId::Saved(l) => (*l, 1),
+            _ => (usize::MAX, 2),
+        });
+        let mut moved = false;
+        for t in candidates {
+            tried.push((peak_op, t));
+            let Some(next) = offload_around(&ops, peak_op, t) else {
+                continue;
+            };
+            if judge(chain, &next, budget, bandwidth).is_some() {
+                ops = next;
+                moved = true;
+                break;
+            }
+        }
+        if !moved {
+            return None;
+        }
+    }
+    None
+}
+
+/// `ops` with `tensor` offloaded after its last use before `peak` and
+/// prefetched right before its next use after it.
+fn offload_around(ops: &[Op], peak: usize, tensor: TensorId) -> Option<Vec<Op>> {
+    let last = (0..peak)
+        .rev()
+        .find(|&i| reads(ops[i], tensor) || produces(ops[i], tensor))?;
+    let next = (peak + 1..ops.len()).find(|&i| reads(ops[i], tensor))?;
+    let (stage, kind) = match tensor {
+        TensorId::Activation(l) => (l, TensorKind::Output),
+        TensorId::Saved(l) => (l, TensorKind::Saved),
+        _ => return None,
+    };
+    let mut out = Vec::with_capacity(ops.len() + 2);
+    out.extend_from_slice(&ops[..=last]);
+    out.push(Op::Offload {
+        stage,
+        tensor: kind,
+    });
+    out.extend_from_slice(&ops[last + 1..next]);
+    out.push(Op::Prefetch {
+        stage,
+        tensor: kind,
+    });
+    out.extend_from_slice(&ops[next..]);
+    Some(out)
+}
+
+/// How many budgets M' autocapper tries (POFO Section 5.1).
+pub const AUTOCAPPER_TRIES: usize = 40;
+
+/// `autocapper` (POFO Section 5.1) for one budget.
+pub fn autocapper(
+    chain: &Chain,
+    budget: u64,
+    options: &Options,
+    progress: &mut Progress<'_>,
+) -> Result<Solution, SolveError> {
+    let bandwidth = options
+        .bandwidth_bytes_per_s
+        .or(chain.bandwidth_bytes_per_s);
+    let high = super::max_useful_budget(chain).max(budget);
+    let low = persistent::min_budget(chain, persistent::Variant::Rotor);
+    let mut best: Option<(Vec<Op>, Trace, u64)> = None;
+    for k in 0..AUTOCAPPER_TRIES {
+        let m_prime =
+            budget + ((high - budget) as f64 * k as f64 / (AUTOCAPPER_TRIES - 1) as f64) as u64;
+        if m_prime >= low {
+            if let Some((ops, trace)) = capper(chain, budget, m_prime, bandwidth, options) {
+                if best
+                    .as_ref()
+                    .is_none_or(|b| trace.makespan_seconds < b.1.makespan_seconds)
+                {
+                    best = Some((ops, trace, m_prime));
+                }
+            }
+        }
+        if !progress((k + 1) as f64 / AUTOCAPPER_TRIES as f64) {
+            return Err(SolveError::Cancelled);
+        }
+    }
+    Ok(match best {
+        Some((ops, trace, m_prime)) => solution(
+            Algorithm::Autocapper,
+            budget,
+            Some(ops),
+            None,
+            format!(
+                "capper at M' = {}: {} offloaded",
+                format_bytes(m_prime),
+                format_bytes(trace.offloaded_bytes)
+            ),
+        ),
+        None => solution(
+            Algorithm::Autocapper,
+            budget,
+            None,
+            None,
+            format!(
+                "no M' from {} up gives a schedule that fits",
+                format_bytes(budget)
+            ),
+        ),
+    })
+}

@@ -1,0 +1,679 @@
+//! `pofo` and `offload-only`: rematerialization combined with offloading.
+//!
+//! **Paper.** Beaumont, Eyraud-Dubois, Shilova, *Efficient Combination of
+//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021
+//! (`papers/pofo-remat-offload-neurips2021.txt`, Appendix B in
+//! `pofo-supplementary-appendix.txt`). The forward phase is OC_x(i, A_i,
+//! Δ_F, Δ_B) (B.1, Table 2), the backward phase C_Δ(i, j, A, Δ) (B.3), idle
+//! times come from Lemma 1. `offload-only` is the same forward DP with F_all
+//! as the only forward (no recomputation; the only decision is which inputs to
+//! offload), as the paper's DYNPROG baseline under the same model.
+//!
+//! **Assumptions** (Section 3.2): (i) offloads happen in the forward phase and
+//! prefetches after the loss, each tensor at most once; (ii) persistency; (iii)
+//! transfers free and fill memory continuously (the DP's model). The schedule
+//! we return moves each tensor at once, as the paper does for its
+//! experiments; the simulator, with the budget as its memory limit, judges
+//! it, so [`PofoPlan::predicted_seconds`] (the DP) and the simulated time are
+//! reported side by side.
+//!
+//! **Adaptations to this crate's chain.** The last stage computes the loss
+//! (the paper adds a stage L+1): OC(L) is F_all^L then B^L. The remaining
+//! offloads Δ_F may still run during F_all^L (which idles only if it does not
+//! fit, Lemma 1); prefetching starts after F_all^L, behind them on the one
+//! copy lane, and Δ_B must be on the device when B^L ends. Memory is counted
+//! as in [`persistent`](super::persistent), δ^{ℓ-1} included, so with no
+//! bandwidth every Δ is 0 and the recursion is exactly rotor's (Theorem 1 of
+//! the rotor report): same value, bit for bit. States where the un-offloaded
+//! data A + I + Δ exceed the budget are infeasible (the paper's formulas
+//! would only charge idle time for them).
+//!
+//! **Discretization.** N slots of ⌊budget / N⌋ bytes (default 50, as the
+//! paper); sizes round up, and so does every Δ passed to a sub-problem (a
+//! pessimistic rounding: more left to move).
+//!
+//! **Complexity.** C_Δ is a dense table over (i, j, m, Δ ≤ m): O(L²N²)
+//! entries, O(L) each, O(L³N²) time. OC is memoized over the states reached
+//! from OC_0(1, 0, 0, 0), at most O(L N³), O(L) each: O(L²N³).
+
+use super::{Progress, SolveError};
+use crate::model::Chain;
+use crate::schedule::{Op, TensorKind};
+use std::collections::HashMap;
+
+/// Which forward operations the DP may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// F_all and F_ck with recomputation (pofo).
+    Full,
+    /// F_all only: no recomputation (offload-only).
+    OffloadOnly,
+}
+
+/// What the DP returns for one budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PofoPlan {
+    /// Compute operations and offloads; prefetches are placed by
+    /// [`super::offload::place_prefetches`] (their deadlines are in `needs`).
+    pub ops: Vec<Op>,
+    /// (index in `ops`, stage, tensor): the offloaded tensor must be back on
+    /// the device before `ops[index]` runs.
+    pub needs: Vec<(usize, usize, TensorKind)>,
+    /// Index in `ops` of F_all^L: prefetches come after it (assumption (i)).
+    pub loss_index: usize,
+    /// OC_0(1, 0, 0, 0), the DP's time under assumption (iii).
+    pub predicted_seconds: f64,
+}
+
+/// Sizes in slots and times of one chain on one grid.
+struct Grid {
+    n: usize,
+    /// N: slots of the budget.
+    slots: usize,
+    /// β in slots per second; 0 when there is no link.
+    beta: f64,
+    a: Vec<usize>,
+    abar: Vec<usize>,
+    d: Vec<usize>,
+    of: Vec<usize>,
+    ob: Vec<usize>,
+    uf: Vec<f64>,
+    ub: Vec<f64>,
+}
+
+impl Grid {
+    fn new(chain: &Chain, budget_bytes: u64, slots: usize, bandwidth: Option<f64>) -> Grid {
+        let n = chain.len();
+        let slot_bytes = (budget_bytes / slots as u64).max(1);
+        let slots = ((budget_bytes / slot_bytes) as usize).min(slots);
+        let cap = slots as u64 + 1;
+        let s = |b: u64| b.div_ceil(slot_bytes).min(cap) as usize;
+        let stage = |l: usize, f: &dyn Fn(&crate::model::Stage) -> u64| {
+            if l == 0 {
+                0
+            } else {
+                s(f(chain.stage(l)))
+            }
+        };
+        Grid {
+            n,
+            slots,
+            beta: bandwidth.filter(|b| *b > 0.0).unwrap_or(0.0) / slot_bytes as f64,
+            a: (0..=n).map(|l| s(chain.output_bytes(l))).collect(),
+            abar: (0..=n).map(|l| stage(l, &|x| x.saved_bytes)).collect(),
+            d: (0..=n).map(|l| s(chain.gradient_bytes(l))).collect(),
+            of: (0..=n)
+                .map(|l| stage(l, &|x| x.forward_overhead_bytes))
+                .collect(),
+            ob: (0..=n)
+                .map(|l| stage(l, &|x| x.backward_overhead_bytes))
+                .collect(),
+            uf: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).forward_seconds
+                    }
+                })
+                .collect(),
+            ub: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).backward_seconds
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Lemma 1: the idle time that lets the link make up `excess` slots.
+    fn idle(&self, excess: f64) -> f64 {
+        if excess <= 0.0 {
+            0.0
+        } else if self.beta > 0.0 {
+            excess / self.beta
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// A Δ left over, rounded up to slots (what a sub-problem is asked).
+    fn leftover(&self, x: f64) -> usize {
+        if x <= 1e-9 {
+            0
+        } else {
+            (x - 1e-9).ceil() as usize
+        }
+    }
+
+    /// 𝓜_{F_all^i}^{i,j}: F_all^i with δ^j resident (its input is counted apart).
+    fn m_fall(&self, i: usize, j: usize) -> usize {
+        self.d[j] + self.abar[i] + self.of[i]
+    }
+
+    /// 𝓜_{F^k}^{i,j} for the F_ck^i / F_∅^k chain: a^{k-1} counts for k > i.
+    fn m_fnone(&self, i: usize, k: usize, j: usize) -> usize {
+        let input = if k == i { 0 } else { self.a[k - 1] };
+        self.d[j] + input + self.a[k] + self.of[k]
+    }
+
+    /// 𝓜_{B_i}^{i,j}: B^i holds ā^i, δ^i and δ^{i-1}.
+    fn m_b(&self, i: usize) -> usize {
+        self.abar[i] + self.d[i] + self.d[i - 1] + self.ob[i]
+    }
+}
+
+/// One decision of C_Δ: 0 infeasible, 1 F_all^i (or the leaf), 2 + k F_ck^i
+/// with the next checkpoint a^{i+k}.
+type Choice = u16;
+
+/// C_Δ(i, j, m, Δ) for every 1 ≤ i ≤ j < L, m ≤ N free slots besides the
+/// segment's input, Δ ≤ m slots to prefetch by the segment's end.
+struct Backward {
+    values: Vec<f64>,
+    choices: Vec<Choice>,
+    pair_start: Vec<usize>,
+    per_pair: usize,
+    max_delta: usize,
+}
+
+impl Backward {
+    fn index(&self, i: usize, j: usize, m: usize, delta: usize) -> usize {
+        (self.pair_start[i] + (j - i)) * self.per_pair + m * (self.max_delta + 1) + delta
+    }
+}
+
+/// The DP for one chain, budget and bandwidth.
+pub struct Pofo {
+    grid: Grid,
+    mode: Mode,
+    back: Backward,
+    forward: HashMap<u64, (f64, ForwardChoice)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ForwardChoice {
+    Infeasible,
+    Loss,
+    All { offload: bool },
+    Checkpoint { last: usize, offload: bool },
+}
+
+/// Bytes of the C_Δ table for `n` stages on `slots` slots.
+pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool) -> u128 {
+    let pairs = (n as u128) * (n as u128 + 1) / 2;
+    let deltas = if with_bandwidth { slots as u128 + 1 } else { 1 };
+    pairs * (slots as u128 + 1) * deltas * 10
+}
+
+impl Pofo {
+    /// Builds C_Δ (the O(L³N²) part, with progress) and prepares OC.
+    pub fn build(
+        chain: &Chain,
+        mode: Mode,
+        budget_bytes: u64,
+        slots: usize,
+        bandwidth: Option<f64>,
+        max_table_bytes: u64,
+        progress: &mut Progress<'_>,
+    ) -> Result<Pofo, SolveError> {
+        if slots == 0 {
+            return Err(SolveError::BadOption("slots: must be at least 1".into()));
+        }
+        if slots > u16::MAX as usize - 2 {
+            return Err(SolveError::BadOption(format!(
+                "slots: at most {} for pofo",
+                u16::MAX - 2
+            )));
+        }
+        let grid = Grid::new(chain, budget_bytes, slots, bandwidth);
+        let n = grid.n;
+        let with_bw = grid.beta > 0.0;
+        let need = if mode == Mode::Full {
+            table_bytes(n, grid.slots, with_bw)
+        } else {
+            0
+        };
+        if need > max_table_bytes as u128 {
+            return Err(SolveError::TooLarge(format!(
+                "slots: pofo's table for {n} stages × {} slots needs {} (limit {}); use fewer --slots",
+                grid.slots,
+                crate::model::units::format_bytes(need.min(u64::MAX as u128) as u64),
+                crate::model::units::format_bytes(max_table_bytes)
+            )));
+        }
+        let max_delta = if with_bw { grid.slots } else { 0 };
+        let mut pair_start = vec![0usize; n + 2];
+        for i in 1..=n {
+            pair_start[i + 1] = pair_start[i] + (n - i + 1);
+        }
+        let per_pair = (grid.slots + 1) * (max_delta + 1);
+        let len = if mode == Mode::Full {
+            pair_start[n + 1] * per_pair
+        } else {
+            0
+        };
+        let mut values = Vec::new();
+        values
+            .try_reserve_exact(len)
+            .map_err(|_| SolveError::TooLarge("slots: not enough memory for the table".into()))?;
+        values.resize(len, f64::INFINITY);
+        let mut pofo = Pofo {
+            grid,
+            mode,
+            back: Backward {
+                values,
+                choices: vec![0; len],
+                pair_start,
+                per_pair,
+                max_delta,
+            },
+            forward: HashMap::new(),
+        };
+        if mode == Mode::Full {
+            pofo.fill_backward(progress)?;
+        }
+        Ok(pofo)
+    }
+
+    /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
+    fn c(&self, i: usize, j: usize, m: usize, delta: usize) -> f64 {
+        if delta > m || delta > self.back.max_delta || m > self.grid.slots {
+            return f64::INFINITY;
+        }
+        self.back.values[self.back.index(i, j, m, delta)]
+    }
+
+    /// Section B.3, bottom-up by segment length (stages i..j with j < L).
+    fn fill_backward(&mut self, progress: &mut Progress<'_>) -> Result<(), SolveError> {
+        let n = self.grid.n;
+        let total = (n * n.saturating_sub(1) / 2).max(1);
+        let mut done = 0;
+        for len in 0..n.saturating_sub(1) {
+            for i in 1..n - len {
+                let j = i + len;
+                for m in 0..=self.grid.slots {
+                    for delta in 0..=m.min(self.back.max_delta) {
+                        let (v, ch) = self.backward_cell(i, j, m, delta);
+                        let at = self.back.index(i, j, m, delta);
+                        self.back.values[at] = v;
+                        self.back.choices[at] = ch;
+                    }
+                }
+                done += 1;
+            }
+            if !progress(done as f64 / total as f64) {
+                return Err(SolveError::Cancelled);
+            }
+        }
+        Ok(())
+    }
+
+    /// One entry of C_Δ: the best of F_all^i (Case 1) and F_ck^i (Case 2).
+    fn backward_cell(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, Choice) {
+        let g = &self.grid;
+        let dl = delta as f64;
+        let mf = g.m_fall(i, j);
+        let mb = g.m_b(i);
+        let mut best = (f64::INFINITY, 0);
+        if i == j {
+            if mf <= m && mb <= m {
+                let eps = g
+                    .idle(mf as f64 - g.beta * g.ub[i] + dl - m as f64)
+                    .max(g.idle(mb as f64 + dl - m as f64));
+                best = ((g.uf[i] + g.ub[i]) + eps, 1);
+            }
+            return best;
+        }
+        if let Some(v) = self.backward_all(i, j, m, delta) {
+            best = (v.0, 1);
+        }
+        if (i..j).all(|k| g.m_fnone(i, k, j) <= m) {
+            let mut f = 0.0;
+            let mut reach = f64::NEG_INFINITY;
+            for last in i..j {
+                f += g.uf[last];
+                reach = reach.max(g.m_fnone(i, last, j) as f64 + g.beta * f);
+                if let Some(v) = self.backward_checkpoint(i, j, m, delta, last, f, reach) {
+                    if v < best.0 {
+                        best = (v, 2 + (last - i) as Choice);
+                    }
+                }
+            }
+        }
+        best
+    }
+
+    /// Case 1 of B.3: F_all^i, C_Δ(i+1, j, m − ā^i, Δ1), B^i. Returns the
+    /// value and Δ1.
+    fn backward_all(&self, i: usize, j: usize, m: usize, delta: usize) -> Option<(f64, usize)> {
+        let g = &self.grid;
+        let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
+        if mf > m || mb > m || g.abar[i] > m {
+            return None;
+        }
+        let dl = delta as f64;
+        let eps_b = g.idle(mb as f64 + dl - m as f64);
+        let d1 = g.leftover(dl - (g.ub[i] + eps_b) * g.beta);
+        let sub = self.c(i + 1, j, m - g.abar[i], d1);
+        if !sub.is_finite() {
+            return None;
+        }
+        let d2 = (d1 as f64 - sub * g.beta).max(0.0);
+        let eps_f = g.idle(mf as f64 + d2 - m as f64);
+        let v = (g.uf[i] + g.ub[i]) + sub + (eps_f + eps_b);
+        v.is_finite().then_some((v, d1))
+    }
+
+    /// Case 2 of B.3 for one split: F_ck^i, F_∅ up to `last`, then
+    /// C_Δ(last+1, j, m − a^last, Δ2), then C_Δ(i, last, m, Δ1 = Δ).
+    /// `f` = Σ u_f over i..=last and `reach` = max_k (𝓜_k + β Σ_{h=i}^{k} u_f),
+    /// so that max_k (𝓜_k − β Σ_{h=k+1}^{last} u_f), Lemma 1's term, is
+    /// reach − β f.
+    #[allow(clippy::too_many_arguments)]
+    fn backward_checkpoint(
+        &self,
+        i: usize,
+        j: usize,
+        m: usize,
+        delta: usize,
+        last: usize,
+        f: f64,
+        reach: f64,
+    ) -> Option<f64> {
+        let g = &self.grid;
+        let w = g.a[last];
+        if w > m {
+            return None;
+        }
+        let left = self.c(i, last, m, delta);
+        if !left.is_finite() {
+            return None;
+        }
+        let d2 = g.leftover(delta as f64 - left * g.beta);
+        let right = self.c(last + 1, j, m - w, d2);
+        if !right.is_finite() {
+            return None;
+        }
+        let d3 = (d2 as f64 - right * g.beta).max(0.0);
+        let eps = g.idle(reach - g.beta * f + d3 - m as f64);
+        let v = (f + right) + left + eps;
+        v.is_finite().then_some(v)
+    }
+
+    /// The DP's best time for the whole chain, None if infeasible.
+    pub fn best_seconds(&mut self) -> Option<f64> {
+        let v = self.oc(1, 0, 0, 0, 0);
+        v.is_finite().then_some(v)
+    }
+
+    fn key(i: usize, x: usize, a: usize, df: usize, db: usize) -> u64 {
+        ((((i as u64) << 1 | x as u64) << 16 | a as u64) << 16 | df as u64) << 16 | db as u64
+    }
+
+    /// I_i^x: a^{i-1} (x = 0) or ā^{i-1} (x = 1).
+    fn input(&self, i: usize, x: usize) -> usize {
+        if x == 1 {
+            self.grid.abar[i - 1]
+        } else {
+            self.grid.a[i - 1]
+        }
+    }
+
+    /// OC_x(i, A, Δ_F, Δ_B) (Section B.1, with the loss at stage L).
+    fn oc(&mut self, i: usize, x: usize, a: usize, df: usize, db: usize) -> f64 {
+        let key = Self::key(i, x, a, df, db);
+        if let Some(&(v, _)) = self.forward.get(&key) {
+            return v;
+        }
+        let (v, choice) = self.oc_compute(i, x, a, df, db);
+        self.forward.insert(key, (v, choice));
+        v
+    }
+
+    fn oc_compute(
+        &mut self,
+        i: usize,
+        x: usize,
+        a: usize,
+        df: usize,
+        db: usize,
+    ) -> (f64, ForwardChoice) {
+        let n = self.grid.n;
+        let big_n = self.grid.slots;
+        let input = self.input(i, x);
+        let mut best = (f64::INFINITY, ForwardChoice::Infeasible);
+        if a + input + df > big_n || a + input + db > big_n {
+            return best;
+        }
+        let free = big_n - a - input;
+        let mfx = (a + df + input) as f64;
+        let mbx = (a + db + input) as f64;
+        let g = &self.grid;
+        if i == n {
+            let (mf, mb) = (g.m_fall(n, n), g.m_b(n));
+            if mf > free || mb > free {
+                return best;
+            }
+            let eps_f = g.idle(mf as f64 + mfx - big_n as f64);
+            let eps_b = g.idle(mb as f64 + mbx - big_n as f64);
+            let v = if df == 0 && db == 0 {
+                (g.uf[n] + g.ub[n]) + (eps_f + eps_b)
+            } else {
+                // Offloads drain first on the one copy lane; prefetching starts
+                // after F_all^L and must end with B^L.
+                let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
+                let copy = (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
+                compute.max(copy)
+            };
+            return (v, ForwardChoice::Loss);
+        }
+        let can_offload = g.beta > 0.0;
+        // Case 1: F_all^i.
+        let (mf, mb) = (g.m_fall(i, n), g.m_b(i));
+        if mf <= free && mb <= free {
+            let eps_f = g.idle(mf as f64 + mfx - big_n as f64);
+            let eps_b = g.idle(mb as f64 + mbx - big_n as f64);
+            let sent = (g.uf[i] + eps_f) * g.beta;
+            let fetched = (g.ub[i] + eps_b) * g.beta;
+            let fixed = (g.uf[i] + g.ub[i], eps_f + eps_b);
+            for offload in [false, true] {
+                if offload && !can_offload {
+                    continue;
+                }
+                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
+                let sub = self.oc(i + 1, 1, na, ndf, ndb);
+                let v = fixed.0 + sub + fixed.1;
+                if v < best.0 {
+                    best = (v, ForwardChoice::All { offload });
+                }
+            }
+        }
+        if self.mode == Mode::OffloadOnly {
+            return best;
+        }
+        // Case 2: F_ck^i, F_∅ up to `last`, a^last the next input. Kept, the
+        // input counts during every forward; offloaded, only during F_ck^i.
+        let mut f = 0.0;
+        let mut reach = f64::NEG_INFINITY;
+        let mut fits_kept = true;
+        let mut fits_sent = true;
+        for last in i..n {
+            let g = &self.grid;
+            let mk = g.m_fnone(i, last, n);
+            fits_kept &= mk <= free;
+            fits_sent &= if last == i {
+                mk <= free
+            } else {
+                mk <= free + input
+            };
+            if !fits_sent {
+                break;
+            }
+            reach = reach.max(mk as f64 - g.beta * f);
+            f += g.uf[last];
+            let eps_f = g.idle(reach - big_n as f64 + mfx);
+            let back = self.c(i, last, free, db);
+            if !back.is_finite() {
+                continue;
+            }
+            let sent = (f + eps_f) * g.beta;
+            let fetched = back * g.beta;
+            for offload in [false, true] {
+                if (offload && !can_offload) || (!offload && !fits_kept) {
+                    continue;
+                }
+                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
+                let sub = self.oc(last + 1, 0, na, ndf, ndb);
+                let v = (f + sub) + back + eps_f;
+                if v < best.0 {
+                    best = (v, ForwardChoice::Checkpoint { last, offload });
+                }
+            }
+        }
+        best
+    }
+
+    /// Table 2: the state after this step, offloading the input or not.
+    #[allow(clippy::too_many_arguments)]
+    fn next_state(
+        &self,
+        a: usize,
+        df: usize,
+        db: usize,
+        input: usize,
+        sent: f64,
+        fetched: f64,
+        offload: bool,
+    ) -> (usize, usize, usize) {
+        let g = &self.grid;
+        let left_b = g.leftover(db as f64 - fetched);
+        if offload {
+            (a, g.leftover((df + input) as f64 - sent), left_b + input)
+        } else {
+            (a + input, g.leftover(df as f64 - sent), left_b)
+        }
+    }
+
+    /// The schedule of the DP's optimum (compute ops and offloads; the
+    /// prefetches' deadlines in `needs`).
+    pub fn plan(&mut self) -> Option<PofoPlan> {
+        let predicted_seconds = self.best_seconds()?;
+        let mut out = PofoPlan {
+            ops: Vec::with_capacity(4 * self.grid.n),
+            needs: Vec::new(),
+            loss_index: 0,
+            predicted_seconds,
+        };
+        self.read_forward(1, 0, 0, 0, 0, &mut out);
+        Some(out)
+    }
+
+    fn read_forward(
+        &mut self,
+        i: usize,
+        x: usize,
+        a: usize,
+        df: usize,
+        db: usize,
+        out: &mut PofoPlan,
+    ) {
+        self.oc(i, x, a, df, db);
+        let (_, choice) = self.forward[&Self::key(i, x, a, df, db)];
+        let input = self.input(i, x);
+        let tensor = if x == 1 {
+            TensorKind::Saved
+        } else {
+            TensorKind::Output
+        };
+        let g = &self.grid;
+        let big_n = g.slots;
+        let mfx = (a + df + input) as f64;
+        let mbx = (a + db + input) as f64;
+        match choice {
+            ForwardChoice::Infeasible => unreachable!("read out of an infeasible state"),
+            ForwardChoice::Loss => {
+                out.loss_index = out.ops.len();
+                out.ops.push(Op::ForwardAll { stage: i });
+                out.ops.push(Op::Backward { stage: i });
+            }
+            ForwardChoice::All { offload } => {
+                let n = g.n;
+                let (mf, mb) = (g.m_fall(i, n), g.m_b(i));
+                let eps_f = g.idle(mf as f64 + mfx - big_n as f64);
+                let eps_b = g.idle(mb as f64 + mbx - big_n as f64);
+                let sent = (g.uf[i] + eps_f) * g.beta;
+                let fetched = (g.ub[i] + eps_b) * g.beta;
+                out.ops.push(Op::ForwardAll { stage: i });
+                if offload {
+                    out.ops.push(Op::Offload {
+                        stage: i - 1,
+                        tensor,
+                    });
+                }
+                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
+                self.read_forward(i + 1, 1, na, ndf, ndb, out);
+                if offload {
+                    out.needs.push((out.ops.len(), i - 1, tensor));
+                }
+                out.ops.push(Op::Backward { stage: i });
+            }
+            ForwardChoice::Checkpoint { last, offload } => {
+                let n = g.n;
+                let free = big_n - a - input;
+                let mut f = 0.0;
+                let mut reach = f64::NEG_INFINITY;
+                for k in i..=last {
+                    reach = reach.max(g.m_fnone(i, k, n) as f64 - g.beta * f);
+                    f += g.uf[k];
+                }
+                let eps_f = g.idle(reach - big_n as f64 + mfx);
+                let back = self.c(i, last, free, db);
+                let sent = (f + eps_f) * g.beta;
+                let fetched = back * g.beta;
+                out.ops.push(Op::ForwardCheckpoint { stage: i });
+                if offload {
+                    out.ops.push(Op::Offload {
+                        stage: i - 1,
+                        tensor,
+                    });
+                }
+                out.ops
+                    .extend((i + 1..=last).map(|stage| Op::ForwardNone { stage }));
+                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
+                self.read_forward(last + 1, 0, na, ndf, ndb, out);
+                if offload {
+                    out.needs.push((out.ops.len(), i - 1, tensor));
+                }
+                self.read_backward(i, last, free, db, &mut out.ops);
+            }
+        }
+    }
+
+    /// Appends the ops of C_Δ(i, j, m, Δ).
+    fn read_backward(&self, i: usize, j: usize, m: usize, delta: usize, ops: &mut Vec<Op>) {
+        let g = &self.grid;
+        let choice = self.back.choices[self.back.index(i, j, m, delta)];
+        if i == j || choice == 1 {
+            ops.push(Op::ForwardAll { stage: i });
+            if i < j {
+                let (_, d1) = self
+                    .backward_all(i, j, m, delta)
+                    .expect("the stored choice is feasible");
+                self.read_backward(i + 1, j, m - g.abar[i], d1, ops);
+            }
+            ops.push(Op::Backward { stage: i });
+            return;
+        }
+        let last = i + (choice - 2) as usize;
+        ops.push(Op::ForwardCheckpoint { stage: i });
+        ops.extend((i + 1..=last).map(|stage| Op::ForwardNone { stage }));
+        let left = self.c(i, last, m, delta);
+        let d2 = g.leftover(delta as f64 - left * g.beta);
+        self.read_backward(last + 1, j, m - g.a[last], d2, ops);
+        self.read_backward(i, last, m, delta, ops);
+    }
+}

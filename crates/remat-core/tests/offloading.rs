@@ -1,0 +1,467 @@
+#![cfg(not(target_arch = "wasm32"))]
+//! POFO and the offloading heuristics on random chains.
+//!
+//! Chains here are "exact": integer sizes with one byte per slot, integer
+//! times and an integer bandwidth, so every Δ of the DP is a whole number of
+//! slots and no rounding hides a difference.
+
+mod common;
+
+use common::{integer_chain, real_chain};
+use proptest::prelude::*;
+use remat_core::simulator::{simulate_with, SimOptions, Trace};
+use remat_core::solvers::offload::{judge, solve as solve_offloading};
+use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
+use remat_core::solvers::pofo::{Mode, Pofo};
+use remat_core::solvers::{max_useful_budget, no_progress, offload_min_budget, Algorithm, Options};
+use remat_core::{Chain, Op};
+
+const BIG: u64 = 1 << 40;
+
+fn with_bandwidth(mut chain: Chain, bw: Option<f64>) -> Chain {
+    chain.bandwidth_bytes_per_s = bw;
+    chain
+}
+
+/// Times scaled so that u·β is a whole number of bytes for β < 1: what the
+/// link moves during any operation is then exact, and Δ needs no rounding.
+fn whole_transfers(mut chain: Chain, bw: f64) -> Chain {
+    let scale = (1.0 / bw).max(1.0);
+    for s in &mut chain.stages {
+        s.forward_seconds *= scale;
+        s.backward_seconds *= scale;
+    }
+    with_bandwidth(chain, Some(bw))
+}
+
+/// A budget from the least any schedule needs to M_high.
+fn budget_at(chain: &Chain, frac: f64) -> u64 {
+    let low = offload_min_budget(chain).max(chain.input_bytes + chain.gradient_bytes(chain.len()));
+    let high = max_useful_budget(chain).max(low);
+    low + ((high - low) as f64 * frac) as u64
+}
+
+fn dp(chain: &Chain, mode: Mode, budget: u64, bw: Option<f64>) -> Option<f64> {
+    let slots = budget.max(1) as usize;
+    Pofo::build(chain, mode, budget, slots, bw, BIG, &mut no_progress())
+        .unwrap()
+        .best_seconds()
+}
+
+fn exact_options(budget: u64, bw: Option<f64>) -> Options {
+    Options {
+        slots: budget.max(1) as usize,
+        offload_slots: budget.max(1) as usize,
+        bandwidth_bytes_per_s: bw,
+        ..Options::default()
+    }
+}
+
+/// Appendix B transcribed as plain recursion: every first operation, every
+/// split and every offload decision is tried, nothing is memoized. On chains
+/// of ≤ 5 stages this is the exhaustive search over the schedules that obey
+/// assumptions (i)–(iii), each timed by the paper's model.
+struct Naive {
+    n: usize,
+    slots: usize,
+    beta: f64,
+    full: bool,
+    a: Vec<usize>,
+    abar: Vec<usize>,
+    d: Vec<usize>,
+    of: Vec<usize>,
+    ob: Vec<usize>,
+    uf: Vec<f64>,
+    ub: Vec<f64>,
+}
+
+impl Naive {
+    fn new(chain: &Chain, budget: u64, bw: Option<f64>, full: bool) -> Naive {
+        let n = chain.len();
+        let st = |l: usize, f: &dyn Fn(&remat_core::Stage) -> u64| {
+            if l == 0 {
+                0
+            } else {
+                f(chain.stage(l)) as usize
+            }
+        };
+        Naive {
+            n,
+            slots: budget as usize,
+            beta: bw.unwrap_or(0.0),
+            full,
+            a: (0..=n).map(|l| chain.output_bytes(l) as usize).collect(),
+            abar: (0..=n).map(|l| st(l, &|s| s.saved_bytes)).collect(),
+            d: (0..=n).map(|l| chain.gradient_bytes(l) as usize).collect(),
+            of: (0..=n)
+                .map(|l| st(l, &|s| s.forward_overhead_bytes))
+                .collect(),
+            ob: (0..=n)
+                .map(|l| st(l, &|s| s.backward_overhead_bytes))
+                .collect(),
+            uf: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).forward_seconds
+                    }
+                })
+                .collect(),
+            ub: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).backward_seconds
+                    }
+                })
+                .collect(),
+        }
+    }
+    fn idle(&self, excess: f64) -> f64 {
+        if excess <= 0.0 {
+            0.0
+        } else if self.beta > 0.0 {
+            excess / self.beta
+        } else {
+            f64::INFINITY
+        }
+    }
+    fn up(&self, x: f64) -> usize {
+        if x <= 1e-9 {
+            0
+        } else {
+            (x - 1e-9).ceil() as usize
+        }
+    }
+    fn mf_all(&self, i: usize, j: usize) -> usize {
+        self.d[j] + self.abar[i] + self.of[i]
+    }
+    fn mf_none(&self, i: usize, k: usize, j: usize) -> usize {
+        self.d[j] + if k == i { 0 } else { self.a[k - 1] } + self.a[k] + self.of[k]
+    }
+    fn mb(&self, i: usize) -> usize {
+        self.abar[i] + self.d[i] + self.d[i - 1] + self.ob[i]
+    }
+
+    /// C_Δ(i, j, m, Δ) (B.3).
+    fn c(&self, i: usize, j: usize, m: usize, delta: usize) -> f64 {
+        if delta > m {
+            return f64::INFINITY;
+        }
+        let dl = delta as f64;
+        let (mf, mb) = (self.mf_all(i, j), self.mb(i));
+        if i == j {
+            if mf > m || mb > m {
+                return f64::INFINITY;
+            }
+            let eps = self
+                .idle(mf as f64 - self.beta * self.ub[i] + dl - m as f64)
+                .max(self.idle(mb as f64 + dl - m as f64));
+            return self.uf[i] + self.ub[i] + eps;
+        }
+        let mut best = f64::INFINITY;
+        if mf <= m && mb <= m && self.abar[i] <= m {
+            let eps_b = self.idle(mb as f64 + dl - m as f64);
+            let d1 = self.up(dl - (self.ub[i] + eps_b) * self.beta);
+            let sub = self.c(i + 1, j, m - self.abar[i], d1);
+            let d2 = (d1 as f64 - sub * self.beta).max(0.0);
+            let eps_f = self.idle(mf as f64 + d2 - m as f64);
+            best = best.min(self.uf[i] + self.ub[i] + sub + eps_f + eps_b);
+        }
+        if (i..j).any(|k| self.mf_none(i, k, j) > m) {
+            return best;
+        }
+        for last in i..j {
+            if self.a[last] > m {
+                continue;
+            }
+            let f: f64 = (i..=last).map(|k| self.uf[k]).sum();
+            let left = self.c(i, last, m, delta);
+            let d2 = self.up(dl - left * self.beta);
+            let right = self.c(last + 1, j, m - self.a[last], d2);
+            let d3 = (d2 as f64 - right * self.beta).max(0.0);
+            let term = (i..=last)
+                .map(|k| {
+                    let after: f64 = (k + 1..=last).map(|h| self.uf[h]).sum();
+                    self.mf_none(i, k, j) as f64 - self.beta * after
+                })
+                .fold(f64::NEG_INFINITY, f64::max);
+            let eps = self.idle(term + d3 - m as f64);
+            best = best.min(f + right + left + eps);
+        }
+        best
+    }
+
+    /// OC_x(i, A, Δ_F, Δ_B) (B.1, B.2 with the loss at stage L).
+    fn oc(&self, i: usize, x: usize, a: usize, df: usize, db: usize) -> f64 {
+        let n = self.n;
+        let big = self.slots;
+        let input = if x == 1 {
+            self.abar[i - 1]
+        } else {
+            self.a[i - 1]
+        };
+        if a + input + df > big || a + input + db > big {
+            return f64::INFINITY;
+        }
+        let free = big - a - input;
+        let (mfx, mbx) = ((a + df + input) as f64, (a + db + input) as f64);
+        if i == n {
+            let (mf, mb) = (self.mf_all(n, n), self.mb(n));
+            if mf > free || mb > free {
+                return f64::INFINITY;
+            }
+            let eps_f = self.idle(mf as f64 + mfx - big as f64);
+            let eps_b = self.idle(mb as f64 + mbx - big as f64);
+            if df == 0 && db == 0 {
+                return self.uf[n] + self.ub[n] + eps_f + eps_b;
+            }
+            let compute = eps_f + self.uf[n] + self.ub[n] + eps_b;
+            let copy = (df as f64 / self.beta).max(eps_f + self.uf[n]) + db as f64 / self.beta;
+            return compute.max(copy);
+        }
+        let next = |offload: bool, sent: f64, fetched: f64| {
+            let lb = self.up(db as f64 - fetched);
+            if offload {
+                (a, self.up((df + input) as f64 - sent), lb + input)
+            } else {
+                (a + input, self.up(df as f64 - sent), lb)
+            }
+        };
+        let offloads: &[bool] = if self.beta > 0.0 {
+            &[false, true]
+        } else {
+            &[false]
+        };
+        let mut best = f64::INFINITY;
+        let (mf, mb) = (self.mf_all(i, n), self.mb(i));
+        if mf <= free && mb <= free {
+            let eps_f = self.idle(mf as f64 + mfx - big as f64);
+            let eps_b = self.idle(mb as f64 + mbx - big as f64);
+            for &off in offloads {
+                let (na, ndf, ndb) = next(
+                    off,
+                    (self.uf[i] + eps_f) * self.beta,
+                    (self.ub[i] + eps_b) * self.beta,
+                );
+                let v = self.uf[i] + self.ub[i] + self.oc(i + 1, 1, na, ndf, ndb) + eps_f + eps_b;
+                best = best.min(v);
+            }
+        }
+        if !self.full {
+            return best;
+        }
+        for last in i..n {
+            let f: f64 = (i..=last).map(|k| self.uf[k]).sum();
+            let term = (i..=last)
+                .map(|k| {
+                    let before: f64 = (i..k).map(|h| self.uf[h]).sum();
+                    self.mf_none(i, k, n) as f64 - self.beta * before
+                })
+                .fold(f64::NEG_INFINITY, f64::max);
+            let eps_f = self.idle(term - big as f64 + mfx);
+            let back = self.c(i, last, free, db);
+            for &off in offloads {
+                let fits = (i..=last).all(|k| {
+                    let mk = self.mf_none(i, k, n);
+                    if off && k > i {
+                        mk <= free + input
+                    } else {
+                        mk <= free
+                    }
+                });
+                if !fits || !back.is_finite() {
+                    continue;
+                }
+                let (na, ndf, ndb) = next(off, (f + eps_f) * self.beta, back * self.beta);
+                best = best.min(f + self.oc(last + 1, 0, na, ndf, ndb) + back + eps_f);
+            }
+        }
+        best
+    }
+}
+
+fn trace_of(chain: &Chain, ops: &[Op], budget: u64, bw: Option<f64>) -> Trace {
+    simulate_with(
+        chain,
+        ops,
+        SimOptions {
+            bandwidth: bw,
+            memory_limit: Some(budget),
+        },
+    )
+    .unwrap_or_else(|e| panic!("invalid schedule: {e}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// The DP (dense C_Δ table, memoized OC) equals the exhaustive search
+    /// over Appendix B's decisions, with and without recomputation.
+    #[test]
+    fn pofo_equals_exhaustive_search_on_tiny_chains(
+        chain in integer_chain(5, true),
+        frac in 0.0f64..1.0,
+        bw in prop_oneof![Just(None), Just(Some(0.25)), Just(Some(0.5)), Just(Some(1.0)), Just(Some(2.0))],
+    ) {
+        let budget = budget_at(&chain, frac);
+        for (mode, full) in [(Mode::Full, true), (Mode::OffloadOnly, false)] {
+            let fast = dp(&chain, mode, budget, bw).unwrap_or(f64::INFINITY);
+            let naive = Naive::new(&chain, budget, bw, full).oc(1, 0, 0, 0, 0);
+            prop_assert!(
+                fast == naive || (fast - naive).abs() < 1e-9,
+                "{mode:?}: DP {fast} vs exhaustive {naive} at budget {budget}, β {bw:?}"
+            );
+        }
+    }
+
+    /// With no link, every Δ is 0 and pofo is rotor: the same value, bit
+    /// for bit, on the same grid.
+    #[test]
+    fn pofo_without_bandwidth_equals_rotor(
+        chain in integer_chain(9, true),
+        frac in 0.0f64..1.05,
+    ) {
+        let budget = budget_at(&chain, frac);
+        let slots = budget.max(1) as usize;
+        let pofo = dp(&chain, Mode::Full, budget, None);
+        let rotor = PersistentTable::build(&chain, Variant::Rotor, budget, slots, BIG, &mut no_progress())
+            .unwrap()
+            .best_seconds(budget);
+        prop_assert_eq!(pofo, rotor);
+    }
+
+    /// pofo's class holds rotor's and offload-only's: its DP value is never
+    /// larger, and its simulated schedule is never slower than rotor's.
+    #[test]
+    fn pofo_is_never_slower_than_rotor_or_offload_only(
+        chain in integer_chain(8, true),
+        frac in 0.0f64..1.0,
+        bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
+    ) {
+        let budget = budget_at(&chain, frac);
+        let chain = with_bandwidth(chain, Some(bw));
+        let pofo = dp(&chain, Mode::Full, budget, Some(bw));
+        let rotor = dp(&chain, Mode::Full, budget, None);
+        let only = dp(&chain, Mode::OffloadOnly, budget, Some(bw));
+        let inf = f64::INFINITY;
+        prop_assert!(pofo.unwrap_or(inf) <= rotor.unwrap_or(inf));
+        prop_assert!(pofo.unwrap_or(inf) <= only.unwrap_or(inf));
+        let opts = exact_options(budget, Some(bw));
+        let p = solve_offloading(&chain, Algorithm::Pofo, budget, &opts, &mut no_progress()).unwrap();
+        let r = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &opts).unwrap();
+        if let Some(rops) = &r.ops {
+            let rt = trace_of(&chain, rops, budget, Some(bw));
+            let pops = p.ops.as_ref().expect("pofo is feasible where rotor is");
+            let pt = trace_of(&chain, pops, budget, Some(bw));
+            prop_assert!(pt.makespan_seconds <= rt.makespan_seconds,
+                "pofo {} > rotor {}", pt.makespan_seconds, rt.makespan_seconds);
+        }
+    }
+
+    /// Every offloading algorithm's schedule runs, within budget, and the
+    /// DPs' at-once schedules are never faster than their continuous model.
+    #[test]
+    fn offloading_schedules_fit_and_are_not_faster_than_the_dp(
+        chain in integer_chain(8, true),
+        frac in 0.0f64..1.0,
+        bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
+    ) {
+        let budget = budget_at(&chain, frac);
+        let chain = whole_transfers(chain, bw);
+        let opts = exact_options(budget, Some(bw));
+        for algorithm in Algorithm::OFFLOADING {
+            let sol = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress()).unwrap();
+            let Some(ops) = &sol.ops else { continue };
+            let t = trace_of(&chain, ops, budget, Some(bw));
+            prop_assert!(t.peak_bytes <= budget, "{algorithm}: peak {} > {budget}", t.peak_bytes);
+            prop_assert!(t.makespan_seconds >= chain.sequential_seconds());
+            if let Some(p) = sol.predicted_seconds {
+                prop_assert!(t.makespan_seconds >= p - 1e-9,
+                    "{algorithm}: simulated {} < DP {p}: {}", t.makespan_seconds, sol.detail);
+            }
+        }
+    }
+
+    /// The same on chains with real-valued times and large sizes, at PCIe speed.
+    #[test]
+    fn offloading_schedules_fit_on_real_valued_chains(
+        chain in real_chain(16),
+        frac in 0.0f64..1.0,
+    ) {
+        let low = min_budget(&chain, Variant::Rotor);
+        let high = max_useful_budget(&chain);
+        let budget = low + ((high - low) as f64 * frac) as u64;
+        let chain = with_bandwidth(chain, Some(12e9));
+        let opts = Options { bandwidth_bytes_per_s: Some(12e9), ..Options::default() };
+        for algorithm in Algorithm::OFFLOADING {
+            let sol = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress()).unwrap();
+            if let Some(ops) = &sol.ops {
+                let t = judge(&chain, ops, budget, Some(12e9)).expect("runs");
+                prop_assert!(t.peak_bytes <= budget, "{algorithm}: {} > {budget}", t.peak_bytes);
+            }
+        }
+        // pofo and autocapper contain rotor's schedules: feasible wherever it is.
+        let rotor = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &opts).unwrap();
+        if rotor.feasible() {
+            for algorithm in [Algorithm::Pofo, Algorithm::Autocapper] {
+                let sol = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress()).unwrap();
+                prop_assert!(sol.ops.is_some(), "{algorithm} infeasible at {budget} where rotor is not");
+            }
+        }
+    }
+}
+
+#[test]
+fn with_no_bandwidth_the_offloading_algorithms_degrade_gracefully() {
+    let chain = remat_core::examples::by_name("vgg19").unwrap();
+    let chain = with_bandwidth(chain, None);
+    let budget = (min_budget(&chain, Variant::Rotor) + max_useful_budget(&chain)) / 2;
+    let opts = Options::default();
+    let rotor = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &opts).unwrap();
+    let pofo =
+        solve_offloading(&chain, Algorithm::Pofo, budget, &opts, &mut no_progress()).unwrap();
+    let ops = pofo.ops.expect("pofo without a link is rotor");
+    assert!(!ops.iter().any(|op| op.is_transfer()));
+    let t = trace_of(&chain, &ops, budget, None);
+    let rt = trace_of(&chain, rotor.ops.as_ref().unwrap(), budget, None);
+    // 50 slots instead of rotor's 500: within a few percent.
+    assert!(t.makespan_seconds <= rt.makespan_seconds * 1.05);
+    let only = solve_offloading(
+        &chain,
+        Algorithm::OffloadOnly,
+        budget,
+        &opts,
+        &mut no_progress(),
+    )
+    .unwrap();
+    assert!(
+        only.ops.is_none(),
+        "offload-only cannot fit below M_high with no link"
+    );
+    let opp = solve_offloading(
+        &chain,
+        Algorithm::Opportunist,
+        budget,
+        &opts,
+        &mut no_progress(),
+    )
+    .unwrap();
+    assert!(
+        opp.ops.is_none() && opp.detail.contains("bandwidth"),
+        "{}",
+        opp.detail
+    );
+    let auto = solve_offloading(
+        &chain,
+        Algorithm::Autocapper,
+        budget,
+        &opts,
+        &mut no_progress(),
+    )
+    .unwrap();
+    let a = trace_of(&chain, auto.ops.as_ref().unwrap(), budget, None);
+    assert!(a.peak_bytes <= budget);
+}
