@@ -7,12 +7,19 @@
 //! `Float64Array` next to the JSON `Built` message, and the page rebuilds the
 //! planner ([`PlannerSet::insert_table`]). Every slider move then reads its
 //! schedule out synchronously in the page (O(L)), with no round trip.
+//!
+//! Offloading algorithms (pofo, offload-only, opportunist, autocapper) have
+//! no table: every budget and bandwidth is a new solve (up to seconds), so
+//! their plans, the compare rows and the sweeps always run in the worker.
 
 use remat_core::format::read_any_chain;
 use remat_core::schedule::Op;
-use remat_core::simulator::simulate_with_bandwidth;
+use remat_core::simulator::Trace;
+use remat_core::solvers::offload::{self, judge};
 use remat_core::solvers::persistent::TableGrid;
-use remat_core::solvers::{max_useful_budget, persistent, Algorithm, Options, Planner};
+use remat_core::solvers::{
+    max_useful_budget, persistent, Algorithm, Options, Planner, Solution, SolveError,
+};
 use remat_core::Chain;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +44,19 @@ pub enum Request {
         budget: u64,
         bandwidth: Option<f64>,
         exact: bool,
+    },
+    /// Every offloading algorithm at one budget (the compare rows).
+    Compare {
+        generation: u64,
+        id: u64,
+        budget: u64,
+        bandwidth: Option<f64>,
+    },
+    /// POFO's two figures: overhead vs memory ratio α at `bandwidth`, and
+    /// overhead vs bandwidth at α = [`SWEEP_FIXED_ALPHA`].
+    Sweep {
+        generation: u64,
+        bandwidth: f64,
     },
 }
 
@@ -68,7 +88,52 @@ pub enum Response {
         error: String,
     },
     Planned(Box<Planned>),
+    Compared {
+        generation: u64,
+        id: u64,
+        budget: u64,
+        summaries: Vec<Summary>,
+    },
+    Swept {
+        generation: u64,
+        sweep: Sweep,
+    },
 }
+
+/// The figures of POFO Section 5: makespans over α at one bandwidth and over
+/// bandwidths at one α, for the offloading algorithms and rotor.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    pub bandwidth: f64,
+    pub m_low: u64,
+    pub m_high: u64,
+    pub sequential_seconds: f64,
+    pub by_alpha: Vec<SweepPoint>,
+    pub by_bandwidth: Vec<SweepPoint>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    pub algorithm: String,
+    pub alpha: f64,
+    pub bandwidth: f64,
+    pub makespan_seconds: Option<f64>,
+}
+
+/// Memory ratios of the α figure (the paper's range, 0 = M_low, 1 = M_high).
+pub const SWEEP_ALPHAS: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+/// α of the bandwidth figure, as in the paper.
+pub const SWEEP_FIXED_ALPHA: f64 = 0.2;
+/// Bandwidths of the β figure: PCIe 3 (12 GB/s) to the paper's 36 GB/s and beyond.
+pub const SWEEP_BANDWIDTHS: [f64; 6] = [6e9, 12e9, 18e9, 24e9, 36e9, 48e9];
+/// The algorithms drawn in the sweep: the offloading ones and rotor.
+pub const SWEEP_ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::Rotor,
+    Algorithm::Pofo,
+    Algorithm::OffloadOnly,
+    Algorithm::Opportunist,
+    Algorithm::Autocapper,
+];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Planned {
@@ -205,7 +270,23 @@ impl PlannerSet {
                 let Ok(alg) = Algorithm::from_name(&algorithm) else {
                     return;
                 };
-                let solution = if exact {
+                let solution = if alg.offloads() {
+                    let result = {
+                        let mut progress = reporter(generation, alg.name(), emit);
+                        solve_offloading(chain, alg, budget, bandwidth, &mut progress)
+                    };
+                    match result {
+                        Ok(s) => s,
+                        Err(e) => {
+                            emit(Response::Failed {
+                                generation,
+                                algorithm: Some(algorithm),
+                                error: e.to_string(),
+                            });
+                            return;
+                        }
+                    }
+                } else if exact {
                     match build_with_progress(chain, alg, budget, generation, &algorithm, emit) {
                         Ok(p) => p.plan(chain, budget),
                         Err(e) => {
@@ -238,7 +319,132 @@ impl PlannerSet {
                     summaries,
                 })));
             }
+            Request::Compare {
+                generation,
+                id,
+                budget,
+                bandwidth,
+            } => {
+                if generation != self.generation {
+                    return;
+                }
+                let Some(chain) = self.chain.as_ref() else {
+                    return;
+                };
+                let mut summaries = Vec::new();
+                let n = Algorithm::OFFLOADING.len() as f64;
+                for (k, alg) in Algorithm::OFFLOADING.into_iter().enumerate() {
+                    let mut progress = reporter(generation, "compare", emit);
+                    let mut part = |f: f64| progress((k as f64 + f) / n);
+                    let solution = solve_offloading(chain, alg, budget, bandwidth, &mut part);
+                    summaries.push(match solution {
+                        Ok(s) => summary_of(chain, &s, budget, bandwidth),
+                        Err(e) => Summary {
+                            algorithm: alg.name().to_string(),
+                            feasible: false,
+                            makespan_seconds: None,
+                            peak_bytes: None,
+                            detail: e.to_string(),
+                        },
+                    });
+                }
+                emit(Response::Compared {
+                    generation,
+                    id,
+                    budget,
+                    summaries,
+                });
+            }
+            Request::Sweep {
+                generation,
+                bandwidth,
+            } => {
+                if generation != self.generation {
+                    return;
+                }
+                let Some(chain) = self.chain.as_ref() else {
+                    return;
+                };
+                let sweep = sweep(chain, bandwidth, &mut reporter(generation, "sweep", emit));
+                emit(Response::Swept { generation, sweep });
+            }
         }
+    }
+}
+
+/// Progress every 2 % of the way (more messages only cost the page time).
+fn reporter<'a>(
+    generation: u64,
+    name: &'a str,
+    emit: &'a mut dyn FnMut(Response),
+) -> impl FnMut(f64) -> bool + 'a {
+    let mut last = -1.0f64;
+    move |fraction: f64| {
+        if fraction - last >= 0.02 {
+            last = fraction;
+            emit(Response::Progress {
+                generation,
+                algorithm: name.to_string(),
+                fraction,
+            });
+        }
+        true
+    }
+}
+
+fn solve_offloading(
+    chain: &Chain,
+    alg: Algorithm,
+    budget: u64,
+    bandwidth: Option<f64>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Solution, SolveError> {
+    let options = Options {
+        bandwidth_bytes_per_s: bandwidth,
+        ..Options::default()
+    };
+    offload::solve(chain, alg, budget, &options, progress)
+}
+
+/// The two figures of POFO Section 5 for `chain`.
+fn sweep(chain: &Chain, bandwidth: f64, progress: &mut dyn FnMut(f64) -> bool) -> Sweep {
+    let m_low = min_budget(chain);
+    let m_high = max_useful_budget(chain).max(m_low);
+    let at = |alpha: f64| m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
+    let mut runs: Vec<(f64, f64)> = SWEEP_ALPHAS.iter().map(|&a| (a, bandwidth)).collect();
+    runs.extend(SWEEP_BANDWIDTHS.iter().map(|&b| (SWEEP_FIXED_ALPHA, b)));
+    let total = (runs.len() * SWEEP_ALGORITHMS.len()) as f64;
+    let mut points = Vec::new();
+    let mut done = 0.0;
+    for &(alpha, bw) in &runs {
+        let budget = at(alpha);
+        for alg in SWEEP_ALGORITHMS {
+            let mut part = |f: f64| progress((done + f) / total);
+            let makespan_seconds = solve_offloading(chain, alg, budget, Some(bw), &mut part)
+                .ok()
+                .and_then(|s| {
+                    let ops = s.ops?;
+                    let t = judge(chain, &ops, budget, Some(bw)).ok()?;
+                    (t.peak_bytes <= budget).then_some(t.makespan_seconds)
+                });
+            points.push(SweepPoint {
+                algorithm: alg.name().to_string(),
+                alpha,
+                bandwidth: bw,
+                makespan_seconds,
+            });
+            done += 1.0;
+        }
+    }
+    let split = SWEEP_ALPHAS.len() * SWEEP_ALGORITHMS.len();
+    let by_bandwidth = points.split_off(split);
+    Sweep {
+        bandwidth,
+        m_low,
+        m_high,
+        sequential_seconds: chain.sequential_seconds(),
+        by_alpha: points,
+        by_bandwidth,
     }
 }
 
@@ -262,9 +468,10 @@ impl PlannerSet {
         let Some(chain) = self.chain.as_ref() else {
             return Vec::new();
         };
+        // Offloading algorithms are solved per budget in the worker (Compare).
         self.planners
             .iter()
-            .filter(|p| p.algorithm() != except)
+            .filter(|p| p.algorithm() != except && !p.algorithm().offloads())
             .map(|p| summarize(chain, p, budget, bandwidth))
             .collect()
     }
@@ -298,39 +505,36 @@ fn build_with_progress(
     name: &str,
     emit: &mut dyn FnMut(Response),
 ) -> Result<Planner, remat_core::solvers::SolveError> {
-    // Report every 2 %: more messages only cost the page time.
-    let mut last = -1.0f64;
-    let mut progress = |fraction: f64| {
-        if fraction - last >= 0.02 {
-            last = fraction;
-            emit(Response::Progress {
-                generation,
-                algorithm: name.to_string(),
-                fraction,
-            });
-        }
-        true
-    };
+    let mut progress = reporter(generation, name, emit);
     Planner::build(chain, alg, max_budget, &Options::default(), &mut progress)
 }
 
 fn summarize(chain: &Chain, planner: &Planner, budget: u64, bandwidth: Option<f64>) -> Summary {
-    let solution = planner.plan(chain, budget);
-    let measured = solution
+    summary_of(chain, &planner.plan(chain, budget), budget, bandwidth)
+}
+
+/// One solution measured by the simulator, with the budget as memory limit.
+fn summary_of(chain: &Chain, solution: &Solution, budget: u64, bandwidth: Option<f64>) -> Summary {
+    let measured: Option<Trace> = solution
         .ops
         .as_ref()
-        .and_then(|ops| simulate_with_bandwidth(chain, ops, bandwidth).ok());
+        .and_then(|ops| judge(chain, ops, budget, bandwidth).ok())
+        .filter(|t| t.peak_bytes <= budget);
     Summary {
-        algorithm: planner.algorithm().name().to_string(),
+        algorithm: solution.algorithm.name().to_string(),
         feasible: measured.is_some(),
         makespan_seconds: measured.as_ref().map(|t| t.makespan_seconds),
         peak_bytes: measured.as_ref().map(|t| t.peak_bytes),
-        detail: solution.detail,
+        detail: solution.detail.clone(),
     }
 }
 
 /// Makespan over the slider's range, simulated (the simulator is the judge).
+/// Empty for offloading algorithms: their curves are the sweep's.
 fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
+    if planner.algorithm().offloads() {
+        return Vec::new();
+    }
     let low = min_budget(chain);
     let high = max_useful_budget(chain).max(low);
     let mut budgets: Vec<u64> = (0..CURVE_POINTS)
@@ -345,7 +549,7 @@ fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
         .into_iter()
         .map(|budget| {
             let makespan_seconds = planner.plan(chain, budget).ops.and_then(|ops| {
-                simulate_with_bandwidth(chain, &ops, chain.bandwidth_bytes_per_s)
+                judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
                     .ok()
                     .map(|t| t.makespan_seconds)
             });

@@ -4,11 +4,12 @@
 //! planner. The flow is one-way: chain → build tables → plan(budget) →
 //! simulate → `Current`, which every chart draws.
 
-use crate::planning::{min_budget, CurvePoint, Planned, Request, Response, Summary};
+use crate::planning::{min_budget, CurvePoint, Planned, Request, Response, Summary, Sweep};
 use crate::worker;
 use leptos::prelude::*;
 use remat_core::format::write_chain;
-use remat_core::simulator::{simulate_with_bandwidth, Trace};
+use remat_core::simulator::Trace;
+use remat_core::solvers::offload::judge;
 use remat_core::solvers::{max_useful_budget, Algorithm};
 use remat_core::Chain;
 use std::sync::Arc;
@@ -84,10 +85,29 @@ pub struct AppState {
     pub remote: RwSignal<bool>,
     /// The last plan's id (the DOM carries it so tests can wait on it).
     pub shown_id: RwSignal<u64>,
-    /// An exact re-plan building its own table in the worker, and how far.
+    /// An exact re-plan building its own table in the worker, or an
+    /// offloading algorithm solving this budget there, and how far.
     pub replanning: RwSignal<Option<f64>>,
+    /// The offloading algorithms at the current budget (solved in the worker).
+    pub offload_summaries: RwSignal<Vec<Summary>>,
+    /// How far the worker is with those rows, while it works on them.
+    pub comparing: RwSignal<Option<f64>>,
+    /// POFO's two figures for this chain, once computed.
+    pub sweep: RwSignal<Option<Sweep>>,
+    pub sweeping: RwSignal<Option<f64>>,
     generation: StoredValue<u64>,
     next_id: StoredValue<u64>,
+    /// Offloading solves take a while: one in flight, the latest one waiting.
+    plan_flight: StoredValue<Flight>,
+    compare_flight: StoredValue<Flight>,
+}
+
+/// A request kind that keeps at most one in the worker and one waiting, so
+/// a slider drag does not queue a solve per pixel.
+#[derive(Clone, Copy, Default)]
+struct Flight {
+    busy: bool,
+    waiting: bool,
 }
 
 fn index_of(alg: Algorithm) -> usize {
@@ -118,8 +138,14 @@ impl AppState {
             remote: RwSignal::new(false),
             shown_id: RwSignal::new(0),
             replanning: RwSignal::new(None),
+            offload_summaries: RwSignal::new(Vec::new()),
+            comparing: RwSignal::new(None),
+            sweep: RwSignal::new(None),
+            sweeping: RwSignal::new(None),
             generation: StoredValue::new(0),
             next_id: StoredValue::new(0),
+            plan_flight: StoredValue::new(Flight::default()),
+            compare_flight: StoredValue::new(Flight::default()),
         };
         worker::set_handler(move |r| state.on_response(r));
         state
@@ -138,6 +164,12 @@ impl AppState {
             if ready {
                 self.send_plan(false);
             }
+        });
+        // The compare rows of the offloading algorithms follow the budget,
+        // the bandwidth and the chain.
+        Effect::new(move |_| {
+            let _ = (self.budget.get(), self.bandwidth.get(), self.chain.get());
+            self.send_compare();
         });
         // Choosing an algorithm whose table is not built yet builds it.
         Effect::new(move |_| {
@@ -163,6 +195,11 @@ impl AppState {
         self.cursor.set(None);
         self.current.set(None);
         self.summaries.set(Vec::new());
+        self.offload_summaries.set(Vec::new());
+        self.sweep.set(None);
+        self.sweeping.set(None);
+        self.plan_flight.set_value(Flight::default());
+        self.compare_flight.set_value(Flight::default());
         self.m_low.set(low);
         self.m_high.set(high);
         if chain.bandwidth_bytes_per_s.is_some() && budget.is_none() {
@@ -211,7 +248,7 @@ impl AppState {
     /// A long chain whose worker was cancelled gets a fresh one before it
     /// builds again (building its table in the page would freeze it).
     fn ensure_worker(self) {
-        if self.remote.get_untracked() && !worker::is_remote() {
+        if !worker::is_remote() {
             let text = write_chain(&self.chain.get_untracked());
             worker::respawn(self.generation.get_value(), text);
         }
@@ -231,9 +268,16 @@ impl AppState {
     /// table made for exactly this budget (no rounding to the M_high grid).
     pub fn send_plan(self, exact: bool) {
         mark("sent");
-        if exact {
+        let offloads = self.algorithm.get_untracked().offloads();
+        if offloads {
+            if !take_off(self.plan_flight) {
+                return;
+            }
             self.ensure_worker();
-            if worker::is_remote() && self.algorithm.get_untracked().uses_slots() {
+            self.replanning.set(Some(0.0));
+        } else if exact {
+            self.ensure_worker();
+            if worker::tables_remote() && self.algorithm.get_untracked().uses_slots() {
                 self.replanning.set(Some(0.0));
             }
         }
@@ -249,9 +293,40 @@ impl AppState {
         });
     }
 
-    /// Ends a long build (terminates the worker); `rebuild` starts over.
+    /// The offloading algorithms' compare rows at the current budget.
+    pub fn send_compare(self) {
+        if !take_off(self.compare_flight) {
+            return;
+        }
+        self.ensure_worker();
+        self.comparing.set(Some(0.0));
+        let id = self.next_id.get_value() + 1;
+        self.next_id.set_value(id);
+        worker::send(Request::Compare {
+            generation: self.generation.get_value(),
+            id,
+            budget: self.budget.get_untracked(),
+            bandwidth: Some(self.bandwidth.get_untracked()),
+        });
+    }
+
+    /// Computes POFO's two figures for this chain in the worker.
+    pub fn send_sweep(self) {
+        self.ensure_worker();
+        self.sweeping.set(Some(0.0));
+        worker::send(Request::Sweep {
+            generation: self.generation.get_value(),
+            bandwidth: self.bandwidth.get_untracked(),
+        });
+    }
+
+    /// Ends a long build or solve (terminates the worker); `rebuild` starts over.
     pub fn cancel_build(self) {
         worker::cancel();
+        self.plan_flight.set_value(Flight::default());
+        self.compare_flight.set_value(Flight::default());
+        self.comparing.set(None);
+        self.sweeping.set(None);
         self.replanning.set(None);
         self.builds.update(|b| {
             for build in b.iter_mut() {
@@ -277,6 +352,14 @@ impl AppState {
                 algorithm,
                 fraction,
             } => {
+                if g != generation {
+                    return;
+                }
+                match algorithm.as_str() {
+                    "compare" => return self.comparing.set(Some(fraction)),
+                    "sweep" => return self.sweeping.set(Some(fraction)),
+                    _ => {}
+                }
                 if let (true, Ok(alg)) = (g == generation, Algorithm::from_name(&algorithm)) {
                     if matches!(self.build_of_untracked(alg), Build::Building(_)) {
                         self.set_build(alg, Build::Building(fraction));
@@ -317,9 +400,33 @@ impl AppState {
                     None => self.notice.set(Some(Notice::Error(error))),
                 }
             }
+            Response::Compared {
+                generation: g,
+                summaries,
+                ..
+            } => {
+                if g == generation {
+                    self.offload_summaries.set(summaries);
+                }
+                self.comparing.set(None);
+                if land(self.compare_flight) {
+                    self.send_compare();
+                }
+            }
+            Response::Swept { generation: g, sweep } => {
+                if g == generation {
+                    self.sweep.set(Some(sweep));
+                }
+                self.sweeping.set(None);
+            }
             Response::Planned(planned) => {
-                if planned.exact {
+                let offloads = Algorithm::from_name(&planned.algorithm).is_ok_and(|a| a.offloads());
+                if planned.exact || offloads {
                     self.replanning.set(None);
+                }
+                if offloads && land(self.plan_flight) {
+                    self.send_plan(false);
+                    return; // a newer budget is being solved
                 }
                 if planned.generation != generation || planned.id != self.next_id.get_value() {
                     return; // an answer to a budget the slider has already left
@@ -327,8 +434,9 @@ impl AppState {
                 mark("received");
                 let chain = self.chain.get_untracked();
                 let bandwidth = self.bandwidth.get_untracked();
+                // The budget is the device memory: transfers wait for room.
                 let trace = planned.ops.as_ref().map(|ops| {
-                    simulate_with_bandwidth(&chain, ops, Some(bandwidth)).map_err(|e| e.to_string())
+                    judge(&chain, ops, planned.budget, Some(bandwidth)).map_err(|e| e.to_string())
                 });
                 mark("simulated");
                 let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
@@ -358,6 +466,27 @@ impl AppState {
     fn build_of_untracked(self, alg: Algorithm) -> Build {
         self.builds.with_untracked(|b| b[index_of(alg)].clone())
     }
+}
+
+/// Marks a request as sent if none is in flight; otherwise notes that a newer
+/// one waits and returns false.
+fn take_off(flight: StoredValue<Flight>) -> bool {
+    let mut f = flight.get_value();
+    let go = !f.busy;
+    if go {
+        f.busy = true;
+    } else {
+        f.waiting = true;
+    }
+    flight.set_value(f);
+    go
+}
+
+/// Marks the answer as arrived; true if a newer request waits to be sent.
+fn land(flight: StoredValue<Flight>) -> bool {
+    let f = flight.get_value();
+    flight.set_value(Flight::default());
+    f.waiting
 }
 
 thread_local! {

@@ -5,6 +5,10 @@
 //! finished table then moves to the page (a transferred `Float64Array`, not
 //! a copy) and the worker forgets it.
 //!
+//! Offloading algorithms have no table: each of their plans, the compare rows
+//! and the sweeps are solves of their own, so they always go to the worker,
+//! whatever the chain's length; a worker is kept for every chain.
+//!
 //! Both sides answer with the same `Response`s, so the app state does not
 //! care where a request ran.
 
@@ -36,6 +40,8 @@ struct Remote {
 
 #[derive(Default)]
 struct Backend {
+    /// Whether tables are built in the worker (long chains).
+    tables_remote: bool,
     /// The page's planners: every table ends up here.
     local: PlannerSet,
     /// The builder of long tables, while there is one.
@@ -60,21 +66,22 @@ fn dispatch(response: Response) {
 
 /// Whether long builds go to a worker: keeps a running one, starts one if
 /// needed, ends it when the chain is short.
-pub fn use_worker(remote: bool) {
+pub fn use_worker(tables_remote: bool) {
     BACKEND.with(|b| {
         let mut b = b.borrow_mut();
-        if remote && b.remote.is_none() {
+        b.tables_remote = tables_remote;
+        if b.remote.is_none() {
             match spawn() {
                 Ok(r) => b.remote = Some(r),
-                // No worker (old browser, file://): build in the page.
                 Err(e) => web_sys::console::warn_1(&e),
-            }
-        } else if !remote {
-            if let Some(r) = b.remote.take() {
-                r.worker.terminate();
             }
         }
     });
+}
+
+/// Whether this chain's tables are built in the worker.
+pub fn tables_remote() -> bool {
+    BACKEND.with(|b| b.borrow().tables_remote)
 }
 
 pub fn is_remote() -> bool {
@@ -94,7 +101,7 @@ pub fn cancel() {
 /// Starts a fresh worker after a cancel and gives it the chain, without
 /// touching the page's tables.
 pub fn respawn(generation: u64, chain: String) {
-    use_worker(true);
+    use_worker(tables_remote());
     post_remote(&Request::Load { generation, chain });
 }
 
@@ -249,16 +256,18 @@ fn post_remote(request: &Request) -> bool {
 }
 
 /// Whether a request goes to the worker: builds of DP tables (and exact
-/// re-plans, which build one) while a worker runs.
+/// re-plans, which build one) of long chains, and every offloading solve.
 fn goes_remote(request: &Request) -> bool {
     let dp = |name: &str| Algorithm::from_name(name).is_ok_and(|a| a.uses_slots());
+    let offloads = |name: &str| Algorithm::from_name(name).is_ok_and(|a| a.offloads());
     is_remote()
         && match request {
             Request::Load { .. } => false,
-            Request::Build { algorithm, .. } => dp(algorithm),
+            Request::Build { algorithm, .. } => dp(algorithm) && tables_remote(),
             Request::Plan {
                 algorithm, exact, ..
-            } => *exact && dp(algorithm),
+            } => offloads(algorithm) || (*exact && dp(algorithm) && tables_remote()),
+            Request::Compare { .. } | Request::Sweep { .. } => true,
         }
 }
 

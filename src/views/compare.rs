@@ -18,6 +18,10 @@ pub fn alg_color(a: Algorithm) -> &'static str {
         Algorithm::Sequential => "#0f9fb0",
         Algorithm::Revolve => "#b0469c",
         Algorithm::Rotor => "#1f5fbf",
+        Algorithm::Pofo => "#e8590c",
+        Algorithm::OffloadOnly => "#7048e8",
+        Algorithm::Opportunist => "#2f9e44",
+        Algorithm::Autocapper => "#c2255c",
     }
 }
 
@@ -122,14 +126,21 @@ fn budget_marker_svg(state: AppState) -> String {
 pub fn Compare(state: AppState) -> impl IntoView {
     let rows = move || {
         let summaries = state.summaries.get();
+        let offloading = state.offload_summaries.get();
+        let comparing = state.comparing.get();
         let seq = state.chain.with(|c| c.sequential_seconds());
         let current = state.algorithm.get();
         Algorithm::ALL
             .iter()
             .map(|alg| {
                 let alg = *alg;
-                let summary = summaries.iter().find(|s| s.algorithm == alg.name()).cloned();
-                let build = state.build_of(alg);
+                // Offloading rows come from the worker's solves at this budget.
+                let from = if alg.offloads() { &offloading } else { &summaries };
+                let summary = from.iter().find(|s| s.algorithm == alg.name()).cloned();
+                let build = match (alg.offloads(), comparing) {
+                    (true, Some(f)) => Build::Building(f),
+                    _ => state.build_of(alg),
+                };
                 let cells = match (build, summary) {
                     (Build::Ready { .. }, Some(s)) if s.feasible => {
                         let m = s.makespan_seconds.unwrap_or(0.0);
@@ -148,7 +159,8 @@ pub fn Compare(state: AppState) -> impl IntoView {
                     }
                     .into_any(),
                     (Build::Building(f), _) => view! {
-                        <td colspan="5" class="muted">{format!("building… {:.0} %", f * 100.0)}</td>
+                        <td colspan="5" class="muted">{format!("{}… {:.0} %",
+                            if alg.offloads() { "solving in the worker" } else { "building" }, f * 100.0)}</td>
                     }
                     .into_any(),
                     (Build::Failed(e), _) => view! { <td colspan="5" class="err">{e}</td> }.into_any(),
@@ -198,6 +210,7 @@ pub fn Compare(state: AppState) -> impl IntoView {
                         <Swatch color=alg_color(Algorithm::Sequential) label="sequential" />
                         <Swatch color=alg_color(Algorithm::Revolve) label="revolve" />
                         <Swatch color=alg_color(Algorithm::Rotor) label="rotor" />
+                        <span class="muted">"offloading: see the sweep"</span>
                     </div>
                     <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
                         font-family="Inter, system-ui, sans-serif">

@@ -133,6 +133,22 @@ fn from_slider(state: AppState, v: f64) -> u64 {
     (lo + (hi - lo) * v / SLIDER_STEPS).round() as u64
 }
 
+/// Host links people have, for the bandwidth control (bytes/s, label).
+pub const BANDWIDTH_PRESETS: [(f64, &str); 3] = [
+    (12e9, "PCIe 3 ×16 ≈ 12 GB/s"),
+    (24e9, "PCIe 4 ×16 ≈ 24 GB/s"),
+    (450e9, "NVLink-C2C ≈ 450 GB/s"),
+];
+
+/// The preset's option value for `rate`, or "" (custom).
+fn preset_of(rate: f64) -> String {
+    BANDWIDTH_PRESETS
+        .iter()
+        .find(|(r, _)| *r == rate)
+        .map(|(r, _)| r.to_string())
+        .unwrap_or_default()
+}
+
 #[component]
 pub fn BudgetPanel(state: AppState) -> impl IntoView {
     let typed = RwSignal::new(String::new());
@@ -213,12 +229,27 @@ pub fn BudgetPanel(state: AppState) -> impl IntoView {
                     {move || typed_error.get().map(|e| view! { <small class="err">{e}</small> })}
                 </div>
                 <div class="field bw">
-                    <label for="bandwidth-input">"PCIe bandwidth"</label>
-                    <input id="bandwidth-input" class="typed" type="text"
-                        prop:value=move || bw_text.get()
-                        on:input=move |ev| bw_text.set(event_target_value(&ev))
-                        on:change=move |_| commit_bw()
-                        title="Host↔device rate for offload and prefetch, e.g. 12 GB/s" />
+                    <label for="bandwidth-input">"Host link bandwidth"</label>
+                    <div class="slider-line">
+                        <input id="bandwidth-input" class="typed" type="text"
+                            prop:value=move || bw_text.get()
+                            on:input=move |ev| bw_text.set(event_target_value(&ev))
+                            on:change=move |_| commit_bw()
+                            title="Host↔device rate for offload and prefetch, e.g. 12 GB/s" />
+                        <select id="bandwidth-preset" title="Common host links"
+                            prop:value=move || preset_of(state.bandwidth.get())
+                            on:change=move |ev| {
+                                if let Ok(r) = event_target_value(&ev).parse::<f64>() {
+                                    bw_error.set(None);
+                                    state.bandwidth.set(r);
+                                }
+                            }>
+                            <option value="">"custom"</option>
+                            {BANDWIDTH_PRESETS.iter().map(|(rate, name)| view! {
+                                <option value=rate.to_string()>{*name}</option>
+                            }).collect_view()}
+                        </select>
+                    </div>
                     {move || bw_error.get().map(|e| view! { <small class="err">{e}</small> })}
                 </div>
             </div>
@@ -270,10 +301,16 @@ fn PlanStatus(state: AppState) -> impl IntoView {
             .into_any(),
             Build::Ready { .. } if state.replanning.get().is_some() => {
                 let f = state.replanning.get().unwrap_or(0.0);
+                let what = if alg.offloads() {
+                    format!("Solving {} at {} and {} in a Web Worker…", alg.name(),
+                        bytes(state.budget.get()), format_rate(state.bandwidth.get()))
+                } else {
+                    format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
+                        bytes(state.budget.get()), alg.name())
+                };
                 view! {
                     <div class="status building" id="plan-status">
-                        <span>{format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
-                            bytes(state.budget.get()), alg.name())}</span>
+                        <span>{what}</span>
                         <progress id="build-progress" max="1" value=f></progress>
                         <span>{format!("{:.0} %", f * 100.0)}</span>
                         <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
@@ -301,13 +338,15 @@ fn PlanStatus(state: AppState) -> impl IntoView {
                             {if exact { " (re-planned exactly at this budget)" } else { "" }}
                         </span>
                         {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
-                        {(grid || (!feasible && alg.uses_slots())).then(|| view! {
+                        {(alg.uses_slots() && (grid || !feasible)).then(|| view! {
                             <button id="replan-exact" on:click=move |_| state.send_plan(true)
                                 title="Build a table for exactly this budget: no rounding to the M_high grid">
                                 "Re-plan exactly at this budget"
                             </button>
                         })}
-                        <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.remote.get() { " (worker)" } else { "" })}</span>
+                        {(!alg.offloads()).then(|| view! {
+                            <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.remote.get() { " (worker)" } else { "" })}</span>
+                        })}
                     </div>
                 }
                 .into_any()

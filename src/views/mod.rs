@@ -6,6 +6,7 @@ pub mod controls;
 pub mod guide;
 pub mod memory;
 pub mod stepper;
+pub mod sweep;
 pub mod timeline;
 
 use crate::io;
@@ -161,6 +162,7 @@ pub fn App() -> impl IntoView {
                 <timeline::Timelines state />
             </section>
             <compare::Compare state />
+            <sweep::SweepView state />
             <guide::Guide state />
             <footer class="foot">
                 "Remat — times and sizes come from the chain; the two-lane simulator measures every schedule. "

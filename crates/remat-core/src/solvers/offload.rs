@@ -25,10 +25,15 @@ use super::{persistent, store_all, Algorithm, Options, Progress, Solution, Solve
 use crate::model::units::{format_bytes, format_seconds};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
-use crate::simulator::{simulate_with, Lane, SimOptions, TensorId, Trace};
+use crate::simulator::{simulate_with, Lane, SimError, SimOptions, TensorId, Trace};
 
 /// The simulator as judge: the chain, the link and the budget as memory limit.
-pub fn judge(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> Option<Trace> {
+pub fn judge(
+    chain: &Chain,
+    ops: &[Op],
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Result<Trace, SimError> {
     simulate_with(
         chain,
         ops,
@@ -37,7 +42,11 @@ pub fn judge(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> 
             memory_limit: Some(budget),
         },
     )
-    .ok()
+}
+
+/// [`judge`] for the solvers here: a schedule that does not run is no candidate.
+fn run(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> Option<Trace> {
+    judge(chain, ops, budget, bandwidth).ok()
 }
 
 fn fits(trace: &Trace, budget: u64) -> bool {
@@ -82,12 +91,12 @@ pub fn place_prefetches(
         let lowest = if k == 0 { first } else { places[k - 1] };
         let deadline = needs[k].0;
         let mut best = (
-            score(&judge(chain, &build(&places), budget, bandwidth)),
+            score(&run(chain, &build(&places), budget, bandwidth)),
             deadline,
         );
         for p in (lowest..deadline).rev() {
             places[k] = p;
-            let s = score(&judge(chain, &build(&places), budget, bandwidth));
+            let s = score(&run(chain, &build(&places), budget, bandwidth));
             if s.0 < best.0 .0 || (s.0 == best.0 .0 && s.1 < best.0 .1) {
                 best = (s, p);
             }
@@ -153,7 +162,7 @@ pub fn solve_dp(
     let slots = options.offload_slots;
     // Nothing is faster than Σ u: when store-all fits, it is the answer.
     let all = store_all::schedule(chain);
-    if let Some(t) = judge(chain, &all, budget, None).filter(|t| fits(t, budget)) {
+    if let Some(t) = run(chain, &all, budget, None).filter(|t| fits(t, budget)) {
         return Ok(solution(
             algorithm,
             budget,
@@ -189,7 +198,7 @@ pub fn solve_dp(
         super::solve(chain, Algorithm::Rotor, budget, &plain)?
             .ops
             .and_then(|ops| {
-                judge(chain, &ops, budget, None)
+                run(chain, &ops, budget, None)
                     .filter(|t| fits(t, budget))
                     .map(|t| (ops, t))
             })
@@ -252,7 +261,7 @@ fn convert(
         budget,
         bandwidth,
     );
-    let trace = judge(chain, &ops, budget, bandwidth).filter(|t| fits(t, budget))?;
+    let trace = run(chain, &ops, budget, bandwidth).filter(|t| fits(t, budget))?;
     Some((ops, trace, plan.predicted_seconds))
 }
 
@@ -352,7 +361,7 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Solution {
                     tensor: TensorKind::Saved,
                 });
             }
-            let Some(t) = judge(chain, &trial, u64::MAX, bandwidth) else {
+            let Some(t) = run(chain, &trial, u64::MAX, bandwidth) else {
                 return fail("its forward phase does not run".into());
             };
             let lane_end = |lane| {
@@ -436,7 +445,7 @@ fn finish(
     ops: Vec<Op>,
     detail: impl Fn(&Trace) -> String,
 ) -> Solution {
-    match judge(chain, &ops, budget, bandwidth) {
+    match run(chain, &ops, budget, bandwidth) {
         Some(t) if fits(&t, budget) => {
             let d = detail(&t);
             solution(algorithm, budget, Some(ops), None, d)
@@ -503,7 +512,7 @@ fn capper(
         .ops?;
     let mut tried: Vec<(usize, TensorId)> = Vec::new();
     for _ in 0..8 * chain.len() + 16 {
-        let trace = judge(chain, &ops, budget, bandwidth)?;
+        let trace = run(chain, &ops, budget, bandwidth)?;
         if fits(&trace, budget) {
             return Some((ops, trace));
         }
@@ -527,7 +536,7 @@ fn capper(
             let Some(next) = offload_around(&ops, peak_op, t) else {
                 continue;
             };
-            if judge(chain, &next, budget, bandwidth).is_some() {
+            if run(chain, &next, budget, bandwidth).is_some() {
                 ops = next;
                 moved = true;
                 break;

@@ -1,0 +1,168 @@
+//! POFO's two figures for the loaded chain (Section 5): overhead against the
+//! memory ratio α at the current bandwidth, and against the bandwidth at
+//! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
+//! demand, with progress and a cancel button.
+
+use super::compare::alg_color;
+use super::{bytes, pct, ticks, Swatch};
+use crate::planning::{SweepPoint, SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
+use crate::state::AppState;
+use leptos::prelude::*;
+use remat_core::model::units::format_rate;
+use remat_core::solvers::Algorithm;
+
+const W: f64 = 520.0;
+const H: f64 = 280.0;
+const L: f64 = 60.0;
+const R: f64 = 14.0;
+const T: f64 = 14.0;
+const B: f64 = 40.0;
+
+/// One line per algorithm over `x`; a gap where it has no schedule.
+fn chart(
+    points: &[SweepPoint],
+    x_of: fn(&SweepPoint) -> f64,
+    x_ticks: &[(f64, String)],
+    x_label: &str,
+    sequential: f64,
+) -> String {
+    let seq = sequential.max(1e-12);
+    let (x0, x1) = x_ticks
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), (x, _)| {
+            (a.min(*x), b.max(*x))
+        });
+    let span = (x1 - x0).max(1e-12);
+    let max_over = points
+        .iter()
+        .filter_map(|p| p.makespan_seconds)
+        .map(|m| m / seq - 1.0)
+        .fold(0.05f64, f64::max)
+        * 1.1;
+    let x = |v: f64| L + (v - x0) / span * (W - L - R);
+    let y = |o: f64| T + (H - T - B) - o / max_over * (H - T - B);
+    let mut s = String::new();
+    for o in ticks(max_over, 5) {
+        s.push_str(&format!(
+            r##"<line x1="{L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
+            W - R, L - 6.0, y(o) + 4.0, o * 100.0, yy = y(o)
+        ));
+    }
+    for (v, label) in x_ticks {
+        s.push_str(&format!(
+            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{xx:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{label}</text>"##,
+            H - B, H - B + 5.0, H - B + 18.0, xx = x(*v)
+        ));
+    }
+    s.push_str(&format!(
+        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#2b3442">{x_label}</text><text x="14" y="{:.1}" font-size="12" fill="#2b3442" transform="rotate(-90 14 {:.1})" text-anchor="middle">overhead vs no limit</text>"##,
+        (L + W - R) / 2.0, H - 6.0, (T + H - B) / 2.0, (T + H - B) / 2.0
+    ));
+    for alg in SWEEP_ALGORITHMS {
+        let mut d = String::new();
+        let mut pen_up = true;
+        for p in points.iter().filter(|p| p.algorithm == alg.name()) {
+            match p.makespan_seconds {
+                Some(m) => {
+                    let (px, py) = (x(x_of(p)), y(m / seq - 1.0));
+                    d.push_str(&format!("{}{px:.1} {py:.1}", if pen_up { "M" } else { "L" }));
+                    s.push_str(&format!(
+                        r##"<circle cx="{px:.1}" cy="{py:.1}" r="2.6" fill="{}"><title>{}: {}</title></circle>"##,
+                        alg_color(alg),
+                        alg.name(),
+                        pct(m / seq - 1.0)
+                    ));
+                    pen_up = false;
+                }
+                None => pen_up = true,
+            }
+        }
+        s.push_str(&format!(
+            r##"<path d="{d}" fill="none" stroke="{}" stroke-width="{}" stroke-linejoin="round"/>"##,
+            alg_color(alg),
+            if alg == Algorithm::Pofo { 2.6 } else { 1.6 }
+        ));
+    }
+    s
+}
+
+#[component]
+pub fn SweepView(state: AppState) -> impl IntoView {
+    let alpha_svg = move || {
+        state.sweep.with(|sw| {
+            sw.as_ref().map(|sw| {
+                let ticks: Vec<(f64, String)> = (0..=5)
+                    .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
+                    .collect();
+                chart(&sw.by_alpha, |p| p.alpha, &ticks, "memory ratio α (0 = M_low, 1 = M_high)", sw.sequential_seconds)
+            })
+        })
+    };
+    let beta_svg = move || {
+        state.sweep.with(|sw| {
+            sw.as_ref().map(|sw| {
+                let mut bws: Vec<f64> = sw.by_bandwidth.iter().map(|p| p.bandwidth).collect();
+                bws.dedup();
+                let ticks: Vec<(f64, String)> = bws
+                    .iter()
+                    .map(|b| (b / 1e9, format!("{:.0}", b / 1e9)))
+                    .collect();
+                chart(&sw.by_bandwidth, |p| p.bandwidth / 1e9, &ticks, "bandwidth β (GB/s)", sw.sequential_seconds)
+            })
+        })
+    };
+    let caption = move || {
+        state.sweep.with(|sw| {
+            sw.as_ref().map(|sw| {
+                format!(
+                    "M_low {} … M_high {}; left at {}, right at α = {SWEEP_FIXED_ALPHA} (budget {}).",
+                    bytes(sw.m_low),
+                    bytes(sw.m_high),
+                    format_rate(sw.bandwidth),
+                    bytes(sw.m_low + ((sw.m_high - sw.m_low) as f64 * SWEEP_FIXED_ALPHA).round() as u64)
+                )
+            })
+        })
+    };
+    view! {
+        <section class="card sweep">
+            <div class="card-head">
+                <h2>"Offloading sweep"</h2>
+                <span class="muted">"POFO's figures for this chain: each point is a solve of every offloading algorithm, measured by the simulator"</span>
+                {move || match state.sweeping.get() {
+                    Some(f) => view! {
+                        <span class="status building">
+                            <progress id="sweep-progress" max="1" value=f></progress>
+                            <span>{format!("{:.0} %", f * 100.0)}</span>
+                            <button id="sweep-cancel" on:click=move |_| state.cancel_build()>"Cancel"</button>
+                        </span>
+                    }.into_any(),
+                    None => view! {
+                        <button id="sweep-run" on:click=move |_| state.send_sweep()
+                            title="Runs in a Web Worker">
+                            {move || if state.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" }}
+                        </button>
+                    }.into_any(),
+                }}
+            </div>
+            <div class="legend">
+                {SWEEP_ALGORITHMS.iter().map(|a| view! { <Swatch color=alg_color(*a) label=a.name() /> }).collect_view()}
+            </div>
+            {move || state.sweep.with(|s| s.is_some()).then(|| view! {
+                <div class="sweep-grid">
+                    <svg id="sweep-alpha" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                        font-family="Inter, system-ui, sans-serif">
+                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <g inner_html=alpha_svg></g>
+                    </svg>
+                    <svg id="sweep-beta" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                        font-family="Inter, system-ui, sans-serif">
+                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <g inner_html=beta_svg></g>
+                    </svg>
+                </div>
+                <p class="hint">{caption}</p>
+            })}
+        </section>
+    }
+}
