@@ -54,10 +54,7 @@ pub enum Request {
     },
     /// POFO's two figures: overhead vs memory ratio α at `bandwidth`, and
     /// overhead vs bandwidth at α = [`SWEEP_FIXED_ALPHA`].
-    Sweep {
-        generation: u64,
-        bandwidth: f64,
-    },
+    Sweep { generation: u64, bandwidth: f64 },
 }
 
 /// Planner → page.

@@ -300,11 +300,10 @@ impl AppState {
         }
         self.ensure_worker();
         self.comparing.set(Some(0.0));
-        let id = self.next_id.get_value() + 1;
-        self.next_id.set_value(id);
+        // Plans own `next_id` (the shown plan must be the latest one).
         worker::send(Request::Compare {
             generation: self.generation.get_value(),
-            id,
+            id: self.next_id.get_value(),
             budget: self.budget.get_untracked(),
             bandwidth: Some(self.bandwidth.get_untracked()),
         });
@@ -413,7 +412,10 @@ impl AppState {
                     self.send_compare();
                 }
             }
-            Response::Swept { generation: g, sweep } => {
+            Response::Swept {
+                generation: g,
+                sweep,
+            } => {
                 if g == generation {
                     self.sweep.set(Some(sweep));
                 }

@@ -230,7 +230,7 @@ pub fn BudgetPanel(state: AppState) -> impl IntoView {
                 </div>
                 <div class="field bw">
                     <label for="bandwidth-input">"Host link bandwidth"</label>
-                    <div class="slider-line">
+                    <div class="bw-line">
                         <input id="bandwidth-input" class="typed" type="text"
                             prop:value=move || bw_text.get()
                             on:input=move |ev| bw_text.set(event_target_value(&ev))

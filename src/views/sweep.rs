@@ -65,7 +65,10 @@ fn chart(
             match p.makespan_seconds {
                 Some(m) => {
                     let (px, py) = (x(x_of(p)), y(m / seq - 1.0));
-                    d.push_str(&format!("{}{px:.1} {py:.1}", if pen_up { "M" } else { "L" }));
+                    d.push_str(&format!(
+                        "{}{px:.1} {py:.1}",
+                        if pen_up { "M" } else { "L" }
+                    ));
                     s.push_str(&format!(
                         r##"<circle cx="{px:.1}" cy="{py:.1}" r="2.6" fill="{}"><title>{}: {}</title></circle>"##,
                         alg_color(alg),
@@ -94,7 +97,13 @@ pub fn SweepView(state: AppState) -> impl IntoView {
                 let ticks: Vec<(f64, String)> = (0..=5)
                     .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
                     .collect();
-                chart(&sw.by_alpha, |p| p.alpha, &ticks, "memory ratio α (0 = M_low, 1 = M_high)", sw.sequential_seconds)
+                chart(
+                    &sw.by_alpha,
+                    |p| p.alpha,
+                    &ticks,
+                    "memory ratio α (0 = M_low, 1 = M_high)",
+                    sw.sequential_seconds,
+                )
             })
         })
     };
@@ -107,7 +116,13 @@ pub fn SweepView(state: AppState) -> impl IntoView {
                     .iter()
                     .map(|b| (b / 1e9, format!("{:.0}", b / 1e9)))
                     .collect();
-                chart(&sw.by_bandwidth, |p| p.bandwidth / 1e9, &ticks, "bandwidth β (GB/s)", sw.sequential_seconds)
+                chart(
+                    &sw.by_bandwidth,
+                    |p| p.bandwidth / 1e9,
+                    &ticks,
+                    "bandwidth β (GB/s)",
+                    sw.sequential_seconds,
+                )
             })
         })
     };

@@ -1,0 +1,118 @@
+// Browser tests of offloading in the explorer: pofo solved in the worker,
+// the PCIe lane, the bandwidth presets, the compare rows of the four
+// offloading algorithms and the POFO sweep. Run through scripts/browser-tests.sh.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { launch, open, nextPlan, planId, text } from './helpers.mjs';
+
+const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
+
+let context;
+before(async () => { context = await launch(); });
+after(async () => { await context?.close(); });
+
+/// Waits until the plan status is no longer "solving".
+async function settled(page, timeout = 60000) {
+  await page.waitForFunction(() => {
+    const s = document.querySelector('#plan-status');
+    return s && !s.textContent.includes('Solving');
+  }, null, { timeout });
+}
+
+test('pofo is solved in the worker and moves bytes over the PCIe lane', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&budget=599785472&bandwidth=12000000000');
+  const rotor = await text(page, '#stat-makespan');
+  assert.equal(rotor, '420.00 ms');
+  assert.equal(await text(page, '#stat-moved'), '0 B');
+  const id = await planId(page);
+  await page.locator('#algorithm-select').selectOption('pofo');
+  await nextPlan(page, id);
+  await settled(page);
+  // At 12 GB/s the teaching chain hides every transfer: no overhead at all.
+  assert.equal(await text(page, '#stat-makespan'), '300.00 ms');
+  assert.equal(await text(page, '#stat-recomputations'), '0');
+  assert.notEqual(await text(page, '#stat-moved'), '0 B');
+  assert.match(await text(page, '#plan-status'), /DP 300\.00 ms with continuous transfers, simulated 300\.00 ms at once/);
+  // The PCIe lane draws the transfers; the chain view marks offloaded stages.
+  const lane = await page.locator('#timeline-svg').innerHTML();
+  assert.match(lane, /PCIe/);
+  assert.ok((await page.locator('#chain-svg').innerHTML()).includes('#8a63d2'), 'an offloaded stage in the chain view');
+
+  // The exported schedule validates with the CLI, transfers included.
+  const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#export-schedule').click()]);
+  const dir = mkdtempSync(join(tmpdir(), 'remat-pofo-'));
+  const file = join(dir, 'pofo.json');
+  await download.saveAs(file);
+  const schedule = JSON.parse(readFileSync(file, 'utf8'));
+  assert.ok(schedule.ops.some((o) => o.op === 'offload'));
+  assert.ok(schedule.ops.some((o) => o.op === 'prefetch'));
+  const result = JSON.parse(execFileSync(CLI, ['simulate', 'example:teaching', file, '--json']).toString());
+  assert.equal(result.feasible, true);
+  assert.equal(result.makespan_seconds, schedule.predicted.makespan_seconds);
+  assert.ok(result.offloaded_bytes > 0);
+
+  // A slower link costs time: type 1 GB/s.
+  const id2 = await planId(page);
+  await page.locator('#bandwidth-input').fill('1 GB/s');
+  await page.locator('#bandwidth-input').press('Enter');
+  await nextPlan(page, id2);
+  await settled(page);
+  const slow = await text(page, '#stat-makespan');
+  assert.notEqual(slow, '300.00 ms');
+  assert.equal(await page.locator('#bandwidth-preset').inputValue(), '');
+  // The NVLink preset brings it back to no overhead.
+  const id3 = await planId(page);
+  await page.locator('#bandwidth-preset').selectOption({ label: 'NVLink-C2C ≈ 450 GB/s' });
+  await nextPlan(page, id3);
+  await settled(page);
+  assert.equal(await text(page, '#stat-makespan'), '300.00 ms');
+  assert.match(await page.locator('#bandwidth-input').inputValue(), /450/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('compare lists the four offloading algorithms at the current budget', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor&bandwidth=12000000000');
+  for (const name of ['pofo', 'offload-only', 'opportunist', 'autocapper']) {
+    await page.waitForFunction((n) => {
+      const row = [...document.querySelectorAll('#compare-table tbody tr')].find((r) => r.cells[0].textContent.trim() === n);
+      return row && /[✓✗]/.test(row.cells[1].textContent);
+    }, name, { timeout: 60000 });
+  }
+  const rows = await page.locator('#compare-table tbody tr').allInnerTexts();
+  assert.equal(rows.length, 8);
+  const pofo = rows.find((r) => r.startsWith('pofo'));
+  const rotor = rows.find((r) => r.startsWith('rotor'));
+  const ms = (row) => Number(/([\d.]+) ms/.exec(row)[1]);
+  assert.ok(ms(pofo) <= ms(rotor), `pofo ${pofo} vs rotor ${rotor}`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the sweep draws both POFO figures, and can be cancelled', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
+  // Cancel first: the worker stops, the page keeps planning.
+  await page.locator('#sweep-run').click();
+  await page.locator('#sweep-progress').waitFor();
+  await page.locator('#sweep-cancel').click();
+  await page.locator('#sweep-run').waitFor();
+  const id = await planId(page);
+  await page.locator('#budget-slider').fill('300');
+  await nextPlan(page, id, 5000);
+  // Then the whole sweep.
+  await page.locator('#sweep-run').click();
+  await page.locator('#sweep-alpha').waitFor({ timeout: 120000 });
+  for (const id of ['#sweep-alpha', '#sweep-beta']) {
+    const paths = await page.locator(`${id} path`).count();
+    assert.ok(paths >= 5, `${id}: ${paths} lines`);
+    assert.ok(await page.locator(`${id} circle`).count() > 10);
+  }
+  assert.match(await text(page, '.sweep .hint'), /α = 0\.2/);
+  await page.locator('.sweep').screenshot({ path: join(tmpdir(), 'remat-sweep.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
