@@ -3,8 +3,10 @@
 //! measure the same things with statistics.
 
 use clap::Args;
+use remat_core::solvers::offload;
 use remat_core::solvers::persistent::{PersistentTable, Variant};
-use remat_core::solvers::{max_useful_budget, no_progress, Options};
+use remat_core::solvers::pofo::{Mode, Pofo};
+use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
 use remat_core::{examples, simulate};
 use serde_json::json;
 use std::time::Instant;
@@ -22,6 +24,60 @@ pub struct BenchArgs {
     reps: usize,
     #[arg(long)]
     json: bool,
+    /// Skip the pofo measurements (seconds at L = 100).
+    #[arg(long)]
+    no_pofo: bool,
+}
+
+/// The bandwidth of the pofo measurements: PCIe 3 ×16.
+const POFO_BANDWIDTH: f64 = 12e9;
+
+/// Median seconds of pofo's DP (C_Δ table, OC and the read-out) on the
+/// synthetic chain of `stages` at α = 0.3 with `slots` memory steps.
+fn pofo_dp(stages: usize, slots: usize, reps: usize) -> Result<f64, String> {
+    let chain = examples::synthetic(stages);
+    let low = remat_core::solvers::persistent::min_budget(&chain, Variant::Rotor);
+    let high = max_useful_budget(&chain);
+    let budget = low + (high - low) * 3 / 10;
+    let mut times = Vec::new();
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        let mut dp = Pofo::build(
+            &chain,
+            Mode::Full,
+            budget,
+            slots,
+            Some(POFO_BANDWIDTH),
+            Options::default().max_table_bytes,
+            &mut no_progress(),
+        )
+        .map_err(|e| e.to_string())?;
+        std::hint::black_box(dp.plan());
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    Ok(median(times))
+}
+
+/// Median seconds of the whole `pofo` solve (DP, prefetch placement, the
+/// simulator's verdicts, rotor's schedule for comparison).
+fn pofo_solve(stages: usize, reps: usize) -> Result<f64, String> {
+    let chain = examples::synthetic(stages);
+    let low = remat_core::solvers::persistent::min_budget(&chain, Variant::Rotor);
+    let high = max_useful_budget(&chain);
+    let budget = low + (high - low) * 3 / 10;
+    let options = Options {
+        bandwidth_bytes_per_s: Some(POFO_BANDWIDTH),
+        ..Options::default()
+    };
+    let mut times = Vec::new();
+    for _ in 0..reps {
+        let t0 = Instant::now();
+        let s = offload::solve(&chain, Algorithm::Pofo, budget, &options, &mut no_progress())
+            .map_err(|e| e.to_string())?;
+        std::hint::black_box(s);
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    Ok(median(times))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -78,6 +134,14 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
         sim.push(t0.elapsed().as_secs_f64());
         std::hint::black_box(trace);
     }
+    // pofo: how the DP grows with L (N = 50) and with N (L = 50).
+    let mut pofo = Vec::new();
+    if !a.no_pofo {
+        for (l, n) in [(25, 50), (50, 50), (100, 50), (50, 25), (50, 100)] {
+            pofo.push((l, n, pofo_dp(l, n, a.reps.min(3))?));
+        }
+    }
+    let solve_50 = if a.no_pofo { None } else { Some(pofo_solve(50, a.reps.min(3))?) };
     let build_s = median(build);
     let readout_s = median(readout);
     let sim_s = median(sim);
@@ -88,6 +152,8 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             "table_build_seconds": build_s, "table_bytes": table.memory_bytes(),
             "readout_seconds": readout_s, "simulated_ops": ops.len(),
             "simulator_ops_per_second": ops_per_s,
+            "pofo_dp_seconds": pofo.iter().map(|(l, n, t)| json!({"stages": l, "slots": n, "seconds": t})).collect::<Vec<_>>(),
+            "pofo_solve_50_stages_seconds": solve_50,
         });
         say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
     } else {
@@ -115,6 +181,12 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             ops_per_s / 1e6,
             ops.len()
         );
+        for (l, n, t) in &pofo {
+            say!("pofo DP             L = {l:>3}, N = {n:>3}: median {t:.3} s (12 GB/s, α = 0.3)");
+        }
+        if let Some(t) = solve_50 {
+            say!("pofo solve, L = 50  median {t:.3} s (DP + at-once transfers + simulator verdicts)");
+        }
     }
     Ok(())
 }

@@ -40,6 +40,30 @@ use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// OC's memo is hit tens of millions of times with packed u64 keys; SipHash
+/// (the std default, built against adversarial keys) took most of the time.
+/// A 128-bit multiply folds every key bit into the hash's low and high bits.
+#[derive(Default)]
+struct StateHasher(u64);
+
+impl Hasher for StateHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(self.0 ^ *b as u64);
+        }
+    }
+    fn write_u64(&mut self, k: u64) {
+        let p = (k as u128).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
+        self.0 = (p >> 64) as u64 ^ p as u64;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type StateMap = HashMap<u64, (f64, ForwardChoice), BuildHasherDefault<StateHasher>>;
 
 /// Which forward operations the DP may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +103,8 @@ struct Grid {
     ob: Vec<usize>,
     uf: Vec<f64>,
     ub: Vec<f64>,
+    /// Σ_{k=ℓ}^{L} (u_f + u_b): no schedule of stages ℓ..L is faster.
+    rest: Vec<f64>,
 }
 
 impl Grid {
@@ -126,6 +152,14 @@ impl Grid {
                     }
                 })
                 .collect(),
+            rest: {
+                let mut rest = vec![0.0; n + 2];
+                for l in (1..=n).rev() {
+                    let st = chain.stage(l);
+                    rest[l] = rest[l + 1] + (st.forward_seconds + st.backward_seconds);
+                }
+                rest
+            },
         }
     }
 
@@ -191,7 +225,7 @@ pub struct Pofo {
     grid: Grid,
     mode: Mode,
     back: Backward,
-    forward: HashMap<u64, (f64, ForwardChoice)>,
+    forward: StateMap,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -271,7 +305,7 @@ impl Pofo {
                 per_pair,
                 max_delta,
             },
-            forward: HashMap::new(),
+            forward: StateMap::default(),
         };
         if mode == Mode::Full {
             pofo.fill_backward(progress)?;
@@ -515,9 +549,16 @@ impl Pofo {
             }
             reach = reach.max(mk as f64 - g.beta * f);
             f += g.uf[last];
+            // Branch and bound: any split costs at least every F and B once
+            // plus the recomputed forwards, which only grow with `last`; the
+            // margin keeps float rounding from pruning a better candidate.
+            let beaten = |bound: f64| bound > best.0 + best.0.abs() * 1e-9;
+            if beaten(g.rest[i] + f) {
+                break;
+            }
             let eps_f = g.idle(reach - big_n as f64 + mfx);
             let back = self.c(i, last, free, db);
-            if !back.is_finite() {
+            if !back.is_finite() || beaten(f + g.rest[last + 1] + back + eps_f) {
                 continue;
             }
             let sent = (f + eps_f) * g.beta;
