@@ -57,7 +57,7 @@ fn fits(trace: &Trace, budget: u64) -> bool {
 /// in deadline order) after `first` and before its deadline: each at the
 /// place, from its deadline back to the previous prefetch, where the judged
 /// schedule fits and is fastest (prefetches keep their order: one copy lane).
-/// O(P · L · n) for P prefetches over n ops.
+/// O(P · L · n) for P prefetches over n ops: one simulation per place tried.
 pub fn place_prefetches(
     chain: &Chain,
     ops: &[Op],
@@ -94,7 +94,13 @@ pub fn place_prefetches(
             score(&run(chain, &build(&places), budget, bandwidth)),
             deadline,
         );
-        for p in (lowest..deadline).rev() {
+        // A prefetch listed at p is issued when ops[p − 1] ends: only places
+        // after an op that frees memory (a backward, an F_∅), and the first
+        // one, can start it earlier than the next such place.
+        let frees = |p: usize| {
+            p == lowest || matches!(ops[p - 1], Op::Backward { .. } | Op::ForwardNone { .. })
+        };
+        for p in (lowest..deadline).rev().filter(|&p| frees(p)) {
             places[k] = p;
             let s = score(&run(chain, &build(&places), budget, bandwidth));
             if s.0 < best.0 .0 || (s.0 == best.0 .0 && s.1 < best.0 .1) {

@@ -39,32 +39,6 @@
 use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// OC's memo is hit tens of millions of times with packed u64 keys; SipHash
-/// (the std default, built against adversarial keys) took most of the time.
-/// A 128-bit multiply folds every key bit into the hash's low and high bits.
-#[derive(Default)]
-struct StateHasher(u64);
-
-impl Hasher for StateHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(self.0 ^ *b as u64);
-        }
-    }
-    fn write_u64(&mut self, k: u64) {
-        let p = (k as u128).wrapping_mul(0x9E37_79B9_7F4A_7C15_F39C_C060_5CED_C835);
-        self.0 = (p >> 64) as u64 ^ p as u64;
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type StateMap = HashMap<u64, (f64, ForwardChoice), BuildHasherDefault<StateHasher>>;
-
 /// Which forward operations the DP may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -225,7 +199,65 @@ pub struct Pofo {
     grid: Grid,
     mode: Mode,
     back: Backward,
-    forward: StateMap,
+    forward: Forward,
+}
+
+/// OC's memo, dense: for each (i, x), every (A, Δ_F, Δ_B) with A + Δ_F ≤ N
+/// and A + Δ_B ≤ N (larger states cannot fit) — Σ_A (N − A + 1)² entries.
+/// Reached states are a large share of it, and a flat array is several
+/// times faster than hashing them.
+struct Forward {
+    slots: usize,
+    /// Δ_F and Δ_B stay 0 with no link.
+    max_delta: usize,
+    /// Offset of the (A, ·, ·) square inside a block, for A in 0..=N.
+    square: Vec<usize>,
+    block: usize,
+    values: Vec<f64>,
+    /// [`ForwardChoice::encode`]d.
+    choices: Vec<u16>,
+}
+
+impl Forward {
+    fn side(slots: usize, max_delta: usize, a: usize) -> usize {
+        (slots - a + 1).min(max_delta + 1)
+    }
+
+    /// Entries for stages 1..=n: 2 × Σ_A side(A)² per stage.
+    fn entries(n: usize, slots: usize, max_delta: usize) -> usize {
+        let block: usize = (0..=slots)
+            .map(|a| Self::side(slots, max_delta, a).pow(2))
+            .sum();
+        (n + 1) * 2 * block
+    }
+
+    fn new(n: usize, slots: usize, max_delta: usize) -> Forward {
+        let mut square = Vec::with_capacity(slots + 2);
+        let mut at = 0;
+        for a in 0..=slots {
+            square.push(at);
+            at += Self::side(slots, max_delta, a).pow(2);
+        }
+        let len = (n + 1) * 2 * at;
+        Forward {
+            slots,
+            max_delta,
+            square,
+            block: at,
+            values: vec![f64::NAN; len],
+            choices: vec![0; len],
+        }
+    }
+
+    /// None for states outside the table (they cannot fit).
+    fn index(&self, i: usize, x: usize, a: usize, df: usize, db: usize) -> Option<usize> {
+        if a > self.slots {
+            return None;
+        }
+        let side = Self::side(self.slots, self.max_delta, a);
+        (df < side && db < side)
+            .then(|| (2 * i + x) * self.block + self.square[a] + df * side + db)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -236,11 +268,48 @@ enum ForwardChoice {
     Checkpoint { last: usize, offload: bool },
 }
 
+impl ForwardChoice {
+    /// Two bytes in the memo: 0 infeasible, 1 loss, 2 + offload for F_all,
+    /// 4 + 2 (last − i) + offload for F_ck.
+    fn encode(self, i: usize) -> u16 {
+        match self {
+            ForwardChoice::Infeasible => 0,
+            ForwardChoice::Loss => 1,
+            ForwardChoice::All { offload } => 2 + offload as u16,
+            ForwardChoice::Checkpoint { last, offload } => {
+                4 + 2 * (last - i) as u16 + offload as u16
+            }
+        }
+    }
+
+    fn decode(code: u16, i: usize) -> ForwardChoice {
+        match code {
+            0 => ForwardChoice::Infeasible,
+            1 => ForwardChoice::Loss,
+            2 | 3 => ForwardChoice::All {
+                offload: code == 3,
+            },
+            c => ForwardChoice::Checkpoint {
+                last: i + ((c - 4) / 2) as usize,
+                offload: c % 2 == 1,
+            },
+        }
+    }
+}
+
 /// Bytes of the C_Δ table for `n` stages on `slots` slots.
-pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool) -> u128 {
+/// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
+/// OC's dense memo.
+pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> u128 {
     let pairs = (n as u128) * (n as u128 + 1) / 2;
     let deltas = if with_bandwidth { slots as u128 + 1 } else { 1 };
-    pairs * (slots as u128 + 1) * deltas * 10
+    let backward = if mode == Mode::Full {
+        pairs * (slots as u128 + 1) * deltas * 10
+    } else {
+        0
+    };
+    let max_delta = if with_bandwidth { slots } else { 0 };
+    backward + Forward::entries(n, slots, max_delta) as u128 * 10
 }
 
 impl Pofo {
@@ -266,11 +335,7 @@ impl Pofo {
         let grid = Grid::new(chain, budget_bytes, slots, bandwidth);
         let n = grid.n;
         let with_bw = grid.beta > 0.0;
-        let need = if mode == Mode::Full {
-            table_bytes(n, grid.slots, with_bw)
-        } else {
-            0
-        };
+        let need = table_bytes(n, grid.slots, with_bw, mode);
         if need > max_table_bytes as u128 {
             return Err(SolveError::TooLarge(format!(
                 "slots: pofo's table for {n} stages × {} slots needs {} (limit {}); use fewer --slots",
@@ -280,6 +345,7 @@ impl Pofo {
             )));
         }
         let max_delta = if with_bw { grid.slots } else { 0 };
+        let grid_slots = grid.slots;
         let mut pair_start = vec![0usize; n + 2];
         for i in 1..=n {
             pair_start[i + 1] = pair_start[i] + (n - i + 1);
@@ -305,7 +371,7 @@ impl Pofo {
                 per_pair,
                 max_delta,
             },
-            forward: StateMap::default(),
+            forward: Forward::new(n, grid_slots, max_delta),
         };
         if mode == Mode::Full {
             pofo.fill_backward(progress)?;
@@ -444,10 +510,6 @@ impl Pofo {
         v.is_finite().then_some(v)
     }
 
-    fn key(i: usize, x: usize, a: usize, df: usize, db: usize) -> u64 {
-        ((((i as u64) << 1 | x as u64) << 16 | a as u64) << 16 | df as u64) << 16 | db as u64
-    }
-
     /// I_i^x: a^{i-1} (x = 0) or ā^{i-1} (x = 1).
     fn input(&self, i: usize, x: usize) -> usize {
         if x == 1 {
@@ -459,12 +521,16 @@ impl Pofo {
 
     /// OC_x(i, A, Δ_F, Δ_B) (Section B.1, with the loss at stage L).
     fn oc(&mut self, i: usize, x: usize, a: usize, df: usize, db: usize) -> f64 {
-        let key = Self::key(i, x, a, df, db);
-        if let Some(&(v, _)) = self.forward.get(&key) {
+        let Some(at) = self.forward.index(i, x, a, df, db) else {
+            return f64::INFINITY;
+        };
+        let v = self.forward.values[at];
+        if !v.is_nan() {
             return v;
         }
         let (v, choice) = self.oc_compute(i, x, a, df, db);
-        self.forward.insert(key, (v, choice));
+        self.forward.values[at] = v;
+        self.forward.choices[at] = choice.encode(i);
         v
     }
 
@@ -623,7 +689,11 @@ impl Pofo {
         out: &mut PofoPlan,
     ) {
         self.oc(i, x, a, df, db);
-        let (_, choice) = self.forward[&Self::key(i, x, a, df, db)];
+        let at = self
+            .forward
+            .index(i, x, a, df, db)
+            .expect("a state on the optimal path is in the table");
+        let choice = ForwardChoice::decode(self.forward.choices[at], i);
         let input = self.input(i, x);
         let tensor = if x == 1 {
             TensorKind::Saved
