@@ -72,8 +72,14 @@ fn pofo_solve(stages: usize, reps: usize) -> Result<f64, String> {
     let mut times = Vec::new();
     for _ in 0..reps {
         let t0 = Instant::now();
-        let s = offload::solve(&chain, Algorithm::Pofo, budget, &options, &mut no_progress())
-            .map_err(|e| e.to_string())?;
+        let s = offload::solve(
+            &chain,
+            Algorithm::Pofo,
+            budget,
+            &options,
+            &mut no_progress(),
+        )
+        .map_err(|e| e.to_string())?;
         std::hint::black_box(s);
         times.push(t0.elapsed().as_secs_f64());
     }
@@ -141,7 +147,11 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             pofo.push((l, n, pofo_dp(l, n, a.reps.min(3))?));
         }
     }
-    let solve_50 = if a.no_pofo { None } else { Some(pofo_solve(50, a.reps.min(3))?) };
+    let solve_50 = if a.no_pofo {
+        None
+    } else {
+        Some(pofo_solve(50, a.reps.min(3))?)
+    };
     let build_s = median(build);
     let readout_s = median(readout);
     let sim_s = median(sim);
@@ -185,7 +195,9 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
             say!("pofo DP             L = {l:>3}, N = {n:>3}: median {t:.3} s (12 GB/s, α = 0.3)");
         }
         if let Some(t) = solve_50 {
-            say!("pofo solve, L = 50  median {t:.3} s (DP + at-once transfers + simulator verdicts)");
+            say!(
+                "pofo solve, L = 50  median {t:.3} s (DP + at-once transfers + simulator verdicts)"
+            );
         }
     }
     Ok(())

@@ -255,8 +255,7 @@ impl Forward {
             return None;
         }
         let side = Self::side(self.slots, self.max_delta, a);
-        (df < side && db < side)
-            .then(|| (2 * i + x) * self.block + self.square[a] + df * side + db)
+        (df < side && db < side).then(|| (2 * i + x) * self.block + self.square[a] + df * side + db)
     }
 }
 
@@ -286,9 +285,7 @@ impl ForwardChoice {
         match code {
             0 => ForwardChoice::Infeasible,
             1 => ForwardChoice::Loss,
-            2 | 3 => ForwardChoice::All {
-                offload: code == 3,
-            },
+            2 | 3 => ForwardChoice::All { offload: code == 3 },
             c => ForwardChoice::Checkpoint {
                 last: i + ((c - 4) / 2) as usize,
                 offload: c % 2 == 1,
