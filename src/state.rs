@@ -166,10 +166,15 @@ impl AppState {
             }
         });
         // The compare rows of the offloading algorithms follow the budget,
-        // the bandwidth and the chain.
+        // the bandwidth and the chain; for long chains (their solves take
+        // long and the worker also builds tables) only when asked.
         Effect::new(move |_| {
             let _ = (self.budget.get(), self.bandwidth.get(), self.chain.get());
-            self.send_compare();
+            if self.remote.get() {
+                self.offload_summaries.set(Vec::new());
+            } else {
+                self.send_compare();
+            }
         });
         // Choosing an algorithm whose table is not built yet builds it.
         Effect::new(move |_| {
@@ -222,6 +227,11 @@ impl AppState {
         if !remote {
             // Cheap in the page: build every table now so Compare is complete.
             self.build_all();
+        } else {
+            // Offloading planners hold no table: ready at once.
+            for alg in Algorithm::OFFLOADING {
+                self.request_build(alg);
+            }
         }
     }
 

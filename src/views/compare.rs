@@ -164,6 +164,13 @@ pub fn Compare(state: AppState) -> impl IntoView {
                     }
                     .into_any(),
                     (Build::Failed(e), _) => view! { <td colspan="5" class="err">{e}</td> }.into_any(),
+                    (Build::Ready { .. }, None) if alg.offloads() => view! {
+                        <td colspan="5" class="muted">
+                            "not solved at this budget "
+                            <button class="small solve-offloading" on:click=move |ev| { ev.stop_propagation(); state.send_compare() }>"solve"</button>
+                        </td>
+                    }
+                    .into_any(),
                     _ => view! {
                         <td colspan="5" class="muted">
                             "not built "

@@ -21,7 +21,7 @@
 //! taken when a prefetch starts).
 
 use super::pofo::{Mode, Pofo, PofoPlan};
-use super::{persistent, store_all, Algorithm, Options, Progress, Solution, SolveError};
+use super::{persistent, store_all, Algorithm, Options, Planner, Progress, Solution, SolveError};
 use crate::model::units::{format_bytes, format_seconds};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
@@ -500,22 +500,15 @@ fn produces(op: Op, tensor: TensorId) -> bool {
     }
 }
 
-/// `capper(M')`: rotor's schedule for `m_prime`, with offloads added at each
-/// peak over `budget` until it fits.
+/// `capper(M')`: `rotor`, rotor's schedule for M', with offloads added at
+/// each peak over `budget` until it fits.
 fn capper(
     chain: &Chain,
     budget: u64,
-    m_prime: u64,
+    rotor: Vec<Op>,
     bandwidth: Option<f64>,
-    options: &Options,
 ) -> Option<(Vec<Op>, Trace)> {
-    let opts = Options {
-        bandwidth_bytes_per_s: None,
-        ..options.clone()
-    };
-    let mut ops = super::solve(chain, Algorithm::Rotor, m_prime, &opts)
-        .ok()?
-        .ops?;
+    let mut ops = rotor;
     let mut tried: Vec<(usize, TensorId)> = Vec::new();
     for _ in 0..8 * chain.len() + 16 {
         let trace = run(chain, &ops, budget, bandwidth)?;
@@ -597,12 +590,31 @@ pub fn autocapper(
         .or(chain.bandwidth_bytes_per_s);
     let high = super::max_useful_budget(chain).max(budget);
     let low = persistent::min_budget(chain, persistent::Variant::Rotor);
+    let plain = Options {
+        bandwidth_bytes_per_s: None,
+        ..options.clone()
+    };
+    // One rotor table for M_high answers every M' (read-outs are O(L));
+    // M' = budget gets a table of its own, so autocapper is feasible
+    // wherever rotor is.
+    let table = Planner::build(
+        chain,
+        Algorithm::Rotor,
+        high,
+        &plain,
+        &mut super::no_progress(),
+    )?;
     let mut best: Option<(Vec<Op>, Trace, u64)> = None;
     for k in 0..AUTOCAPPER_TRIES {
         let m_prime =
             budget + ((high - budget) as f64 * k as f64 / (AUTOCAPPER_TRIES - 1) as f64) as u64;
-        if m_prime >= low {
-            if let Some((ops, trace)) = capper(chain, budget, m_prime, bandwidth, options) {
+        let rotor = if k == 0 {
+            super::solve(chain, Algorithm::Rotor, m_prime, &plain)?.ops
+        } else {
+            table.plan(chain, m_prime).ops
+        };
+        if let (true, Some(rotor)) = (m_prime >= low, rotor) {
+            if let Some((ops, trace)) = capper(chain, budget, rotor, bandwidth) {
                 if best
                     .as_ref()
                     .is_none_or(|b| trace.makespan_seconds < b.1.makespan_seconds)
