@@ -405,6 +405,28 @@ impl AppState {
                     return;
                 }
                 match algorithm.and_then(|a| Algorithm::from_name(&a).ok()) {
+                    // An offloading solve failed (too large a chain for its
+                    // tables): this budget has no schedule; the next may.
+                    Some(alg) if alg.offloads() => {
+                        self.on_response(Response::Planned(Box::new(Planned {
+                            generation,
+                            id: self.next_id.get_value(),
+                            algorithm: alg.name().to_string(),
+                            budget: self.budget.get_untracked(),
+                            bandwidth: Some(self.bandwidth.get_untracked()),
+                            exact: false,
+                            ops: None,
+                            predicted_seconds: None,
+                            predicted_peak_bytes: None,
+                            detail: error,
+                            summaries: self
+                                .summaries
+                                .get_untracked()
+                                .into_iter()
+                                .filter(|s| s.algorithm != alg.name())
+                                .collect(),
+                        })))
+                    }
                     Some(alg) => self.set_build(alg, Build::Failed(error)),
                     None => self.notice.set(Some(Notice::Error(error))),
                 }

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, nextPlan, planId, text } from './helpers.mjs';
+import { launch, open, nextPlan, planId, text, waitForPlan, syntheticChain } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 
@@ -113,6 +113,29 @@ test('the sweep draws both POFO figures, and can be cancelled', async () => {
   }
   assert.match(await text(page, '.sweep .hint'), /α = 0\.2/);
   await page.locator('.sweep').screenshot({ path: join(tmpdir(), 'remat-sweep.png') });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a chain too long for pofo\'s tables says so and the page keeps planning', async () => {
+  const { page, errors } = await open(context, '#chain=teaching');
+  await page.locator('#import-input').setInputFiles({
+    name: 'synthetic-300.json', mimeType: 'application/json',
+    buffer: Buffer.from(JSON.stringify(syntheticChain(300))),
+  });
+  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('300 stages'));
+  await waitForPlan(page, 120000);
+  const id = await planId(page);
+  await page.locator('#algorithm-select').selectOption('pofo');
+  await nextPlan(page, id);
+  await page.waitForFunction(() => /✗/.test(document.querySelector('#plan-status').textContent));
+  assert.match(await text(page, '#plan-status'), /slots: pofo's table for 300 stages/);
+  // Long chains solve the offloading compare rows only when asked.
+  assert.ok(await page.locator('#compare-table .solve-offloading').count() >= 1);
+  const id2 = await planId(page);
+  await page.locator('#algorithm-select').selectOption('rotor');
+  await nextPlan(page, id2, 10000);
+  assert.match(await text(page, '#plan-status'), /✓/);
   assert.deepEqual(errors, []);
   await page.close();
 });
