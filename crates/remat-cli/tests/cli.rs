@@ -225,3 +225,89 @@ fn algorithms_and_examples_are_listed() {
     let out = String::from_utf8(remat(&["examples"]).stdout).unwrap();
     assert!(out.contains("example:vgg19"));
 }
+
+#[test]
+fn pofo_reports_its_dp_and_the_simulated_time_and_its_schedule_simulates() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = dir.path().join("pofo.json");
+    let v = json(&remat(&[
+        "solve",
+        "example:vgg19",
+        "-a",
+        "pofo",
+        "-b",
+        "2.2GiB",
+        "--bandwidth",
+        "12GB/s",
+        "--json",
+        "-o",
+        schedule.to_str().unwrap(),
+    ]));
+    assert_eq!(v["feasible"], true);
+    assert!(v["peak_bytes"].as_u64().unwrap() <= (2.2 * (1u64 << 30) as f64) as u64);
+    assert!(v["offloaded_bytes"].as_u64().unwrap() > 0, "{v}");
+    let ops = v["ops"].as_array().unwrap();
+    assert!(ops.iter().any(|o| o["op"] == "offload"));
+    assert!(ops.iter().any(|o| o["op"] == "prefetch"));
+    // The DP (continuous transfers) never beats the at-once simulation.
+    let (dp, sim) = (
+        v["predicted_seconds"].as_f64().unwrap(),
+        v["makespan_seconds"].as_f64().unwrap(),
+    );
+    assert!(dp <= sim + 1e-9, "DP {dp} vs simulated {sim}");
+    assert!(v["detail"]
+        .as_str()
+        .unwrap()
+        .contains("continuous transfers"));
+    // pofo is never slower than rotor at the same budget.
+    let rotor = json(&remat(&[
+        "solve",
+        "example:vgg19",
+        "-a",
+        "rotor",
+        "-b",
+        "2.2GiB",
+        "--json",
+    ]));
+    assert!(sim <= rotor["makespan_seconds"].as_f64().unwrap());
+    // The schedule file re-simulates to the same time, with the budget as
+    // the device memory and the bandwidth it was made for.
+    let again = json(&remat(&[
+        "simulate",
+        "example:vgg19",
+        schedule.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(again["feasible"], true);
+    assert_eq!(again["makespan_seconds"], v["makespan_seconds"]);
+}
+
+#[test]
+fn sweep_over_bandwidths_at_one_memory_ratio() {
+    let out = remat(&[
+        "sweep",
+        "example:teaching",
+        "--alpha",
+        "0.2",
+        "--bandwidth",
+        "1GB/s,12GB/s,450GB/s",
+        "--algorithms",
+        "rotor,pofo",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].ends_with(",alpha,bandwidth_bytes_per_s,offloaded_bytes"));
+    assert_eq!(lines.len(), 1 + 3 * 2);
+    // Faster links never make pofo slower here, and 450 GB/s hides everything.
+    let pofo: Vec<f64> = lines
+        .iter()
+        .filter(|l| l.contains(",pofo,"))
+        .map(|l| l.split(',').nth(4).unwrap().parse().unwrap())
+        .collect();
+    assert!(pofo[0] >= pofo[1] && pofo[1] >= pofo[2], "{pofo:?}");
+    assert_eq!(pofo[2], 0.3);
+    let bad = remat(&["sweep", "example:teaching", "--alpha", "1.5"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--alpha"));
+}

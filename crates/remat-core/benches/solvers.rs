@@ -1,7 +1,7 @@
 //! Criterion benchmarks for the numbers the issues set targets for:
 //! the rotor table at L = 200 and 500 slots, reading out a schedule for a new
-//! budget, and the simulator's throughput. `remat bench` prints the same
-//! measurements as medians without criterion.
+//! budget, the simulator's throughput, and pofo's DP at L = 50, N = 50.
+//! `remat bench` prints the same measurements as medians without criterion.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use remat_core::examples::synthetic;
@@ -64,5 +64,38 @@ fn simulator(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, rotor_table, readout, simulator);
+/// pofo's DP (C_Δ table, OC, read-out) at the issue's target size: L = 50,
+/// N = 50, at PCIe 3 speed and α = 0.3.
+fn pofo(c: &mut Criterion) {
+    use remat_core::solvers::pofo::{Mode, Pofo};
+    let mut g = c.benchmark_group("pofo_dp");
+    g.sample_size(10);
+    for n in [25usize, 50] {
+        let chain = synthetic(n);
+        let low = min_budget(&chain, Variant::Rotor);
+        let budget = low + (max_useful_budget(&chain) - low) * 3 / 10;
+        g.bench_with_input(
+            BenchmarkId::new("stages_50_slots", n),
+            &chain,
+            |b, chain| {
+                b.iter(|| {
+                    let mut dp = Pofo::build(
+                        black_box(chain),
+                        Mode::Full,
+                        budget,
+                        50,
+                        Some(12e9),
+                        Options::default().max_table_bytes,
+                        &mut no_progress(),
+                    )
+                    .unwrap();
+                    dp.plan()
+                })
+            },
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, rotor_table, readout, simulator, pofo);
 criterion_main!(benches);
