@@ -12,6 +12,7 @@ pub mod offload;
 pub mod persistent;
 pub mod pofo;
 pub mod sequential;
+mod slots;
 pub mod store_all;
 
 use crate::model::Chain;

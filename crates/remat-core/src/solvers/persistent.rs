@@ -29,6 +29,7 @@
 //! backward uses it); the report shows non-persistent ones can be faster on
 //! contrived chains (Figure 2).
 
+use super::slots::{grid, SlotSizes};
 use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::Op;
@@ -118,11 +119,11 @@ impl PersistentTable {
             )));
         }
         // ⌊budget / slots⌋ bytes a slot, so exactly `slots` of them fit.
-        let slot_bytes = (budget_bytes / slots as u64).max(1);
+        let (slot_bytes, slots) = grid(budget_bytes, slots);
         let grid = TableGrid {
             variant,
             slot_bytes,
-            slots: ((budget_bytes / slot_bytes) as usize).min(slots),
+            slots,
         };
         let mut t = PersistentTable::empty(chain, grid);
         let len = t.row_start[t.n + 1] * (t.max_slots + 1);
@@ -140,13 +141,15 @@ impl PersistentTable {
     fn empty(chain: &Chain, grid: TableGrid) -> PersistentTable {
         let n = chain.len();
         let slot_bytes = grid.slot_bytes.max(1);
-        let cap = grid.slots as u64 + 1;
-        let in_slots = |b: u64| b.div_ceil(slot_bytes).min(cap) as usize;
-        let per_stage = |f: &dyn Fn(usize) -> u64| -> Vec<usize> {
-            (0..=n)
-                .map(|l| if l == 0 { 0 } else { in_slots(f(l)) })
-                .collect()
-        };
+        let SlotSizes {
+            a,
+            abar,
+            d,
+            of,
+            ob,
+            uf,
+            ub,
+        } = SlotSizes::new(chain, slot_bytes, grid.slots + 1);
         let mut row_start = vec![0usize; n + 2];
         for s in 1..=n {
             row_start[s + 1] = row_start[s] + (n - s + 1);
@@ -156,29 +159,13 @@ impl PersistentTable {
             n,
             slot_bytes,
             max_slots: grid.slots,
-            act: (0..=n).map(|l| in_slots(chain.output_bytes(l))).collect(),
-            saved: per_stage(&|l| chain.saved_bytes(l)),
-            grad: (0..=n).map(|l| in_slots(chain.gradient_bytes(l))).collect(),
-            fwd_over: per_stage(&|l| chain.stage(l).forward_overhead_bytes),
-            bwd_over: per_stage(&|l| chain.stage(l).backward_overhead_bytes),
-            forward: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).forward_seconds
-                    }
-                })
-                .collect(),
-            backward: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).backward_seconds
-                    }
-                })
-                .collect(),
+            act: a,
+            saved: abar,
+            grad: d,
+            fwd_over: of,
+            bwd_over: ob,
+            forward: uf,
+            backward: ub,
             row_start,
             table: Vec::new(),
         }

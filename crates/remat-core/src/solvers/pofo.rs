@@ -36,6 +36,7 @@
 //! entries, O(L) each, O(L³N²) time. OC is memoized over the states reached
 //! from OC_0(1, 0, 0, 0), at most O(L N³), O(L) each: O(L²N³).
 
+use super::slots::{grid, SlotSizes};
 use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
@@ -84,56 +85,32 @@ struct Grid {
 impl Grid {
     fn new(chain: &Chain, budget_bytes: u64, slots: usize, bandwidth: Option<f64>) -> Grid {
         let n = chain.len();
-        let slot_bytes = (budget_bytes / slots as u64).max(1);
-        let slots = ((budget_bytes / slot_bytes) as usize).min(slots);
-        let cap = slots as u64 + 1;
-        let s = |b: u64| b.div_ceil(slot_bytes).min(cap) as usize;
-        let stage = |l: usize, f: &dyn Fn(&crate::model::Stage) -> u64| {
-            if l == 0 {
-                0
-            } else {
-                s(f(chain.stage(l)))
-            }
-        };
+        let (slot_bytes, slots) = grid(budget_bytes, slots);
+        let SlotSizes {
+            a,
+            abar,
+            d,
+            of,
+            ob,
+            uf,
+            ub,
+        } = SlotSizes::new(chain, slot_bytes, slots + 1);
+        let mut rest = vec![0.0; n + 2];
+        for l in (1..=n).rev() {
+            rest[l] = rest[l + 1] + (uf[l] + ub[l]);
+        }
         Grid {
             n,
             slots,
             beta: bandwidth.filter(|b| *b > 0.0).unwrap_or(0.0) / slot_bytes as f64,
-            a: (0..=n).map(|l| s(chain.output_bytes(l))).collect(),
-            abar: (0..=n).map(|l| stage(l, &|x| x.saved_bytes)).collect(),
-            d: (0..=n).map(|l| s(chain.gradient_bytes(l))).collect(),
-            of: (0..=n)
-                .map(|l| stage(l, &|x| x.forward_overhead_bytes))
-                .collect(),
-            ob: (0..=n)
-                .map(|l| stage(l, &|x| x.backward_overhead_bytes))
-                .collect(),
-            uf: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).forward_seconds
-                    }
-                })
-                .collect(),
-            ub: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).backward_seconds
-                    }
-                })
-                .collect(),
-            rest: {
-                let mut rest = vec![0.0; n + 2];
-                for l in (1..=n).rev() {
-                    let st = chain.stage(l);
-                    rest[l] = rest[l + 1] + (st.forward_seconds + st.backward_seconds);
-                }
-                rest
-            },
+            a,
+            abar,
+            d,
+            of,
+            ob,
+            uf,
+            ub,
+            rest,
         }
     }
 
