@@ -1,6 +1,6 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
-use super::{byte_ticks, bytes, ms, pct, ticks, Swatch};
+use super::{byte_ticks, bytes, ms, pct, Frame, Swatch};
 use crate::state::{AppState, Build};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
@@ -11,6 +11,14 @@ const L: f64 = 64.0;
 const R: f64 = 16.0;
 const T: f64 = 14.0;
 const B: f64 = 40.0;
+const FRAME: Frame = Frame {
+    w: W,
+    h: H,
+    left: L,
+    right: R,
+    top: T,
+    bottom: B,
+};
 
 pub fn alg_color(a: Algorithm) -> &'static str {
     match a {
@@ -42,27 +50,13 @@ fn curves_svg(state: AppState) -> String {
     }
     let max_over = max_over * 1.1;
     let x = |b: f64| L + (b - lo) / span * (W - L - R);
-    let y = |o: f64| T + (H - T - B) - o / max_over * (H - T - B);
-    let mut s = String::new();
-    for o in ticks(max_over, 5) {
-        s.push_str(&format!(
-            r##"<line x1="{L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
-            W - R, L - 6.0, y(o) + 4.0, o * 100.0, yy = y(o)
-        ));
-    }
-    for b in byte_ticks(hi, 6) {
-        if b < lo {
-            continue;
-        }
-        s.push_str(&format!(
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{xx:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
-            H - B, H - B + 5.0, H - B + 18.0, bytes(b as u64), xx = x(b)
-        ));
-    }
-    s.push_str(&format!(
-        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#2b3442">memory budget</text><text x="14" y="{:.1}" font-size="12" fill="#2b3442" transform="rotate(-90 14 {:.1})" text-anchor="middle">overhead vs no limit</text>"##,
-        (L + W - R) / 2.0, H - 6.0, (T + H - B) / 2.0, (T + H - B) / 2.0
-    ));
+    let y = |o: f64| FRAME.y(o, max_over);
+    let x_ticks: Vec<(f64, String)> = byte_ticks(hi, 6)
+        .into_iter()
+        .filter(|b| *b >= lo)
+        .map(|b| (x(b), bytes(b as u64)))
+        .collect();
+    let mut s = FRAME.overhead_axes(max_over, &x_ticks, "memory budget");
     for (alg, b) in Algorithm::ALL.iter().zip(&builds) {
         let Build::Ready { curve, .. } = b else {
             continue;

@@ -115,6 +115,56 @@ pub fn byte_ticks(max: f64, n: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The plot box of an overhead-vs-something chart, in SVG units.
+#[derive(Clone, Copy)]
+pub struct Frame {
+    pub w: f64,
+    pub h: f64,
+    pub left: f64,
+    pub right: f64,
+    pub top: f64,
+    pub bottom: f64,
+}
+
+impl Frame {
+    /// The y of an overhead `o` on an axis from 0 to `max_over`.
+    pub fn y(&self, o: f64, max_over: f64) -> f64 {
+        let span = self.h - self.top - self.bottom;
+        self.top + span - o / max_over * span
+    }
+
+    /// Grid lines with percent labels up to `max_over`, x ticks (at their
+    /// x, with a label) and both axis titles.
+    pub fn overhead_axes(&self, max_over: f64, x_ticks: &[(f64, String)], x_label: &str) -> String {
+        let Frame {
+            w,
+            h,
+            left,
+            right,
+            top,
+            bottom,
+        } = *self;
+        let mut s = String::new();
+        for o in ticks(max_over, 5) {
+            s.push_str(&format!(
+                r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
+                w - right, left - 6.0, self.y(o, max_over) + 4.0, o * 100.0, yy = self.y(o, max_over)
+            ));
+        }
+        for (xx, label) in x_ticks {
+            s.push_str(&format!(
+                r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{xx:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{label}</text>"##,
+                h - bottom, h - bottom + 5.0, h - bottom + 18.0
+            ));
+        }
+        s.push_str(&format!(
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#2b3442">{x_label}</text><text x="14" y="{:.1}" font-size="12" fill="#2b3442" transform="rotate(-90 14 {:.1})" text-anchor="middle">overhead vs no limit</text>"##,
+            (left + w - right) / 2.0, h - 6.0, (top + h - bottom) / 2.0, (top + h - bottom) / 2.0
+        ));
+        s
+    }
+}
+
 pub fn ms(seconds: f64) -> String {
     format_seconds(seconds)
 }

@@ -4,7 +4,7 @@
 //! demand, with progress and a cancel button.
 
 use super::compare::alg_color;
-use super::{bytes, pct, ticks, Swatch};
+use super::{bytes, pct, Frame, Swatch};
 use crate::planning::{SweepPoint, SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
 use crate::state::AppState;
 use leptos::prelude::*;
@@ -17,6 +17,14 @@ const L: f64 = 60.0;
 const R: f64 = 14.0;
 const T: f64 = 14.0;
 const B: f64 = 40.0;
+const FRAME: Frame = Frame {
+    w: W,
+    h: H,
+    left: L,
+    right: R,
+    top: T,
+    bottom: B,
+};
 
 /// One line per algorithm over `x`; a gap where it has no schedule.
 fn chart(
@@ -40,24 +48,9 @@ fn chart(
         .fold(0.05f64, f64::max)
         * 1.1;
     let x = |v: f64| L + (v - x0) / span * (W - L - R);
-    let y = |o: f64| T + (H - T - B) - o / max_over * (H - T - B);
-    let mut s = String::new();
-    for o in ticks(max_over, 5) {
-        s.push_str(&format!(
-            r##"<line x1="{L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
-            W - R, L - 6.0, y(o) + 4.0, o * 100.0, yy = y(o)
-        ));
-    }
-    for (v, label) in x_ticks {
-        s.push_str(&format!(
-            r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{xx:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{label}</text>"##,
-            H - B, H - B + 5.0, H - B + 18.0, xx = x(*v)
-        ));
-    }
-    s.push_str(&format!(
-        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#2b3442">{x_label}</text><text x="14" y="{:.1}" font-size="12" fill="#2b3442" transform="rotate(-90 14 {:.1})" text-anchor="middle">overhead vs no limit</text>"##,
-        (L + W - R) / 2.0, H - 6.0, (T + H - B) / 2.0, (T + H - B) / 2.0
-    ));
+    let y = |o: f64| FRAME.y(o, max_over);
+    let ticks: Vec<(f64, String)> = x_ticks.iter().map(|(v, l)| (x(*v), l.clone())).collect();
+    let mut s = FRAME.overhead_axes(max_over, &ticks, x_label);
     for alg in SWEEP_ALGORITHMS {
         let mut d = String::new();
         let mut pen_up = true;

@@ -64,7 +64,7 @@ fn simulator(c: &mut Criterion) {
     g.finish();
 }
 
-/// pofo's DP (C_Δ table, OC, read-out) at the target size: L = 50,
+/// pofo's DP (C_Δ table, OC, read-out) at L = 25 and the target L = 50,
 /// N = 50, at PCIe 3 speed and α = 0.3.
 fn pofo(c: &mut Criterion) {
     use remat_core::solvers::pofo::{Mode, Pofo};
@@ -75,7 +75,7 @@ fn pofo(c: &mut Criterion) {
         let low = min_budget(&chain, Variant::Rotor);
         let budget = low + (max_useful_budget(&chain) - low) * 3 / 10;
         g.bench_with_input(
-            BenchmarkId::new("stages_50_slots", n),
+            BenchmarkId::new("50_slots_stages", n),
             &chain,
             |b, chain| {
                 b.iter(|| {
