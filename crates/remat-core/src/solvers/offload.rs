@@ -178,7 +178,10 @@ pub fn solve_dp(
         ));
     }
     let linked = bandwidth.is_some_and(|b| b > 0.0);
-    let grid = format!("{slots} slots of {}", format_bytes(budget / slots as u64));
+    let grid = format!(
+        "{slots} slots of {}",
+        format_bytes(budget / slots.max(1) as u64)
+    );
     let with_transfers = if linked || mode == Mode::OffloadOnly {
         let mut dp = Pofo::build(
             chain,
@@ -242,6 +245,13 @@ pub fn solve_dp(
                 detail,
             )
         }
+        _ if !linked => solution(
+            algorithm,
+            budget,
+            None,
+            None,
+            "no host link: with nothing to offload, only M_high fits".into(),
+        ),
         _ => solution(
             algorithm,
             budget,
