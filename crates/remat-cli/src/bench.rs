@@ -52,7 +52,7 @@ fn pofo_dp(stages: usize, slots: usize, reps: usize) -> Result<f64, String> {
             &mut no_progress(),
         )
         .map_err(|e| e.to_string())?;
-        std::hint::black_box(dp.plan());
+        std::hint::black_box(dp.plan(&mut no_progress()).unwrap());
         times.push(t0.elapsed().as_secs_f64());
     }
     Ok(median(times))

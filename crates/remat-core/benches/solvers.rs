@@ -89,7 +89,7 @@ fn pofo(c: &mut Criterion) {
                         &mut no_progress(),
                     )
                     .unwrap();
-                    dp.plan()
+                    dp.plan(&mut no_progress()).unwrap()
                 })
             },
         );

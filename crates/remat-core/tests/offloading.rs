@@ -45,7 +45,8 @@ fn dp(chain: &Chain, mode: Mode, budget: u64, bw: Option<f64>) -> Option<f64> {
     let slots = budget.max(1) as usize;
     Pofo::build(chain, mode, budget, slots, bw, BIG, &mut no_progress())
         .unwrap()
-        .best_seconds()
+        .best_seconds(&mut no_progress())
+        .unwrap()
 }
 
 fn exact_options(budget: u64, bw: Option<f64>) -> Options {

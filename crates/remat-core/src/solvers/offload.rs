@@ -192,7 +192,7 @@ pub fn solve_dp(
             options.max_table_bytes,
             progress,
         )?;
-        dp.plan()
+        dp.plan(progress)?
             .and_then(|plan| convert(chain, plan, budget, bandwidth))
     } else {
         None

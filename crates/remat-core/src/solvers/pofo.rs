@@ -177,6 +177,10 @@ pub struct Pofo {
     mode: Mode,
     back: Backward,
     forward: Forward,
+    /// OC states computed so far, for progress.
+    computed: usize,
+    /// The progress callback asked to stop: OC unwinds without memoizing.
+    cancelled: bool,
 }
 
 /// OC's memo, dense: for each (i, x), every (A, Δ_F, Δ_B) with A + Δ_F ≤ N
@@ -272,6 +276,9 @@ impl ForwardChoice {
 }
 
 /// Bytes of the C_Δ table for `n` stages on `slots` slots.
+/// The share of the progress bar that C_Δ's table fills; OC's states the rest.
+const FILL_SHARE: f64 = 0.5;
+
 /// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
 /// OC's dense memo.
 pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> u128 {
@@ -346,6 +353,8 @@ impl Pofo {
                 max_delta,
             },
             forward: Forward::new(n, grid_slots, max_delta),
+            computed: 0,
+            cancelled: false,
         };
         if mode == Mode::Full {
             pofo.fill_backward(progress)?;
@@ -368,57 +377,79 @@ impl Pofo {
         let mut done = 0;
         for len in 0..n.saturating_sub(1) {
             for i in 1..n - len {
-                let j = i + len;
-                for m in 0..=self.grid.slots {
-                    for delta in 0..=m.min(self.back.max_delta) {
-                        let (v, ch) = self.backward_cell(i, j, m, delta);
-                        let at = self.back.index(i, j, m, delta);
-                        self.back.values[at] = v;
-                        self.back.choices[at] = ch;
-                    }
-                }
+                self.fill_pair(i, i + len);
                 done += 1;
             }
-            if !progress(done as f64 / total as f64) {
+            if !progress(FILL_SHARE * done as f64 / total as f64) {
                 return Err(SolveError::Cancelled);
             }
         }
         Ok(())
     }
 
-    /// One entry of C_Δ: the best of F_all^i (Case 1) and F_ck^i (Case 2).
-    fn backward_cell(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, Choice) {
-        let g = &self.grid;
-        let dl = delta as f64;
-        let mf = g.m_fall(i, j);
-        let mb = g.m_b(i);
-        let mut best = (f64::INFINITY, 0);
-        if i == j {
-            if mf <= m && mb <= m {
-                let eps = g
-                    .idle(mf as f64 - g.beta * g.ub[i] + dl - m as f64)
-                    .max(g.idle(mb as f64 + dl - m as f64));
-                best = ((g.uf[i] + g.ub[i]) + eps, 1);
+    /// C_Δ(i, j, ·, ·): F_all^i (or the leaf) for every (m, Δ), then each
+    /// F_ck split over every (m, Δ) at once — split-major, so the left
+    /// sub-table C_Δ(i, last, ·, ·) is read in order. Candidates are tried in
+    /// the same order as one cell at a time would (F_all, then `last`
+    /// ascending, strict improvement), so the values and choices are too.
+    fn fill_pair(&mut self, i: usize, j: usize) {
+        let slots = self.grid.slots;
+        let max_delta = self.back.max_delta;
+        let stride = max_delta + 1;
+        let base = self.back.index(i, j, 0, 0);
+        for m in 0..=slots {
+            for delta in 0..=m.min(max_delta) {
+                let (v, ch) = self.backward_first(i, j, m, delta);
+                self.back.values[base + m * stride + delta] = v;
+                self.back.choices[base + m * stride + delta] = ch;
             }
-            return best;
         }
-        if let Some(v) = self.backward_all(i, j, m, delta) {
-            best = (v.0, 1);
+        if i == j {
+            return;
         }
-        if (i..j).all(|k| g.m_fnone(i, k, j) <= m) {
-            let mut f = 0.0;
-            let mut reach = f64::NEG_INFINITY;
-            for last in i..j {
-                f += g.uf[last];
-                reach = reach.max(g.m_fnone(i, last, j) as f64 + g.beta * f);
-                if let Some(v) = self.backward_checkpoint(i, j, m, delta, last, f, reach) {
-                    if v < best.0 {
-                        best = (v, 2 + (last - i) as Choice);
+        let g = &self.grid;
+        // Every forward of the F_ck^i / F_∅ chain over i..j must fit.
+        let threshold = (i..j).map(|k| g.m_fnone(i, k, j)).max().unwrap_or(0);
+        let mut f = 0.0;
+        let mut reach = f64::NEG_INFINITY;
+        for last in i..j {
+            let g = &self.grid;
+            f += g.uf[last];
+            reach = reach.max(g.m_fnone(i, last, j) as f64 + g.beta * f);
+            let code = 2 + (last - i) as Choice;
+            for m in threshold.max(g.a[last])..=slots {
+                for delta in 0..=m.min(max_delta) {
+                    let Some(v) = self.backward_checkpoint(i, j, m, delta, last, f, reach) else {
+                        continue;
+                    };
+                    let at = base + m * stride + delta;
+                    if v < self.back.values[at] {
+                        self.back.values[at] = v;
+                        self.back.choices[at] = code;
                     }
                 }
             }
         }
-        best
+    }
+
+    /// The leaf C_Δ(i, i, ·) or Case 1 (F_all^i) of C_Δ(i, j, m, Δ).
+    fn backward_first(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, Choice) {
+        let g = &self.grid;
+        if i == j {
+            let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
+            if mf > m || mb > m {
+                return (f64::INFINITY, 0);
+            }
+            let dl = delta as f64;
+            let eps = g
+                .idle(mf as f64 - g.beta * g.ub[i] + dl - m as f64)
+                .max(g.idle(mb as f64 + dl - m as f64));
+            return ((g.uf[i] + g.ub[i]) + eps, 1);
+        }
+        match self.backward_all(i, j, m, delta) {
+            Some((v, _)) => (v, 1),
+            None => (f64::INFINITY, 0),
+        }
     }
 
     /// Case 1 of B.3: F_all^i, C_Δ(i+1, j, m − ā^i, Δ1), B^i. Returns the
@@ -479,9 +510,26 @@ impl Pofo {
     }
 
     /// The DP's best time for the whole chain, None if infeasible.
-    pub fn best_seconds(&mut self) -> Option<f64> {
-        let v = self.oc(1, 0, 0, 0, 0);
-        v.is_finite().then_some(v)
+    ///
+    /// OC visits only the states it reaches, so its share of `progress` is
+    /// an estimate: states computed against a quarter of the memo (about
+    /// what L = 50, N = 50 reaches), held below 1 until the end.
+    pub fn best_seconds(&mut self, progress: &mut Progress<'_>) -> Result<Option<f64>, SolveError> {
+        let start = if self.mode == Mode::Full {
+            FILL_SHARE
+        } else {
+            0.0
+        };
+        let expected = (self.forward.values.len() / 4).max(1) as f64;
+        let mut report = |computed: usize| {
+            progress(start + (1.0 - start) * (computed as f64 / expected).min(0.98))
+        };
+        let v = self.oc(1, 0, 0, 0, 0, &mut report);
+        if self.cancelled {
+            return Err(SolveError::Cancelled);
+        }
+        progress(1.0);
+        Ok(v.is_finite().then_some(v))
     }
 
     /// I_i^x: a^{i-1} (x = 0) or ā^{i-1} (x = 1).
@@ -494,17 +542,32 @@ impl Pofo {
     }
 
     /// OC_x(i, A, Δ_F, Δ_B) (Section B.1, with the loss at stage L).
-    fn oc(&mut self, i: usize, x: usize, a: usize, df: usize, db: usize) -> f64 {
+    fn oc(
+        &mut self,
+        i: usize,
+        x: usize,
+        a: usize,
+        df: usize,
+        db: usize,
+        report: &mut dyn FnMut(usize) -> bool,
+    ) -> f64 {
         let Some(at) = self.forward.index(i, x, a, df, db) else {
             return f64::INFINITY;
         };
         let v = self.forward.values[at];
-        if !v.is_nan() {
+        if !v.is_nan() || self.cancelled {
             return v;
         }
-        let (v, choice) = self.oc_compute(i, x, a, df, db);
+        let (v, choice) = self.oc_compute(i, x, a, df, db, report);
+        if self.cancelled {
+            return f64::INFINITY;
+        }
         self.forward.values[at] = v;
         self.forward.choices[at] = choice.encode(i);
+        self.computed += 1;
+        if self.computed & 0x3fff == 0 && !report(self.computed) {
+            self.cancelled = true;
+        }
         v
     }
 
@@ -515,6 +578,7 @@ impl Pofo {
         a: usize,
         df: usize,
         db: usize,
+        report: &mut dyn FnMut(usize) -> bool,
     ) -> (f64, ForwardChoice) {
         let n = self.grid.n;
         let big_n = self.grid.slots;
@@ -559,7 +623,7 @@ impl Pofo {
                     continue;
                 }
                 let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
-                let sub = self.oc(i + 1, 1, na, ndf, ndb);
+                let sub = self.oc(i + 1, 1, na, ndf, ndb, report);
                 let v = fixed.0 + sub + fixed.1;
                 if v < best.0 {
                     best = (v, ForwardChoice::All { offload });
@@ -608,7 +672,7 @@ impl Pofo {
                     continue;
                 }
                 let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
-                let sub = self.oc(last + 1, 0, na, ndf, ndb);
+                let sub = self.oc(last + 1, 0, na, ndf, ndb, report);
                 let v = (f + sub) + back + eps_f;
                 if v < best.0 {
                     best = (v, ForwardChoice::Checkpoint { last, offload });
@@ -641,8 +705,10 @@ impl Pofo {
 
     /// The schedule of the DP's optimum (compute ops and offloads; the
     /// prefetches' deadlines in `needs`).
-    pub fn plan(&mut self) -> Option<PofoPlan> {
-        let predicted_seconds = self.best_seconds()?;
+    pub fn plan(&mut self, progress: &mut Progress<'_>) -> Result<Option<PofoPlan>, SolveError> {
+        let Some(predicted_seconds) = self.best_seconds(progress)? else {
+            return Ok(None);
+        };
         let mut out = PofoPlan {
             ops: Vec::with_capacity(4 * self.grid.n),
             needs: Vec::new(),
@@ -650,7 +716,7 @@ impl Pofo {
             predicted_seconds,
         };
         self.read_forward(1, 0, 0, 0, 0, &mut out);
-        Some(out)
+        Ok(Some(out))
     }
 
     fn read_forward(
@@ -662,7 +728,6 @@ impl Pofo {
         db: usize,
         out: &mut PofoPlan,
     ) {
-        self.oc(i, x, a, df, db);
         let at = self
             .forward
             .index(i, x, a, df, db)
