@@ -33,13 +33,17 @@
 //! pessimistic rounding: more left to move).
 //!
 //! **Complexity.** C_Δ is a dense table over (i, j, m, Δ ≤ m): O(L²N²)
-//! entries, O(L) each, O(L³N²) time. OC is memoized over the states reached
-//! from OC_0(1, 0, 0, 0), at most O(L N³), O(L) each: O(L²N³).
+//! entries, O(L) each, O(L³N²) time, filled split-major. OC is a dense memo
+//! over (i, x, A, Δ_F, Δ_B) with A + Δ ≤ N, O(L N³) entries, of which only
+//! the states reached from OC_0(1, 0, 0, 0) are computed, O(L) each:
+//! O(L²N³); splits that cannot beat the best so far are pruned exactly.
+//! Memory: about 10 bytes per entry of both tables (`table_bytes`).
 
 use super::slots::{grid, SlotSizes};
 use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
+
 /// Which forward operations the DP may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
