@@ -216,10 +216,7 @@ impl PlannerSet {
                 algorithm,
                 max_budget,
             } => {
-                if generation != self.generation {
-                    return;
-                }
-                let Some(chain) = self.chain.as_ref() else {
+                let Some(chain) = self.chain_of(generation) else {
                     return;
                 };
                 let started = now();
@@ -258,10 +255,7 @@ impl PlannerSet {
                 bandwidth,
                 exact,
             } => {
-                if generation != self.generation {
-                    return;
-                }
-                let Some(chain) = self.chain.as_ref() else {
+                let Some(chain) = self.chain_of(generation) else {
                     return;
                 };
                 let Ok(alg) = Algorithm::from_name(&algorithm) else {
@@ -322,10 +316,7 @@ impl PlannerSet {
                 budget,
                 bandwidth,
             } => {
-                if generation != self.generation {
-                    return;
-                }
-                let Some(chain) = self.chain.as_ref() else {
+                let Some(chain) = self.chain_of(generation) else {
                     return;
                 };
                 let mut summaries = Vec::new();
@@ -356,10 +347,7 @@ impl PlannerSet {
                 generation,
                 bandwidth,
             } => {
-                if generation != self.generation {
-                    return;
-                }
-                let Some(chain) = self.chain.as_ref() else {
+                let Some(chain) = self.chain_of(generation) else {
                     return;
                 };
                 let sweep = sweep(chain, bandwidth, &mut reporter(generation, "sweep", emit));
@@ -448,6 +436,14 @@ fn sweep(chain: &Chain, bandwidth: f64, progress: &mut dyn FnMut(f64) -> bool) -
 impl PlannerSet {
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// The chain a request of `generation` is about; None for a request
+    /// about a chain no longer loaded (or none loaded at all).
+    fn chain_of(&self, generation: u64) -> Option<&Chain> {
+        (generation == self.generation)
+            .then_some(self.chain.as_ref())
+            .flatten()
     }
 
     pub fn has(&self, alg: Algorithm) -> bool {

@@ -7,7 +7,8 @@ use remat_core::format::{
 };
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::schedule::format_ops;
-use remat_core::simulator::{simulate_with, SimOptions, Trace};
+use remat_core::simulator::Trace;
+use remat_core::solvers::offload::judge;
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
 use remat_core::{examples, Chain};
@@ -124,24 +125,6 @@ fn options(slots: Option<usize>, bandwidth: Option<f64>) -> Result<Options, Stri
         o.offload_slots = slots;
     }
     Ok(o)
-}
-
-/// The simulator as judge: the budget is the device memory.
-fn judge(
-    chain: &Chain,
-    ops: &[remat_core::Op],
-    budget: u64,
-    bw: Option<f64>,
-) -> Result<Trace, String> {
-    simulate_with(
-        chain,
-        ops,
-        SimOptions {
-            bandwidth: bw,
-            memory_limit: Some(budget),
-        },
-    )
-    .map_err(|e| e.to_string())
 }
 
 /// The fields every JSON report shares (DESIGN.md contract).
@@ -349,7 +332,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
             for p in &planners {
                 let sol = p.plan(&chain, budget);
                 let trace = match &sol.ops {
-                    Some(ops) => Some(judge(&chain, ops, budget, *bw)?),
+                    Some(ops) => Some(judge(&chain, ops, budget, *bw).map_err(|e| e.to_string())?),
                     None => None,
                 };
                 rows.push((budget, alpha, *bw, p.algorithm(), trace));

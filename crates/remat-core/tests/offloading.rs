@@ -9,7 +9,7 @@ mod common;
 
 use common::{integer_chain, real_chain};
 use proptest::prelude::*;
-use remat_core::simulator::{simulate_with, SimOptions, Trace};
+use remat_core::simulator::Trace;
 use remat_core::solvers::offload::{judge, solve as solve_offloading};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{Mode, Pofo};
@@ -285,15 +285,7 @@ impl Naive {
 }
 
 fn trace_of(chain: &Chain, ops: &[Op], budget: u64, bw: Option<f64>) -> Trace {
-    simulate_with(
-        chain,
-        ops,
-        SimOptions {
-            bandwidth: bw,
-            memory_limit: Some(budget),
-        },
-    )
-    .unwrap_or_else(|e| panic!("invalid schedule: {e}"))
+    judge(chain, ops, budget, bw).unwrap_or_else(|e| panic!("invalid schedule: {e}"))
 }
 
 proptest! {
