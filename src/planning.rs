@@ -261,38 +261,29 @@ impl PlannerSet {
                 let Ok(alg) = Algorithm::from_name(&algorithm) else {
                     return;
                 };
-                let solution = if alg.offloads() {
-                    let result = {
-                        let mut progress = reporter(generation, alg.name(), emit);
-                        solve_offloading(chain, alg, budget, bandwidth, &mut progress)
-                    };
-                    match result {
-                        Ok(s) => s,
-                        Err(e) => {
-                            emit(Response::Failed {
-                                generation,
-                                algorithm: Some(algorithm),
-                                error: e.to_string(),
-                            });
-                            return;
-                        }
-                    }
+                // Offloading algorithms and exact re-plans solve anew (and
+                // may fail); otherwise the built table answers.
+                let result = if alg.offloads() {
+                    let mut progress = reporter(generation, alg.name(), emit);
+                    solve_offloading(chain, alg, budget, bandwidth, &mut progress)
                 } else if exact {
-                    match build_with_progress(chain, alg, budget, generation, &algorithm, emit) {
-                        Ok(p) => p.plan(chain, budget),
-                        Err(e) => {
-                            emit(Response::Failed {
-                                generation,
-                                algorithm: Some(algorithm),
-                                error: e.to_string(),
-                            });
-                            return;
-                        }
-                    }
+                    build_with_progress(chain, alg, budget, generation, &algorithm, emit)
+                        .map(|p| p.plan(chain, budget))
                 } else {
                     match self.planners.iter().find(|p| p.algorithm() == alg) {
-                        Some(p) => p.plan(chain, budget),
+                        Some(p) => Ok(p.plan(chain, budget)),
                         None => return,
+                    }
+                };
+                let solution = match result {
+                    Ok(s) => s,
+                    Err(e) => {
+                        emit(Response::Failed {
+                            generation,
+                            algorithm: Some(algorithm),
+                            error: e.to_string(),
+                        });
+                        return;
                     }
                 };
                 let summaries = self.summaries(alg, budget, bandwidth);

@@ -558,8 +558,11 @@ impl Pofo {
         let Some(at) = self.forward.index(i, x, a, df, db) else {
             return f64::INFINITY;
         };
+        if self.cancelled {
+            return f64::INFINITY;
+        }
         let v = self.forward.values[at];
-        if !v.is_nan() || self.cancelled {
+        if !v.is_nan() {
             return v;
         }
         let (v, choice) = self.oc_compute(i, x, a, df, db, report);
