@@ -104,6 +104,7 @@ pub fn simulate_with(chain: &Chain, ops: &[Op], options: SimOptions) -> Result<T
     for (index, op) in ops.iter().enumerate() {
         sim.step(index, *op)?;
     }
+    sim.check_complete(ops.len())?;
     Ok(sim.finish())
 }
 
@@ -152,6 +153,9 @@ struct Simulation<'a> {
     /// δ^ℓ for ℓ in 0..=L.
     grad: Vec<Where>,
     forwards_per_stage: Vec<u32>,
+    /// How many backward operations ran: they can only run as B^L, …, B^1,
+    /// since B^ℓ reads the δ^ℓ that B^{ℓ+1} produced.
+    backwards_done: usize,
     compute_free: f64,
     copy_free: f64,
     compute_busy: f64,
@@ -193,6 +197,7 @@ impl<'a> Simulation<'a> {
             saved: vec![Where::Absent { freed_by: None }; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
             forwards_per_stage: vec![0; l + 1],
+            backwards_done: 0,
             compute_free: 0.0,
             copy_free: 0.0,
             compute_busy: 0.0,
@@ -546,7 +551,28 @@ impl<'a> Simulation<'a> {
         self.free(Slot::Saved(l), end, index);
         // A plain a^{ℓ-1} is not needed any more; ā^{ℓ-1} waits for B^{ℓ-1}.
         self.free(Slot::Act(l - 1), end, index);
+        self.backwards_done += 1;
         Ok(())
+    }
+
+    /// A training step ends with δ^0: every B^ℓ (ℓ = L … 1) must have run.
+    /// A schedule that stops earlier would otherwise be judged feasible with
+    /// a time that is not a step's (an empty one: makespan 0, overhead −100 %).
+    fn check_complete(&self, n_ops: usize) -> Result<(), SimError> {
+        let n = self.chain.len();
+        if self.backwards_done >= n {
+            return Ok(());
+        }
+        let stage = n - self.backwards_done;
+        Err(self.error(
+            n_ops,
+            Op::Backward { stage },
+            None,
+            format!(
+                "missing: the schedule ends after {n_ops} op{} without running B^{stage}; a training step runs every backward B^{n} … B^1 and produces δ^0",
+                if n_ops == 1 { "" } else { "s" }
+            ),
+        ))
     }
 
     fn transfer_seconds(&self, index: usize, op: Op, bytes: u64) -> Result<f64, SimError> {

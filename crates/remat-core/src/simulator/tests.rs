@@ -287,3 +287,24 @@ fn chrome_trace_is_valid_json_with_both_lanes() {
     assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), ops.len());
     assert!(events.iter().any(|e| e["ph"] == "C"));
 }
+
+#[test]
+fn an_incomplete_schedule_is_refused_naming_the_first_missing_backward() {
+    // Could fail if the completeness check were dropped or counted forwards:
+    // an empty list would then be "feasible" with makespan 0 (overhead −100 %).
+    let c = chain();
+    let empty = simulate(&c, &[]).unwrap_err();
+    assert_eq!(empty.index, 0);
+    assert_eq!(empty.op, Backward { stage: 3 });
+    assert!(empty.reason.contains("missing"), "{empty}");
+    let truncated = [
+        ForwardAll { stage: 1 },
+        ForwardAll { stage: 2 },
+        ForwardAll { stage: 3 },
+        Backward { stage: 3 },
+        Backward { stage: 2 },
+    ];
+    let err = simulate(&c, &truncated).unwrap_err();
+    assert_eq!((err.index, err.op), (5, Backward { stage: 1 }));
+    assert!(err.to_string().contains("δ^0"), "{err}");
+}
