@@ -51,7 +51,16 @@ pub(crate) fn rotor_from_value(
             .map(|(i, v)| {
                 let path = format!("{field}[{i}]");
                 if sizes {
-                    fields::bytes(v, &path).map(|b| b as f64)
+                    // Rotor's sizes are carried as f64 here: above 2^53 bytes
+                    // they would be rounded silently, so refuse them.
+                    let b = fields::bytes(v, &path)?;
+                    if b > 1 << 53 {
+                        return Err(FormatError::new(
+                            path,
+                            format!("{b} bytes is above 2^53, which rotor's layout cannot hold exactly"),
+                        ));
+                    }
+                    Ok(b as f64)
                 } else {
                     fields::non_negative(v, &path, "time units")
                 }

@@ -143,10 +143,11 @@ impl Chain {
             ));
         }
         if let Some(bw) = self.bandwidth_bytes_per_s {
-            if !bw.is_finite() || bw < 0.0 {
+            // Below 1 B/s (a subnormal, say) size/β overflows to infinity.
+            if !bw.is_finite() || bw < 0.0 || (bw > 0.0 && bw < 1.0) {
                 return Err(ChainError::new(
                     "bandwidth_bytes_per_s",
-                    format!("must be a finite number ≥ 0, got {bw}"),
+                    format!("must be 0 (no link) or a finite rate of at least 1 byte/s, got {bw}"),
                 ));
             }
         }
@@ -168,6 +169,20 @@ impl Chain {
                     format!(
                         "smaller than output_bytes ({} < {}): ā^ℓ includes a^ℓ",
                         s.saved_bytes, s.output_bytes
+                    ),
+                ));
+            }
+        }
+        // A DP adds up to L recomputations of every forward: the time of a
+        // step times L must stay finite, or every budget would look infeasible.
+        let mut total_seconds = 0.0f64;
+        for (i, s) in self.stages.iter().enumerate() {
+            total_seconds += s.forward_seconds + s.backward_seconds;
+            if !(total_seconds * (self.stages.len() as f64 + 1.0)).is_finite() {
+                return Err(ChainError::new(
+                    format!("stages[{i}].forward_seconds"),
+                    format!(
+                        "the stage times up to here add up to {total_seconds:e} s, too large to plan with (check the unit: seconds)"
                     ),
                 ));
             }

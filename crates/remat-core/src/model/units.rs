@@ -2,8 +2,19 @@
 
 /// Parses a size: plain bytes (`1048576`) or with a unit (`8GiB`, `512MiB`,
 /// `3.5GB`, `64 kB`). Binary units are powers of 1024, decimal of 1000.
+/// A lowercase `b` after a prefix (`Gb`, `Mbit`) names bits and is refused:
+/// a memory size is in bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let (value, unit) = split_number(text)?;
+    if bits_unit(unit).is_some() {
+        return Err(format!(
+            "`{text}` is in bits; sizes are in bytes: write B, MB, GB, MiB or GiB"
+        ));
+    }
+    scaled(text, value, unit)
+}
+
+fn scaled(text: &str, value: f64, unit: &str) -> Result<u64, String> {
     let factor: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "kb" | "k" => 1e3,
@@ -27,16 +38,33 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Ok(bytes.round() as u64)
 }
 
-/// Parses a bandwidth: bytes per second (`12e9`) or with a unit (`12GB/s`,
-/// `16GiB/s`).
+/// The byte unit of a unit written in bits (`Gb` → `GB`, `Mbit` → `MB`),
+/// or None when it is not in bits.
+fn bits_unit(unit: &str) -> Option<String> {
+    let prefix = unit
+        .strip_suffix("bits")
+        .or_else(|| unit.strip_suffix("bit"))
+        .or_else(|| unit.strip_suffix('b'))?;
+    (!prefix.is_empty() && prefix.chars().all(|c| c.is_ascii_alphabetic()))
+        .then(|| format!("{prefix}B"))
+}
+
+/// Parses a bandwidth in bytes per second: plain (`12e9`) or with a unit
+/// (`12GB/s`, `16GiB/s`, `12GBps`). Bits are divided by 8: `12Gbps`,
+/// `12Gb/s` and `100Mbit/s` are gigabits and megabits per second, as links
+/// are sold.
 pub fn parse_rate(text: &str) -> Result<f64, String> {
     let trimmed = text.trim();
     let body = trimmed
         .strip_suffix("/s")
         .or_else(|| trimmed.strip_suffix("ps"))
         .unwrap_or(trimmed);
-    let bytes = parse_size(body).map_err(|e| format!("bandwidth: {e}"))?;
-    Ok(bytes as f64)
+    let (value, unit) = split_number(body).map_err(|e| format!("bandwidth: {e}"))?;
+    let bytes = match bits_unit(unit) {
+        Some(byte_unit) => scaled(text, value, &byte_unit).map(|b| b as f64 / 8.0),
+        None => scaled(text, value, unit).map(|b| b as f64),
+    };
+    bytes.map_err(|e| format!("bandwidth: {e}"))
 }
 
 fn split_number(text: &str) -> Result<(f64, &str), String> {
@@ -125,7 +153,15 @@ mod tests {
     fn rates_with_units() {
         assert_eq!(parse_rate("12GB/s").unwrap(), 12e9);
         assert_eq!(parse_rate("12e9").unwrap(), 12e9);
+        assert_eq!(parse_rate("12GBps").unwrap(), 12e9);
+        assert_eq!(parse_rate("16GiB/s").unwrap(), 16.0 * (1u64 << 30) as f64);
+        // Bits per second, as links are sold: eight times fewer bytes.
+        assert_eq!(parse_rate("12Gbps").unwrap(), 1.5e9);
+        assert_eq!(parse_rate("12Gb/s").unwrap(), 1.5e9);
+        assert_eq!(parse_rate("100 Mbit/s").unwrap(), 12.5e6);
         assert!(parse_rate("fast").is_err());
+        // A memory size in bits is a mistake, not a unit.
+        assert!(parse_size("8Gb").unwrap_err().contains("bits"));
     }
 
     #[test]
