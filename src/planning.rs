@@ -145,6 +145,10 @@ pub struct Planned {
     pub predicted_seconds: Option<f64>,
     pub predicted_peak_bytes: Option<u64>,
     pub detail: String,
+    /// Set when the budget could not be answered (a table over the size
+    /// limit): an error, shown as one, never as "infeasible".
+    #[serde(default)]
+    pub error: Option<String>,
     pub summaries: Vec<Summary>,
 }
 
@@ -156,6 +160,9 @@ pub struct Summary {
     pub makespan_seconds: Option<f64>,
     pub peak_bytes: Option<u64>,
     pub detail: String,
+    /// The solve failed (not "infeasible": no answer at all).
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -268,10 +275,10 @@ impl PlannerSet {
                     solve_offloading(chain, alg, budget, bandwidth, &mut progress)
                 } else if exact {
                     build_with_progress(chain, alg, budget, generation, &algorithm, emit)
-                        .map(|p| p.plan(chain, budget))
+                        .and_then(|p| p.plan(chain, budget))
                 } else {
                     match self.planners.iter().find(|p| p.algorithm() == alg) {
-                        Some(p) => Ok(p.plan(chain, budget)),
+                        Some(p) => p.plan(chain, budget),
                         None => return,
                     }
                 };
@@ -298,6 +305,7 @@ impl PlannerSet {
                     predicted_seconds: solution.predicted_seconds,
                     predicted_peak_bytes: solution.predicted_peak_bytes,
                     detail: solution.detail,
+                    error: None,
                     summaries,
                 })));
             }
@@ -318,13 +326,7 @@ impl PlannerSet {
                     let solution = solve_offloading(chain, alg, budget, bandwidth, &mut part);
                     summaries.push(match solution {
                         Ok(s) => summary_of(chain, &s, budget, bandwidth),
-                        Err(e) => Summary {
-                            algorithm: alg.name().to_string(),
-                            feasible: false,
-                            makespan_seconds: None,
-                            peak_bytes: None,
-                            detail: e.to_string(),
-                        },
+                        Err(e) => Summary::failed(alg, e.to_string()),
                     });
                 }
                 emit(Response::Compared {
@@ -341,8 +343,15 @@ impl PlannerSet {
                 let Some(chain) = self.chain_of(generation) else {
                     return;
                 };
-                let sweep = sweep(chain, bandwidth, &mut reporter(generation, "sweep", emit));
-                emit(Response::Swept { generation, sweep });
+                let swept = sweep(chain, bandwidth, &mut reporter(generation, "sweep", emit));
+                match swept {
+                    Ok(sweep) => emit(Response::Swept { generation, sweep }),
+                    Err(e) => emit(Response::Failed {
+                        generation,
+                        algorithm: Some("sweep".into()),
+                        error: e.to_string(),
+                    }),
+                }
             }
         }
     }
@@ -383,7 +392,11 @@ fn solve_offloading(
 }
 
 /// The two figures of POFO Section 5 for `chain`.
-fn sweep(chain: &Chain, bandwidth: f64, progress: &mut dyn FnMut(f64) -> bool) -> Sweep {
+fn sweep(
+    chain: &Chain,
+    bandwidth: f64,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Sweep, SolveError> {
     let m_low = min_budget(chain);
     let m_high = max_useful_budget(chain).max(m_low);
     let at = |alpha: f64| m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
@@ -396,13 +409,14 @@ fn sweep(chain: &Chain, bandwidth: f64, progress: &mut dyn FnMut(f64) -> bool) -
         let budget = at(alpha);
         for alg in SWEEP_ALGORITHMS {
             let mut part = |f: f64| progress((done + f) / total);
-            let makespan_seconds = solve_offloading(chain, alg, budget, Some(bw), &mut part)
-                .ok()
-                .and_then(|s| {
-                    let ops = s.ops?;
-                    let t = judge(chain, &ops, budget, Some(bw)).ok()?;
-                    (t.peak_bytes <= budget).then_some(t.makespan_seconds)
-                });
+            // A failed solve stops the sweep with its error: a point left
+            // out would read as "infeasible".
+            let solution = solve_offloading(chain, alg, budget, Some(bw), &mut part)
+                .map_err(|e| SolveError::BadOption(format!("{alg} at α = {alpha}: {e}")))?;
+            let makespan_seconds = solution.ops.and_then(|ops| {
+                let t = judge(chain, &ops, budget, Some(bw)).ok()?;
+                (t.peak_bytes <= budget).then_some(t.makespan_seconds)
+            });
             points.push(SweepPoint {
                 algorithm: alg.name().to_string(),
                 alpha,
@@ -414,14 +428,14 @@ fn sweep(chain: &Chain, bandwidth: f64, progress: &mut dyn FnMut(f64) -> bool) -
     }
     let split = SWEEP_ALPHAS.len() * SWEEP_ALGORITHMS.len();
     let by_bandwidth = points.split_off(split);
-    Sweep {
+    Ok(Sweep {
         bandwidth,
         m_low,
         m_high,
         sequential_seconds: chain.sequential_seconds(),
         by_alpha: points,
         by_bandwidth,
-    }
+    })
 }
 
 impl PlannerSet {
@@ -494,7 +508,24 @@ fn build_with_progress(
 }
 
 fn summarize(chain: &Chain, planner: &Planner, budget: u64, bandwidth: Option<f64>) -> Summary {
-    summary_of(chain, &planner.plan(chain, budget), budget, bandwidth)
+    match planner.plan(chain, budget) {
+        Ok(solution) => summary_of(chain, &solution, budget, bandwidth),
+        Err(e) => Summary::failed(planner.algorithm(), e.to_string()),
+    }
+}
+
+impl Summary {
+    /// A row for a solve that failed: an error, not an infeasible budget.
+    pub fn failed(algorithm: Algorithm, error: String) -> Summary {
+        Summary {
+            algorithm: algorithm.name().to_string(),
+            feasible: false,
+            makespan_seconds: None,
+            peak_bytes: None,
+            detail: String::new(),
+            error: Some(error),
+        }
+    }
 }
 
 /// One solution measured by the simulator, with the budget as memory limit.
@@ -510,6 +541,7 @@ fn summary_of(chain: &Chain, solution: &Solution, budget: u64, bandwidth: Option
         makespan_seconds: measured.as_ref().map(|t| t.makespan_seconds),
         peak_bytes: measured.as_ref().map(|t| t.peak_bytes),
         detail: solution.detail.clone(),
+        error: None,
     }
 }
 
@@ -532,7 +564,9 @@ fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
     budgets
         .into_iter()
         .map(|budget| {
-            let makespan_seconds = planner.plan(chain, budget).ops.and_then(|ops| {
+            // Table planners (the only ones here) read out and cannot fail.
+            let solution = planner.plan(chain, budget).ok();
+            let makespan_seconds = solution.and_then(|s| s.ops).and_then(|ops| {
                 judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
                     .ok()
                     .map(|t| t.makespan_seconds)

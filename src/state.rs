@@ -404,9 +404,13 @@ impl AppState {
                 if g != generation && g != u64::MAX {
                     return;
                 }
+                if algorithm.as_deref() == Some("sweep") {
+                    self.sweeping.set(None);
+                }
                 match algorithm.and_then(|a| Algorithm::from_name(&a).ok()) {
                     // An offloading solve failed (too large a chain for its
-                    // tables): this budget has no schedule; the next may.
+                    // tables): this budget has no answer, shown as an error;
+                    // the next budget may have one.
                     Some(alg) if alg.offloads() => {
                         self.on_response(Response::Planned(Box::new(Planned {
                             generation,
@@ -418,7 +422,8 @@ impl AppState {
                             ops: None,
                             predicted_seconds: None,
                             predicted_peak_bytes: None,
-                            detail: error,
+                            detail: String::new(),
+                            error: Some(error),
                             summaries: self
                                 .summaries
                                 .get_untracked()
@@ -485,6 +490,7 @@ impl AppState {
                     makespan_seconds: measured.map(|t| t.makespan_seconds),
                     peak_bytes: measured.map(|t| t.peak_bytes),
                     detail: planned.detail.clone(),
+                    error: planned.error.clone(),
                 });
                 self.summaries.set(summaries);
                 self.shown_id.set(planned.id);

@@ -1,6 +1,7 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
 use super::{byte_ticks, bytes, ms, pct, Frame, Swatch};
+use crate::planning::Summary;
 use crate::state::{AppState, Build};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
@@ -136,6 +137,10 @@ pub fn Compare(state: AppState) -> impl IntoView {
                     _ => state.build_of(alg),
                 };
                 let cells = match (build, summary) {
+                    (Build::Ready { .. }, Some(Summary { error: Some(e), .. })) => view! {
+                        <td colspan="5" class="err">{format!("error: {e}")}</td>
+                    }
+                    .into_any(),
                     (Build::Ready { .. }, Some(s)) if s.feasible => {
                         let m = s.makespan_seconds.unwrap_or(0.0);
                         view! {

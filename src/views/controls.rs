@@ -320,15 +320,26 @@ fn PlanStatus(state: AppState) -> impl IntoView {
             }
             Build::Ready { build_ms, .. } => {
                 let current = state.current.get();
-                let (detail, feasible, exact, trace_err) = match &current {
+                let (detail, feasible, exact, trace_err, error) = match &current {
                     Some(c) => (
                         c.planned.detail.clone(),
                         c.planned.ops.is_some(),
                         c.planned.exact,
                         c.trace.as_ref().and_then(|t| t.as_ref().err().cloned()),
+                        c.planned.error.clone(),
                     ),
-                    None => (String::new(), true, false, None),
+                    None => (String::new(), true, false, None, None),
                 };
+                if let Some(error) = error {
+                    // No answer at all (a table over the size limit): an
+                    // error, never "infeasible".
+                    return view! {
+                        <div class="status err" id="plan-status" role="alert">
+                            <span>{format!("✗ error: {error}")}</span>
+                        </div>
+                    }
+                    .into_any();
+                }
                 let grid = detail.contains("grid");
                 view! {
                     <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">

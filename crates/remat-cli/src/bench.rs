@@ -13,21 +13,27 @@ use std::time::Instant;
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Stages of the synthetic heterogeneous chain.
-    #[arg(long, default_value_t = 200)]
-    stages: usize,
-    /// Memory slots of the rotor table.
-    #[arg(long, default_value_t = 500)]
-    slots: usize,
-    /// Repetitions of the table build (the median is reported).
-    #[arg(long, default_value_t = 5)]
-    reps: usize,
+    /// Stages of the synthetic heterogeneous chain (1 to 2000).
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=MAX_STAGES))]
+    stages: u64,
+    /// Memory slots of the rotor table (1 to 100000; the table must stay
+    /// under the default size limit).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=crate::input::MAX_SLOTS))]
+    slots: u64,
+    /// Repetitions of each measurement, the median is reported (1 to 1000).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=MAX_REPS))]
+    reps: u64,
     #[arg(long)]
     json: bool,
     /// Skip the pofo measurements (seconds at L = 100).
     #[arg(long)]
     no_pofo: bool,
 }
+
+/// The longest synthetic chain: a rotor table for it at 500 slots is already
+/// near the default size limit.
+const MAX_STAGES: u64 = 2000;
+const MAX_REPS: u64 = 1000;
 
 /// The bandwidth of the pofo measurements: PCIe 3 ×16.
 const POFO_BANDWIDTH: f64 = 12e9;
@@ -92,21 +98,19 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn run(a: BenchArgs) -> Result<(), String> {
-    if a.stages == 0 || a.slots == 0 || a.reps == 0 {
-        return Err("--stages, --slots and --reps must be at least 1".into());
-    }
-    let chain = examples::synthetic(a.stages);
+    let (stages, slots, reps) = (a.stages as usize, a.slots as usize, a.reps as usize);
+    let chain = examples::synthetic(stages);
     let high = max_useful_budget(&chain);
     let limit = Options::default().max_table_bytes;
     let mut build = Vec::new();
     let mut table = None;
-    for _ in 0..a.reps {
+    for _ in 0..reps {
         let t0 = Instant::now();
         let t = PersistentTable::build(
             &chain,
             Variant::Rotor,
             high,
-            a.slots,
+            slots,
             limit,
             &mut no_progress(),
         )
@@ -144,13 +148,13 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let mut pofo = Vec::new();
     if !a.no_pofo {
         for (l, n) in [(25, 50), (50, 50), (100, 50), (50, 25), (50, 100)] {
-            pofo.push((l, n, pofo_dp(l, n, a.reps.min(3))?));
+            pofo.push((l, n, pofo_dp(l, n, reps.min(3))?));
         }
     }
     let solve_50 = if a.no_pofo {
         None
     } else {
-        Some(pofo_solve(50, a.reps.min(3))?)
+        Some(pofo_solve(50, reps.min(3))?)
     };
     let build_s = median(build);
     let readout_s = median(readout);
@@ -158,7 +162,7 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     let ops_per_s = ops.len() as f64 / sim_s;
     if a.json {
         let v = json!({
-            "stages": a.stages, "slots": a.slots,
+            "stages": stages, "slots": slots,
             "table_build_seconds": build_s, "table_bytes": table.memory_bytes(),
             "readout_seconds": readout_s, "simulated_ops": ops.len(),
             "simulator_ops_per_second": ops_per_s,
@@ -169,13 +173,13 @@ pub fn run(a: BenchArgs) -> Result<(), String> {
     } else {
         say!(
             "synthetic heterogeneous chain: {} stages, {} slots",
-            a.stages,
-            a.slots
+            stages,
+            slots
         );
         say!(
             "rotor table build   median {:.3} s over {} runs",
             build_s,
-            a.reps
+            reps
         );
         say!(
             "rotor table memory  {:.1} MiB",

@@ -1,11 +1,12 @@
 //! One function per subcommand; each returns Err(message) for bad input.
 
 use crate::input;
+use crate::input::Budget;
 use clap::{Args, ValueEnum};
 use remat_core::format::{
     read_rotor, write_chain, write_schedule, Predicted, ScheduleFile, TimeUnit,
 };
-use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::Trace;
 use remat_core::solvers::offload::judge;
@@ -14,23 +15,53 @@ use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Pl
 use remat_core::{examples, Chain};
 use serde_json::{json, Value};
 
+/// What every planning command shares: memory slots, the table limit, the link.
+#[derive(Args)]
+pub struct PlanFlags {
+    /// Memory slots of the DPs (default 500 for revolve and rotor, 50 for
+    /// pofo and offload-only, as their papers); 1 to 100000.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=input::MAX_SLOTS))]
+    slots: Option<u64>,
+    /// Refuse any DP table larger than this (e.g. 8GiB).
+    #[arg(long, value_parser = input::size, default_value = "2GiB")]
+    max_table: u64,
+}
+
+impl PlanFlags {
+    fn options(&self, bandwidth: Option<f64>) -> Options {
+        let mut o = Options {
+            bandwidth_bytes_per_s: bandwidth,
+            max_table_bytes: self.max_table,
+            ..Options::default()
+        };
+        if let Some(slots) = self.slots {
+            o.slots = slots as usize;
+            o.offload_slots = slots as usize;
+        }
+        o
+    }
+}
+
 #[derive(Args)]
 pub struct SolveArgs {
     /// Chain file or example:NAME.
     chain: String,
     /// Algorithm (see `remat algorithms`).
-    #[arg(long, short)]
-    algorithm: String,
-    /// Memory budget for activations (a^0 included), e.g. 8GiB.
-    #[arg(long, short)]
-    budget: String,
-    /// Memory slots of the DPs (default 500 for revolve and rotor, 50 for
-    /// pofo and offload-only, as their papers).
-    #[arg(long)]
-    slots: Option<usize>,
-    /// Host↔device bandwidth, overriding the chain's (e.g. 12GB/s).
-    #[arg(long)]
-    bandwidth: Option<String>,
+    #[arg(long, short, value_parser = parse_algorithm)]
+    algorithm: Algorithm,
+    /// Memory budget for activations (a^0 included): 8GiB, 3e9, or 60% of
+    /// the chain's M_high (store-all's peak).
+    #[arg(long, short, value_parser = input::budget)]
+    budget: Budget,
+    #[command(flatten)]
+    plan: PlanFlags,
+    /// `sequential` only: exactly K segments instead of the best K.
+    #[arg(long, value_name = "K")]
+    segments: Option<usize>,
+    /// Host↔device bandwidth, overriding the chain's (12GB/s, 16GiB/s,
+    /// or bits: 100Gbps).
+    #[arg(long, value_parser = input::rate)]
+    bandwidth: Option<f64>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -46,8 +77,8 @@ pub struct SimulateArgs {
     /// Schedule file (remat-schedule/1).
     schedule: String,
     /// Host↔device bandwidth, overriding the schedule's and the chain's.
-    #[arg(long)]
-    bandwidth: Option<String>,
+    #[arg(long, value_parser = input::rate)]
+    bandwidth: Option<f64>,
     #[arg(long)]
     json: bool,
 }
@@ -63,20 +94,20 @@ pub struct SweepArgs {
     /// Chain file or example:NAME.
     chain: String,
     /// Comma-separated algorithms (default: all).
-    #[arg(long)]
-    algorithms: Option<String>,
+    #[arg(long, value_delimiter = ',', value_parser = parse_algorithm)]
+    algorithms: Vec<Algorithm>,
     /// Number of budgets from M_low to M_high (memory ratio α from 0 to 1:
-    /// budget = (1 − α) M_low + α M_high, POFO Section 5.2).
-    #[arg(long, default_value_t = 20)]
-    points: usize,
+    /// budget = (1 − α) M_low + α M_high, POFO Section 5.2); 2 to 1000.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(2..=input::MAX_POINTS))]
+    points: u64,
     /// One budget at this α instead (for a sweep over bandwidths).
     #[arg(long)]
     alpha: Option<f64>,
-    #[arg(long)]
-    slots: Option<usize>,
+    #[command(flatten)]
+    plan: PlanFlags,
     /// Bandwidth, or a comma-separated list to sweep (12GB/s,24GB/s,36GB/s).
-    #[arg(long)]
-    bandwidth: Option<String>,
+    #[arg(long, value_delimiter = ',', value_parser = input::rate)]
+    bandwidth: Vec<f64>,
     #[arg(long, value_enum, default_value = "csv")]
     format: SweepFormat,
 }
@@ -98,40 +129,34 @@ pub struct ConvertArgs {
     #[arg(long)]
     name: Option<String>,
     /// Host↔device bandwidth to record in the chain (e.g. 12GB/s).
-    #[arg(long)]
-    bandwidth: Option<String>,
+    #[arg(long, value_parser = input::rate)]
+    bandwidth: Option<f64>,
     /// Output file (default: stdout).
     #[arg(long, short)]
     output: Option<String>,
 }
 
-fn bandwidth(chain: &Chain, flag: &Option<String>) -> Result<Option<f64>, String> {
-    match flag {
-        Some(text) => input::rate("--bandwidth", text).map(Some),
-        None => Ok(chain.bandwidth_bytes_per_s),
-    }
+#[derive(Args)]
+pub struct ExamplesArgs {
+    /// Write this built-in chain (remat-chain/1) instead of listing them.
+    #[arg(long, value_name = "NAME")]
+    write: Option<String>,
+    /// File to write it to (default: stdout).
+    #[arg(long, short, requires = "write")]
+    output: Option<String>,
 }
 
-fn options(slots: Option<usize>, bandwidth: Option<f64>) -> Result<Options, String> {
-    let mut o = Options {
-        bandwidth_bytes_per_s: bandwidth,
-        ..Options::default()
-    };
-    if let Some(slots) = slots {
-        if slots == 0 {
-            return Err("--slots: must be at least 1".into());
-        }
-        o.slots = slots;
-        o.offload_slots = slots;
-    }
-    Ok(o)
+/// clap value parser of algorithm names.
+fn parse_algorithm(text: &str) -> Result<Algorithm, String> {
+    Algorithm::from_name(text.trim()).map_err(|e| e.to_string())
 }
 
-/// The fields every JSON report shares (DESIGN.md contract).
+/// The fields every JSON report shares (docs/cli.md).
 fn report(
     chain: &Chain,
     algorithm: &str,
     budget: u64,
+    bandwidth: Option<f64>,
     trace: Option<&Trace>,
     predicted: (Option<f64>, Option<u64>),
 ) -> Value {
@@ -140,6 +165,7 @@ fn report(
         "chain": chain.name,
         "stages": chain.len(),
         "budget_bytes": budget,
+        "bandwidth_bytes_per_s": bandwidth,
         "feasible": trace.is_some_and(|t| t.peak_bytes <= budget),
         "makespan_seconds": trace.map(|t| t.makespan_seconds),
         "peak_bytes": trace.map(|t| t.peak_bytes),
@@ -156,13 +182,22 @@ fn report(
 
 pub fn solve(a: SolveArgs) -> Result<(), String> {
     let chain = input::chain(&a.chain)?;
-    let algorithm = Algorithm::from_name(&a.algorithm).map_err(|e| e.to_string())?;
-    let budget = input::size("--budget", &a.budget)?;
-    let bw = bandwidth(&chain, &a.bandwidth)?;
-    let opts = options(a.slots, bw)?;
+    let algorithm = a.algorithm;
+    if a.segments.is_some() && algorithm != Algorithm::Sequential {
+        return Err(format!(
+            "--segments: only for -a sequential, not {algorithm}"
+        ));
+    }
+    let m_high = max_useful_budget(&chain);
+    let budget = a.budget.bytes(m_high);
+    let bw = a.bandwidth.or(chain.bandwidth_bytes_per_s);
+    let opts = Options {
+        segments: a.segments,
+        ..a.plan.options(bw)
+    };
     let planner = Planner::build(&chain, algorithm, budget, &opts, &mut no_progress())
         .map_err(|e| e.to_string())?;
-    let solution = planner.plan(&chain, budget);
+    let solution = planner.plan(&chain, budget).map_err(|e| e.to_string())?;
     let trace = match &solution.ops {
         Some(ops) => Some(judge(&chain, ops, budget, bw).map_err(|e| {
             format!("internal error: {algorithm} produced an invalid schedule: {e}")
@@ -186,13 +221,23 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
     } else if a.output.is_some() {
         eprintln!("note: no schedule written: the budget is infeasible for {algorithm}");
     }
-    let m_low = planner.min_budget_bytes();
-    let m_high = max_useful_budget(&chain);
+    // M_low of the chain: the least budget rotor (whose class holds every
+    // other recompute-only planner's schedules) meets.
+    let m_low = min_budget(&chain, Variant::Rotor);
+    let own_min = planner.min_budget_bytes();
     if a.json {
-        let mut v = report(&chain, algorithm.name(), budget, trace.as_ref(), predicted);
+        let mut v = report(
+            &chain,
+            algorithm.name(),
+            budget,
+            bw,
+            trace.as_ref(),
+            predicted,
+        );
         v["detail"] = json!(solution.detail);
         v["m_low_bytes"] = json!(m_low);
         v["m_high_bytes"] = json!(m_high);
+        v["algorithm_min_bytes"] = json!(own_min);
         v["ops"] = json!(solution.ops.clone().unwrap_or_default());
         say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
         return Ok(());
@@ -200,11 +245,15 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
     say!("chain      {} ({} stages)", chain.name, chain.len());
     say!("algorithm  {algorithm} ({})", solution.detail);
     say!(
-        "budget     {}   (M_low {} for {algorithm}, M_high {})",
+        "budget     {}   (M_low {}, {algorithm}'s least {}, M_high {})",
         format_bytes(budget),
         format_bytes(m_low),
+        format_bytes(own_min),
         format_bytes(m_high)
     );
+    if let Some(bw) = bw {
+        say!("link       {}", format_rate(bw));
+    }
     match (&solution.ops, &trace) {
         (Some(ops), Some(t)) => {
             say!(
@@ -229,26 +278,28 @@ fn predicted(s: &Solution) -> (Option<f64>, Option<u64>) {
 pub fn simulate(a: SimulateArgs) -> Result<(), String> {
     let chain = input::chain(&a.chain)?;
     let schedule = input::schedule(&a.schedule)?;
-    schedule
+    if let Some(warning) = schedule
         .check_chain(&chain)
-        .map_err(|e| format!("{}: {e}", a.schedule))?;
-    let bw = match &a.bandwidth {
-        Some(text) => Some(input::rate("--bandwidth", text)?),
-        None => schedule
-            .bandwidth_bytes_per_s
-            .or(chain.bandwidth_bytes_per_s),
-    };
+        .map_err(|e| format!("{}: {e}", a.schedule))?
+    {
+        eprintln!("warning: {}: {warning}", a.schedule);
+    }
+    let bw = a
+        .bandwidth
+        .or(schedule.bandwidth_bytes_per_s)
+        .or(chain.bandwidth_bytes_per_s);
     let trace = judge(&chain, &schedule.ops, schedule.budget_bytes, bw)
         .map_err(|e| format!("{}: invalid schedule: {e}", a.schedule))?;
     let predicted = (
-        Some(schedule.predicted.makespan_seconds),
-        Some(schedule.predicted.peak_bytes),
+        schedule.predicted.as_ref().map(|p| p.makespan_seconds),
+        schedule.predicted.as_ref().map(|p| p.peak_bytes),
     );
     if a.json {
         let mut v = report(
             &chain,
             &schedule.algorithm,
             schedule.budget_bytes,
+            bw,
             Some(&trace),
             predicted,
         );
@@ -260,13 +311,20 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
     say!(
         "schedule   {} ops by {}",
         schedule.ops.len(),
-        schedule.algorithm
+        if schedule.algorithm.is_empty() {
+            "hand"
+        } else {
+            &schedule.algorithm
+        }
     );
     say!(
-        "makespan   {}   (+{:.1}%; predicted {})",
+        "makespan   {}   (+{:.1}%{})",
         format_seconds(trace.makespan_seconds),
         100.0 * trace.overhead(),
-        format_seconds(schedule.predicted.makespan_seconds)
+        predicted
+            .0
+            .map(|p| format!("; predicted {}", format_seconds(p)))
+            .unwrap_or_default()
     );
     say!(
         "peak       {}   (budget {}{})",
@@ -288,49 +346,45 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
 
 pub fn sweep(a: SweepArgs) -> Result<(), String> {
     let chain = input::chain(&a.chain)?;
-    let algorithms: Vec<Algorithm> = match &a.algorithms {
-        Some(list) => list
-            .split(',')
-            .map(|n| Algorithm::from_name(n.trim()).map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?,
-        None => Algorithm::ALL.to_vec(),
+    let algorithms: Vec<Algorithm> = if a.algorithms.is_empty() {
+        Algorithm::ALL.to_vec()
+    } else {
+        a.algorithms.clone()
     };
-    if a.points < 2 {
-        return Err("--points: at least 2".into());
-    }
+    let points = a.points as usize;
     let alphas: Vec<f64> = match a.alpha {
         Some(x) if !(0.0..=1.0).contains(&x) => {
             return Err(format!("--alpha: a memory ratio from 0 to 1, got {x}"))
         }
         Some(x) => vec![x],
-        None => (0..a.points)
-            .map(|i| i as f64 / (a.points - 1) as f64)
+        None => (0..points)
+            .map(|i| i as f64 / (points - 1) as f64)
             .collect(),
     };
-    let bandwidths: Vec<Option<f64>> = match &a.bandwidth {
-        Some(list) => list
-            .split(',')
-            .map(|t| input::rate("--bandwidth", t.trim()).map(Some))
-            .collect::<Result<_, _>>()?,
-        None => vec![chain.bandwidth_bytes_per_s],
+    let bandwidths: Vec<Option<f64>> = if a.bandwidth.is_empty() {
+        vec![chain.bandwidth_bytes_per_s]
+    } else {
+        a.bandwidth.iter().map(|b| Some(*b)).collect()
     };
     // The paper's range: M_low recomputes as much as rotor can, M_high keeps all.
     let m_high = max_useful_budget(&chain);
     let m_low = min_budget(&chain, Variant::Rotor).min(m_high);
     let mut rows = Vec::new();
     for bw in &bandwidths {
-        let opts = options(a.slots, *bw)?;
+        let opts = a.plan.options(*bw);
         let mut planners = Vec::new();
         for alg in &algorithms {
             planners.push(
                 Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| format!("{alg}: {e}"))?,
             );
         }
         for &alpha in &alphas {
             let budget = m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
             for p in &planners {
-                let sol = p.plan(&chain, budget);
+                let sol = p
+                    .plan(&chain, budget)
+                    .map_err(|e| format!("{} at α = {alpha}: {e}", p.algorithm()))?;
                 let trace = match &sol.ops {
                     Some(ops) => Some(judge(&chain, ops, budget, *bw).map_err(|e| e.to_string())?),
                     None => None,
@@ -362,10 +416,9 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
             let list: Vec<Value> = rows
                 .iter()
                 .map(|(budget, alpha, bw, alg, t)| {
-                    let mut v = report(&chain, alg.name(), *budget, t.as_ref(), (None, None));
+                    let mut v = report(&chain, alg.name(), *budget, *bw, t.as_ref(), (None, None));
                     v["memory_ratio"] = json!(*budget as f64 / m_high as f64);
                     v["alpha"] = json!(alpha);
-                    v["bandwidth_bytes_per_s"] = json!(bw);
                     v
                 })
                 .collect();
@@ -394,8 +447,8 @@ pub fn convert(a: ConvertArgs) -> Result<(), String> {
     if let Some(name) = a.name {
         chain.name = name;
     }
-    if let Some(bw) = &a.bandwidth {
-        chain.bandwidth_bytes_per_s = Some(input::rate("--bandwidth", bw)?);
+    if let Some(bw) = a.bandwidth {
+        chain.bandwidth_bytes_per_s = Some(bw);
     }
     let out = write_chain(&chain);
     match &a.output {
@@ -414,9 +467,20 @@ pub fn algorithms() -> Result<(), String> {
     Ok(())
 }
 
-pub fn examples() -> Result<(), String> {
-    for (name, about) in examples::NAMES {
-        say!("example:{name:<10} {about}");
+pub fn examples(a: ExamplesArgs) -> Result<(), String> {
+    let Some(name) = a.write else {
+        for (name, about) in examples::NAMES {
+            say!("example:{name:<10} {about}");
+        }
+        return Ok(());
+    };
+    let name = name.strip_prefix("example:").unwrap_or(&name);
+    let text = write_chain(&input::example(name).map_err(|e| format!("--write: {e}"))?);
+    match &a.output {
+        Some(path) => input::write_text(path, &text),
+        None => {
+            say!("{text}");
+            Ok(())
+        }
     }
-    Ok(())
 }

@@ -43,8 +43,8 @@ enum Command {
     Convert(commands::ConvertArgs),
     /// List the algorithms.
     Algorithms,
-    /// List the built-in example chains.
-    Examples,
+    /// List the built-in example chains, or write one to a file.
+    Examples(commands::ExamplesArgs),
     /// Measure the solvers and the simulator on this machine.
     Bench(bench::BenchArgs),
 }
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
         Command::Sweep(a) => commands::sweep(a),
         Command::Convert(a) => commands::convert(a),
         Command::Algorithms => commands::algorithms(),
-        Command::Examples => commands::examples(),
+        Command::Examples(a) => commands::examples(a),
         Command::Bench(a) => bench::run(a),
     };
     match result {

@@ -107,7 +107,7 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
         ),
         (
             vec!["solve", "example:teaching", "-a", "rotor", "-b", "lots"],
-            "--budget: `lots` is not a number",
+            "--budget <BUDGET>': `lots` is not a number",
         ),
         (
             vec!["solve", "example:teaching", "-a", "magic", "-b", "1GB"],
@@ -132,7 +132,7 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
                 "--slots",
                 "0",
             ],
-            "--slots: must be at least 1",
+            "'--slots <SLOTS>': 0 is not in 1..=100000",
         ),
         (
             vec![
@@ -310,4 +310,296 @@ fn sweep_over_bandwidths_at_one_memory_ratio() {
     let bad = remat(&["sweep", "example:teaching", "--alpha", "1.5"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--alpha"));
+}
+
+/// Runs `remat` and expects exit 2 with `expected` in the message, no panic.
+fn refused(args: &[&str], expected: &str) {
+    let out = remat(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(expected), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn incomplete_schedules_are_refused_naming_the_first_missing_backward() {
+    // Issue 9.1: an empty or truncated schedule is not a training step.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.json");
+    let path = path.to_str().unwrap();
+    for (ops, missing) in [
+        ("", "op 0 (B^10)"),
+        (
+            r#"{"op": "forward_all", "stage": 1}"#,
+            "op 1 (B^10): missing",
+        ),
+    ] {
+        let text = format!(
+            r#"{{"format": "remat-schedule/1", "budget_bytes": 2000000000, "ops": [{ops}]}}"#
+        );
+        std::fs::write(path, text).unwrap();
+        refused(&["simulate", "example:teaching", path], missing);
+    }
+    // A schedule that stops before its last backward.
+    let full = dir.path().join("full.json");
+    let full = full.to_str().unwrap();
+    json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "store-all",
+        "-b",
+        "2GB",
+        "--json",
+        "-o",
+        full,
+    ]));
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(full).unwrap()).unwrap();
+    v["ops"].as_array_mut().unwrap().pop();
+    std::fs::write(path, v.to_string()).unwrap();
+    refused(&["simulate", "example:teaching", path], "(B^1): missing");
+    refused(&["simulate", "example:teaching", path], "δ^0");
+}
+
+#[test]
+fn errors_are_errors_not_infeasible_budgets() {
+    // Issue 9.2: a table over the size limit or a bad option exits 2, for
+    // the offloading algorithms too (pofo used to print feasible: false).
+    for alg in ["pofo", "offload-only"] {
+        refused(
+            &[
+                "solve",
+                "example:teaching",
+                "-a",
+                alg,
+                "-b",
+                "600MiB",
+                "--slots",
+                "70000",
+            ],
+            "slots",
+        );
+        refused(
+            &[
+                "sweep",
+                "example:teaching",
+                "--algorithms",
+                alg,
+                "--slots",
+                "70000",
+            ],
+            "slots",
+        );
+    }
+    for alg in ["rotor", "revolve", "pofo"] {
+        refused(
+            &[
+                "solve",
+                "example:vgg19",
+                "-a",
+                alg,
+                "-b",
+                "3GiB",
+                "--max-table",
+                "1MiB",
+            ],
+            "limit",
+        );
+    }
+    refused(
+        &[
+            "solve",
+            "example:teaching",
+            "-a",
+            "sequential",
+            "-b",
+            "1GB",
+            "--segments",
+            "11",
+        ],
+        "segments: 11 segments for a chain of 10 stages",
+    );
+    refused(
+        &[
+            "solve",
+            "example:teaching",
+            "-a",
+            "rotor",
+            "-b",
+            "1GB",
+            "--segments",
+            "2",
+        ],
+        "--segments: only for -a sequential",
+    );
+}
+
+#[test]
+fn bandwidth_in_bits_is_divided_by_eight_and_echoed() {
+    // Issue 9.3: 12Gbps is 1.5 GB/s, not 12 GB/s; --json says what was used.
+    for (text, bytes) in [("12Gbps", 1.5e9), ("12Gb/s", 1.5e9), ("12GB/s", 12e9)] {
+        let v = json(&remat(&[
+            "solve",
+            "example:teaching",
+            "-a",
+            "pofo",
+            "-b",
+            "600MiB",
+            "--bandwidth",
+            text,
+            "--json",
+        ]));
+        assert_eq!(v["bandwidth_bytes_per_s"].as_f64(), Some(bytes), "{text}");
+    }
+    refused(
+        &["solve", "example:teaching", "-a", "rotor", "-b", "8Gb"],
+        "in bits",
+    );
+}
+
+#[test]
+fn every_count_has_a_stated_limit() {
+    // Issue 9.6: counts past their limit are refused before any work.
+    refused(
+        &[
+            "sweep",
+            "example:teaching",
+            "--points",
+            "10000000000000000000",
+        ],
+        "2..=1000",
+    );
+    refused(&["sweep", "example:teaching", "--points", "1"], "2..=1000");
+    refused(&["bench", "--stages", "100000000"], "1..=2000");
+    refused(&["bench", "--reps", "0"], "1..=1000");
+    refused(
+        &[
+            "solve",
+            "example:teaching",
+            "-a",
+            "rotor",
+            "-b",
+            "1GB",
+            "--slots",
+            "100001",
+        ],
+        "1..=100000",
+    );
+}
+
+#[test]
+fn a_chain_whose_times_overflow_is_an_error_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    let stage = r#"{"name": "s", "forward_seconds": 1e308, "backward_seconds": 1e308,
+        "output_bytes": 8, "saved_bytes": 8}"#;
+    let text = format!(
+        r#"{{"format": "remat-chain/1", "name": "huge", "input_bytes": 8,
+            "stages": [{stage}, {stage}]}}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    refused(
+        &["solve", path.to_str().unwrap(), "-a", "rotor", "-b", "1KB"],
+        "stages[0].forward_seconds",
+    );
+    let text = r#"{"format": "remat-chain/1", "name": "slow link", "input_bytes": 8,
+        "bandwidth_bytes_per_s": 1e-310,
+        "stages": [{"name": "s", "forward_seconds": 1, "backward_seconds": 1,
+        "output_bytes": 8, "saved_bytes": 8}]}"#;
+    std::fs::write(&path, text).unwrap();
+    refused(
+        &["solve", path.to_str().unwrap(), "-a", "pofo", "-b", "1KB"],
+        "bandwidth_bytes_per_s",
+    );
+}
+
+#[test]
+fn scripting_helpers_write_examples_take_relative_budgets_and_report_m_low() {
+    // Issue 9.10.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("teaching.json");
+    let path = path.to_str().unwrap();
+    let out = remat(&["examples", "--write", "teaching", "-o", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The written chain is the built-in one: the same answers.
+    let from_file = json(&remat(&[
+        "solve", path, "-a", "rotor", "-b", "60%", "--json",
+    ]));
+    let built_in = json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "rotor",
+        "-b",
+        "60%",
+        "--json",
+    ]));
+    assert_eq!(from_file["makespan_seconds"], built_in["makespan_seconds"]);
+    // 60 % is of M_high.
+    let high = built_in["m_high_bytes"].as_u64().unwrap();
+    assert_eq!(
+        built_in["budget_bytes"].as_u64().unwrap(),
+        (high as f64 * 0.6).round() as u64
+    );
+    // Whatever the algorithm, the chain's M_low and M_high come with its own least.
+    let store_all = json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "store-all",
+        "-b",
+        "100%",
+        "--json",
+    ]));
+    assert_eq!(store_all["m_low_bytes"], built_in["m_low_bytes"]);
+    assert_eq!(store_all["algorithm_min_bytes"].as_u64(), Some(high));
+    assert!(built_in["m_low_bytes"].as_u64().unwrap() < high);
+    // A chosen number of segments.
+    let seq = json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "sequential",
+        "--segments",
+        "2",
+        "-b",
+        "100%",
+        "--json",
+    ]));
+    assert_eq!(seq["detail"], "2 segments");
+    refused(
+        &["examples", "--write", "nope"],
+        "--write: no example named `nope`",
+    );
+    refused(
+        &["solve", "example:teaching", "-a", "rotor", "-b", "0%"],
+        "above 0 %",
+    );
+}
+
+#[test]
+fn a_hand_written_schedule_may_omit_the_digest_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = dir.path().join("full.json");
+    let full = full.to_str().unwrap();
+    json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "store-all",
+        "-b",
+        "2GB",
+        "--json",
+        "-o",
+        full,
+    ]));
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(full).unwrap()).unwrap();
+    let obj = v.as_object_mut().unwrap();
+    for field in ["chain_digest", "chain_name", "predicted", "algorithm"] {
+        obj.remove(field);
+    }
+    std::fs::write(full, v.to_string()).unwrap();
+    let out = remat(&["simulate", "example:teaching", full, "--json"]);
+    assert!(stderr(&out).contains("warning:") && stderr(&out).contains("chain_digest: absent"));
+    assert_eq!(json(&out)["feasible"], true);
 }

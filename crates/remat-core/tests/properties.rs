@@ -106,7 +106,7 @@ proptest! {
         let planner = Planner::build(&chain, Algorithm::Rotor, high, &options, &mut no_progress()).unwrap();
         for f in fracs {
             let budget = budget_between(&chain, f);
-            let from_table = planner.plan(&chain, budget);
+            let from_table = planner.plan(&chain, budget).unwrap();
             let fresh = solve(&chain, Algorithm::Rotor, budget, &Options { slots: budget.max(1) as usize, ..Options::default() }).unwrap();
             prop_assert_eq!(from_table.predicted_seconds, fresh.predicted_seconds);
         }
@@ -134,10 +134,10 @@ fn a_table_taken_apart_and_rebuilt_plans_the_same() {
     let planner =
         Planner::build(&chain, Algorithm::Rotor, high, &options, &mut no_progress()).unwrap();
     let budget = (high / 3) * 2;
-    let before = planner.plan(&chain, budget);
+    let before = planner.plan(&chain, budget).unwrap();
     let (grid, values) = planner.into_table().unwrap();
     let again = Planner::from_table(&chain, grid, values.clone()).unwrap();
-    assert_eq!(again.plan(&chain, budget), before);
+    assert_eq!(again.plan(&chain, budget).unwrap(), before);
     // Values for another chain are refused, not misread.
     let other = remat_core::examples::vgg19();
     assert!(Planner::from_table(&other, grid, values).is_err());

@@ -49,7 +49,7 @@ fn dp_value_equals_simulated_time_exactly() {
                 Planner::build(&chain, algorithm, high, &options, &mut no_progress()).unwrap();
             for i in 0..=8 {
                 let budget = low + (high - low) * i / 8;
-                let sol = planner.plan(&chain, budget);
+                let sol = planner.plan(&chain, budget).unwrap();
                 let Some(ops) = sol.ops.as_ref() else {
                     continue;
                 };
@@ -79,7 +79,7 @@ fn examples_plan_and_simulate() {
             &mut no_progress(),
         )
         .unwrap();
-        let sol = planner.plan(&chain, high * 3 / 4);
+        let sol = planner.plan(&chain, high * 3 / 4).unwrap();
         let trace = simulate(&chain, sol.ops.as_ref().unwrap()).unwrap();
         assert!(trace.peak_bytes <= high * 3 / 4);
     }

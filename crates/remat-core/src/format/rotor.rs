@@ -57,7 +57,9 @@ pub(crate) fn rotor_from_value(
                     if b > 1 << 53 {
                         return Err(FormatError::new(
                             path,
-                            format!("{b} bytes is above 2^53, which rotor's layout cannot hold exactly"),
+                            format!(
+                                "{b} bytes is above 2^53, which rotor's layout cannot hold exactly"
+                            ),
                         ));
                     }
                     Ok(b as f64)

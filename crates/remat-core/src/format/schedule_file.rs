@@ -19,14 +19,21 @@ pub struct Predicted {
 #[serde(deny_unknown_fields)]
 pub struct ScheduleFile {
     pub format: String,
+    #[serde(default)]
     pub chain_name: String,
-    /// [`Chain::digest`] of the chain this schedule was made for.
-    pub chain_digest: String,
+    /// [`Chain::digest`] of the chain this schedule was made for; a
+    /// hand-written schedule may leave it out (then it is only checked
+    /// against the chain it is run on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_digest: Option<String>,
+    #[serde(default)]
     pub algorithm: String,
     pub budget_bytes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bandwidth_bytes_per_s: Option<f64>,
-    pub predicted: Predicted,
+    /// What the solver predicted; absent in a hand-written schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted: Option<Predicted>,
     pub ops: Vec<Op>,
 }
 
@@ -42,27 +49,33 @@ impl ScheduleFile {
         ScheduleFile {
             format: SCHEDULE_FORMAT.to_string(),
             chain_name: chain.name.clone(),
-            chain_digest: chain.digest(),
+            chain_digest: Some(chain.digest()),
             algorithm: algorithm.to_string(),
             budget_bytes,
             bandwidth_bytes_per_s,
-            predicted,
+            predicted: Some(predicted),
             ops,
         }
     }
 
-    /// Refuses a schedule made for another chain.
-    pub fn check_chain(&self, chain: &Chain) -> Result<(), ScheduleError> {
+    /// Refuses a schedule made for another chain. A schedule without a
+    /// digest passes with a warning for people: only the simulator, on
+    /// this chain, can tell whether it fits.
+    pub fn check_chain(&self, chain: &Chain) -> Result<Option<String>, ScheduleError> {
         let digest = chain.digest();
-        if self.chain_digest != digest {
-            return Err(ScheduleError::WrongChain {
+        match &self.chain_digest {
+            None => Ok(Some(format!(
+                "chain_digest: absent; the schedule is checked against chain \"{}\" ({digest}) as given",
+                chain.name
+            ))),
+            Some(d) if *d == digest => Ok(None),
+            Some(d) => Err(ScheduleError::WrongChain {
                 schedule_chain: self.chain_name.clone(),
-                schedule_digest: self.chain_digest.clone(),
+                schedule_digest: d.clone(),
                 chain: chain.name.clone(),
                 digest,
-            });
+            }),
         }
-        Ok(())
     }
 }
 

@@ -161,10 +161,14 @@ pub struct Options {
     pub bandwidth_bytes_per_s: Option<f64>,
     /// Refuse DP tables larger than this.
     pub max_table_bytes: u64,
+    /// `sequential` with exactly this many segments k instead of the best k.
+    pub segments: Option<usize>,
 }
 
 pub const DEFAULT_SLOTS: usize = 500;
 pub const DEFAULT_OFFLOAD_SLOTS: usize = 50;
+/// The default limit on one DP table (native builds): 2 GiB.
+pub const DEFAULT_MAX_TABLE_BYTES: u64 = 2 << 30;
 
 impl Default for Options {
     fn default() -> Options {
@@ -172,11 +176,13 @@ impl Default for Options {
             slots: DEFAULT_SLOTS,
             offload_slots: DEFAULT_OFFLOAD_SLOTS,
             bandwidth_bytes_per_s: None,
+            // What a laptop can give a table next to everything else.
             max_table_bytes: if cfg!(target_pointer_width = "32") {
                 1 << 30
             } else {
-                6 << 30
+                DEFAULT_MAX_TABLE_BYTES
             },
+            segments: None,
         }
     }
 }
@@ -259,8 +265,17 @@ impl Planner {
             }
             Algorithm::Sequential => {
                 let n = chain.len();
+                let ks = match options.segments {
+                    Some(k) if k == 0 || k > n => {
+                        return Err(SolveError::BadOption(format!(
+                            "segments: {k} segments for a chain of {n} stages; choose 1 to {n}"
+                        )))
+                    }
+                    Some(k) => k..=k,
+                    None => 1..=n,
+                };
                 let mut candidates = Vec::with_capacity(n);
-                for k in 1..=n {
+                for k in ks.clone() {
                     let ops = sequential::schedule(chain, k);
                     let trace = simulate_with_bandwidth(chain, &ops, None)
                         .expect("checkpoint_sequential is valid on every chain");
@@ -269,7 +284,7 @@ impl Planner {
                         seconds: sequential::predicted_seconds(chain, k),
                         peak_bytes: trace.peak_bytes,
                     });
-                    if !progress(k as f64 / n as f64) {
+                    if !progress((k + 1 - ks.start()) as f64 / ks.clone().count() as f64) {
                         return Err(SolveError::Cancelled);
                     }
                 }
@@ -362,8 +377,21 @@ impl Planner {
         }
     }
 
-    /// The schedule for `budget_bytes`.
-    pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Solution {
+    /// The schedule for `budget_bytes`: `Ok` with `ops: None` when no
+    /// schedule of this algorithm meets the budget, `Err` when the question
+    /// cannot be answered (a table over the size limit, a bad option).
+    pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Result<Solution, SolveError> {
+        match self {
+            Planner::Offloading {
+                algorithm, options, ..
+            } => offload::solve(chain, *algorithm, budget_bytes, options, &mut no_progress()),
+            _ => Ok(self.read_out(chain, budget_bytes)),
+        }
+    }
+
+    /// The answer of a planner that holds everything it needs (a table, the
+    /// candidates): reading it out cannot fail.
+    fn read_out(&self, chain: &Chain, budget_bytes: u64) -> Solution {
         let algorithm = self.algorithm();
         let infeasible = |detail: String| Solution {
             algorithm,
@@ -374,10 +402,7 @@ impl Planner {
             detail,
         };
         match self {
-            Planner::Offloading {
-                algorithm, options, ..
-            } => offload::solve(chain, *algorithm, budget_bytes, options, &mut no_progress())
-                .unwrap_or_else(|e| infeasible(e.to_string())),
+            Planner::Offloading { .. } => unreachable!("offloading planners solve each budget"),
             Planner::StoreAll {
                 ops,
                 seconds,
@@ -475,7 +500,7 @@ pub fn solve(
 ) -> Result<Solution, SolveError> {
     let mut progress = no_progress();
     let planner = Planner::build(chain, algorithm, budget_bytes, options, &mut progress)?;
-    Ok(planner.plan(chain, budget_bytes))
+    planner.plan(chain, budget_bytes)
 }
 
 /// A budget below which no schedule can run, however much it offloads:

@@ -621,7 +621,7 @@ pub fn autocapper(
         let rotor = if k == 0 {
             super::solve(chain, Algorithm::Rotor, m_prime, &plain)?.ops
         } else {
-            table.plan(chain, m_prime).ops
+            table.plan(chain, m_prime)?.ops
         };
         if let (true, Some(rotor)) = (m_prime >= low, rotor) {
             if let Some((ops, trace)) = capper(chain, budget, rotor, bandwidth) {
