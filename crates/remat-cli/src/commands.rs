@@ -127,7 +127,7 @@ fn options(slots: Option<usize>, bandwidth: Option<f64>) -> Result<Options, Stri
     Ok(o)
 }
 
-/// The fields every JSON report shares (DESIGN.md contract).
+/// The fields every JSON report shares (`docs/cli.md`).
 fn report(
     chain: &Chain,
     algorithm: &str,
