@@ -15,6 +15,9 @@ rustup target add wasm32-unknown-unknown >/dev/null
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "docs: every link and path stays inside the repository"
+bash scripts/check-docs.sh
+
 step "cargo clippy (core, CLI) -D warnings"
 cargo clippy -p remat-core -p remat-cli --all-targets -- -D warnings
 

@@ -151,7 +151,7 @@ fn parse_algorithm(text: &str) -> Result<Algorithm, String> {
     Algorithm::from_name(text.trim()).map_err(|e| e.to_string())
 }
 
-/// The fields every JSON report shares (docs/cli.md).
+/// The fields every JSON report shares (`docs/cli.md`).
 fn report(
     chain: &Chain,
     algorithm: &str,

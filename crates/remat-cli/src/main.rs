@@ -1,6 +1,6 @@
 //! `remat`: solve, simulate, sweep, convert and benchmark checkpointing
-//! schedules. The contract (flags, JSON fields, exit codes) is DESIGN.md's
-//! "Command-line contract": exit 0 on success (an infeasible budget is a
+//! schedules. The contract (flags, JSON fields, exit codes) is in
+//! `docs/cli.md`: exit 0 on success (an infeasible budget is a
 //! result), 2 on bad input with the error on stderr.
 
 /// `println!` that ignores a closed stdout (`remat … | head`), where

@@ -1,4 +1,4 @@
-//! The command-line contract of DESIGN.md, exercised on the real binary.
+//! The command-line contract of `docs/cli.md`, exercised on the real binary.
 
 use serde_json::Value;
 use std::process::{Command, Output};

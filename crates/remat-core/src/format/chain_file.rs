@@ -1,4 +1,4 @@
-//! `remat-chain/1`: the chain file (DESIGN.md, "The chain model").
+//! `remat-chain/1`: the chain file (`docs/formats.md`).
 
 use super::fields::{self, FormatError};
 use crate::model::{Chain, Stage};

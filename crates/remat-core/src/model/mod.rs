@@ -1,4 +1,4 @@
-//! The chain model shared by every algorithm (DESIGN.md, "The chain model").
+//! The chain model shared by every algorithm (`docs/model.md`).
 
 mod chain;
 pub mod units;

@@ -13,7 +13,7 @@
 //! event there and the copy stream waits on it), which is how a schedule says
 //! "bring it back once this memory is free".
 //!
-//! Memory accounting is DESIGN.md's table: an operation allocates its output
+//! Memory accounting is `docs/model.md`'s table: an operation allocates its output
 //! and its overhead when it starts, and frees its overhead and the tensors it
 //! consumes when it ends. At the same instant, events keep the order of the
 //! operations that caused them, so a zero-length operation still counts.

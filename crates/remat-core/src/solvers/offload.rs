@@ -2,7 +2,7 @@
 //! transfers, and the two heuristics of POFO Section 5.1.
 //!
 //! **Paper.** Beaumont, Eyraud-Dubois, Shilova, NeurIPS 2021
-//! (`papers/pofo-remat-offload-neurips2021.txt`), Section 5.1:
+//! (`docs/algorithms.md`), Section 5.1:
 //!
 //! * `opportunist` keeps the link busy: F_all on the first stage of a group,
 //!   offload its input and its ā, then F_∅ while the copies run; a new group

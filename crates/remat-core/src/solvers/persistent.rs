@@ -2,7 +2,7 @@
 //!
 //! **Paper.** Beaumont, Eyraud-Dubois, Herrmann, Joly, Shilova, *Optimal
 //! checkpointing for heterogeneous chains: how to train deep neural networks
-//! with limited memory*, RR-9302 (`papers/rotor-heterogeneous-chains-rr9302.txt`).
+//! with limited memory*, Inria research report RR-9302, 2019 (`docs/algorithms.md`).
 //! `rotor` is Theorem 1 with Algorithms 1–2: C_BP(s, t, m) is the best time to
 //! back-propagate stages s..t with a^{s-1} and δ^t resident and m slots free
 //! besides a^{s-1}; either F_ck^s + F_∅ up to s'−1 then two sub-chains
@@ -11,7 +11,7 @@
 //! model the report compares against (Section 5.3): only a^ℓ are checkpointed
 //! and F_all^ℓ is always run right before B^ℓ, i.e. C_all only when s = t.
 //!
-//! **Accounting.** DESIGN.md's: B^ℓ holds δ^ℓ, ā^ℓ, δ^{ℓ-1} and its input at
+//! **Accounting.** `docs/model.md`'s: B^ℓ holds δ^ℓ, ā^ℓ, δ^{ℓ-1} and its input at
 //! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
 //! The initial δ^L counts against the budget, like a^0.
 //!

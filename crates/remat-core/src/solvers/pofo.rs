@@ -2,8 +2,8 @@
 //!
 //! **Paper.** Beaumont, Eyraud-Dubois, Shilova, *Efficient Combination of
 //! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021
-//! (`papers/pofo-remat-offload-neurips2021.txt`, Appendix B in
-//! `pofo-supplementary-appendix.txt`). The forward phase is OC_x(i, A_i,
+//! (`docs/algorithms.md`), Appendix B of its supplementary material.
+//! The forward phase is OC_x(i, A_i,
 //! Δ_F, Δ_B) (B.1, Table 2), the backward phase C_Δ(i, j, A, Δ) (B.3), idle
 //! times come from Lemma 1. `offload-only` is the same forward DP with F_all
 //! as the only forward (no recomputation; the only decision is which inputs to
