@@ -161,6 +161,8 @@ pub struct Options {
     pub bandwidth_bytes_per_s: Option<f64>,
     /// Refuse DP tables larger than this.
     pub max_table_bytes: u64,
+    /// How pofo's DP times the loss step (POFO Appendix B.2 by default).
+    pub loss_step: pofo::LossStep,
 }
 
 pub const DEFAULT_SLOTS: usize = 500;
@@ -177,6 +179,7 @@ impl Default for Options {
             } else {
                 6 << 30
             },
+            loss_step: pofo::LossStep::Paper,
         }
     }
 }

@@ -191,7 +191,8 @@ pub fn solve_dp(
             bandwidth,
             options.max_table_bytes,
             progress,
-        )?;
+        )?
+        .with_loss_step(options.loss_step);
         dp.plan(progress)?
             .and_then(|plan| convert(chain, plan, budget, bandwidth))
     } else {

@@ -18,10 +18,20 @@
 //! reported side by side.
 //!
 //! **Adaptations to this crate's chain.** The last stage computes the loss
-//! (the paper adds a stage L+1): OC(L) is F_all^L then B^L. The remaining
-//! offloads Δ_F may still run during F_all^L (which idles only if it does not
-//! fit, Lemma 1); prefetching starts after F_all^L, behind them on the one
-//! copy lane, and Δ_B must be on the device when B^L ends. Memory is counted
+//! (the paper adds a stage L+1): OC(L) is F_all^L then B^L, with the idle
+//! times ε_F, ε_B of Case 1 (B.1) and the link moving D_F = (u_F + ε_F) β of
+//! the offloads during F_all^L and D_B = (u_B + ε_B) β of the prefetches
+//! during B^L. What is left after that is timed by [`LossStep`]:
+//!
+//! * [`LossStep::Paper`] (the default, what runs unless asked otherwise):
+//!   Appendix B.2, ε_G = (Δ_F' + Δ_B') / β with Δ_F' = max(Δ_F − D_F, 0) and
+//!   Δ_B' = max(Δ_B − D_B, 0): the computation waits between F_all^L and B^L
+//!   until both leftovers have crossed the link.
+//! * [`LossStep::Overlap`]: the copy lane drains the offloads, then
+//!   prefetches (from the end of F_all^L on) while B^L runs; the step ends at
+//!   max(compute, copy). Never slower than `Paper`, but not the paper's DP.
+//!
+//! Memory is counted
 //! as in [`persistent`](super::persistent), δ^{ℓ-1} included, so with no
 //! bandwidth every Δ is 0 and the recursion is exactly rotor's (Theorem 1 of
 //! the rotor report): same value, bit for bit. States where the un-offloaded
@@ -51,6 +61,17 @@ pub enum Mode {
     Full,
     /// F_all only: no recomputation (offload-only).
     OffloadOnly,
+}
+
+/// How OC times the loss step (F_all^L, B^L) when transfers are left over;
+/// see the module doc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossStep {
+    /// POFO Appendix B.2: ε_G = (Δ_F' + Δ_B') / β between F_all^L and B^L.
+    #[default]
+    Paper,
+    /// Offloads drain during F_all^L, prefetches overlap B^L.
+    Overlap,
 }
 
 /// What the DP returns for one budget.
@@ -179,6 +200,7 @@ impl Backward {
 pub struct Pofo {
     grid: Grid,
     mode: Mode,
+    loss: LossStep,
     back: Backward,
     forward: Forward,
     /// OC states computed so far, for progress.
@@ -349,6 +371,7 @@ impl Pofo {
         let mut pofo = Pofo {
             grid,
             mode,
+            loss: LossStep::Paper,
             back: Backward {
                 values,
                 choices: vec![0; len],
@@ -364,6 +387,15 @@ impl Pofo {
             pofo.fill_backward(progress)?;
         }
         Ok(pofo)
+    }
+
+    /// The DP with `loss` as its loss step (OC is computed after this, so it
+    /// can be chosen once C_Δ is built; the default is [`LossStep::Paper`]).
+    pub fn with_loss_step(mut self, loss: LossStep) -> Pofo {
+        self.loss = loss;
+        // OC's memo holds values of the other loss step, if any were computed.
+        self.forward.values.fill(f64::NAN);
+        self
     }
 
     /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
@@ -608,11 +640,23 @@ impl Pofo {
             let v = if df == 0 && db == 0 {
                 (g.uf[n] + g.ub[n]) + (eps_f + eps_b)
             } else {
-                // Offloads drain first on the one copy lane; prefetching starts
-                // after F_all^L and must end with B^L.
-                let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
-                let copy = (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
-                compute.max(copy)
+                match self.loss {
+                    LossStep::Paper => {
+                        // B.2: what the link has not moved during F_all^L
+                        // (offloads) and B^L (prefetches) waits in between.
+                        let left_f = (df as f64 - (g.uf[n] + eps_f) * g.beta).max(0.0);
+                        let left_b = (db as f64 - (g.ub[n] + eps_b) * g.beta).max(0.0);
+                        (g.uf[n] + g.ub[n]) + (eps_f + eps_b) + (left_f + left_b) / g.beta
+                    }
+                    LossStep::Overlap => {
+                        // Offloads drain first on the one copy lane;
+                        // prefetching starts after F_all^L and ends with B^L.
+                        let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
+                        let copy =
+                            (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
+                        compute.max(copy)
+                    }
+                }
             };
             return (v, ForwardChoice::Loss);
         }
