@@ -1,9 +1,8 @@
 //! `pofo` and `offload-only`: rematerialization combined with offloading.
 //!
 //! **Paper.** Beaumont, Eyraud-Dubois, Shilova, *Efficient Combination of
-//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021
-//! (`papers/pofo-remat-offload-neurips2021.txt`, Appendix B in
-//! `pofo-supplementary-appendix.txt`). The forward phase is OC_x(i, A_i,
+//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021, and
+//! its supplementary Appendix B (see `docs/algorithms.md`). The forward phase is OC_x(i, A_i,
 //! Δ_F, Δ_B) (B.1, Table 2), the backward phase C_Δ(i, j, A, Δ) (B.3), idle
 //! times come from Lemma 1. `offload-only` is the same forward DP with F_all
 //! as the only forward (no recomputation; the only decision is which inputs to
@@ -230,15 +229,16 @@ impl Forward {
         (slots - a + 1).min(max_delta + 1)
     }
 
-    /// Entries for stages 1..=n: 2 × Σ_A side(A)² per stage.
-    fn entries(n: usize, slots: usize, max_delta: usize) -> usize {
-        let block: usize = (0..=slots)
-            .map(|a| Self::side(slots, max_delta, a).pow(2))
+    /// Entries for stages 1..=n: 2 × Σ_A side(A)² per stage (in u128: this
+    /// is what is checked against the limit, before any allocation).
+    fn entries(n: usize, slots: usize, max_delta: usize) -> u128 {
+        let block: u128 = (0..=slots)
+            .map(|a| (Self::side(slots, max_delta, a) as u128).pow(2))
             .sum();
-        (n + 1) * 2 * block
+        (n as u128 + 1) * 2 * block
     }
 
-    fn new(n: usize, slots: usize, max_delta: usize) -> Forward {
+    fn new(n: usize, slots: usize, max_delta: usize) -> Result<Forward, SolveError> {
         let mut square = Vec::with_capacity(slots + 2);
         let mut at = 0;
         for a in 0..=slots {
@@ -246,14 +246,14 @@ impl Forward {
             at += Self::side(slots, max_delta, a).pow(2);
         }
         let len = (n + 1) * 2 * at;
-        Forward {
+        Ok(Forward {
             slots,
             max_delta,
             square,
             block: at,
-            values: vec![f64::NAN; len],
-            choices: vec![0; len],
-        }
+            values: filled(len, f64::NAN)?,
+            choices: filled(len, 0)?,
+        })
     }
 
     /// None for states outside the table (they cannot fit).
@@ -301,9 +301,44 @@ impl ForwardChoice {
     }
 }
 
-/// Bytes of the C_Δ table for `n` stages on `slots` slots.
 /// The share of the progress bar that C_Δ's table fills; OC's states the rest.
 const FILL_SHARE: f64 = 0.5;
+
+/// Checks what pofo's tables can encode, before anything is allocated:
+/// choices are two bytes, so N ≤ 65533 slots and L ≤ 32765 stages (a choice
+/// encodes the next checkpoint's distance). Sizes within these are then
+/// checked against `max_table_bytes` by [`table_bytes`].
+pub fn validate(stages: usize, slots: usize) -> Result<(), SolveError> {
+    if slots == 0 {
+        return Err(SolveError::BadOption("slots: must be at least 1".into()));
+    }
+    if slots > u16::MAX as usize - 2 {
+        return Err(SolveError::BadOption(format!(
+            "slots: {slots} is more than pofo's DP allows ({}); use fewer --slots (the paper uses 50)",
+            u16::MAX - 2
+        )));
+    }
+    let most = (u16::MAX as usize - 5) / 2;
+    if stages > most {
+        return Err(SolveError::TooLarge(format!(
+            "stages: pofo's DP handles at most {most} stages, the chain has {stages}; use rotor"
+        )));
+    }
+    Ok(())
+}
+
+/// A vector of `len` copies of `value`, or [`SolveError::TooLarge`] when the
+/// memory cannot be had (sizes were checked against the limit before).
+fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        SolveError::TooLarge(format!(
+            "max_table_bytes: not enough memory for pofo's table of {len} entries; use fewer --slots"
+        ))
+    })?;
+    v.resize(len, value);
+    Ok(v)
+}
 
 /// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
 /// OC's dense memo.
@@ -316,7 +351,7 @@ pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> 
         0
     };
     let max_delta = if with_bandwidth { slots } else { 0 };
-    backward + Forward::entries(n, slots, max_delta) as u128 * 10
+    backward + Forward::entries(n, slots, max_delta) * 10
 }
 
 impl Pofo {
@@ -330,22 +365,14 @@ impl Pofo {
         max_table_bytes: u64,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
-        if slots == 0 {
-            return Err(SolveError::BadOption("slots: must be at least 1".into()));
-        }
-        if slots > u16::MAX as usize - 2 {
-            return Err(SolveError::BadOption(format!(
-                "slots: at most {} for pofo",
-                u16::MAX - 2
-            )));
-        }
+        validate(chain.len(), slots)?;
         let grid = Grid::new(chain, budget_bytes, slots, bandwidth);
         let n = grid.n;
         let with_bw = grid.beta > 0.0;
         let need = table_bytes(n, grid.slots, with_bw, mode);
         if need > max_table_bytes as u128 {
             return Err(SolveError::TooLarge(format!(
-                "slots: pofo's table for {n} stages × {} slots needs {} (limit {}); use fewer --slots",
+                "max_table_bytes: pofo's tables (C_Δ and OC's memo) for {n} stages × {} slots need {}, over the limit of {}; use fewer --slots",
                 grid.slots,
                 crate::model::units::format_bytes(need.min(u64::MAX as u128) as u64),
                 crate::model::units::format_bytes(max_table_bytes)
@@ -363,23 +390,21 @@ impl Pofo {
         } else {
             0
         };
-        let mut values = Vec::new();
-        values
-            .try_reserve_exact(len)
-            .map_err(|_| SolveError::TooLarge("slots: not enough memory for the table".into()))?;
-        values.resize(len, f64::INFINITY);
+        let values = filled(len, f64::INFINITY)?;
+        let choices = filled(len, 0)?;
+        let forward = Forward::new(n, grid_slots, max_delta)?;
         let mut pofo = Pofo {
             grid,
             mode,
             loss: LossStep::Paper,
             back: Backward {
                 values,
-                choices: vec![0; len],
+                choices,
                 pair_start,
                 per_pair,
                 max_delta,
             },
-            forward: Forward::new(n, grid_slots, max_delta),
+            forward,
             computed: 0,
             cancelled: false,
         };
@@ -652,8 +677,7 @@ impl Pofo {
                         // Offloads drain first on the one copy lane;
                         // prefetching starts after F_all^L and ends with B^L.
                         let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
-                        let copy =
-                            (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
+                        let copy = (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
                         compute.max(copy)
                     }
                 }
