@@ -399,9 +399,10 @@ proptest! {
     /// The same on chains with real-valued times and large sizes, at PCIe
     /// speed, on the paper's 50-slot grid (sizes round up).
     ///
-    /// Could fail if: rounding sizes up to slots ever rounds one down (a
-    /// `floor` in `SlotSizes`), or the budget's slots exceed the budget.
-    /// Mutation tried: `place_prefetches` scoring by time only (fails).
+    /// Could fail if: rounding sizes to slots ever rounds one down, the
+    /// budget's slots exceed the budget, or a prefetch is placed where it
+    /// overflows. Mutation tried: `place_prefetches` scoring by time only,
+    /// not fit first (fails here too: peak over the budget).
     #[test]
     fn the_dps_raw_schedules_fit_on_real_valued_chains(
         chain in real_chain(16),
