@@ -505,6 +505,11 @@ fn with_no_bandwidth_the_offloading_algorithms_degrade_gracefully() {
 
 /// Errors are errors: a bad option or a table over the limit is `Err`, never
 /// an infeasible answer, even where store-all would fit.
+///
+/// Could fail if: `solve_dp` answered store-all before checking its options,
+/// or a size check turned into `feasible: false`. Mutation tried: removing
+/// the `pofo::validate` call from `solve_dp` (fails at budget = M_high: Ok).
+/// Removing `check_heuristic_size` makes the next test run for hours.
 #[test]
 fn pofo_options_out_of_range_are_errors() {
     use remat_core::solvers::SolveError;
