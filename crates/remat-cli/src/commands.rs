@@ -11,6 +11,7 @@ use remat_core::schedule::format_ops;
 use remat_core::simulator::Trace;
 use remat_core::solvers::offload::judge;
 use remat_core::solvers::persistent::{min_budget, Variant};
+use remat_core::solvers::pofo::LossStep;
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
 use remat_core::{examples, Chain};
 use serde_json::{json, Value};
@@ -25,6 +26,17 @@ pub struct PlanFlags {
     /// Refuse any DP table larger than this (e.g. 8GiB).
     #[arg(long, value_parser = input::size, default_value = "2GiB")]
     max_table: u64,
+    /// How pofo and offload-only time the loss step: `paper` (POFO
+    /// Appendix B.2: leftover transfers wait after F_all^L) or `overlap`
+    /// (offloads drain during F_all^L, prefetches overlap B^L).
+    #[arg(long, value_enum, default_value = "paper")]
+    loss_step: LossStepFlag,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LossStepFlag {
+    Paper,
+    Overlap,
 }
 
 impl PlanFlags {
@@ -32,6 +44,10 @@ impl PlanFlags {
         let mut o = Options {
             bandwidth_bytes_per_s: bandwidth,
             max_table_bytes: self.max_table,
+            loss_step: match self.loss_step {
+                LossStepFlag::Paper => LossStep::Paper,
+                LossStepFlag::Overlap => LossStep::Overlap,
+            },
             ..Options::default()
         };
         if let Some(slots) = self.slots {

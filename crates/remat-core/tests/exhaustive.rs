@@ -78,11 +78,20 @@ fn check_optimal(chain: &Chain, algorithm: Algorithm, variant: Variant) {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
+    /// Could fail if: the DP misses a schedule of the class (a split not
+    /// tried), mis-times one, or its memory accounting differs from the
+    /// simulator's (feasible where nothing is, or the reverse). The
+    /// enumeration is independent of the DP (`common::persistent_schedules`
+    /// builds the class from its structure; the simulator times each).
+    /// Mutation tried: rotor's `m_all` without δ^{s−1} in the backward term
+    /// (fails: DP feasible below the exhaustive M_low).
     #[test]
     fn rotor_is_optimal_among_persistent_schedules(chain in integer_chain(7, true)) {
         check_optimal(&chain, Algorithm::Rotor, Variant::Rotor);
     }
 
+    /// Could fail if: as above, for revolve's class (F_all only right
+    /// before its B). Mutation tried: the same `m_all` mutation (fails).
     #[test]
     fn revolve_is_optimal_in_its_class(chain in integer_chain(7, true)) {
         check_optimal(&chain, Algorithm::Revolve, Variant::Revolve);

@@ -10,9 +10,9 @@ mod common;
 use common::{integer_chain, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::Trace;
-use remat_core::solvers::offload::{judge, solve as solve_offloading};
+use remat_core::solvers::offload::{judge, place_prefetches, solve as solve_offloading};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
-use remat_core::solvers::pofo::{Mode, Pofo};
+use remat_core::solvers::pofo::{LossStep, Mode, Pofo};
 use remat_core::solvers::{max_useful_budget, no_progress, offload_min_budget, Algorithm, Options};
 use remat_core::{Chain, Op};
 
@@ -42,20 +42,16 @@ fn budget_at(chain: &Chain, frac: f64) -> u64 {
 }
 
 fn dp(chain: &Chain, mode: Mode, budget: u64, bw: Option<f64>) -> Option<f64> {
+    dp_with(chain, mode, budget, bw, LossStep::Paper)
+}
+
+fn dp_with(chain: &Chain, mode: Mode, budget: u64, bw: Option<f64>, loss: LossStep) -> Option<f64> {
     let slots = budget.max(1) as usize;
     Pofo::build(chain, mode, budget, slots, bw, BIG, &mut no_progress())
         .unwrap()
+        .with_loss_step(loss)
         .best_seconds(&mut no_progress())
         .unwrap()
-}
-
-fn exact_options(budget: u64, bw: Option<f64>) -> Options {
-    Options {
-        slots: budget.max(1) as usize,
-        offload_slots: budget.max(1) as usize,
-        bandwidth_bytes_per_s: bw,
-        ..Options::default()
-    }
 }
 
 /// Appendix B transcribed as plain recursion: every first operation, every
@@ -67,6 +63,7 @@ struct Naive {
     slots: usize,
     beta: f64,
     full: bool,
+    loss: LossStep,
     a: Vec<usize>,
     abar: Vec<usize>,
     d: Vec<usize>,
@@ -77,7 +74,7 @@ struct Naive {
 }
 
 impl Naive {
-    fn new(chain: &Chain, budget: u64, bw: Option<f64>, full: bool) -> Naive {
+    fn new(chain: &Chain, budget: u64, bw: Option<f64>, full: bool, loss: LossStep) -> Naive {
         let n = chain.len();
         let st = |l: usize, f: &dyn Fn(&remat_core::Stage) -> u64| {
             if l == 0 {
@@ -91,6 +88,7 @@ impl Naive {
             slots: budget as usize,
             beta: bw.unwrap_or(0.0),
             full,
+            loss,
             a: (0..=n).map(|l| chain.output_bytes(l) as usize).collect(),
             abar: (0..=n).map(|l| st(l, &|s| s.saved_bytes)).collect(),
             d: (0..=n).map(|l| chain.gradient_bytes(l) as usize).collect(),
@@ -219,9 +217,22 @@ impl Naive {
             if df == 0 && db == 0 {
                 return self.uf[n] + self.ub[n] + eps_f + eps_b;
             }
-            let compute = eps_f + self.uf[n] + self.ub[n] + eps_b;
-            let copy = (df as f64 / self.beta).max(eps_f + self.uf[n]) + db as f64 / self.beta;
-            return compute.max(copy);
+            return match self.loss {
+                // B.2: ε_G = (Δ_F(L+2) + Δ_B(L+2)) / β, the Δ after Table 2's
+                // D_F = (u_F + ε_F) β and D_B = (u_B + ε_B) β.
+                LossStep::Paper => {
+                    let left_f = (df as f64 - (self.uf[n] + eps_f) * self.beta).max(0.0);
+                    let left_b = (db as f64 - (self.ub[n] + eps_b) * self.beta).max(0.0);
+                    let eps_g = (left_f + left_b) / self.beta;
+                    self.uf[n] + self.ub[n] + eps_f + eps_b + eps_g
+                }
+                LossStep::Overlap => {
+                    let compute = eps_f + self.uf[n] + self.ub[n] + eps_b;
+                    let copy =
+                        (df as f64 / self.beta).max(eps_f + self.uf[n]) + db as f64 / self.beta;
+                    compute.max(copy)
+                }
+            };
         }
         let next = |offload: bool, sent: f64, fetched: f64| {
             let lb = self.up(db as f64 - fetched);
@@ -291,8 +302,15 @@ fn trace_of(chain: &Chain, ops: &[Op], budget: u64, bw: Option<f64>) -> Trace {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
-    /// The DP (dense C_Δ table, memoized OC) equals the exhaustive search
-    /// over Appendix B's decisions, with and without recomputation.
+    /// The DP (dense C_Δ table, memoized OC, branch and bound) equals the
+    /// exhaustive search over Appendix B's decisions, with and without
+    /// recomputation, for both loss steps (B.2 is the default).
+    ///
+    /// Could fail if: the DP prunes a split that was better, reads a stale
+    /// memo entry, or times the loss step otherwise than B.2 says. Mutations
+    /// tried: the DP's `ε_G` without Δ_B' (fails: offload-only DP 73 vs
+    /// exhaustive 116); the branch-and-bound test `beaten` made to prune at
+    /// `bound > best * 0.9` (fails: DP 29.5 vs exhaustive 28).
     #[test]
     fn pofo_equals_exhaustive_search_on_tiny_chains(
         chain in integer_chain(5, true),
@@ -300,13 +318,15 @@ proptest! {
         bw in prop_oneof![Just(None), Just(Some(0.25)), Just(Some(0.5)), Just(Some(1.0)), Just(Some(2.0))],
     ) {
         let budget = budget_at(&chain, frac);
-        for (mode, full) in [(Mode::Full, true), (Mode::OffloadOnly, false)] {
-            let fast = dp(&chain, mode, budget, bw).unwrap_or(f64::INFINITY);
-            let naive = Naive::new(&chain, budget, bw, full).oc(1, 0, 0, 0, 0);
-            prop_assert!(
-                fast == naive || (fast - naive).abs() < 1e-9,
-                "{mode:?}: DP {fast} vs exhaustive {naive} at budget {budget}, β {bw:?}"
-            );
+        for loss in [LossStep::Paper, LossStep::Overlap] {
+            for (mode, full) in [(Mode::Full, true), (Mode::OffloadOnly, false)] {
+                let fast = dp_with(&chain, mode, budget, bw, loss).unwrap_or(f64::INFINITY);
+                let naive = Naive::new(&chain, budget, bw, full, loss).oc(1, 0, 0, 0, 0);
+                prop_assert!(
+                    fast == naive || (fast - naive).abs() < 1e-9,
+                    "{mode:?} {loss:?}: DP {fast} vs exhaustive {naive} at budget {budget}, β {bw:?}"
+                );
+            }
         }
     }
 
@@ -326,61 +346,65 @@ proptest! {
         prop_assert_eq!(pofo, rotor);
     }
 
-    /// pofo's class holds rotor's and offload-only's: its DP value is never
-    /// larger, and its simulated schedule is never slower than rotor's.
+    /// With a link, pofo's DP value (its own optimum, before the solver's
+    /// fallback to rotor's schedule) is never above its value with no link,
+    /// which is rotor's (see `pofo_without_bandwidth_equals_rotor`): every
+    /// schedule without transfers is still in its class and costs the same.
+    ///
+    /// Could fail if: a link made a state without offloads cost more (idle
+    /// time charged for nothing to move) or removed the "keep the input"
+    /// choice. Mutation tried: in `oc_compute`, skip `offload == false`
+    /// whenever there is a link (fails: DP with a link above rotor's value).
     #[test]
-    fn pofo_is_never_slower_than_rotor_or_offload_only(
+    fn pofo_with_a_link_is_never_slower_than_without(
         chain in integer_chain(8, true),
         frac in 0.0f64..1.0,
         bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
     ) {
         let budget = budget_at(&chain, frac);
-        let chain = with_bandwidth(chain, Some(bw));
-        let pofo = dp(&chain, Mode::Full, budget, Some(bw));
-        let rotor = dp(&chain, Mode::Full, budget, None);
-        let only = dp(&chain, Mode::OffloadOnly, budget, Some(bw));
         let inf = f64::INFINITY;
-        prop_assert!(pofo.unwrap_or(inf) <= rotor.unwrap_or(inf));
-        prop_assert!(pofo.unwrap_or(inf) <= only.unwrap_or(inf));
-        let opts = exact_options(budget, Some(bw));
-        let p = solve_offloading(&chain, Algorithm::Pofo, budget, &opts, &mut no_progress()).unwrap();
-        let r = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &opts).unwrap();
-        if let Some(rops) = &r.ops {
-            let rt = trace_of(&chain, rops, budget, Some(bw));
-            let pops = p.ops.as_ref().expect("pofo is feasible where rotor is");
-            let pt = trace_of(&chain, pops, budget, Some(bw));
-            prop_assert!(pt.makespan_seconds <= rt.makespan_seconds,
-                "pofo {} > rotor {}", pt.makespan_seconds, rt.makespan_seconds);
-        }
+        let with = dp(&chain, Mode::Full, budget, Some(bw)).unwrap_or(inf);
+        let without = dp(&chain, Mode::Full, budget, None).unwrap_or(inf);
+        prop_assert!(with <= without, "with β = {bw}: {with} > without: {without}");
     }
 
-    /// Every offloading algorithm's schedule runs, within budget, and the
-    /// DPs' at-once schedules are never faster than their continuous model.
+    /// The DPs' own schedules, as the simulator runs them with at-once
+    /// transfers (prefetches placed, no fallback, no filtering by the
+    /// solver): valid, complete, within the budget, and never faster than
+    /// the DP's continuous-transfer model.
+    ///
+    /// Could fail if: the read-out disagrees with the recursion (a wrong
+    /// Δ passed down, an F_∅ too many), the DP's memory accounting forgets a
+    /// tensor, or `place_prefetches` puts a prefetch where it overflows.
+    /// Mutations tried: `m_fall` without δ^j (fails: peak over the budget);
+    /// `place_prefetches` scoring by time only, not fit first (fails: peak
+    /// over the budget).
     #[test]
-    fn offloading_schedules_fit_and_are_not_faster_than_the_dp(
+    fn the_dps_raw_schedules_fit_and_are_not_faster_than_the_dp(
         chain in integer_chain(8, true),
         frac in 0.0f64..1.0,
         bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
     ) {
         let budget = budget_at(&chain, frac);
         let chain = whole_transfers(chain, bw);
-        let opts = exact_options(budget, Some(bw));
-        for algorithm in Algorithm::OFFLOADING {
-            let sol = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress()).unwrap();
-            let Some(ops) = &sol.ops else { continue };
-            let t = trace_of(&chain, ops, budget, Some(bw));
-            prop_assert!(t.peak_bytes <= budget, "{algorithm}: peak {} > {budget}", t.peak_bytes);
-            prop_assert!(t.makespan_seconds >= chain.sequential_seconds());
-            if let Some(p) = sol.predicted_seconds {
-                prop_assert!(t.makespan_seconds >= p - 1e-9,
-                    "{algorithm}: simulated {} < DP {p}: {}", t.makespan_seconds, sol.detail);
-            }
+        for mode in [Mode::Full, Mode::OffloadOnly] {
+            let Some((ops, predicted)) = raw_plan(&chain, mode, budget, budget.max(1) as usize, bw) else { continue };
+            let t = trace_of(&chain, &ops, budget, Some(bw));
+            prop_assert!(t.peak_bytes <= budget, "{mode:?}: peak {} > {budget}", t.peak_bytes);
+            prop_assert!(t.makespan_seconds >= predicted - 1e-9,
+                "{mode:?}: simulated {} < DP {predicted}", t.makespan_seconds);
         }
     }
 
-    /// The same on chains with real-valued times and large sizes, at PCIe speed.
+    /// The same on chains with real-valued times and large sizes, at PCIe
+    /// speed, on the paper's 50-slot grid (sizes round up).
+    ///
+    /// Could fail if: rounding sizes to slots ever rounds one down, the
+    /// budget's slots exceed the budget, or a prefetch is placed where it
+    /// overflows. Mutation tried: `place_prefetches` scoring by time only,
+    /// not fit first (fails here too: peak over the budget).
     #[test]
-    fn offloading_schedules_fit_on_real_valued_chains(
+    fn the_dps_raw_schedules_fit_on_real_valued_chains(
         chain in real_chain(16),
         frac in 0.0f64..1.0,
     ) {
@@ -388,23 +412,43 @@ proptest! {
         let high = max_useful_budget(&chain);
         let budget = low + ((high - low) as f64 * frac) as u64;
         let chain = with_bandwidth(chain, Some(12e9));
-        let opts = Options { bandwidth_bytes_per_s: Some(12e9), ..Options::default() };
-        for algorithm in Algorithm::OFFLOADING {
-            let sol = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress()).unwrap();
-            if let Some(ops) = &sol.ops {
-                let t = judge(&chain, ops, budget, Some(12e9)).expect("runs");
-                prop_assert!(t.peak_bytes <= budget, "{algorithm}: {} > {budget}", t.peak_bytes);
-            }
-        }
-        // pofo and autocapper contain rotor's schedules: feasible wherever it is.
-        let rotor = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &opts).unwrap();
-        if rotor.feasible() {
-            for algorithm in [Algorithm::Pofo, Algorithm::Autocapper] {
-                let sol = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress()).unwrap();
-                prop_assert!(sol.ops.is_some(), "{algorithm} infeasible at {budget} where rotor is not");
-            }
+        for mode in [Mode::Full, Mode::OffloadOnly] {
+            let Some((ops, _)) = raw_plan(&chain, mode, budget, 50, 12e9) else { continue };
+            let t = judge(&chain, &ops, budget, Some(12e9)).expect("runs");
+            prop_assert!(t.peak_bytes <= budget, "{mode:?}: {} > {budget}", t.peak_bytes);
         }
     }
+}
+
+/// The DP's schedule with its prefetches placed, as `pofo` builds it before
+/// comparing with rotor's: None when the DP finds nothing.
+fn raw_plan(
+    chain: &Chain,
+    mode: Mode,
+    budget: u64,
+    slots: usize,
+    bw: f64,
+) -> Option<(Vec<Op>, f64)> {
+    let mut dp = Pofo::build(
+        chain,
+        mode,
+        budget,
+        slots,
+        Some(bw),
+        BIG,
+        &mut no_progress(),
+    )
+    .unwrap();
+    let plan = dp.plan(&mut no_progress()).unwrap()?;
+    let ops = place_prefetches(
+        chain,
+        &plan.ops,
+        &plan.needs,
+        plan.loss_index + 1,
+        budget,
+        Some(bw),
+    );
+    Some((ops, plan.predicted_seconds))
 }
 
 #[test]
@@ -457,4 +501,63 @@ fn with_no_bandwidth_the_offloading_algorithms_degrade_gracefully() {
     .unwrap();
     let a = trace_of(&chain, auto.ops.as_ref().unwrap(), budget, None);
     assert!(a.peak_bytes <= budget);
+}
+
+/// Errors are errors: a bad option or a table over the limit is `Err`, never
+/// an infeasible answer, even where store-all would fit.
+///
+/// Could fail if: `solve_dp` answered store-all before checking its options,
+/// or a size check turned into `feasible: false`. Mutation tried: removing
+/// the `pofo::validate` call from `solve_dp` (fails at budget = M_high: Ok).
+/// Removing `check_heuristic_size` makes the next test run for hours.
+#[test]
+fn pofo_options_out_of_range_are_errors() {
+    use remat_core::solvers::SolveError;
+    let chain = remat_core::examples::vgg19();
+    let high = max_useful_budget(&chain);
+    for budget in [high / 2, high] {
+        let opts = Options {
+            offload_slots: 70000,
+            bandwidth_bytes_per_s: Some(12e9),
+            ..Options::default()
+        };
+        let r = solve_offloading(&chain, Algorithm::Pofo, budget, &opts, &mut no_progress());
+        assert!(
+            matches!(&r, Err(SolveError::BadOption(m)) if m.starts_with("slots:")),
+            "{r:?}"
+        );
+    }
+    let small = Options {
+        bandwidth_bytes_per_s: Some(12e9),
+        max_table_bytes: 1 << 20,
+        ..Options::default()
+    };
+    for algorithm in [Algorithm::Pofo, Algorithm::OffloadOnly] {
+        let r = solve_offloading(&chain, algorithm, high / 2, &small, &mut no_progress());
+        assert!(
+            matches!(&r, Err(SolveError::TooLarge(m)) if m.contains("max_table_bytes")),
+            "{algorithm}: {r:?}"
+        );
+    }
+}
+
+/// A valid 5000-stage chain: the heuristics refuse at once (the test would
+/// hang for hours otherwise), naming the stage count and rotor.
+#[test]
+fn the_heuristics_refuse_a_5000_stage_chain_at_once() {
+    use remat_core::solvers::SolveError;
+    let chain = remat_core::examples::synthetic(5000);
+    let budget = max_useful_budget(&chain) / 2;
+    let opts = Options::default();
+    for algorithm in [
+        Algorithm::Opportunist,
+        Algorithm::Autocapper,
+        Algorithm::Pofo,
+    ] {
+        let r = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress());
+        assert!(
+            matches!(&r, Err(SolveError::TooLarge(_))),
+            "{algorithm}: {r:?}"
+        );
+    }
 }

@@ -19,6 +19,12 @@ fn budget_between(chain: &Chain, frac: f64) -> u64 {
 }
 
 /// Checks one solution against the simulator; returns the simulated time.
+///
+/// For rotor and revolve this tests the DP's own memory and time accounting
+/// (nothing filters the table's answer through the simulator). For
+/// sequential and store-all the planner already picks by simulated peak, so
+/// the peak checks hold by construction there; what can fail for them is the
+/// predicted time (`sequential::predicted_seconds` is a formula).
 fn judge(
     chain: &Chain,
     algorithm: Algorithm,
@@ -60,6 +66,13 @@ fn judge(
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
+    /// Could fail if: rotor's or revolve's memory terms forget a tensor
+    /// (predicted peak ≠ simulated, or peak over the budget), the DP's time
+    /// differs from the simulated one, or rotor misses a schedule revolve or
+    /// sequential finds. Store-all is left out of the comparison: rotor's
+    /// planner falls back to it explicitly. Mutation tried: rotor's
+    /// `m_all` without δ^t in the forward term (fails: simulated peak over
+    /// the budget).
     #[test]
     fn every_solver_is_judged_valid_on_integer_chains(
         chain in integer_chain(14, true),
@@ -76,12 +89,17 @@ proptest! {
         if slots == 0 {
             // On exact sizes rotor's class contains the others' schedules.
             prop_assert!(rotor.is_some() == (budget >= min_budget(&chain, Variant::Rotor)));
-            for other in [revolve, sequential, store_all].into_iter().flatten() {
+            let _ = store_all;
+            for other in [revolve, sequential].into_iter().flatten() {
                 prop_assert!(rotor.unwrap() <= other);
             }
         }
     }
 
+    /// Could fail if: a predicted time drifts from the simulated one by more
+    /// than rounding (1e-12 relative). Mutation tried: `sequential::
+    /// predicted_seconds` counting the last segment as recomputed too
+    /// (fails: predicted vs simulated time).
     #[test]
     fn every_solver_is_judged_valid_on_real_valued_chains(
         chain in real_chain(40),
@@ -94,6 +112,12 @@ proptest! {
         }
     }
 
+    /// Could fail if: reading a big table at a smaller budget starts from
+    /// the wrong number of slots (the budget's slots not bounding the
+    /// read-out). Mutation tried: `top_slots` reading at the table's largest
+    /// budget whatever the budget (fails: read-out ≠ fresh solve). A mutation
+    /// shared by both paths (`top_slots` not taking off the input's slots)
+    /// does not fail here: the exhaustive tests catch that one.
     #[test]
     fn a_table_read_out_at_smaller_budgets_matches_a_fresh_solve(
         chain in integer_chain(12, false),

@@ -163,6 +163,8 @@ pub struct Options {
     pub max_table_bytes: u64,
     /// `sequential` with exactly this many segments k instead of the best k.
     pub segments: Option<usize>,
+    /// How pofo's DP times the loss step (POFO Appendix B.2 by default).
+    pub loss_step: pofo::LossStep,
 }
 
 pub const DEFAULT_SLOTS: usize = 500;
@@ -183,6 +185,7 @@ impl Default for Options {
                 DEFAULT_MAX_TABLE_BYTES
             },
             segments: None,
+            loss_step: pofo::LossStep::Paper,
         }
     }
 }

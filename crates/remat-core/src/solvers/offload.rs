@@ -1,20 +1,31 @@
 //! Schedules with transfers: turning the POFO DP's answer into at-once
 //! transfers, and the two heuristics of POFO Section 5.1.
 //!
-//! **Paper.** Beaumont, Eyraud-Dubois, Shilova, NeurIPS 2021
-//! (`docs/algorithms.md`), Section 5.1:
+//! **Paper.** Beaumont, Eyraud-Dubois, Shilova, *Efficient Combination of
+//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021, Section
+//! 5.1 (see `docs/algorithms.md`):
 //!
 //! * `opportunist` keeps the link busy: F_all on the first stage of a group,
 //!   offload its input and its ā, then F_∅ while the copies run; a new group
 //!   starts when the link is free, until the rest of the chain fits in memory
 //!   as it is. Each group's backward prefetches what it offloaded and runs
 //!   the rematerialization algorithm (rotor) over the group. O(L) simulations
-//!   of the forward prefix plus one rotor table per group.
+//!   of the forward prefix plus one rotor table per group; chains over
+//!   [`OPPORTUNIST_MAX_STAGES`] are refused.
 //! * `autocapper` runs `capper` for 40 budgets M' evenly spaced from the
 //!   budget to M_high and keeps the best simulated schedule. `capper(M')`
 //!   takes rotor's schedule for M', finds the peak, offloads the lowest-indexed
 //!   activation resident there (right after its last use before the peak, back
 //!   right before its next use), and repeats until the schedule fits.
+//!   Complexity: one rotor table (O(L³ S)), then 40 × O(L) capper rounds of
+//!   O(L) candidates, each judged by an O(L) simulation: O(L³) simulated
+//!   operations per try; chains over [`AUTOCAPPER_MAX_STAGES`] are refused.
+//!
+//! All three place their prefetches by one rule ([`place_prefetches`]): after
+//! the loss (pofo, opportunist) or the tensor's offload (capper), at the
+//! place before its use where the judged schedule fits and is fastest. So
+//! comparing them compares what they offload and recompute, not where they
+//! happen to put prefetches.
 //!
 //! Every schedule here is judged by the simulator with the budget as its
 //! memory limit (transfers at once: memory is freed when an offload ends and
@@ -66,6 +77,61 @@ pub fn place_prefetches(
     budget: u64,
     bandwidth: Option<f64>,
 ) -> Vec<Op> {
+    let earliest = vec![first; needs.len()];
+    place_prefetches_after(chain, ops, needs, &earliest, budget, bandwidth)
+}
+
+/// The placement of [`place_prefetches`] applied to a schedule that already
+/// has its prefetches (opportunist, capper): each is taken out, its deadline
+/// is the operation it preceded, and it goes back at the best place after
+/// `first` (the loss, for the heuristics whose offloads all come before it)
+/// and after its own offload. So the three algorithms that prefetch share one
+/// rule and differ only by what they offload and recompute.
+fn replace_prefetches(
+    chain: &Chain,
+    ops: &[Op],
+    first: usize,
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Vec<Op> {
+    let mut bare = Vec::with_capacity(ops.len());
+    let mut needs = Vec::new();
+    let mut earliest = Vec::new();
+    // Index in `bare` after the latest offload of each (stage, tensor).
+    let mut offloaded: Vec<((usize, TensorKind), usize)> = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Prefetch { stage, tensor } => {
+                let after = offloaded
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| *t == (stage, tensor))
+                    .map_or(0, |x| x.1);
+                needs.push((bare.len(), stage, tensor));
+                earliest.push(after.max(first.min(bare.len())));
+            }
+            Op::Offload { stage, tensor } => {
+                bare.push(*op);
+                offloaded.push(((stage, tensor), bare.len()));
+            }
+            _ => bare.push(*op),
+        }
+    }
+    if needs.is_empty() {
+        return ops.to_vec();
+    }
+    place_prefetches_after(chain, &bare, &needs, &earliest, budget, bandwidth)
+}
+
+/// [`place_prefetches`] with a lower bound of its own for each prefetch.
+fn place_prefetches_after(
+    chain: &Chain,
+    ops: &[Op],
+    needs: &[(usize, usize, TensorKind)],
+    earliest: &[usize],
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Vec<Op> {
     let mut places: Vec<usize> = needs.iter().map(|n| n.0).collect();
     let build = |places: &[usize]| -> Vec<Op> {
         let mut out = Vec::with_capacity(ops.len() + needs.len());
@@ -88,8 +154,13 @@ pub fn place_prefetches(
         None => (1, f64::INFINITY),
     };
     for k in 0..needs.len() {
-        let lowest = if k == 0 { first } else { places[k - 1] };
         let deadline = needs[k].0;
+        let lowest = if k == 0 {
+            earliest[k]
+        } else {
+            places[k - 1].max(earliest[k])
+        }
+        .min(deadline);
         let mut best = (
             score(&run(chain, &build(&places), budget, bandwidth)),
             deadline,
@@ -143,7 +214,7 @@ pub fn solve(
         Algorithm::Pofo | Algorithm::OffloadOnly => {
             solve_dp(chain, algorithm, budget, options, progress)
         }
-        Algorithm::Opportunist => Ok(opportunist(chain, budget, options)),
+        Algorithm::Opportunist => opportunist(chain, budget, options),
         Algorithm::Autocapper => autocapper(chain, budget, options, progress),
         other => super::solve(chain, other, budget, options),
     }
@@ -166,6 +237,8 @@ pub fn solve_dp(
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
     let slots = options.offload_slots;
+    // A bad option is an error whatever the budget (even where store-all fits).
+    super::pofo::validate(chain.len(), slots)?;
     // Nothing is faster than Σ u: when store-all fits, it is the answer.
     let all = store_all::schedule(chain);
     if let Some(t) = run(chain, &all, budget, None).filter(|t| fits(t, budget)) {
@@ -191,7 +264,8 @@ pub fn solve_dp(
             bandwidth,
             options.max_table_bytes,
             progress,
-        )?;
+        )?
+        .with_loss_step(options.loss_step);
         dp.plan(progress)?
             .and_then(|plan| convert(chain, plan, budget, bandwidth))
     } else {
@@ -320,14 +394,17 @@ fn rotor_segment(
     input_bytes: u64,
     budget: u64,
     options: &Options,
-) -> Option<Vec<Op>> {
+) -> Result<Option<Vec<Op>>, SolveError> {
     let sub = sub_chain(chain, s, e, input_bytes);
     let opts = Options {
         bandwidth_bytes_per_s: None,
         ..options.clone()
     };
-    let plan = super::solve(&sub, Algorithm::Rotor, budget, &opts).ok()?;
-    Some(plan.ops?.into_iter().map(|op| shift(op, s - 1)).collect())
+    // An error (a table over the limit) is the caller's error, not "no fit".
+    let plan = super::solve(&sub, Algorithm::Rotor, budget, &opts)?;
+    Ok(plan
+        .ops
+        .map(|ops| ops.into_iter().map(|op| shift(op, s - 1)).collect()))
 }
 
 fn bytes_of(chain: &Chain, (stage, kind): (usize, TensorKind)) -> u64 {
@@ -338,12 +415,13 @@ fn bytes_of(chain: &Chain, (stage, kind): (usize, TensorKind)) -> u64 {
 }
 
 /// `opportunist` (POFO Section 5.1) for one budget.
-pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Solution {
+pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Result<Solution, SolveError> {
     let bandwidth = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
-    let fail = |why: String| solution(Algorithm::Opportunist, budget, None, None, why);
+    let fail = |why: String| Ok(solution(Algorithm::Opportunist, budget, None, None, why));
     let n = chain.len();
+    check_heuristic_size(Algorithm::Opportunist, n)?;
     // Whether stages s..=L run with F_all from `input`, next to δ^L only.
     let rest_fits = |s: usize, input: (usize, TensorKind)| {
         let sub = sub_chain(chain, s, n, bytes_of(chain, input));
@@ -431,7 +509,7 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Solution {
         }
         if ge > gs {
             let room = budget.saturating_sub(bytes_of(chain, gin));
-            let Some(seg) = rotor_segment(chain, gs + 1, ge, chain.saved_bytes(gs), room, options)
+            let Some(seg) = rotor_segment(chain, gs + 1, ge, chain.saved_bytes(gs), room, options)?
             else {
                 return fail(format!(
                     "rematerialization cannot fit stages {}..{ge} in what is left",
@@ -443,13 +521,35 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Solution {
         ops.push(Op::Backward { stage: gs });
     }
     let groups_n = groups.len();
-    finish(chain, Algorithm::Opportunist, budget, bandwidth, ops, |t| {
-        format!(
-            "{groups_n} group{} offloaded ({}), stages {tail}..{n} kept",
-            if groups_n == 1 { "" } else { "s" },
-            format_bytes(t.offloaded_bytes)
-        )
-    })
+    // Prefetches as pofo places them: from the loss on, as early as fits best.
+    let loss = ops
+        .iter()
+        .position(|op| *op == Op::ForwardAll { stage: n })
+        .map_or(0, |p| p + 1);
+    let ops = if fits_as_is(chain, &ops, budget, bandwidth) {
+        replace_prefetches(chain, &ops, loss, budget, bandwidth)
+    } else {
+        ops
+    };
+    Ok(finish(
+        chain,
+        Algorithm::Opportunist,
+        budget,
+        bandwidth,
+        ops,
+        |t| {
+            format!(
+                "{groups_n} group{} offloaded ({}), stages {tail}..{n} kept",
+                if groups_n == 1 { "" } else { "s" },
+                format_bytes(t.offloaded_bytes)
+            )
+        },
+    ))
+}
+
+/// Whether `ops` runs within `budget`.
+fn fits_as_is(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> bool {
+    run(chain, ops, budget, bandwidth).is_some_and(|t| fits(&t, budget))
 }
 
 /// Judges `ops`; a Solution that says whether it fits.
@@ -588,6 +688,36 @@ fn offload_around(ops: &[Op], peak: usize, tensor: TensorId) -> Option<Vec<Op>> 
 /// How many budgets M' autocapper tries (POFO Section 5.1).
 pub const AUTOCAPPER_TRIES: usize = 40;
 
+/// The most stages `autocapper` takes on: 40 cappers, each O(L) rounds of
+/// O(L) candidate offloads judged by an O(L) simulation, then the prefetch
+/// placement (O(P · L) simulations): O(L³) simulations' worth in all.
+/// Measured on `examples::synthetic` at α = 0.3 (release build): 0.5 s at
+/// L = 100, 2.6 s at 200, 17 s at 400; a 5000-stage chain would take days.
+pub const AUTOCAPPER_MAX_STAGES: usize = 250;
+
+/// The most stages `opportunist` takes on: O(L) forward-prefix simulations
+/// per group, a rotor table per group and the prefetch placement; 0.1 s at
+/// L = 400, growing about 3× per doubling.
+pub const OPPORTUNIST_MAX_STAGES: usize = 1000;
+
+/// [`SolveError::TooLarge`] for chains longer than the heuristic's limit
+/// ([`AUTOCAPPER_MAX_STAGES`], [`OPPORTUNIST_MAX_STAGES`]): refused at once
+/// rather than left to run for hours.
+fn check_heuristic_size(algorithm: Algorithm, stages: usize) -> Result<(), SolveError> {
+    let most = if algorithm == Algorithm::Autocapper {
+        AUTOCAPPER_MAX_STAGES
+    } else {
+        OPPORTUNIST_MAX_STAGES
+    };
+    if stages > most {
+        return Err(SolveError::TooLarge(format!(
+            "stages: {algorithm} judges O(L³) candidate schedules in the simulator and takes \
+             chains of at most {most} stages; this one has {stages}. Use rotor or pofo"
+        )));
+    }
+    Ok(())
+}
+
 /// `autocapper` (POFO Section 5.1) for one budget.
 pub fn autocapper(
     chain: &Chain,
@@ -595,6 +725,7 @@ pub fn autocapper(
     options: &Options,
     progress: &mut Progress<'_>,
 ) -> Result<Solution, SolveError> {
+    check_heuristic_size(Algorithm::Autocapper, chain.len())?;
     let bandwidth = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
@@ -625,6 +756,14 @@ pub fn autocapper(
         };
         if let (true, Some(rotor)) = (m_prime >= low, rotor) {
             if let Some((ops, trace)) = capper(chain, budget, rotor, bandwidth) {
+                // Prefetches as pofo places them (capper puts each right
+                // before its next use): after its offload, as early as fits
+                // best. The placement starts from capper's, which fits.
+                let placed = replace_prefetches(chain, &ops, 0, budget, bandwidth);
+                let (ops, trace) = match run(chain, &placed, budget, bandwidth) {
+                    Some(t) if fits(&t, budget) => (placed, t),
+                    _ => (ops, trace),
+                };
                 if best
                     .as_ref()
                     .is_none_or(|b| trace.makespan_seconds < b.1.makespan_seconds)

@@ -1,9 +1,8 @@
 //! `pofo` and `offload-only`: rematerialization combined with offloading.
 //!
 //! **Paper.** Beaumont, Eyraud-Dubois, Shilova, *Efficient Combination of
-//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021
-//! (`docs/algorithms.md`), Appendix B of its supplementary material.
-//! The forward phase is OC_x(i, A_i,
+//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021, and
+//! its supplementary Appendix B (see `docs/algorithms.md`). The forward phase is OC_x(i, A_i,
 //! Δ_F, Δ_B) (B.1, Table 2), the backward phase C_Δ(i, j, A, Δ) (B.3), idle
 //! times come from Lemma 1. `offload-only` is the same forward DP with F_all
 //! as the only forward (no recomputation; the only decision is which inputs to
@@ -18,10 +17,20 @@
 //! reported side by side.
 //!
 //! **Adaptations to this crate's chain.** The last stage computes the loss
-//! (the paper adds a stage L+1): OC(L) is F_all^L then B^L. The remaining
-//! offloads Δ_F may still run during F_all^L (which idles only if it does not
-//! fit, Lemma 1); prefetching starts after F_all^L, behind them on the one
-//! copy lane, and Δ_B must be on the device when B^L ends. Memory is counted
+//! (the paper adds a stage L+1): OC(L) is F_all^L then B^L, with the idle
+//! times ε_F, ε_B of Case 1 (B.1) and the link moving D_F = (u_F + ε_F) β of
+//! the offloads during F_all^L and D_B = (u_B + ε_B) β of the prefetches
+//! during B^L. What is left after that is timed by [`LossStep`]:
+//!
+//! * [`LossStep::Paper`] (the default, what runs unless asked otherwise):
+//!   Appendix B.2, ε_G = (Δ_F' + Δ_B') / β with Δ_F' = max(Δ_F − D_F, 0) and
+//!   Δ_B' = max(Δ_B − D_B, 0): the computation waits between F_all^L and B^L
+//!   until both leftovers have crossed the link.
+//! * [`LossStep::Overlap`]: the copy lane drains the offloads, then
+//!   prefetches (from the end of F_all^L on) while B^L runs; the step ends at
+//!   max(compute, copy). Never slower than `Paper`, but not the paper's DP.
+//!
+//! Memory is counted
 //! as in [`persistent`](super::persistent), δ^{ℓ-1} included, so with no
 //! bandwidth every Δ is 0 and the recursion is exactly rotor's (Theorem 1 of
 //! the rotor report): same value, bit for bit. States where the un-offloaded
@@ -51,6 +60,17 @@ pub enum Mode {
     Full,
     /// F_all only: no recomputation (offload-only).
     OffloadOnly,
+}
+
+/// How OC times the loss step (F_all^L, B^L) when transfers are left over;
+/// see the module doc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossStep {
+    /// POFO Appendix B.2: ε_G = (Δ_F' + Δ_B') / β between F_all^L and B^L.
+    #[default]
+    Paper,
+    /// Offloads drain during F_all^L, prefetches overlap B^L.
+    Overlap,
 }
 
 /// What the DP returns for one budget.
@@ -179,6 +199,7 @@ impl Backward {
 pub struct Pofo {
     grid: Grid,
     mode: Mode,
+    loss: LossStep,
     back: Backward,
     forward: Forward,
     /// OC states computed so far, for progress.
@@ -208,15 +229,16 @@ impl Forward {
         (slots - a + 1).min(max_delta + 1)
     }
 
-    /// Entries for stages 1..=n: 2 × Σ_A side(A)² per stage.
-    fn entries(n: usize, slots: usize, max_delta: usize) -> usize {
-        let block: usize = (0..=slots)
-            .map(|a| Self::side(slots, max_delta, a).pow(2))
+    /// Entries for stages 1..=n: 2 × Σ_A side(A)² per stage (in u128: this
+    /// is what is checked against the limit, before any allocation).
+    fn entries(n: usize, slots: usize, max_delta: usize) -> u128 {
+        let block: u128 = (0..=slots)
+            .map(|a| (Self::side(slots, max_delta, a) as u128).pow(2))
             .sum();
-        (n + 1) * 2 * block
+        (n as u128 + 1) * 2 * block
     }
 
-    fn new(n: usize, slots: usize, max_delta: usize) -> Forward {
+    fn new(n: usize, slots: usize, max_delta: usize) -> Result<Forward, SolveError> {
         let mut square = Vec::with_capacity(slots + 2);
         let mut at = 0;
         for a in 0..=slots {
@@ -224,14 +246,14 @@ impl Forward {
             at += Self::side(slots, max_delta, a).pow(2);
         }
         let len = (n + 1) * 2 * at;
-        Forward {
+        Ok(Forward {
             slots,
             max_delta,
             square,
             block: at,
-            values: vec![f64::NAN; len],
-            choices: vec![0; len],
-        }
+            values: filled(len, f64::NAN)?,
+            choices: filled(len, 0)?,
+        })
     }
 
     /// None for states outside the table (they cannot fit).
@@ -279,9 +301,44 @@ impl ForwardChoice {
     }
 }
 
-/// Bytes of the C_Δ table for `n` stages on `slots` slots.
 /// The share of the progress bar that C_Δ's table fills; OC's states the rest.
 const FILL_SHARE: f64 = 0.5;
+
+/// Checks what pofo's tables can encode, before anything is allocated:
+/// choices are two bytes, so N ≤ 65533 slots and L ≤ 32765 stages (a choice
+/// encodes the next checkpoint's distance). Sizes within these are then
+/// checked against `max_table_bytes` by [`table_bytes`].
+pub fn validate(stages: usize, slots: usize) -> Result<(), SolveError> {
+    if slots == 0 {
+        return Err(SolveError::BadOption("slots: must be at least 1".into()));
+    }
+    if slots > u16::MAX as usize - 2 {
+        return Err(SolveError::BadOption(format!(
+            "slots: {slots} is more than pofo's DP allows ({}); use fewer --slots (the paper uses 50)",
+            u16::MAX - 2
+        )));
+    }
+    let most = (u16::MAX as usize - 5) / 2;
+    if stages > most {
+        return Err(SolveError::TooLarge(format!(
+            "stages: pofo's DP handles at most {most} stages, the chain has {stages}; use rotor"
+        )));
+    }
+    Ok(())
+}
+
+/// A vector of `len` copies of `value`, or [`SolveError::TooLarge`] when the
+/// memory cannot be had (sizes were checked against the limit before).
+fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        SolveError::TooLarge(format!(
+            "max_table_bytes: not enough memory for pofo's table of {len} entries; use fewer --slots"
+        ))
+    })?;
+    v.resize(len, value);
+    Ok(v)
+}
 
 /// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
 /// OC's dense memo.
@@ -294,7 +351,7 @@ pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> 
         0
     };
     let max_delta = if with_bandwidth { slots } else { 0 };
-    backward + Forward::entries(n, slots, max_delta) as u128 * 10
+    backward + Forward::entries(n, slots, max_delta) * 10
 }
 
 impl Pofo {
@@ -308,22 +365,14 @@ impl Pofo {
         max_table_bytes: u64,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
-        if slots == 0 {
-            return Err(SolveError::BadOption("slots: must be at least 1".into()));
-        }
-        if slots > u16::MAX as usize - 2 {
-            return Err(SolveError::BadOption(format!(
-                "slots: at most {} for pofo",
-                u16::MAX - 2
-            )));
-        }
+        validate(chain.len(), slots)?;
         let grid = Grid::new(chain, budget_bytes, slots, bandwidth);
         let n = grid.n;
         let with_bw = grid.beta > 0.0;
         let need = table_bytes(n, grid.slots, with_bw, mode);
         if need > max_table_bytes as u128 {
             return Err(SolveError::TooLarge(format!(
-                "slots: pofo's table for {n} stages × {} slots needs {} (limit {}); use fewer --slots",
+                "max_table_bytes: pofo's tables (C_Δ and OC's memo) for {n} stages × {} slots need {}, over the limit of {}; use fewer --slots",
                 grid.slots,
                 crate::model::units::format_bytes(need.min(u64::MAX as u128) as u64),
                 crate::model::units::format_bytes(max_table_bytes)
@@ -341,22 +390,21 @@ impl Pofo {
         } else {
             0
         };
-        let mut values = Vec::new();
-        values
-            .try_reserve_exact(len)
-            .map_err(|_| SolveError::TooLarge("slots: not enough memory for the table".into()))?;
-        values.resize(len, f64::INFINITY);
+        let values = filled(len, f64::INFINITY)?;
+        let choices = filled(len, 0)?;
+        let forward = Forward::new(n, grid_slots, max_delta)?;
         let mut pofo = Pofo {
             grid,
             mode,
+            loss: LossStep::Paper,
             back: Backward {
                 values,
-                choices: vec![0; len],
+                choices,
                 pair_start,
                 per_pair,
                 max_delta,
             },
-            forward: Forward::new(n, grid_slots, max_delta),
+            forward,
             computed: 0,
             cancelled: false,
         };
@@ -364,6 +412,15 @@ impl Pofo {
             pofo.fill_backward(progress)?;
         }
         Ok(pofo)
+    }
+
+    /// The DP with `loss` as its loss step (OC is computed after this, so it
+    /// can be chosen once C_Δ is built; the default is [`LossStep::Paper`]).
+    pub fn with_loss_step(mut self, loss: LossStep) -> Pofo {
+        self.loss = loss;
+        // OC's memo holds values of the other loss step, if any were computed.
+        self.forward.values.fill(f64::NAN);
+        self
     }
 
     /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
@@ -608,11 +665,22 @@ impl Pofo {
             let v = if df == 0 && db == 0 {
                 (g.uf[n] + g.ub[n]) + (eps_f + eps_b)
             } else {
-                // Offloads drain first on the one copy lane; prefetching starts
-                // after F_all^L and must end with B^L.
-                let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
-                let copy = (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
-                compute.max(copy)
+                match self.loss {
+                    LossStep::Paper => {
+                        // B.2: what the link has not moved during F_all^L
+                        // (offloads) and B^L (prefetches) waits in between.
+                        let left_f = (df as f64 - (g.uf[n] + eps_f) * g.beta).max(0.0);
+                        let left_b = (db as f64 - (g.ub[n] + eps_b) * g.beta).max(0.0);
+                        (g.uf[n] + g.ub[n]) + (eps_f + eps_b) + (left_f + left_b) / g.beta
+                    }
+                    LossStep::Overlap => {
+                        // Offloads drain first on the one copy lane;
+                        // prefetching starts after F_all^L and ends with B^L.
+                        let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
+                        let copy = (df as f64 / g.beta).max(eps_f + g.uf[n]) + db as f64 / g.beta;
+                        compute.max(copy)
+                    }
+                }
             };
             return (v, ForwardChoice::Loss);
         }
