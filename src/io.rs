@@ -1,10 +1,15 @@
 //! Data in and out of the page: chain import, exports, the URL, localStorage.
 
-use crate::state::{AppState, ChainSource, Notice};
+use crate::planning::Planned;
+use crate::state::{AppState, ChainSource, Current, Notice};
 use leptos::prelude::*;
 use remat_core::examples;
-use remat_core::format::{read_any_chain, write_chain, write_schedule, Predicted, ScheduleFile};
+use remat_core::format::{
+    read_any_chain, read_schedule, write_chain, write_schedule, Predicted, ScheduleFile,
+    SCHEDULE_FORMAT,
+};
 use remat_core::simulator::chrome_trace_json;
+use remat_core::solvers::offload::judge;
 use remat_core::solvers::Algorithm;
 use std::time::Duration;
 use wasm_bindgen::JsCast;
@@ -116,8 +121,12 @@ fn load_stored() -> Option<String> {
     storage().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
 }
 
-/// Reads an imported file; a bad file leaves the loaded chain in place.
+/// Reads an imported file — a chain, or a schedule for the loaded chain; a
+/// bad file leaves the loaded chain and plan in place.
 pub fn import_text(state: AppState, file_name: &str, text: &str) {
+    if text.contains(SCHEDULE_FORMAT) {
+        return import_schedule(state, file_name, text);
+    }
     match read_any_chain(text) {
         Ok(chain) => {
             if let Some(s) = storage() {
@@ -134,6 +143,66 @@ pub fn import_text(state: AppState, file_name: &str, text: &str) {
             "Could not import {file_name}: {e}. The previous chain stays loaded."
         )))),
     }
+}
+
+/// Shows a `remat-schedule/1` file for the loaded chain once the simulator
+/// (the same judge as `remat simulate`) accepts it: complete, valid, with the
+/// file's budget as memory limit. It stays shown until the next plan.
+fn import_schedule(state: AppState, file_name: &str, text: &str) {
+    let refuse = |why: String| {
+        state.notice.set(Some(Notice::Error(format!(
+            "Refused {file_name}: {why}. The current plan stays shown."
+        ))))
+    };
+    let schedule = match read_schedule(text) {
+        Ok(s) => s,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let chain = state.chain.get_untracked();
+    let warning = match schedule.check_chain(&chain) {
+        Ok(w) => w,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let bandwidth = schedule
+        .bandwidth_bytes_per_s
+        .or(Some(state.bandwidth.get_untracked()));
+    let trace = match judge(&chain, &schedule.ops, schedule.budget_bytes, bandwidth) {
+        Ok(t) => t,
+        Err(e) => return refuse(format!("invalid schedule: {e}")),
+    };
+    let previous = state.current.get_untracked();
+    let algorithm = if schedule.algorithm.is_empty() {
+        state.algorithm.get_untracked().name().to_string()
+    } else {
+        schedule.algorithm.clone()
+    };
+    state.notice.set(Some(Notice::Info(format!(
+        "Showing {file_name}: {} ops, peak {} within {}.{}",
+        schedule.ops.len(),
+        remat_core::model::units::format_bytes(trace.peak_bytes),
+        remat_core::model::units::format_bytes(schedule.budget_bytes),
+        warning
+            .map(|w| format!(" Warning: {w}"))
+            .unwrap_or_default()
+    ))));
+    state.current.set(Some(std::sync::Arc::new(Current {
+        chain,
+        planned: Planned {
+            generation: previous.as_ref().map_or(0, |c| c.planned.generation),
+            id: previous.as_ref().map_or(0, |c| c.planned.id),
+            algorithm,
+            budget: schedule.budget_bytes,
+            bandwidth,
+            exact: false,
+            predicted_seconds: schedule.predicted.as_ref().map(|p| p.makespan_seconds),
+            predicted_peak_bytes: schedule.predicted.as_ref().map(|p| p.peak_bytes),
+            detail: format!("schedule from {file_name}"),
+            error: None,
+            summaries: Vec::new(),
+            ops: Some(schedule.ops),
+        },
+        trace: Some(Ok(trace)),
+    })));
 }
 
 pub fn import_file(state: AppState, file: web_sys::File) {

@@ -182,3 +182,28 @@ test('the guide opens, explains the ops and steps through the teaching chain', a
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('an imported schedule is judged like `remat simulate`: incomplete ones are refused', async () => {
+  // Issue 9.1: the page refuses a schedule that never produces δ^0, naming
+  // the first missing backward, and keeps the current plan.
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&budget=900000000');
+  const opsBefore = await text(page, '#stat-ops');
+  const upload = (name, doc) => page.locator('#import-input').setInputFiles({
+    name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(doc)),
+  });
+  const fwd = Array.from({ length: 10 }, (_, i) => ({ op: 'forward_all', stage: i + 1 }));
+  const bwd = Array.from({ length: 10 }, (_, i) => ({ op: 'backward', stage: 10 - i }));
+  await upload('truncated.json', { format: 'remat-schedule/1', budget_bytes: 2e9, ops: [...fwd, ...bwd.slice(0, 9)] });
+  await page.waitForFunction(() => /Refused truncated\.json/.test(document.querySelector('#notice')?.textContent ?? ''));
+  const refused = await text(page, '#notice');
+  assert.match(refused, /op 19 \(B/);
+  assert.match(refused, /missing/);
+  assert.equal(await text(page, '#stat-ops'), opsBefore, 'the plan shown before stays');
+  // The complete store-all schedule is shown, with a warning for its missing digest.
+  await upload('store-all.json', { format: 'remat-schedule/1', budget_bytes: 2e9, ops: [...fwd, ...bwd] });
+  await page.waitForFunction(() => /Showing store-all\.json/.test(document.querySelector('#notice')?.textContent ?? ''));
+  assert.match(await text(page, '#notice'), /chain_digest: absent/);
+  assert.equal((await text(page, '#stat-ops')).trim(), '20');
+  assert.deepEqual(errors, []);
+  await page.close();
+});

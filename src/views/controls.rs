@@ -58,8 +58,8 @@ pub fn Header(state: AppState) -> impl IntoView {
                         }}
                     </option>
                 </select>
-                <label class="button" title="A remat-chain/1 or rotor chain file; you can also drop it on the page">
-                    "Import chain…"
+                <label class="button" title="A remat-chain/1 or rotor chain file, or a remat-schedule/1 schedule for the loaded chain; you can also drop it on the page">
+                    "Import chain or schedule…"
                     <input id="import-input" type="file" accept=".json,application/json" on:change=on_file />
                 </label>
             </div>
