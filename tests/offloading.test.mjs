@@ -129,7 +129,7 @@ test('a chain too long for pofo\'s tables says so and the page keeps planning', 
   await page.locator('#algorithm-select').selectOption('pofo');
   await nextPlan(page, id);
   await page.waitForFunction(() => /✗/.test(document.querySelector('#plan-status').textContent));
-  assert.match(await text(page, '#plan-status'), /slots: pofo's table for 300 stages/);
+  assert.match(await text(page, '#plan-status'), /error: max_table_bytes: pofo's tables .* for 300 stages/);
   // Long chains solve the offloading compare rows only when asked.
   assert.ok(await page.locator('#compare-table .solve-offloading').count() >= 1);
   const id2 = await planId(page);
