@@ -46,6 +46,15 @@ use crate::model::Chain;
 use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
 
+/// The largest table an exact lattice may take (the non-exact fallback of
+/// `Options::slots` slots is bounded by `max_table_bytes` only).
+pub const EXACT_TABLE_BYTES: u64 = 256 << 20;
+
+/// The most (s, t, split) triples × slots an exact lattice may cost: about
+/// a second natively (VGG-19 exact at M_high: 2 300 triples × 67 523 slots,
+/// 0.14 s).
+pub const EXACT_WORK: u128 = 1 << 30;
+
 /// Which class of persistent schedules the table optimizes over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -115,6 +124,18 @@ impl PersistentTable {
         ((max_table_bytes as u128 / per_slot).saturating_sub(1)).min(usize::MAX as u128) as usize
     }
 
+    /// The most slots an exact lattice may have for `n` stages: its table
+    /// within `max_table_bytes` and [`EXACT_TABLE_BYTES`], and its fill
+    /// within [`EXACT_WORK`] cells × splits (L³/6 · S), so that exactness
+    /// costs at most about a second and a quarter GiB, never the size limit.
+    pub fn exact_max_slots(n: usize, max_table_bytes: u64) -> usize {
+        let by_memory = Self::max_slots(n, max_table_bytes.min(EXACT_TABLE_BYTES));
+        let n = n as u128;
+        let triples = (n * (n + 1) * (n + 2) / 6).max(1);
+        let by_work = (EXACT_WORK / triples).saturating_sub(1);
+        by_memory.min(by_work.min(usize::MAX as u128) as usize)
+    }
+
     /// The lattice `build` uses for `budget_bytes` (see [`SlotPolicy`]).
     pub fn lattice_for(
         chain: &Chain,
@@ -123,7 +144,7 @@ impl PersistentTable {
         slots: usize,
         max_table_bytes: u64,
     ) -> Lattice {
-        let max = Self::max_slots(chain.len(), max_table_bytes);
+        let max = Self::exact_max_slots(chain.len(), max_table_bytes);
         lattice(chain, budget_bytes, policy, slots, max)
     }
 

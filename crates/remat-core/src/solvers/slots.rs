@@ -175,7 +175,7 @@ fn rounding_loss(chain: &Chain, unit: u64, free: u64) -> u64 {
 }
 
 /// The lattice for `budget_bytes` under `policy`: `slots` is the resolution
-/// when exactness is out of reach, `max_slots` the most the table may have.
+/// when exactness is out of reach, `max_slots` the most an exact one may have.
 /// O(L · (log(size) + slots)) : a gcd per distinct held size, and for each of
 /// the ≤ 64 distinct prefix gcds a search of a divisor among ≤ `slots`.
 pub(crate) fn lattice(
@@ -214,7 +214,7 @@ pub(crate) fn lattice(
     // the one that loses the fewest bytes. Candidates are u_min itself and,
     // for the gcd of the k largest sizes (k = 1, 2, …), its smallest divisor
     // ≥ u_min: a unit dividing the big sizes loses only on the small ones.
-    let u_min = free.div_ceil(slots.min(max_slots).max(1) as u64).max(1);
+    let u_min = free.div_ceil(slots as u64).max(1);
     let mut best = on(u_min);
     let mut prefix = 0;
     for &x in &sizes {
