@@ -449,7 +449,10 @@ impl PersistentTable {
         let hi = sat[here];
         best.fill(f64::INFINITY);
         if self.all_allowed(s, t) {
-            let lo = self.m_all(s, t).max(self.saved[s]).min(hi);
+            // Only an F_all before a sub-problem holds ā^s (index − w ≥ 0);
+            // a leaf's ā^s is part of its own need, compared in bytes.
+            let held = if s == t { 0 } else { self.saved[s] };
+            let lo = self.m_all(s, t).max(held).min(hi);
             if s == t {
                 best[lo..hi].fill(fb);
             } else if lo < hi {
