@@ -9,8 +9,11 @@ use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::Trace;
 use remat_core::solvers::offload::judge;
-use remat_core::solvers::persistent::{min_budget, Variant};
-use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
+use remat_core::solvers::persistent::{min_budget_met, PersistentTable, Variant};
+use remat_core::solvers::{
+    max_useful_budget, no_progress, Algorithm, Memory, Options, Planner, SlotPolicy, Solution,
+    DEFAULT_OFFLOAD_SLOTS,
+};
 use remat_core::{examples, Chain};
 use serde_json::{json, Value};
 
@@ -52,6 +55,13 @@ pub struct SimulateArgs {
     json: bool,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepMemory {
+    Auto,
+    Exact,
+    Grid,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum SweepFormat {
     Csv,
@@ -72,8 +82,19 @@ pub struct SweepArgs {
     /// One budget at this α instead (for a sweep over bandwidths).
     #[arg(long)]
     alpha: Option<f64>,
+    /// Slots of the DPs' grid: with `--memory grid` every DP's (default 50,
+    /// POFO's); with `--memory exact` the fallback of rotor and revolve when
+    /// their sizes allow no exact lattice (default 500).
     #[arg(long)]
     slots: Option<usize>,
+    /// How every algorithm at a budget treats memory: `exact` (rotor and
+    /// revolve on an exact lattice where the sizes allow; store-all and
+    /// sequential are always exact), `grid` (every DP, rotor and revolve
+    /// included, on POFO's grid of ⌊budget/slots⌋-byte slots), or `auto`:
+    /// `grid` when an offloading algorithm is swept, else `exact`. The
+    /// `memory` column says what each row used.
+    #[arg(long, value_enum, default_value = "auto")]
+    memory: SweepMemory,
     /// Bandwidth, or a comma-separated list to sweep (12GB/s,24GB/s,36GB/s).
     #[arg(long)]
     bandwidth: Option<String>,
@@ -286,6 +307,74 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The most steps rotor's minimum-memory recursion (O(L³/6)) may take in
+/// a sweep before it is refused: about ten seconds.
+const SWEEP_MAX_MIN_BUDGET_STEPS: u128 = 1 << 33;
+
+/// The sweep's knobs: one memory treatment for every algorithm at a budget.
+fn sweep_options(
+    a: &SweepArgs,
+    algorithms: &[Algorithm],
+    bw: Option<f64>,
+) -> Result<Options, String> {
+    let offloading = algorithms.iter().any(|alg| alg.offloads());
+    let grid = match a.memory {
+        SweepMemory::Grid => true,
+        SweepMemory::Exact => false,
+        SweepMemory::Auto => offloading,
+    };
+    let mut o = options(a.slots, bw)?;
+    if grid {
+        // POFO's grid for everyone: rotor and revolve (also inside pofo and
+        // the heuristics) on the same ⌊budget/N⌋-byte slots as pofo's DP.
+        let n = a.slots.unwrap_or(DEFAULT_OFFLOAD_SLOTS);
+        o.slots = n;
+        o.offload_slots = n;
+        o.slot_policy = SlotPolicy::Fixed;
+    } else {
+        o.slot_policy = SlotPolicy::Exact;
+    }
+    Ok(o)
+}
+
+/// Refuses, before any work, a sweep whose tables or M_low cannot finish:
+/// a persistent table of `slots` slots over the size limit, or rotor's
+/// O(L³) minimum-memory recursion past [`SWEEP_MAX_MIN_BUDGET_STEPS`].
+fn sweep_bounds(chain: &Chain, algorithms: &[Algorithm], o: &Options) -> Result<(), String> {
+    let n = chain.len() as u128;
+    let steps = n * (n + 1) * (n + 2) / 6;
+    if steps > SWEEP_MAX_MIN_BUDGET_STEPS {
+        return Err(format!(
+            "sweep: M_low of a {}-stage chain takes rotor's O(L³) recursion, {steps} steps \
+             (limit {SWEEP_MAX_MIN_BUDGET_STEPS}); sweep a shorter chain or use `solve` at chosen budgets",
+            chain.len()
+        ));
+    }
+    if algorithms.iter().any(|alg| alg.uses_slots()) {
+        // The exact lattice is capped well below the limit; the fallback
+        // (or the fixed grid) has at most `slots` slots.
+        let need = PersistentTable::table_bytes(chain.len(), o.slots);
+        if need > o.max_table_bytes as u128 {
+            return Err(format!(
+                "slots: the table for {} stages × {} slots needs {} (limit {}); use fewer --slots",
+                chain.len(),
+                o.slots,
+                format_bytes(need.min(u64::MAX as u128) as u64),
+                format_bytes(o.max_table_bytes)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `remat sweep`: every algorithm at every budget, each solved for that
+/// budget with the same memory treatment (see [`SweepMemory`]).
+///
+/// Complexity: P budgets × B bandwidths × (rotor/revolve: one table per
+/// budget, O(L³·S) with S ≤ the exact cap or `--slots`; pofo/offload-only:
+/// their DP per budget; store-all and sequential: built once, O(L²)), plus
+/// rotor's M_low, O(L³) per lattice step. Chains past the bounds of
+/// [`sweep_bounds`] are refused before any work.
 pub fn sweep(a: SweepArgs) -> Result<(), String> {
     let chain = input::chain(&a.chain)?;
     let algorithms: Vec<Algorithm> = match &a.algorithms {
@@ -314,63 +403,100 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
             .collect::<Result<_, _>>()?,
         None => vec![chain.bandwidth_bytes_per_s],
     };
-    // The paper's range: M_low recomputes as much as rotor can, M_high keeps all.
+    let base = sweep_options(&a, &algorithms, chain.bandwidth_bytes_per_s)?;
+    sweep_bounds(&chain, &algorithms, &base)?;
+    // The paper's range: M_low recomputes as much as rotor can (the least
+    // budget rotor meets under this sweep's memory treatment, so α = 0 is
+    // feasible for rotor), M_high keeps all.
     let m_high = max_useful_budget(&chain);
-    let m_low = min_budget(&chain, Variant::Rotor).min(m_high);
+    let m_low = min_budget_met(
+        &chain,
+        Variant::Rotor,
+        base.slot_policy,
+        base.slots,
+        base.max_table_bytes,
+        Some(m_high),
+    )
+    .map_or(m_high, |m| m.bytes)
+    .min(m_high);
     let mut rows = Vec::new();
     for bw in &bandwidths {
-        let opts = options(a.slots, *bw)?;
-        let mut planners = Vec::new();
+        let opts = sweep_options(&a, &algorithms, *bw)?;
+        // Budget-independent planners (store-all, sequential) once; the
+        // others are built for each budget, so each is solved for it.
+        let mut fixed = Vec::new();
         for alg in &algorithms {
-            planners.push(
-                Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
-                    .map_err(|e| e.to_string())?,
-            );
+            fixed.push(match alg {
+                Algorithm::StoreAll | Algorithm::Sequential => Some(
+                    Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
+                        .map_err(|e| e.to_string())?,
+                ),
+                _ => None,
+            });
         }
         for &alpha in &alphas {
             let budget = m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
-            for p in &planners {
+            for (alg, planner) in algorithms.iter().zip(&fixed) {
+                let fresh;
+                let p = match planner {
+                    Some(p) => p,
+                    None => {
+                        fresh = Planner::build(&chain, *alg, budget, &opts, &mut no_progress())
+                            .map_err(|e| e.to_string())?;
+                        &fresh
+                    }
+                };
                 let sol = p.plan(&chain, budget);
+                let memory = p.memory(budget);
                 let trace = match &sol.ops {
                     Some(ops) => Some(judge(&chain, ops, budget, *bw).map_err(|e| e.to_string())?),
                     None => None,
                 };
-                rows.push((budget, alpha, *bw, p.algorithm(), trace));
+                rows.push((budget, alpha, *bw, *alg, trace, memory));
             }
         }
     }
     match a.format {
         SweepFormat::Csv => {
-            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes");
-            for (budget, alpha, bw, alg, t) in &rows {
+            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes,memory");
+            for (budget, alpha, bw, alg, t, memory) in &rows {
                 let ratio = *budget as f64 / m_high as f64;
                 let bw = bw.map(|b| b.to_string()).unwrap_or_default();
                 match t {
                     Some(t) if t.peak_bytes <= *budget => say!(
-                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{}",
+                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{},{memory}",
                         t.makespan_seconds,
                         t.overhead(),
                         t.peak_bytes,
                         t.recomputations,
                         t.offloaded_bytes
                     ),
-                    _ => say!("{budget},{ratio:.4},{alg},false,,,,,{alpha:.4},{bw},"),
+                    _ => say!("{budget},{ratio:.4},{alg},false,,,,,{alpha:.4},{bw},,{memory}"),
                 }
             }
         }
         SweepFormat::Json => {
             let list: Vec<Value> = rows
                 .iter()
-                .map(|(budget, alpha, bw, alg, t)| {
+                .map(|(budget, alpha, bw, alg, t, memory)| {
                     let mut v = report(&chain, alg.name(), *budget, t.as_ref(), (None, None));
                     v["memory_ratio"] = json!(*budget as f64 / m_high as f64);
                     v["alpha"] = json!(alpha);
                     v["bandwidth_bytes_per_s"] = json!(bw);
+                    v["memory"] = json!(memory.to_string());
+                    if let Memory::Grid {
+                        lost_bytes: Some(lost),
+                        ..
+                    } = memory
+                    {
+                        v["memory_lost_bytes"] = json!(lost);
+                    }
                     v
                 })
                 .collect();
             let out = json!({
                 "chain": chain.name, "m_low_bytes": m_low, "m_high_bytes": m_high,
+                "m_low_algorithm": "rotor",
                 "sequential_seconds": chain.sequential_seconds(), "points": list,
             });
             say!("{}", serde_json::to_string_pretty(&out).expect("JSON"));
