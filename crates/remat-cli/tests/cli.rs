@@ -297,7 +297,7 @@ fn sweep_over_bandwidths_at_one_memory_ratio() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].ends_with(",alpha,bandwidth_bytes_per_s,offloaded_bytes"));
+    assert!(lines[0].ends_with(",alpha,bandwidth_bytes_per_s,offloaded_bytes,memory"));
     assert_eq!(lines.len(), 1 + 3 * 2);
     // Faster links never make pofo slower here, and 450 GB/s hides everything.
     let pofo: Vec<f64> = lines
