@@ -18,7 +18,7 @@ use remat_core::simulator::Trace;
 use remat_core::solvers::offload::{self, judge};
 use remat_core::solvers::persistent::TableGrid;
 use remat_core::solvers::{
-    max_useful_budget, persistent, Algorithm, Options, Planner, Solution, SolveError,
+    max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
 };
 use remat_core::Chain;
 use serde::{Deserialize, Serialize};
@@ -228,7 +228,15 @@ impl PlannerSet {
                 };
                 let started = now();
                 let result = Algorithm::from_name(&algorithm).and_then(|alg| {
-                    build_with_progress(chain, alg, max_budget, generation, &algorithm, emit)
+                    build_with_progress(
+                        chain,
+                        alg,
+                        max_budget,
+                        SlotPolicy::Fixed,
+                        generation,
+                        &algorithm,
+                        emit,
+                    )
                 });
                 match result {
                     Ok(planner) => {
@@ -274,8 +282,16 @@ impl PlannerSet {
                     let mut progress = reporter(generation, alg.name(), emit);
                     solve_offloading(chain, alg, budget, bandwidth, &mut progress)
                 } else if exact {
-                    build_with_progress(chain, alg, budget, generation, &algorithm, emit)
-                        .and_then(|p| p.plan(chain, budget))
+                    build_with_progress(
+                        chain,
+                        alg,
+                        budget,
+                        SlotPolicy::Exact,
+                        generation,
+                        &algorithm,
+                        emit,
+                    )
+                    .and_then(|p| p.plan(chain, budget))
                 } else {
                     match self.planners.iter().find(|p| p.algorithm() == alg) {
                         Some(p) => p.plan(chain, budget),
@@ -495,16 +511,25 @@ impl PlannerSet {
     }
 }
 
+/// Builds a planner for budgets up to `max_budget`. The slider's tables use
+/// the papers' fixed grid (one table answers every budget below it); an
+/// exact re-plan uses the exact lattice of its one budget where the sizes
+/// allow (`SlotPolicy::Exact`).
 fn build_with_progress(
     chain: &Chain,
     alg: Algorithm,
     max_budget: u64,
+    slot_policy: SlotPolicy,
     generation: u64,
     name: &str,
     emit: &mut dyn FnMut(Response),
 ) -> Result<Planner, remat_core::solvers::SolveError> {
     let mut progress = reporter(generation, name, emit);
-    Planner::build(chain, alg, max_budget, &Options::default(), &mut progress)
+    let options = Options {
+        slot_policy,
+        ..Options::default()
+    };
+    Planner::build(chain, alg, max_budget, &options, &mut progress)
 }
 
 fn summarize(chain: &Chain, planner: &Planner, budget: u64, bandwidth: Option<f64>) -> Summary {

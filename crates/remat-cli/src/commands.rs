@@ -10,9 +10,12 @@ use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::Trace;
 use remat_core::solvers::offload::judge;
-use remat_core::solvers::persistent::{min_budget, Variant};
+use remat_core::solvers::persistent::{min_budget_met, PersistentTable, Variant};
 use remat_core::solvers::pofo::LossStep;
-use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
+use remat_core::solvers::{
+    max_useful_budget, no_progress, Algorithm, Memory, Options, Planner, SlotPolicy, Solution,
+    DEFAULT_OFFLOAD_SLOTS,
+};
 use remat_core::{examples, Chain};
 use serde_json::{json, Value};
 
@@ -99,6 +102,13 @@ pub struct SimulateArgs {
     json: bool,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepMemory {
+    Auto,
+    Exact,
+    Grid,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum SweepFormat {
     Csv,
@@ -121,6 +131,14 @@ pub struct SweepArgs {
     alpha: Option<f64>,
     #[command(flatten)]
     plan: PlanFlags,
+    /// How every algorithm at a budget treats memory: `exact` (rotor and
+    /// revolve on an exact lattice where the sizes allow; store-all and
+    /// sequential are always exact), `grid` (every DP, rotor and revolve
+    /// included, on POFO's grid of ⌊budget/slots⌋-byte slots, `--slots`
+    /// default 50), or `auto`: `grid` when an offloading algorithm is
+    /// swept, else `exact`. The `memory` column says what each row used.
+    #[arg(long, value_enum, default_value = "auto")]
+    memory: SweepMemory,
     /// Bandwidth, or a comma-separated list to sweep (12GB/s,24GB/s,36GB/s).
     #[arg(long, value_delimiter = ',', value_parser = input::rate)]
     bandwidth: Vec<f64>,
@@ -237,9 +255,7 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
     } else if a.output.is_some() {
         eprintln!("note: no schedule written: the budget is infeasible for {algorithm}");
     }
-    // M_low of the chain: the least budget rotor (whose class holds every
-    // other recompute-only planner's schedules) meets.
-    let m_low = min_budget(&chain, Variant::Rotor);
+    let m_low = chain_m_low(&chain, &opts, m_high);
     let own_min = planner.min_budget_bytes();
     if a.json {
         let mut v = report(
@@ -254,6 +270,10 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
         v["m_low_bytes"] = json!(m_low);
         v["m_high_bytes"] = json!(m_high);
         v["algorithm_min_bytes"] = json!(own_min);
+        // The offloading algorithms' least is a bound no schedule can beat
+        // (an op's own inputs and outputs), not a budget they were seen to meet.
+        v["algorithm_min_is_lower_bound"] = json!(algorithm.offloads());
+        v["memory"] = json!(planner.memory(budget).to_string());
         v["ops"] = json!(solution.ops.clone().unwrap_or_default());
         say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
         return Ok(());
@@ -261,9 +281,13 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
     say!("chain      {} ({} stages)", chain.name, chain.len());
     say!("algorithm  {algorithm} ({})", solution.detail);
     say!(
-        "budget     {}   (M_low {}, {algorithm}'s least {}, M_high {})",
+        "budget     {}   (M_low {}, {algorithm}'s least {}{}, M_high {})",
         format_bytes(budget),
-        format_bytes(m_low),
+        m_low.map_or_else(
+            || format!("not computed: O(L³) for {} stages", chain.len()),
+            format_bytes
+        ),
+        if algorithm.offloads() { "≥ " } else { "" },
         format_bytes(own_min),
         format_bytes(m_high)
     );
@@ -285,6 +309,28 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
         _ => say!("infeasible: {}", solution.detail),
     }
     Ok(())
+}
+
+/// The longest chain whose M_low `solve` computes: rotor's minimum-memory
+/// recursion is O(L³) (about 1.7·10⁸ steps at this length, a second or two).
+const MAX_M_LOW_STAGES: usize = 1000;
+
+/// The chain's M_low: the least budget rotor — whose class holds every other
+/// recompute-only planner's schedules — meets with these options; None for
+/// chains past [`MAX_M_LOW_STAGES`].
+fn chain_m_low(chain: &Chain, opts: &Options, m_high: u64) -> Option<u64> {
+    if chain.len() > MAX_M_LOW_STAGES {
+        return None;
+    }
+    let met = min_budget_met(
+        chain,
+        Variant::Rotor,
+        opts.slot_policy,
+        opts.slots,
+        opts.max_table_bytes,
+        Some(m_high),
+    );
+    Some(met.map_or(m_high, |m| m.bytes).min(m_high))
 }
 
 fn predicted(s: &Solution) -> (Option<f64>, Option<u64>) {
@@ -360,6 +406,70 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The most steps rotor's minimum-memory recursion (O(L³/6)) may take in
+/// a sweep before it is refused: about ten seconds.
+const SWEEP_MAX_MIN_BUDGET_STEPS: u128 = 1 << 33;
+
+/// The sweep's knobs: one memory treatment for every algorithm at a budget.
+fn sweep_options(a: &SweepArgs, algorithms: &[Algorithm], bw: Option<f64>) -> Options {
+    let offloading = algorithms.iter().any(|alg| alg.offloads());
+    let grid = match a.memory {
+        SweepMemory::Grid => true,
+        SweepMemory::Exact => false,
+        SweepMemory::Auto => offloading,
+    };
+    let mut o = a.plan.options(bw);
+    if grid {
+        // POFO's grid for everyone: rotor and revolve (also inside pofo and
+        // the heuristics) on the same ⌊budget/N⌋-byte slots as pofo's DP.
+        let n = a.plan.slots.map_or(DEFAULT_OFFLOAD_SLOTS, |n| n as usize);
+        o.slots = n;
+        o.offload_slots = n;
+        o.slot_policy = SlotPolicy::Fixed;
+    } else {
+        o.slot_policy = SlotPolicy::Exact;
+    }
+    o
+}
+
+/// Refuses, before any work, a sweep whose tables or M_low cannot finish:
+/// a persistent table of `slots` slots over the size limit, or rotor's
+/// O(L³) minimum-memory recursion past [`SWEEP_MAX_MIN_BUDGET_STEPS`].
+fn sweep_bounds(chain: &Chain, algorithms: &[Algorithm], o: &Options) -> Result<(), String> {
+    let n = chain.len() as u128;
+    let steps = n * (n + 1) * (n + 2) / 6;
+    if steps > SWEEP_MAX_MIN_BUDGET_STEPS {
+        return Err(format!(
+            "sweep: M_low of a {}-stage chain takes rotor's O(L³) recursion, {steps} steps \
+             (limit {SWEEP_MAX_MIN_BUDGET_STEPS}); sweep a shorter chain or use `solve` at chosen budgets",
+            chain.len()
+        ));
+    }
+    if algorithms.iter().any(|alg| alg.uses_slots()) {
+        // The exact lattice is capped well below the limit; the fallback
+        // (or the fixed grid) has at most `slots` slots.
+        let need = PersistentTable::table_bytes(chain.len(), o.slots);
+        if need > o.max_table_bytes as u128 {
+            return Err(format!(
+                "slots: the table for {} stages × {} slots needs {} (limit {}); use fewer --slots",
+                chain.len(),
+                o.slots,
+                format_bytes(need.min(u64::MAX as u128) as u64),
+                format_bytes(o.max_table_bytes)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `remat sweep`: every algorithm at every budget, each solved for that
+/// budget with the same memory treatment (see [`SweepMemory`]).
+///
+/// Complexity: P budgets × B bandwidths × (rotor/revolve: one table per
+/// budget, O(L³·S) with S ≤ the exact cap or `--slots`; pofo/offload-only:
+/// their DP per budget; store-all and sequential: built once, O(L²)), plus
+/// rotor's M_low, O(L³) per lattice step. Chains past the bounds of
+/// [`sweep_bounds`] are refused before any work.
 pub fn sweep(a: SweepArgs) -> Result<(), String> {
     let chain = input::chain(&a.chain)?;
     let algorithms: Vec<Algorithm> = if a.algorithms.is_empty() {
@@ -382,64 +492,101 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
     } else {
         a.bandwidth.iter().map(|b| Some(*b)).collect()
     };
-    // The paper's range: M_low recomputes as much as rotor can, M_high keeps all.
+    let base = sweep_options(&a, &algorithms, chain.bandwidth_bytes_per_s);
+    sweep_bounds(&chain, &algorithms, &base)?;
+    // The paper's range: M_low recomputes as much as rotor can (the least
+    // budget rotor meets under this sweep's memory treatment, so α = 0 is
+    // feasible for rotor), M_high keeps all.
     let m_high = max_useful_budget(&chain);
-    let m_low = min_budget(&chain, Variant::Rotor).min(m_high);
+    let m_low = min_budget_met(
+        &chain,
+        Variant::Rotor,
+        base.slot_policy,
+        base.slots,
+        base.max_table_bytes,
+        Some(m_high),
+    )
+    .map_or(m_high, |m| m.bytes)
+    .min(m_high);
     let mut rows = Vec::new();
     for bw in &bandwidths {
-        let opts = a.plan.options(*bw);
-        let mut planners = Vec::new();
+        let opts = sweep_options(&a, &algorithms, *bw);
+        // Budget-independent planners (store-all, sequential) once; the
+        // others are built for each budget, so each is solved for it.
+        let mut fixed = Vec::new();
         for alg in &algorithms {
-            planners.push(
-                Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
-                    .map_err(|e| format!("{alg}: {e}"))?,
-            );
+            fixed.push(match alg {
+                Algorithm::StoreAll | Algorithm::Sequential => Some(
+                    Planner::build(&chain, *alg, m_high, &opts, &mut no_progress())
+                        .map_err(|e| format!("{alg}: {e}"))?,
+                ),
+                _ => None,
+            });
         }
         for &alpha in &alphas {
             let budget = m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
-            for p in &planners {
+            for (alg, planner) in algorithms.iter().zip(&fixed) {
+                let fresh;
+                let p = match planner {
+                    Some(p) => p,
+                    None => {
+                        fresh = Planner::build(&chain, *alg, budget, &opts, &mut no_progress())
+                            .map_err(|e| format!("{alg} at α = {alpha}: {e}"))?;
+                        &fresh
+                    }
+                };
                 let sol = p
                     .plan(&chain, budget)
-                    .map_err(|e| format!("{} at α = {alpha}: {e}", p.algorithm()))?;
+                    .map_err(|e| format!("{alg} at α = {alpha}: {e}"))?;
+                let memory = p.memory(budget);
                 let trace = match &sol.ops {
                     Some(ops) => Some(judge(&chain, ops, budget, *bw).map_err(|e| e.to_string())?),
                     None => None,
                 };
-                rows.push((budget, alpha, *bw, p.algorithm(), trace));
+                rows.push((budget, alpha, *bw, *alg, trace, memory));
             }
         }
     }
     match a.format {
         SweepFormat::Csv => {
-            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes");
-            for (budget, alpha, bw, alg, t) in &rows {
+            say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes,memory");
+            for (budget, alpha, bw, alg, t, memory) in &rows {
                 let ratio = *budget as f64 / m_high as f64;
                 let bw = bw.map(|b| b.to_string()).unwrap_or_default();
                 match t {
                     Some(t) if t.peak_bytes <= *budget => say!(
-                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{}",
+                        "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{},{memory}",
                         t.makespan_seconds,
                         t.overhead(),
                         t.peak_bytes,
                         t.recomputations,
                         t.offloaded_bytes
                     ),
-                    _ => say!("{budget},{ratio:.4},{alg},false,,,,,{alpha:.4},{bw},"),
+                    _ => say!("{budget},{ratio:.4},{alg},false,,,,,{alpha:.4},{bw},,{memory}"),
                 }
             }
         }
         SweepFormat::Json => {
             let list: Vec<Value> = rows
                 .iter()
-                .map(|(budget, alpha, bw, alg, t)| {
+                .map(|(budget, alpha, bw, alg, t, memory)| {
                     let mut v = report(&chain, alg.name(), *budget, *bw, t.as_ref(), (None, None));
                     v["memory_ratio"] = json!(*budget as f64 / m_high as f64);
                     v["alpha"] = json!(alpha);
+                    v["memory"] = json!(memory.to_string());
+                    if let Memory::Grid {
+                        lost_bytes: Some(lost),
+                        ..
+                    } = memory
+                    {
+                        v["memory_lost_bytes"] = json!(lost);
+                    }
                     v
                 })
                 .collect();
             let out = json!({
                 "chain": chain.name, "m_low_bytes": m_low, "m_high_bytes": m_high,
+                "m_low_algorithm": "rotor",
                 "sequential_seconds": chain.sequential_seconds(), "points": list,
             });
             say!("{}", serde_json::to_string_pretty(&out).expect("JSON"));

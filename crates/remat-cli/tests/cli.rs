@@ -297,7 +297,7 @@ fn sweep_over_bandwidths_at_one_memory_ratio() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].ends_with(",alpha,bandwidth_bytes_per_s,offloaded_bytes"));
+    assert!(lines[0].ends_with(",alpha,bandwidth_bytes_per_s,offloaded_bytes,memory"));
     assert_eq!(lines.len(), 1 + 3 * 2);
     // Faster links never make pofo slower here, and 450 GB/s hides everything.
     let pofo: Vec<f64> = lines
@@ -602,4 +602,124 @@ fn a_hand_written_schedule_may_omit_the_digest_with_a_warning() {
     let out = remat(&["simulate", "example:teaching", full, "--json"]);
     assert!(stderr(&out).contains("warning:") && stderr(&out).contains("chain_digest: absent"));
     assert_eq!(json(&out)["feasible"], true);
+}
+
+/// Rows of a sweep CSV as (budget, algorithm, feasible, makespan, memory).
+fn sweep_rows(args: &[&str]) -> Vec<(u64, String, bool, String, String)> {
+    let out = remat(args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.last(), Some(&"memory"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[0].parse().unwrap(),
+                f[2].to_string(),
+                f[3] == "true",
+                f[4].to_string(),
+                f[f.len() - 1].to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn solve_meets_the_m_low_it_reports_and_says_exact() {
+    // Could fail if the M_low printed came from a different lattice than the
+    // one `solve` uses at that budget (issue 9: teaching at 384 MiB).
+    for name in ["example:teaching", "example:vgg19"] {
+        let out = remat(&["solve", name, "-a", "rotor", "-b", "1TiB", "--json"]);
+        let low = json(&out)["m_low_bytes"].as_u64().unwrap();
+        let at = remat(&[
+            "solve",
+            name,
+            "-a",
+            "rotor",
+            "-b",
+            &format!("{low}B"),
+            "--json",
+        ]);
+        let v = json(&at);
+        assert_eq!(v["feasible"], true, "{name} at M_low: {}", v["detail"]);
+        assert!(v["detail"].as_str().unwrap().starts_with("exact: "));
+        let below = remat(&[
+            "solve",
+            name,
+            "-a",
+            "rotor",
+            "-b",
+            &format!("{}B", low - 1),
+            "--json",
+        ]);
+        assert_eq!(json(&below)["feasible"], false);
+    }
+}
+
+#[test]
+fn a_sweep_treats_memory_alike_at_each_budget_and_says_how() {
+    // Could fail if rotor were read from M_high's table while pofo is solved
+    // on its own grid (the issue's unfair sweep): then their `memory` cells
+    // at a budget would differ. Mutation tried: building the rotor planner
+    // once at M_high again: the grid cells differed and this test failed.
+    let rows = sweep_rows(&[
+        "sweep",
+        "example:teaching",
+        "--points",
+        "4",
+        "--algorithms",
+        "rotor,revolve,pofo,offload-only",
+    ]);
+    for budget in rows.iter().map(|r| r.0) {
+        for r in rows.iter().filter(|r| r.0 == budget) {
+            // Rotor may answer store-all exactly (no grid involved) at M_high.
+            if r.1 == "rotor" && r.4 == "exact" {
+                assert_eq!(budget, rows.iter().map(|r| r.0).max().unwrap());
+                continue;
+            }
+            assert_eq!(r.4, format!("grid:{}", budget / 50), "{r:?}");
+        }
+    }
+    // α = 0 is rotor's M_low on this grid: met.
+    assert!(rows.iter().any(|r| r.1 == "rotor" && r.2));
+    let min = rows.iter().map(|r| r.0).min().unwrap();
+    assert!(rows.iter().any(|r| r.0 == min && r.1 == "rotor" && r.2));
+    // Without offloading the default is exact, and exact at M_low.
+    let rows = sweep_rows(&[
+        "sweep",
+        "example:vgg19",
+        "--points",
+        "3",
+        "--algorithms",
+        "rotor,revolve,sequential",
+    ]);
+    assert!(rows.iter().all(|r| r.4 == "exact"), "{rows:?}");
+    assert!(rows[0].2, "rotor at M_low");
+}
+
+#[test]
+fn a_sweep_of_a_5000_stage_chain_is_refused_at_once() {
+    // Could fail (hang for minutes) if the O(L³) M_low or a table past the
+    // limit were started before checking the bounds.
+    let dir = std::env::temp_dir().join(format!("remat-grid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("long.json");
+    let mut chain = remat_core::examples::teaching();
+    let stage = chain.stages[0].clone();
+    chain.stages = vec![stage; 5000];
+    std::fs::write(&path, remat_core::format::write_chain(&chain)).unwrap();
+    let start = std::time::Instant::now();
+    let out = remat(&[
+        "sweep",
+        path.to_str().unwrap(),
+        "--algorithms",
+        "store-all,rotor",
+        "--points",
+        "2",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("5000-stage"), "{}", stderr(&out));
+    assert!(start.elapsed().as_secs() < 30);
 }

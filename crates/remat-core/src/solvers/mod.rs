@@ -19,6 +19,7 @@ use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::simulate_with_bandwidth;
 use persistent::{PersistentTable, Variant};
+pub use slots::{Memory, SlotPolicy};
 use std::fmt;
 
 /// A progress callback: receives the fraction done, returns false to cancel.
@@ -153,8 +154,11 @@ pub enum SolveError {
 /// Knobs shared by the solvers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
-    /// Memory slots of the persistent DPs (the rotor report uses 500).
+    /// Memory slots of the persistent DPs when they cannot be exact (the
+    /// rotor report uses 500); with [`SlotPolicy::Fixed`], always.
     pub slots: usize,
+    /// How `rotor` and `revolve` cut memory into slots.
+    pub slot_policy: SlotPolicy,
     /// Memory steps N_GPU of the POFO DPs (the paper uses 50).
     pub offload_slots: usize,
     /// Overrides the chain's bandwidth for offloading algorithms.
@@ -176,6 +180,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             slots: DEFAULT_SLOTS,
+            slot_policy: SlotPolicy::Exact,
             offload_slots: DEFAULT_OFFLOAD_SLOTS,
             bandwidth_bytes_per_s: None,
             // What a laptop can give a table next to everything else.
@@ -232,6 +237,7 @@ pub enum Planner {
     Persistent {
         algorithm: Algorithm,
         table: Box<PersistentTable>,
+        /// The least budget `solve` meets with this algorithm and policy.
         min_budget: u64,
         /// Rotor's class contains store-all; checking it exactly spares the
         /// slot grid's rounding at budgets where nothing needs recomputing.
@@ -307,10 +313,11 @@ impl Planner {
                 } else {
                     Variant::Revolve
                 };
-                let table = PersistentTable::build(
+                let table = PersistentTable::build_with(
                     chain,
                     variant,
                     max_budget_bytes,
+                    options.slot_policy,
                     options.slots,
                     options.max_table_bytes,
                     progress,
@@ -320,7 +327,7 @@ impl Planner {
                 Ok(Planner::Persistent {
                     algorithm,
                     table: Box::new(table),
-                    min_budget: persistent::min_budget(chain, variant),
+                    min_budget: persistent_min_budget(chain, variant, options, store_all),
                     store_all,
                 })
             }
@@ -347,12 +354,13 @@ impl Planner {
             Variant::Revolve => Algorithm::Revolve,
         };
         let table = PersistentTable::from_values(chain, grid, values)?;
+        let store_all = (grid.variant == Variant::Rotor)
+            .then(|| (chain.sequential_seconds(), max_useful_budget(chain)));
         Ok(Planner::Persistent {
             algorithm,
             table: Box::new(table),
-            min_budget: persistent::min_budget(chain, grid.variant),
-            store_all: (grid.variant == Variant::Rotor)
-                .then(|| (chain.sequential_seconds(), max_useful_budget(chain))),
+            min_budget: persistent_min_budget(chain, grid.variant, &Options::default(), store_all),
+            store_all,
         })
     }
 
@@ -366,8 +374,12 @@ impl Planner {
         }
     }
 
-    /// The smallest budget this algorithm can meet, in exact bytes (the slot
-    /// grid of a DP may need a little more).
+    /// The smallest budget this algorithm can meet, in exact bytes. For
+    /// `rotor` and `revolve` it is the least budget [`solve`] meets with the
+    /// planner's options ([`persistent::min_budget_met`]): the exact M_low
+    /// whenever the lattice at M_low is exact (every example chain), else
+    /// the first budget the rounded lattice meets. A table built for a
+    /// larger budget and read out lower may need a little more.
     pub fn min_budget_bytes(&self) -> u64 {
         match self {
             Planner::StoreAll { peak_bytes, .. } => *peak_bytes,
@@ -450,11 +462,7 @@ impl Planner {
             Planner::Persistent {
                 table, store_all, ..
             } => {
-                let grid = format!(
-                    "{} slots of {}",
-                    table.slots(),
-                    crate::model::units::format_bytes(table.slot_bytes())
-                );
+                let grid = describe_lattice(table, budget_bytes);
                 let from_table = table.plan(chain, budget_bytes);
                 if let Some((seconds, peak)) = *store_all {
                     let table_seconds = from_table
@@ -492,6 +500,78 @@ impl Planner {
             }
         }
     }
+}
+
+impl Planner {
+    /// How the answer for `budget_bytes` treated memory: [`Memory::Exact`]
+    /// for store-all and sequential (measured, no grid) and for a persistent
+    /// table whose lattice is exact at this budget (or whose answer is
+    /// store-all); otherwise the grid's slot and the worst-case bytes its
+    /// rounding hid (none stated for the offloading DPs: POFO's grid rounds
+    /// every size).
+    pub fn memory(&self, budget_bytes: u64) -> Memory {
+        match self {
+            Planner::StoreAll { .. } | Planner::Sequential { .. } => Memory::Exact,
+            Planner::Persistent {
+                table, store_all, ..
+            } => {
+                let table_seconds = table.best_seconds(budget_bytes).unwrap_or(f64::INFINITY);
+                if store_all.is_some_and(|(s, peak)| peak <= budget_bytes && s < table_seconds) {
+                    return Memory::Exact;
+                }
+                match table.lost_bytes(budget_bytes) {
+                    0 => Memory::Exact,
+                    lost => Memory::Grid {
+                        slot_bytes: table.slot_bytes(),
+                        lost_bytes: Some(lost),
+                    },
+                }
+            }
+            Planner::Offloading { options, .. } => Memory::Grid {
+                slot_bytes: (budget_bytes / options.offload_slots.max(1) as u64).max(1),
+                lost_bytes: None,
+            },
+        }
+    }
+}
+
+/// "exact: 6 slots of 64 MiB" or "500 slots of 1 MiB; rounding may hide up
+/// to 2 MiB (0.5% of the budget)".
+fn describe_lattice(table: &PersistentTable, budget_bytes: u64) -> String {
+    use crate::model::units::format_bytes;
+    let slots = format!(
+        "{} slots of {}",
+        table.slots(),
+        format_bytes(table.slot_bytes())
+    );
+    match table.lost_bytes(budget_bytes) {
+        0 => format!("exact: {slots}"),
+        lost => format!(
+            "{slots}; rounding may hide up to {} ({:.2}% of the budget)",
+            format_bytes(lost),
+            100.0 * lost as f64 / budget_bytes.max(1) as f64
+        ),
+    }
+}
+
+/// M_low for a persistent planner: what [`solve`] meets under `options`,
+/// capped at M_high for rotor (its planner answers store-all there).
+fn persistent_min_budget(
+    chain: &Chain,
+    variant: Variant,
+    options: &Options,
+    store_all: Option<(f64, u64)>,
+) -> u64 {
+    let cap = store_all.map(|(_, peak)| peak);
+    persistent::min_budget_met(
+        chain,
+        variant,
+        options.slot_policy,
+        options.slots,
+        options.max_table_bytes,
+        cap,
+    )
+    .map_or_else(|| cap.unwrap_or(u64::MAX), |m| m.bytes)
 }
 
 /// Solves one budget: builds a planner for exactly this budget and asks it.

@@ -15,12 +15,22 @@
 //! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
 //! The initial δ^L counts against the budget, like a^0.
 //!
-//! **Discretization.** Memory is cut into `slots` slots of ⌊budget / slots⌋ bytes and
-//! every size is rounded up, so a schedule found on slots is valid in bytes;
-//! it is exact when every size is a multiple of the slot size.
+//! **Discretization.** Memory is a [`Lattice`] anchored at the budget: index m
+//! stands for exactly `budget − ω_a^0 − (M − m)·u` bytes. Only the sizes held
+//! while a sub-problem runs (a checkpoint a^ℓ, the ā^s of an F_all) move m,
+//! and they are rounded up to whole slots of u bytes; every other size (δ,
+//! overheads, the two activations of an F_∅) enters one operation's own need
+//! and is compared in exact bytes. So the table is exact when u divides every
+//! held size, which [`SlotPolicy::Exact`] arranges whenever the table for
+//! that u fits the size limit (u = their gcd: 64 MiB for the teaching chain,
+//! 64 KiB for VGG-19). Otherwise the schedule is still valid in bytes and the
+//! lattice states the worst case of the bytes rounding hid
+//! ([`Lattice::lost_bytes`]). The rotor report instead cuts the budget into
+//! 500 slots of ⌊budget/500⌋ bytes and rounds every size up, so its M_low
+//! misses the exact one ([`SlotPolicy::Fixed`] keeps that unit).
 //!
 //! **Complexity.** Building the table is O(L³·S) time and O(L²·S) memory
-//! (S = slots); reading out a schedule for any budget up to the table's is
+//! (S = slots, M + 1); reading out a schedule for any budget up to the table's is
 //! O(L²) in the worst case, O(L) nodes. The table is laid out one row of S+1
 //! values per (s, t), so the innermost loop (over m) runs over contiguous
 //! memory and vectorizes.
@@ -29,11 +39,21 @@
 //! backward uses it); the report shows non-persistent ones can be faster on
 //! contrived chains (Figure 2).
 
-use super::slots::{grid, SlotSizes};
+use super::slots::lattice;
+pub use super::slots::{Lattice, SlotPolicy};
 use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
+
+/// The largest table an exact lattice may take (the non-exact fallback of
+/// `Options::slots` slots is bounded by `max_table_bytes` only).
+pub const EXACT_TABLE_BYTES: u64 = 256 << 20;
+
+/// The most (s, t, split) triples × slots an exact lattice may cost: about
+/// a second natively (VGG-19 exact at M_high: 2 300 triples × 67 523 slots,
+/// 0.14 s).
+pub const EXACT_WORK: u128 = 1 << 30;
 
 /// Which class of persistent schedules the table optimizes over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,28 +65,29 @@ pub enum Variant {
     Revolve,
 }
 
-/// The memory grid of a table: which DP, and its slots.
+/// The memory grid of a table: which DP, and its lattice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableGrid {
     pub variant: Variant,
-    pub slot_bytes: u64,
-    /// M, the slots of the largest budget.
-    pub slots: usize,
+    pub lattice: Lattice,
 }
 
 /// The table C_BP(s, t, m) for one chain and every budget up to `budget_bytes`.
 pub struct PersistentTable {
     variant: Variant,
     n: usize,
-    slot_bytes: u64,
+    lattice: Lattice,
     /// M: the number of slots of the largest budget.
     max_slots: usize,
-    /// Sizes in slots (capped at M+1, which is already infeasible).
+    /// Held sizes in slots, rounded up (capped at M+1, already infeasible).
     act: Vec<usize>,
     saved: Vec<usize>,
-    grad: Vec<usize>,
-    fwd_over: Vec<usize>,
-    bwd_over: Vec<usize>,
+    /// Exact bytes, for each operation's own need: ω_a, ω_ā, ω_δ, o_f, o_b.
+    act_bytes: Vec<u64>,
+    saved_bytes: Vec<u64>,
+    grad: Vec<u64>,
+    fwd_over: Vec<u64>,
+    bwd_over: Vec<u64>,
     forward: Vec<f64>,
     backward: Vec<f64>,
     row_start: Vec<usize>,
@@ -97,7 +118,37 @@ impl PersistentTable {
         (n as u128 * (n as u128 + 1) / 2) * (slots as u128 + 1) * 8
     }
 
-    /// Algorithm 1: fills C_BP(s, t, m) for all 1 ≤ s ≤ t ≤ L and m ≤ M.
+    /// The most slots M whose table for `n` stages fits `max_table_bytes`.
+    pub fn max_slots(n: usize, max_table_bytes: u64) -> usize {
+        let per_slot = Self::table_bytes(n, 0).max(1);
+        ((max_table_bytes as u128 / per_slot).saturating_sub(1)).min(usize::MAX as u128) as usize
+    }
+
+    /// The most slots an exact lattice may have for `n` stages: its table
+    /// within `max_table_bytes` and [`EXACT_TABLE_BYTES`], and its fill
+    /// within [`EXACT_WORK`] cells × splits (L³/6 · S), so that exactness
+    /// costs at most about a second and a quarter GiB, never the size limit.
+    pub fn exact_max_slots(n: usize, max_table_bytes: u64) -> usize {
+        let by_memory = Self::max_slots(n, max_table_bytes.min(EXACT_TABLE_BYTES));
+        let n = n as u128;
+        let triples = (n * (n + 1) * (n + 2) / 6).max(1);
+        let by_work = (EXACT_WORK / triples).saturating_sub(1);
+        by_memory.min(by_work.min(usize::MAX as u128) as usize)
+    }
+
+    /// The lattice `build` uses for `budget_bytes` (see [`SlotPolicy`]).
+    pub fn lattice_for(
+        chain: &Chain,
+        budget_bytes: u64,
+        policy: SlotPolicy,
+        slots: usize,
+        max_table_bytes: u64,
+    ) -> Lattice {
+        let max = Self::exact_max_slots(chain.len(), max_table_bytes);
+        lattice(chain, budget_bytes, policy, slots, max)
+    }
+
+    /// Algorithm 1 on ⌊budget / slots⌋-byte slots ([`SlotPolicy::Fixed`]).
     pub fn build(
         chain: &Chain,
         variant: Variant,
@@ -106,25 +157,44 @@ impl PersistentTable {
         max_table_bytes: u64,
         progress: &mut Progress<'_>,
     ) -> Result<PersistentTable, SolveError> {
+        Self::build_with(
+            chain,
+            variant,
+            budget_bytes,
+            SlotPolicy::Fixed,
+            slots,
+            max_table_bytes,
+            progress,
+        )
+    }
+
+    /// Algorithm 1: fills C_BP(s, t, m) for all 1 ≤ s ≤ t ≤ L and m ≤ M, on
+    /// the lattice `policy` picks for `budget_bytes`.
+    pub fn build_with(
+        chain: &Chain,
+        variant: Variant,
+        budget_bytes: u64,
+        policy: SlotPolicy,
+        slots: usize,
+        max_table_bytes: u64,
+        progress: &mut Progress<'_>,
+    ) -> Result<PersistentTable, SolveError> {
         if slots == 0 {
             return Err(SolveError::BadOption("slots: must be at least 1".into()));
         }
         let n = chain.len();
-        let need = Self::table_bytes(n, slots);
+        let lattice = Self::lattice_for(chain, budget_bytes, policy, slots, max_table_bytes);
+        let need = Self::table_bytes(n, lattice.slots);
         if need > max_table_bytes as u128 {
             return Err(SolveError::TooLarge(format!(
-                "slots: the table for {n} stages × {slots} slots needs {} (limit {}); use fewer --slots",
+                "slots: the table for {n} stages × {} slots of {} needs {} (limit {}); use fewer --slots",
+                lattice.slots,
+                crate::model::units::format_bytes(lattice.slot_bytes),
                 crate::model::units::format_bytes(need.min(u64::MAX as u128) as u64),
                 crate::model::units::format_bytes(max_table_bytes)
             )));
         }
-        // ⌊budget / slots⌋ bytes a slot, so exactly `slots` of them fit.
-        let (slot_bytes, slots) = grid(budget_bytes, slots);
-        let grid = TableGrid {
-            variant,
-            slot_bytes,
-            slots,
-        };
+        let grid = TableGrid { variant, lattice };
         let mut t = PersistentTable::empty(chain, grid);
         let len = t.row_start[t.n + 1] * (t.max_slots + 1);
         let mut table = Vec::new();
@@ -140,16 +210,20 @@ impl PersistentTable {
     /// The sizes of `chain` on `grid`, with no values yet.
     fn empty(chain: &Chain, grid: TableGrid) -> PersistentTable {
         let n = chain.len();
-        let slot_bytes = grid.slot_bytes.max(1);
-        let SlotSizes {
-            a,
-            abar,
-            d,
-            of,
-            ob,
-            uf,
-            ub,
-        } = SlotSizes::new(chain, slot_bytes, grid.slots + 1);
+        let lattice = grid.lattice;
+        // Index 0 is the input batch: a^0 and δ^0, no ā, no time.
+        let per_stage = |f: fn(&crate::model::Stage) -> u64| -> Vec<u64> {
+            (0..=n)
+                .map(|l| if l == 0 { 0 } else { f(chain.stage(l)) })
+                .collect()
+        };
+        let times = |f: fn(&crate::model::Stage) -> f64| -> Vec<f64> {
+            (0..=n)
+                .map(|l| if l == 0 { 0.0 } else { f(chain.stage(l)) })
+                .collect()
+        };
+        let act_bytes: Vec<u64> = (0..=n).map(|l| chain.output_bytes(l)).collect();
+        let saved_bytes = per_stage(|s| s.saved_bytes);
         let mut row_start = vec![0usize; n + 2];
         for s in 1..=n {
             row_start[s + 1] = row_start[s] + (n - s + 1);
@@ -157,15 +231,17 @@ impl PersistentTable {
         PersistentTable {
             variant: grid.variant,
             n,
-            slot_bytes,
-            max_slots: grid.slots,
-            act: a,
-            saved: abar,
-            grad: d,
-            fwd_over: of,
-            bwd_over: ob,
-            forward: uf,
-            backward: ub,
+            lattice,
+            max_slots: lattice.slots,
+            act: act_bytes.iter().map(|&x| lattice.held(x)).collect(),
+            saved: saved_bytes.iter().map(|&x| lattice.held(x)).collect(),
+            act_bytes,
+            saved_bytes,
+            grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
+            fwd_over: per_stage(|s| s.forward_overhead_bytes),
+            bwd_over: per_stage(|s| s.backward_overhead_bytes),
+            forward: times(|s| s.forward_seconds),
+            backward: times(|s| s.backward_seconds),
             row_start,
             table: Vec::new(),
         }
@@ -180,8 +256,7 @@ impl PersistentTable {
     pub fn grid(&self) -> TableGrid {
         TableGrid {
             variant: self.variant,
-            slot_bytes: self.slot_bytes,
-            slots: self.max_slots,
+            lattice: self.lattice,
         }
     }
 
@@ -191,14 +266,26 @@ impl PersistentTable {
         grid: TableGrid,
         values: Vec<f64>,
     ) -> Result<PersistentTable, SolveError> {
+        let l = grid.lattice;
+        let consistent = l.slot_bytes > 0
+            && (l.slots as u128) * (l.slot_bytes as u128) <= l.free_bytes as u128
+            && Self::table_bytes(chain.len(), l.slots) / 8 == values.len() as u128;
+        if !consistent {
+            return Err(SolveError::BadOption(format!(
+                "table: {} values do not fit a {}-stage chain on {} slots",
+                values.len(),
+                chain.len(),
+                l.slots
+            )));
+        }
         let mut t = PersistentTable::empty(chain, grid);
         let expected = t.row_start[t.n + 1] * (t.max_slots + 1);
-        if values.len() != expected || grid.slot_bytes == 0 {
+        if values.len() != expected {
             return Err(SolveError::BadOption(format!(
                 "table: {} values do not fit a {}-stage chain on {} slots (expected {expected})",
                 values.len(),
                 t.n,
-                grid.slots
+                grid.lattice.slots
             )));
         }
         t.table = values;
@@ -209,20 +296,32 @@ impl PersistentTable {
         (self.row_start[s] + (t - s)) * (self.max_slots + 1)
     }
 
-    /// m_all^{s,t} in slots.
+    /// m_all^{s,t}: the first index whose bytes hold it (exact bytes).
     fn m_all(&self, s: usize, t: usize) -> usize {
-        (self.grad[t] + self.saved[s] + self.fwd_over[s])
-            .max(self.grad[s] + self.saved[s] + self.grad[s - 1] + self.bwd_over[s])
+        let (d, abar) = (&self.grad, self.saved_bytes[s]);
+        let forward = d[t].saturating_add(abar).saturating_add(self.fwd_over[s]);
+        let backward = d[s]
+            .saturating_add(abar)
+            .saturating_add(d[s - 1])
+            .saturating_add(self.bwd_over[s]);
+        self.lattice.need(forward.max(backward))
     }
 
-    /// One term of m_∅: running F^j with a^{j-1} and a^j resident.
-    fn none_term(&self, j: usize) -> usize {
-        self.act[j - 1] + self.act[j] + self.fwd_over[j]
+    /// One term of m_∅ in bytes: running F^j with a^{j-1} and a^j resident.
+    fn none_term(&self, j: usize) -> u64 {
+        let a = &self.act_bytes;
+        a[j - 1]
+            .saturating_add(a[j])
+            .saturating_add(self.fwd_over[j])
     }
 
-    /// m_∅^{s,t} in slots, given max_{s<j<t} of the F_∅ terms.
-    fn m_none(&self, s: usize, t: usize, inner: usize) -> usize {
-        (self.grad[t] + self.act[s] + self.fwd_over[s]).max(self.grad[t] + inner)
+    /// m_∅^{s,t} as an index, given max_{s<j<t} of the F_∅ terms in bytes.
+    fn m_none(&self, s: usize, t: usize, inner: u64) -> usize {
+        let d = self.grad[t];
+        let first = d
+            .saturating_add(self.act_bytes[s])
+            .saturating_add(self.fwd_over[s]);
+        self.lattice.need(first.max(d.saturating_add(inner)))
     }
 
     fn all_allowed(&self, s: usize, t: usize) -> bool {
@@ -350,7 +449,10 @@ impl PersistentTable {
         let hi = sat[here];
         best.fill(f64::INFINITY);
         if self.all_allowed(s, t) {
-            let lo = self.m_all(s, t).max(self.saved[s]).min(hi);
+            // Only an F_all before a sub-problem holds ā^s (index − w ≥ 0);
+            // a leaf's ā^s is part of its own need, compared in bytes.
+            let held = if s == t { 0 } else { self.saved[s] };
+            let lo = self.m_all(s, t).max(held).min(hi);
             if s == t {
                 best[lo..hi].fill(fb);
             } else if lo < hi {
@@ -373,13 +475,28 @@ impl PersistentTable {
         self.table[r + hi..r + width].fill(tail);
     }
 
-    /// The largest budget this table answers exactly (its slot grid).
+    /// The largest budget this table answers (its lattice's top, a^0 included).
     pub fn budget_bytes(&self) -> u64 {
-        self.slot_bytes * self.max_slots as u64
+        self.lattice.free_bytes + self.act_bytes[0]
     }
 
     pub fn slot_bytes(&self) -> u64 {
-        self.slot_bytes
+        self.lattice.slot_bytes
+    }
+
+    pub fn lattice(&self) -> Lattice {
+        self.lattice
+    }
+
+    /// Worst case of the bytes of `budget_bytes` this table's answer may
+    /// waste: the lattice's rounding plus the budget's distance down to the
+    /// nearest lattice point. 0 means the answer is exact.
+    pub fn lost_bytes(&self, budget_bytes: u64) -> u64 {
+        let free = budget_bytes.saturating_sub(self.act_bytes[0]);
+        match self.lattice.index_for(free) {
+            Some(m) => self.lattice.lost_bytes + (free - self.lattice.bytes_at(m).min(free)),
+            None => self.lattice.lost_bytes + free,
+        }
     }
 
     pub fn slots(&self) -> usize {
@@ -391,9 +508,11 @@ impl PersistentTable {
         self.table.len() * std::mem::size_of::<f64>()
     }
 
+    /// The lattice index for `budget_bytes`: a^0 taken off exactly, then
+    /// the highest lattice point at most the bytes left.
     fn top_slots(&self, budget_bytes: u64) -> Option<usize> {
-        let m = ((budget_bytes / self.slot_bytes) as usize).min(self.max_slots);
-        m.checked_sub(self.act[0])
+        let free = budget_bytes.checked_sub(self.act_bytes[0])?;
+        self.lattice.index_for(free)
     }
 
     /// The DP's best time for `budget_bytes`, or None if infeasible on this grid.
@@ -640,14 +759,32 @@ fn relax_kernel() -> Relax {
 /// M_low for persistent schedules: the smallest budget, in exact bytes, for
 /// which C_BP(1, L, M − ω_a^0) is finite. O(L³), no discretization.
 pub fn min_budget(chain: &Chain, variant: Variant) -> u64 {
+    min_budget_holding(chain, variant, |x| x)
+}
+
+/// The smallest budget at which a table on `lattice`'s slot size is
+/// feasible: [`min_budget`] with the held sizes rounded up to whole slots,
+/// as the table holds them. Exact in bytes for that rounding, because the
+/// lattice is anchored at the budget: the table is feasible at B if and only
+/// if B is at least this. O(L³).
+pub fn min_budget_on(chain: &Chain, variant: Variant, slot_bytes: u64) -> u64 {
+    let u = slot_bytes.max(1);
+    min_budget_holding(chain, variant, |x| x.div_ceil(u).saturating_mul(u))
+}
+
+/// The recursion of [`min_budget`], with `held` applied to the sizes that
+/// stay resident while a sub-problem runs (a checkpoint, the ā of an F_all).
+fn min_budget_holding(chain: &Chain, variant: Variant, held: impl Fn(u64) -> u64) -> u64 {
     let n = chain.len();
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
     let abar = |l: usize| chain.saved_bytes(l);
     let of = |l: usize| chain.stage(l).forward_overhead_bytes;
     let ob = |l: usize| chain.stage(l).backward_overhead_bytes;
-    let m_all =
-        |s: usize, t: usize| (d(t) + abar(s) + of(s)).max(d(s) + abar(s) + d(s - 1) + ob(s));
+    let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
+    let m_all = |s: usize, t: usize| {
+        sum(&[d(t), abar(s), of(s)]).max(sum(&[d(s), abar(s), d(s - 1), ob(s)]))
+    };
     // p[s][t]: min memory to process s..t, a^{s-1} excluded.
     let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
     for s in (1..=n).rev() {
@@ -658,16 +795,16 @@ pub fn min_budget(chain: &Chain, variant: Variant) -> u64 {
                 continue;
             }
             if t >= s + 2 {
-                inner = inner.max(a(t - 2) + a(t - 1) + of(t - 1));
+                inner = inner.max(sum(&[a(t - 2), a(t - 1), of(t - 1)]));
             }
             let mut best = u64::MAX;
             if variant == Variant::Rotor {
-                best = m_all(s, t).max(abar(s).saturating_add(p[s + 1][t]));
+                best = m_all(s, t).max(held(abar(s)).saturating_add(p[s + 1][t]));
             }
-            let thr = (d(t) + a(s) + of(s)).max(d(t) + inner);
+            let thr = sum(&[d(t), a(s), of(s)]).max(d(t).saturating_add(inner));
             for next in s + 1..=t {
                 let need = thr
-                    .max(a(next - 1).saturating_add(p[next][t]))
+                    .max(held(a(next - 1)).saturating_add(p[next][t]))
                     .max(p[s][next - 1]);
                 best = best.min(need);
             }
@@ -675,4 +812,59 @@ pub fn min_budget(chain: &Chain, variant: Variant) -> u64 {
         }
     }
     a(0).saturating_add(p[1][n])
+}
+
+/// The least budget `solve` meets with this variant under `policy`, and
+/// whether it is the exact M_low (a budget one byte less is infeasible).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MinBudget {
+    pub bytes: u64,
+    /// True when `solve` at `bytes` ran on an exact lattice, so
+    /// `bytes` = [`min_budget`]; false when rounding made it larger (then
+    /// `bytes` is met, but a smaller budget may be met too).
+    pub exact: bool,
+}
+
+/// The smallest budget that `solvers::solve` with this variant and these
+/// knobs answers feasibly, found as the fixed point B = M_low(lattice(B)):
+/// start at the exact M_low; while the lattice `solve` would use at B is not
+/// feasible there, move B up to that lattice's own minimum
+/// ([`min_budget_on`]). Each step is O(L³) and B only grows; on an exact
+/// lattice the first step ends it. `cap` (M_high for rotor, whose planner
+/// answers store-all there) ends the search; None if it ran 64 steps.
+pub fn min_budget_met(
+    chain: &Chain,
+    variant: Variant,
+    policy: SlotPolicy,
+    slots: usize,
+    max_table_bytes: u64,
+    cap: Option<u64>,
+) -> Option<MinBudget> {
+    let exact = min_budget(chain, variant);
+    let mut b = exact;
+    for _ in 0..64 {
+        if cap.is_some_and(|c| b >= c) {
+            let c = cap.unwrap_or(b);
+            return Some(MinBudget {
+                bytes: c,
+                exact: c == exact,
+            });
+        }
+        let lattice = PersistentTable::lattice_for(chain, b, policy, slots, max_table_bytes);
+        if lattice.exact() {
+            return Some(MinBudget {
+                bytes: b,
+                exact: b == exact,
+            });
+        }
+        let need = min_budget_on(chain, variant, lattice.slot_bytes);
+        if need <= b {
+            return Some(MinBudget {
+                bytes: b,
+                exact: b == exact,
+            });
+        }
+        b = need;
+    }
+    None
 }
