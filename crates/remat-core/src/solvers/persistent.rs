@@ -13,7 +13,13 @@
 //!
 //! **Accounting.** DESIGN.md's: B^ℓ holds δ^ℓ, ā^ℓ, δ^{ℓ-1} and its input at
 //! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
-//! The initial δ^L counts against the budget, like a^0.
+//! The initial δ^L counts against the budget, like a^0. o_b^s may be negative
+//! (autograd frees δ^s and parts of ā^s while B^s runs); the second term is
+//! [`Chain::backward_bytes`], rounded up as one sum.
+//!
+//! **No-grad forwards.** F_ck and F_∅ record no graph; where a chain gives
+//! `forward_nograd_seconds`, the C_ck case sums those times (the forward
+//! chain F_ck^s, F_∅^{s+1..s'-1}) and C_all keeps the recording u_f^s.
 //!
 //! **Discretization.** Memory is cut into `slots` slots of ⌊budget / slots⌋ bytes and
 //! every size is rounded up, so a schedule found on slots is valid in bytes;
@@ -66,8 +72,11 @@ pub struct PersistentTable {
     saved: Vec<usize>,
     grad: Vec<usize>,
     fwd_over: Vec<usize>,
-    bwd_over: Vec<usize>,
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ in slots.
+    bwd_need: Vec<usize>,
     forward: Vec<f64>,
+    /// u_f^ℓ under no-grad (F_ck, F_∅).
+    forward_nograd: Vec<f64>,
     backward: Vec<f64>,
     row_start: Vec<usize>,
     table: Vec<f64>,
@@ -146,9 +155,10 @@ impl PersistentTable {
             abar,
             d,
             of,
-            ob,
+            b,
             uf,
             ub,
+            ufn,
         } = SlotSizes::new(chain, slot_bytes, grid.slots + 1);
         let mut row_start = vec![0usize; n + 2];
         for s in 1..=n {
@@ -163,8 +173,9 @@ impl PersistentTable {
             saved: abar,
             grad: d,
             fwd_over: of,
-            bwd_over: ob,
+            bwd_need: b,
             forward: uf,
+            forward_nograd: ufn,
             backward: ub,
             row_start,
             table: Vec::new(),
@@ -211,8 +222,7 @@ impl PersistentTable {
 
     /// m_all^{s,t} in slots.
     fn m_all(&self, s: usize, t: usize) -> usize {
-        (self.grad[t] + self.saved[s] + self.fwd_over[s])
-            .max(self.grad[s] + self.saved[s] + self.grad[s - 1] + self.bwd_over[s])
+        (self.grad[t] + self.saved[s] + self.fwd_over[s]).max(self.bwd_need[s])
     }
 
     /// One term of m_∅: running F^j with a^{j-1} and a^j resident.
@@ -273,7 +283,7 @@ impl PersistentTable {
                 }
                 let mut f = 0.0;
                 for next in s + 1..=t1 {
-                    f += self.forward[next - 1];
+                    f += self.forward_nograd[next - 1];
                     let w = self.act[next - 1];
                     let left = self.row_start[s] + (next - 1 - s);
                     if next > first {
@@ -453,7 +463,7 @@ impl PersistentTable {
         let thr = self.m_none(s, t, inner);
         let mut f = 0.0;
         for next in s + 1..=t {
-            f += self.forward[next - 1];
+            f += self.forward_nograd[next - 1];
             let w = self.act[next - 1];
             if m >= thr.max(w) {
                 let c = (f + self.table[self.row(next, t) + m - w])
@@ -473,27 +483,27 @@ impl PersistentTable {
         let d = |l: usize| chain.gradient_bytes(l);
         let abar = |l: usize| chain.saved_bytes(l);
         let st = chain.stage(s);
-        let backward_peak = d(s) + abar(s) + d(s - 1) + st.backward_overhead_bytes;
+        let backward_peak = chain.backward_bytes(s);
         match self.decide(s, t, m) {
             Decision::Leaf => {
                 ops.push(Op::ForwardAll { stage: s });
                 ops.push(Op::Backward { stage: s });
-                (d(s) + abar(s) + st.forward_overhead_bytes).max(backward_peak)
+                (d(s) + abar(s) + st.forward_overhead()).max(backward_peak)
             }
             Decision::All => {
                 ops.push(Op::ForwardAll { stage: s });
                 let sub = self.read_out(chain, s + 1, t, m - self.saved[s], ops);
                 ops.push(Op::Backward { stage: s });
-                (d(t) + abar(s) + st.forward_overhead_bytes)
+                (d(t) + abar(s) + st.forward_overhead())
                     .max(abar(s) + sub)
                     .max(backward_peak)
             }
             Decision::Checkpoint { next } => {
                 ops.push(Op::ForwardCheckpoint { stage: s });
-                let mut peak = d(t) + a(s) + st.forward_overhead_bytes;
+                let mut peak = d(t) + a(s) + st.forward_overhead();
                 for j in s + 1..next {
                     ops.push(Op::ForwardNone { stage: j });
-                    peak = peak.max(d(t) + a(j - 1) + a(j) + chain.stage(j).forward_overhead_bytes);
+                    peak = peak.max(d(t) + a(j - 1) + a(j) + chain.stage(j).forward_overhead());
                 }
                 let right = self.read_out(chain, next, t, m - self.act[next - 1], ops);
                 let left = self.read_out(chain, s, next - 1, m, ops);
@@ -644,10 +654,8 @@ pub fn min_budget(chain: &Chain, variant: Variant) -> u64 {
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
     let abar = |l: usize| chain.saved_bytes(l);
-    let of = |l: usize| chain.stage(l).forward_overhead_bytes;
-    let ob = |l: usize| chain.stage(l).backward_overhead_bytes;
-    let m_all =
-        |s: usize, t: usize| (d(t) + abar(s) + of(s)).max(d(s) + abar(s) + d(s - 1) + ob(s));
+    let of = |l: usize| chain.stage(l).forward_overhead();
+    let m_all = |s: usize, t: usize| (d(t) + abar(s) + of(s)).max(chain.backward_bytes(s));
     // p[s][t]: min memory to process s..t, a^{s-1} excluded.
     let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
     for s in (1..=n).rev() {
