@@ -7,6 +7,7 @@
 //  - switching off oneDNN / NNPACK, which allocate scratch outside c10.
 #include <torch/torch.h>
 #include <c10/core/CPUAllocator.h>
+#include <torch/csrc/autograd/engine.h>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>

@@ -8,7 +8,6 @@ extern "C" {
     fn remat_install_allocator();
     fn remat_current_bytes() -> i64;
     fn remat_peak_bytes() -> i64;
-    fn remat_host_bytes() -> i64;
     fn remat_reset_peak();
     fn remat_set_host_mode(on: c_int);
     fn remat_last_error() -> *const std::ffi::c_char;
@@ -34,12 +33,6 @@ pub fn current() -> i64 {
 pub fn peak() -> i64 {
     // SAFETY: reads an atomic.
     unsafe { remat_peak_bytes() }
-}
-
-/// Bytes held by offloaded ("host") copies.
-pub fn host() -> i64 {
-    // SAFETY: reads an atomic.
-    unsafe { remat_host_bytes() }
 }
 
 pub fn reset_peak() {
