@@ -4,6 +4,7 @@
 use std::fmt;
 
 /// One built-in network: its name, what it is, and which arguments it takes.
+#[derive(Debug)]
 pub struct ModelInfo {
     pub name: &'static str,
     pub description: &'static str,
