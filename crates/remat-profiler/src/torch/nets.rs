@@ -11,6 +11,8 @@ use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
 pub type StageFn = Box<dyn Fn(&Tensor) -> Tensor>;
+type Stages = Vec<(String, StageFn)>;
+type InputFn = Box<dyn Fn() -> Tensor>;
 
 pub struct Net {
     pub vs: nn::VarStore,
@@ -63,33 +65,32 @@ pub fn build(spec: &ModelSpec) -> Net {
     tch::manual_seed(42);
     let vs = nn::VarStore::new(CPU);
     let b = spec.batch;
-    let (stages, input): (Vec<(String, StageFn)>, Box<dyn Fn() -> Tensor>) =
-        match spec.name.as_str() {
-            "tiny" => (tiny(&vs.root(), b, spec.image), image_input(b, spec.image)),
-            "resnet18" => (
-                resnet(&vs.root(), b, false, &[2, 2, 2, 2]),
-                image_input(b, spec.image),
-            ),
-            "resnet50" => (
-                resnet(&vs.root(), b, true, &[3, 4, 6, 3]),
-                image_input(b, spec.image),
-            ),
-            "vgg19" => (vgg19(&vs.root(), b, spec.image), image_input(b, spec.image)),
-            "gpt2" => {
-                let cfg = Gpt2 {
-                    layers: 12,
-                    dim: 768,
-                    heads: 12,
-                    vocab: 50257,
-                    max_seq: 1024,
-                };
-                (
-                    gpt2(&vs.root(), b, spec.seq, &cfg),
-                    token_input(b, spec.seq, cfg.vocab),
-                )
-            }
-            other => unreachable!("ModelSpec::new accepts only built-in models, got {other}"),
-        };
+    let (stages, input): (Stages, InputFn) = match spec.name.as_str() {
+        "tiny" => (tiny(&vs.root(), b, spec.image), image_input(b, spec.image)),
+        "resnet18" => (
+            resnet(&vs.root(), b, false, &[2, 2, 2, 2]),
+            image_input(b, spec.image),
+        ),
+        "resnet50" => (
+            resnet(&vs.root(), b, true, &[3, 4, 6, 3]),
+            image_input(b, spec.image),
+        ),
+        "vgg19" => (vgg19(&vs.root(), b, spec.image), image_input(b, spec.image)),
+        "gpt2" => {
+            let cfg = Gpt2 {
+                layers: 12,
+                dim: 768,
+                heads: 12,
+                vocab: 50257,
+                max_seq: 1024,
+            };
+            (
+                gpt2(&vs.root(), b, spec.seq, &cfg),
+                token_input(b, spec.seq, cfg.vocab),
+            )
+        }
+        other => unreachable!("ModelSpec::new accepts only built-in models, got {other}"),
+    };
     Net { vs, stages, input }
 }
 

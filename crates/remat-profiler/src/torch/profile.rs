@@ -12,6 +12,7 @@
 //! - u_f^ℓ, u_b^ℓ: medians over k whole store-all steps after a warm-up,
 //!   each op timed inside the step; the no-grad forward time likewise over
 //!   k whole no-grad forward passes.
+//!
 //! Parameter gradients exist (zeroed) before anything is measured, as in a
 //! training loop, so their accumulation counts only its temporaries.
 
