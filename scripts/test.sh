@@ -30,6 +30,11 @@ cargo clippy -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
 step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
 cargo test --release -p remat-core -p remat-cli
 
+step "profiler (remat-profile with libtorch, CPU): setup, then its tests with --features torch"
+bash scripts/setup-libtorch.sh
+LIBTORCH="$PWD/.tools/libtorch/torch" \
+  cargo test --release -p remat-profiler --features torch
+
 step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"
 bash scripts/setup-web.sh
 export PATH="$HOME/.cargo/bin:$PWD/.tools/node_modules/.bin:$PATH"

@@ -207,8 +207,11 @@ pub fn ChainView(state: AppState) -> impl IntoView {
                     <tr><td>"output a^ℓ"</td><td>{bytes(s.output_bytes)}</td></tr>
                     <tr><td>"saved ā^ℓ"</td><td>{bytes(s.saved_bytes)}</td></tr>
                     <tr><td>"gradient δ^ℓ"</td><td>{bytes(s.gradient_bytes)}</td></tr>
-                    {(s.forward_overhead_bytes + s.backward_overhead_bytes > 0).then(|| view! {
-                        <tr><td>"overheads o_f / o_b"</td><td>{format!("{} / {}", bytes(s.forward_overhead_bytes), bytes(s.backward_overhead_bytes))}</td></tr>
+                    {(s.forward_overhead_bytes != 0 || s.backward_overhead_bytes != 0).then(|| view! {
+                        <tr><td>"overheads o_f / o_b"</td><td>{format!("{} / {}", signed_bytes(s.forward_overhead_bytes), signed_bytes(s.backward_overhead_bytes))}</td></tr>
+                    })}
+                    {s.forward_nograd_seconds.map(|t| view! {
+                        <tr><td>"no-grad forward"</td><td>{ms(t)}</td></tr>
                     })}
                 </table>
                 <div><i class="dot" style=format!("background:{}", fate.color())></i>{fate.describe()}</div>
@@ -244,5 +247,14 @@ pub fn ChainView(state: AppState) -> impl IntoView {
             </svg>
             {tooltip}
         </div>
+    }
+}
+
+/// A signed overhead: negative when autograd frees memory before the op ends.
+fn signed_bytes(b: i64) -> String {
+    if b < 0 {
+        format!("−{}", bytes(b.unsigned_abs()))
+    } else {
+        bytes(b as u64)
     }
 }

@@ -65,6 +65,22 @@ fn every_validation_error_names_its_field() {
             "stages[0].saved_bytes: missing",
         ),
         (
+            Box::new(|v| v["stages"][0]["forward_overhead_bytes"] = (-1).into()),
+            "stages[0].forward_overhead_bytes: must be ≥ 0",
+        ),
+        (
+            Box::new(|v| v["stages"][0]["backward_overhead_bytes"] = (-1e12).into()),
+            "stages[0].backward_overhead_bytes: -1000000000000 is below",
+        ),
+        (
+            Box::new(|v| v["stages"][0]["backward_overhead_bytes"] = 0.5.into()),
+            "stages[0].backward_overhead_bytes: must be a whole number of bytes",
+        ),
+        (
+            Box::new(|v| v["stages"][1]["forward_nograd_seconds"] = (-0.5).into()),
+            "stages[1].forward_nograd_seconds: must be ≥ 0",
+        ),
+        (
             Box::new(|v| v["stages"][0]["saved_byte"] = 3.into()),
             "stages[0].saved_byte: unknown field; did you mean `saved_bytes`?",
         ),

@@ -48,25 +48,26 @@ fn scaled(chain: &Chain, unit: u64, noise: &[u64]) -> Chain {
     let mut c = chain.clone();
     let n = c.len();
     let mut k = 0;
-    let mut off = |x: u64| {
+    // Signed, for the overheads (o_b may be negative); sizes stay ≥ 0.
+    let mut signed = |x: i64| {
         k += 1;
-        x * unit + noise[k % noise.len()]
+        x * unit as i64 + noise[k % noise.len()] as i64
     };
-    c.input_bytes = off(c.input_bytes);
-    c.input_gradient_bytes = off(c.input_gradient_bytes);
+    c.input_bytes = signed(c.input_bytes as i64) as u64;
+    c.input_gradient_bytes = signed(c.input_gradient_bytes as i64) as u64;
     for (i, s) in c.stages.iter_mut().enumerate() {
         let last = i + 1 == n;
         let extra = s.saved_bytes - s.output_bytes;
         if last {
-            s.output_bytes = off(s.output_bytes);
-            s.saved_bytes = s.output_bytes + off(extra);
+            s.output_bytes = signed(s.output_bytes as i64) as u64;
+            s.saved_bytes = s.output_bytes + signed(extra as i64) as u64;
         } else {
             s.output_bytes *= unit;
             s.saved_bytes = s.output_bytes + extra * unit;
         }
-        s.gradient_bytes = off(s.gradient_bytes);
-        s.forward_overhead_bytes = off(s.forward_overhead_bytes);
-        s.backward_overhead_bytes = off(s.backward_overhead_bytes);
+        s.gradient_bytes = signed(s.gradient_bytes as i64) as u64;
+        s.forward_overhead_bytes = signed(s.forward_overhead_bytes);
+        s.backward_overhead_bytes = signed(s.backward_overhead_bytes);
     }
     c
 }

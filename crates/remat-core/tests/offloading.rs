@@ -68,9 +68,12 @@ struct Naive {
     abar: Vec<usize>,
     d: Vec<usize>,
     of: Vec<usize>,
-    ob: Vec<usize>,
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ: o_b may be negative.
+    b: Vec<usize>,
     uf: Vec<f64>,
     ub: Vec<f64>,
+    /// No-grad forward times: the F_ck / F_∅ chains.
+    ufn: Vec<f64>,
 }
 
 impl Naive {
@@ -92,11 +95,24 @@ impl Naive {
             a: (0..=n).map(|l| chain.output_bytes(l) as usize).collect(),
             abar: (0..=n).map(|l| st(l, &|s| s.saved_bytes)).collect(),
             d: (0..=n).map(|l| chain.gradient_bytes(l) as usize).collect(),
-            of: (0..=n)
-                .map(|l| st(l, &|s| s.forward_overhead_bytes))
+            of: (0..=n).map(|l| st(l, &|s| s.forward_overhead())).collect(),
+            b: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0
+                    } else {
+                        chain.backward_bytes(l) as usize
+                    }
+                })
                 .collect(),
-            ob: (0..=n)
-                .map(|l| st(l, &|s| s.backward_overhead_bytes))
+            ufn: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0.0
+                    } else {
+                        chain.stage(l).nograd_forward_seconds()
+                    }
+                })
                 .collect(),
             uf: (0..=n)
                 .map(|l| {
@@ -141,7 +157,7 @@ impl Naive {
         self.d[j] + if k == i { 0 } else { self.a[k - 1] } + self.a[k] + self.of[k]
     }
     fn mb(&self, i: usize) -> usize {
-        self.abar[i] + self.d[i] + self.d[i - 1] + self.ob[i]
+        self.b[i]
     }
 
     /// C_Δ(i, j, m, Δ) (B.3).
@@ -176,14 +192,14 @@ impl Naive {
             if self.a[last] > m {
                 continue;
             }
-            let f: f64 = (i..=last).map(|k| self.uf[k]).sum();
+            let f: f64 = (i..=last).map(|k| self.ufn[k]).sum();
             let left = self.c(i, last, m, delta);
             let d2 = self.up(dl - left * self.beta);
             let right = self.c(last + 1, j, m - self.a[last], d2);
             let d3 = (d2 as f64 - right * self.beta).max(0.0);
             let term = (i..=last)
                 .map(|k| {
-                    let after: f64 = (k + 1..=last).map(|h| self.uf[h]).sum();
+                    let after: f64 = (k + 1..=last).map(|h| self.ufn[h]).sum();
                     self.mf_none(i, k, j) as f64 - self.beta * after
                 })
                 .fold(f64::NEG_INFINITY, f64::max);
@@ -266,10 +282,10 @@ impl Naive {
             return best;
         }
         for last in i..n {
-            let f: f64 = (i..=last).map(|k| self.uf[k]).sum();
+            let f: f64 = (i..=last).map(|k| self.ufn[k]).sum();
             let term = (i..=last)
                 .map(|k| {
-                    let before: f64 = (i..k).map(|h| self.uf[h]).sum();
+                    let before: f64 = (i..k).map(|h| self.ufn[h]).sum();
                     self.mf_none(i, k, n) as f64 - self.beta * before
                 })
                 .fold(f64::NEG_INFINITY, f64::max);

@@ -25,6 +25,7 @@ const STAGE_FIELDS: &[&str] = &[
     "gradient_bytes",
     "forward_overhead_bytes",
     "backward_overhead_bytes",
+    "forward_nograd_seconds",
 ];
 
 /// Reads a `remat-chain/1` document.
@@ -109,9 +110,23 @@ fn stage_from_value(v: &Value, path: &str) -> Result<Stage, FormatError> {
             None => Ok(default),
         }
     };
+    let optional_signed = |f: &str| -> Result<i64, FormatError> {
+        match obj.get(f) {
+            Some(v) => fields::signed_bytes(v, &fields::join(path, f)),
+            None => Ok(0),
+        }
+    };
     let name = match obj.get("name") {
         Some(v) => fields::string(v, &fields::join(path, "name"))?,
         None => String::new(),
+    };
+    let forward_nograd_seconds = match obj.get("forward_nograd_seconds") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(fields::non_negative(
+            v,
+            &fields::join(path, "forward_nograd_seconds"),
+            "seconds",
+        )?),
     };
     let output_bytes = size("output_bytes")?;
     let stage = Stage {
@@ -121,8 +136,9 @@ fn stage_from_value(v: &Value, path: &str) -> Result<Stage, FormatError> {
         output_bytes,
         saved_bytes: size("saved_bytes")?,
         gradient_bytes: optional_size("gradient_bytes", output_bytes)?,
-        forward_overhead_bytes: optional_size("forward_overhead_bytes", 0)?,
-        backward_overhead_bytes: optional_size("backward_overhead_bytes", 0)?,
+        forward_overhead_bytes: optional_signed("forward_overhead_bytes")?,
+        backward_overhead_bytes: optional_signed("backward_overhead_bytes")?,
+        forward_nograd_seconds,
     };
     if stage.saved_bytes < stage.output_bytes {
         return Err(FormatError::new(
@@ -163,6 +179,9 @@ pub fn write_chain(chain: &Chain) -> String {
                     "backward_overhead_bytes".into(),
                     json!(s.backward_overhead_bytes),
                 );
+            }
+            if let Some(t) = s.forward_nograd_seconds {
+                o.insert("forward_nograd_seconds".into(), json!(t));
             }
             Value::Object(o)
         })

@@ -166,6 +166,29 @@ pub fn bytes(v: &Value, path: &str) -> Result<u64, FormatError> {
     Ok(x as u64)
 }
 
+/// A whole, possibly negative, number of bytes (a signed overhead).
+pub fn signed_bytes(v: &Value, path: &str) -> Result<i64, FormatError> {
+    if let Some(b) = v.as_i64() {
+        return Ok(b);
+    }
+    let x = v.as_f64().ok_or_else(|| {
+        FormatError::new(
+            path,
+            format!("expected a number of bytes, found {}", describe(v)),
+        )
+    })?;
+    if !x.is_finite() || x.fract() != 0.0 {
+        return Err(FormatError::new(
+            path,
+            format!("must be a whole number of bytes, got {x}"),
+        ));
+    }
+    if x.abs() >= 2f64.powi(62) {
+        return Err(FormatError::new(path, format!("{x} bytes is too large")));
+    }
+    Ok(x as i64)
+}
+
 fn describe(v: &Value) -> String {
     match v {
         Value::String(s) => format!("the string \"{s}\""),

@@ -117,8 +117,9 @@ pub(crate) fn rotor_from_value(
                 output_bytes: output,
                 saved_bytes: saved,
                 gradient_bytes: output,
-                forward_overhead_bytes: ftmp[i] as u64,
-                backward_overhead_bytes: btmp[i] as u64,
+                forward_overhead_bytes: ftmp[i] as i64,
+                backward_overhead_bytes: btmp[i] as i64,
+                forward_nograd_seconds: None,
             })
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -16,10 +16,18 @@ pub struct Stage {
     pub saved_bytes: u64,
     /// ω_δ^ℓ: size of δ^ℓ = ∂loss/∂a^ℓ.
     pub gradient_bytes: u64,
-    /// o_f^ℓ: transient extra memory while F^ℓ runs.
-    pub forward_overhead_bytes: u64,
-    /// o_b^ℓ: transient extra memory while B^ℓ runs.
-    pub backward_overhead_bytes: u64,
+    /// o_f^ℓ: transient extra memory while F^ℓ runs, on top of its output.
+    /// Signed like o_b^ℓ, but F^ℓ keeps everything it leaves (F_all: ā^ℓ),
+    /// so a valid chain has o_f^ℓ ≥ 0.
+    pub forward_overhead_bytes: i64,
+    /// o_b^ℓ: transient extra memory while B^ℓ runs, on top of δ^ℓ, ā^ℓ,
+    /// δ^{ℓ-1} and the input. Negative when autograd frees δ^ℓ and parts of
+    /// ā^ℓ before B^ℓ ends (measured that way, the memory during B^ℓ is often
+    /// below the sum); at least −(ω_δ^ℓ + ω_ā^ℓ), what B^ℓ frees.
+    pub backward_overhead_bytes: i64,
+    /// u_f^ℓ of a forward that records no graph (F_ck, F_∅ run under
+    /// no-grad); None: the same as `forward_seconds`.
+    pub forward_nograd_seconds: Option<f64>,
 }
 
 impl Stage {
@@ -40,7 +48,18 @@ impl Stage {
             gradient_bytes: output_bytes,
             forward_overhead_bytes: 0,
             backward_overhead_bytes: 0,
+            forward_nograd_seconds: None,
         }
+    }
+
+    /// Time of F_ck^ℓ and F_∅^ℓ: the no-grad time when measured, else u_f^ℓ.
+    pub fn nograd_forward_seconds(&self) -> f64 {
+        self.forward_nograd_seconds.unwrap_or(self.forward_seconds)
+    }
+
+    /// o_f^ℓ in bytes (≥ 0 in a validated chain).
+    pub fn forward_overhead(&self) -> u64 {
+        self.forward_overhead_bytes.max(0) as u64
     }
 }
 
@@ -120,6 +139,16 @@ impl Chain {
         self.stages[l - 1].saved_bytes
     }
 
+    /// The memory B^ℓ needs besides its input a^{ℓ-1} / ā^{ℓ-1}:
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ, never negative in a validated chain
+    /// (o_b^ℓ ≥ −(ω_δ^ℓ + ω_ā^ℓ)). Every DP and the simulator count B^ℓ
+    /// through this one sum, so a negative o_b^ℓ is handled the same everywhere.
+    pub fn backward_bytes(&self, l: usize) -> u64 {
+        let s = self.stage(l);
+        let held = (s.gradient_bytes + s.saved_bytes + self.gradient_bytes(l - 1)) as i128;
+        (held + s.backward_overhead_bytes as i128).max(0) as u64
+    }
+
     /// The time of one training step with no memory limit: Σ u_f + u_b.
     pub fn sequential_seconds(&self) -> f64 {
         self.stages
@@ -155,6 +184,10 @@ impl Chain {
             for (field, v) in [
                 ("forward_seconds", s.forward_seconds),
                 ("backward_seconds", s.backward_seconds),
+                (
+                    "forward_nograd_seconds",
+                    s.forward_nograd_seconds.unwrap_or(0.0),
+                ),
             ] {
                 if !v.is_finite() || v < 0.0 {
                     return Err(ChainError::new(
@@ -169,6 +202,28 @@ impl Chain {
                     format!(
                         "smaller than output_bytes ({} < {}): ā^ℓ includes a^ℓ",
                         s.saved_bytes, s.output_bytes
+                    ),
+                ));
+            }
+            // The memory during an operation never drops below what it leaves
+            // resident: F^ℓ keeps its output (o_f ≥ 0), B^ℓ frees at most
+            // δ^ℓ and ā^ℓ before it ends.
+            if s.forward_overhead_bytes < 0 {
+                return Err(ChainError::new(
+                    format!("stages[{i}].forward_overhead_bytes"),
+                    format!(
+                        "must be ≥ 0, got {}: F^ℓ keeps what it computes, so the memory while it runs is at least what it leaves",
+                        s.forward_overhead_bytes
+                    ),
+                ));
+            }
+            let freed = s.gradient_bytes as i128 + s.saved_bytes as i128;
+            if (s.backward_overhead_bytes as i128) < -freed {
+                return Err(ChainError::new(
+                    format!("stages[{i}].backward_overhead_bytes"),
+                    format!(
+                        "{} is below −(gradient_bytes + saved_bytes) = −{freed}: B^ℓ cannot free more than δ^ℓ and ā^ℓ while it runs",
+                        s.backward_overhead_bytes
                     ),
                 ));
             }
@@ -195,8 +250,8 @@ impl Chain {
                 s.saved_bytes as u128
                     + s.output_bytes as u128
                     + s.gradient_bytes as u128
-                    + s.forward_overhead_bytes as u128
-                    + s.backward_overhead_bytes as u128
+                    + s.forward_overhead_bytes.unsigned_abs() as u128
+                    + s.backward_overhead_bytes.unsigned_abs() as u128
             })
             .sum::<u128>()
             + self.input_bytes as u128
@@ -226,8 +281,14 @@ impl Chain {
             h.write_u64(s.output_bytes);
             h.write_u64(s.saved_bytes);
             h.write_u64(s.gradient_bytes);
-            h.write_u64(s.forward_overhead_bytes);
-            h.write_u64(s.backward_overhead_bytes);
+            // Two's complement: a non-negative overhead hashes as before.
+            h.write_u64(s.forward_overhead_bytes as u64);
+            h.write_u64(s.backward_overhead_bytes as u64);
+            // Only when given, so chains without it keep their digests.
+            if let Some(t) = s.forward_nograd_seconds {
+                h.write_u64(0x6e6f_6772_6164); // "nograd"
+                h.write_u64(t.to_bits());
+            }
         }
         format!("fnv1a64:{:016x}", h.finish())
     }

@@ -15,7 +15,12 @@
 //!
 //! Memory accounting is `docs/model.md`'s table: an operation allocates its output
 //! and its overhead when it starts, and frees its overhead and the tensors it
-//! consumes when it ends. At the same instant, events keep the order of the
+//! consumes when it ends. A negative backward overhead (autograd frees δ^ℓ
+//! and parts of ā^ℓ before B^ℓ ends) is given back when B^ℓ starts, before
+//! δ^{ℓ-1} is allocated, and taken again when it ends, after B^ℓ's inputs are
+//! freed, so the level during B^ℓ is the chain's
+//! [`backward_bytes`](Chain::backward_bytes) above its input and never peaks
+//! at the sum without the overhead. At the same instant, events keep the order of the
 //! operations that caused them, so a zero-length operation still counts.
 //!
 //! **Memory limit.** Given one ([`SimOptions::memory_limit`], the budget), an
@@ -497,7 +502,12 @@ impl<'a> Simulation<'a> {
         };
         self.must_be_absent(index, op, out)?;
         let stage = self.chain.stage(l);
-        let (seconds, overhead) = (stage.forward_seconds, stage.forward_overhead_bytes);
+        // F_ck and F_∅ record no graph: the no-grad time when the chain has it.
+        let seconds = match op {
+            Op::ForwardAll { .. } => stage.forward_seconds,
+            _ => stage.nograd_forward_seconds(),
+        };
+        let overhead = stage.forward_overhead();
         let ready = self.fit_start(self.compute_free.max(ready), self.bytes(out) + overhead);
         let (start, end) = self.compute_lane(index, ready, seconds);
         self.allocate(out, start, end, index as u32);
@@ -542,15 +552,25 @@ impl<'a> Simulation<'a> {
         let stage = self.chain.stage(l);
         let (seconds, overhead) = (stage.backward_seconds, stage.backward_overhead_bytes);
         let ready = grad_ready.max(saved_ready).max(input_ready);
-        let need = self.bytes(Slot::Grad(l - 1)) + overhead;
+        let grad_bytes = self.bytes(Slot::Grad(l - 1));
+        let need = (grad_bytes as i128 + overhead as i128).max(0) as u64;
         let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);
-        self.allocate(Slot::Grad(l - 1), start, end, index as u32);
-        self.workspace(overhead, start, end, index);
+        if overhead >= 0 {
+            self.allocate(Slot::Grad(l - 1), start, end, index as u32);
+            self.workspace(overhead as u64, start, end, index);
+        } else {
+            // Validation keeps −o_b ≤ ω_δ^ℓ + ω_ā^ℓ, both resident now.
+            self.event(start, false, overhead.unsigned_abs(), index as u32);
+            self.allocate(Slot::Grad(l - 1), start, end, index as u32);
+        }
         self.free(Slot::Grad(l), end, index);
         self.free(Slot::Saved(l), end, index);
         // A plain a^{ℓ-1} is not needed any more; ā^{ℓ-1} waits for B^{ℓ-1}.
         self.free(Slot::Act(l - 1), end, index);
+        if overhead < 0 {
+            self.event(end, true, overhead.unsigned_abs(), index as u32);
+        }
         self.backwards_done += 1;
         Ok(())
     }

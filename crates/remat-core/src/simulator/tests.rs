@@ -47,6 +47,65 @@ fn store_all_by_hand() {
     assert_eq!(t.spans.len(), 6);
 }
 
+/// A negative o_b: the level during B^ℓ is resident + δ^{ℓ-1} + o_b, and the
+/// intermediate sum without it never shows up on the memory curve. Mutation
+/// tried: allocating δ^{ℓ-1} before giving the overhead back (a step at 208
+/// when B^3 starts) fails this test.
+#[test]
+fn negative_backward_overhead_lowers_the_peak_by_hand() {
+    let mut c = chain();
+    // B^3 frees δ^3 (1) and ā^3 (7) early: o_b^3 = −8 is the lowest allowed.
+    c.stages[2].backward_overhead_bytes = -8;
+    c.validate().unwrap();
+    let ops = [
+        ForwardAll { stage: 1 },
+        ForwardAll { stage: 2 },
+        ForwardAll { stage: 3 },
+        Backward { stage: 3 },
+        Backward { stage: 2 },
+        Backward { stage: 1 },
+    ];
+    let t = simulate(&c, &ops).unwrap();
+    // 188 before B^3 (see store_all_by_hand); during B^3: 188 + 20 − 8 = 200.
+    let at_b3 = t.memory.iter().filter(|m| m.time == 3.0).map(|m| m.bytes);
+    assert_eq!(at_b3.max(), Some(200));
+    // B^2: a^0 100 + ā^1 30 + ā^2 50 + δ^2 20 + δ^1 10 = 210 is the peak then.
+    assert_eq!(t.peak_bytes, 210);
+    assert_eq!(t.final_bytes, 0);
+    // Below −(δ^3 + ā^3) the chain is refused, naming the field.
+    c.stages[2].backward_overhead_bytes = -9;
+    let err = c.validate().unwrap_err();
+    assert_eq!(err.path, "stages[2].backward_overhead_bytes");
+    // A negative forward overhead is refused too: F keeps its output.
+    c.stages[2].backward_overhead_bytes = 0;
+    c.stages[0].forward_overhead_bytes = -1;
+    assert_eq!(
+        c.validate().unwrap_err().path,
+        "stages[0].forward_overhead_bytes"
+    );
+}
+
+/// F_ck and F_∅ take the no-grad time, F_all the recording one.
+#[test]
+fn nograd_forward_time_is_used_for_checkpoint_and_none() {
+    let mut c = chain();
+    for s in &mut c.stages {
+        s.forward_nograd_seconds = Some(0.25);
+    }
+    let ops = [
+        ForwardCheckpoint { stage: 1 }, // 0.25
+        ForwardNone { stage: 2 },       // 0.25
+        ForwardAll { stage: 3 },        // 1
+        Backward { stage: 3 },          // 2
+        ForwardAll { stage: 1 },        // 1
+        ForwardAll { stage: 2 },        // 1
+        Backward { stage: 2 },          // 2
+        Backward { stage: 1 },          // 2
+    ];
+    let t = simulate(&c, &ops).unwrap();
+    assert_eq!(t.makespan_seconds, 9.5);
+}
+
 #[test]
 fn checkpoints_survive_forward_none_and_plain_inputs_do_not() {
     let c = chain();

@@ -595,12 +595,8 @@ pub fn offload_min_budget(chain: &Chain) -> u64 {
         .map(|l| {
             let s = chain.stage(l);
             let input = chain.output_bytes(l - 1);
-            let forward = input + s.output_bytes + s.forward_overhead_bytes + seed;
-            let backward = input
-                + s.saved_bytes
-                + s.gradient_bytes
-                + chain.gradient_bytes(l - 1)
-                + s.backward_overhead_bytes;
+            let forward = input + s.output_bytes + s.forward_overhead() + seed;
+            let backward = input + chain.backward_bytes(l);
             forward.max(backward)
         })
         .max()

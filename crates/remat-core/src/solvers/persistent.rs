@@ -13,7 +13,13 @@
 //!
 //! **Accounting.** `docs/model.md`'s: B^ℓ holds δ^ℓ, ā^ℓ, δ^{ℓ-1} and its input at
 //! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
-//! The initial δ^L counts against the budget, like a^0.
+//! The initial δ^L counts against the budget, like a^0. o_b^s may be negative
+//! (autograd frees δ^s and parts of ā^s while B^s runs); the second term is
+//! [`Chain::backward_bytes`], rounded up as one sum.
+//!
+//! **No-grad forwards.** F_ck and F_∅ record no graph; where a chain gives
+//! `forward_nograd_seconds`, the C_ck case sums those times (the forward
+//! chain F_ck^s, F_∅^{s+1..s'-1}) and C_all keeps the recording u_f^s.
 //!
 //! **Discretization.** Memory is a [`Lattice`] anchored at the budget: index m
 //! stands for exactly `budget − ω_a^0 − (M − m)·u` bytes. Only the sizes held
@@ -82,13 +88,17 @@ pub struct PersistentTable {
     /// Held sizes in slots, rounded up (capped at M+1, already infeasible).
     act: Vec<usize>,
     saved: Vec<usize>,
-    /// Exact bytes, for each operation's own need: ω_a, ω_ā, ω_δ, o_f, o_b.
+    /// Exact bytes, for each operation's own need: ω_a, ω_ā, ω_δ, o_f.
     act_bytes: Vec<u64>,
     saved_bytes: Vec<u64>,
     grad: Vec<u64>,
     fwd_over: Vec<u64>,
-    bwd_over: Vec<u64>,
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ in bytes ([`Chain::backward_bytes`]:
+    /// o_b may be negative).
+    bwd_need: Vec<u64>,
     forward: Vec<f64>,
+    /// u_f^ℓ under no-grad (F_ck, F_∅).
+    forward_nograd: Vec<f64>,
     backward: Vec<f64>,
     row_start: Vec<usize>,
     table: Vec<f64>,
@@ -238,9 +248,12 @@ impl PersistentTable {
             act_bytes,
             saved_bytes,
             grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
-            fwd_over: per_stage(|s| s.forward_overhead_bytes),
-            bwd_over: per_stage(|s| s.backward_overhead_bytes),
+            fwd_over: per_stage(|s| s.forward_overhead()),
+            bwd_need: (0..=n)
+                .map(|l| if l == 0 { 0 } else { chain.backward_bytes(l) })
+                .collect(),
             forward: times(|s| s.forward_seconds),
+            forward_nograd: times(|s| s.forward_nograd_seconds.unwrap_or(s.forward_seconds)),
             backward: times(|s| s.backward_seconds),
             row_start,
             table: Vec::new(),
@@ -300,11 +313,7 @@ impl PersistentTable {
     fn m_all(&self, s: usize, t: usize) -> usize {
         let (d, abar) = (&self.grad, self.saved_bytes[s]);
         let forward = d[t].saturating_add(abar).saturating_add(self.fwd_over[s]);
-        let backward = d[s]
-            .saturating_add(abar)
-            .saturating_add(d[s - 1])
-            .saturating_add(self.bwd_over[s]);
-        self.lattice.need(forward.max(backward))
+        self.lattice.need(forward.max(self.bwd_need[s]))
     }
 
     /// One term of m_∅ in bytes: running F^j with a^{j-1} and a^j resident.
@@ -372,7 +381,7 @@ impl PersistentTable {
                 }
                 let mut f = 0.0;
                 for next in s + 1..=t1 {
-                    f += self.forward[next - 1];
+                    f += self.forward_nograd[next - 1];
                     let w = self.act[next - 1];
                     let left = self.row_start[s] + (next - 1 - s);
                     if next > first {
@@ -572,7 +581,7 @@ impl PersistentTable {
         let thr = self.m_none(s, t, inner);
         let mut f = 0.0;
         for next in s + 1..=t {
-            f += self.forward[next - 1];
+            f += self.forward_nograd[next - 1];
             let w = self.act[next - 1];
             if m >= thr.max(w) {
                 let c = (f + self.table[self.row(next, t) + m - w])
@@ -592,27 +601,27 @@ impl PersistentTable {
         let d = |l: usize| chain.gradient_bytes(l);
         let abar = |l: usize| chain.saved_bytes(l);
         let st = chain.stage(s);
-        let backward_peak = d(s) + abar(s) + d(s - 1) + st.backward_overhead_bytes;
+        let backward_peak = chain.backward_bytes(s);
         match self.decide(s, t, m) {
             Decision::Leaf => {
                 ops.push(Op::ForwardAll { stage: s });
                 ops.push(Op::Backward { stage: s });
-                (d(s) + abar(s) + st.forward_overhead_bytes).max(backward_peak)
+                (d(s) + abar(s) + st.forward_overhead()).max(backward_peak)
             }
             Decision::All => {
                 ops.push(Op::ForwardAll { stage: s });
                 let sub = self.read_out(chain, s + 1, t, m - self.saved[s], ops);
                 ops.push(Op::Backward { stage: s });
-                (d(t) + abar(s) + st.forward_overhead_bytes)
+                (d(t) + abar(s) + st.forward_overhead())
                     .max(abar(s) + sub)
                     .max(backward_peak)
             }
             Decision::Checkpoint { next } => {
                 ops.push(Op::ForwardCheckpoint { stage: s });
-                let mut peak = d(t) + a(s) + st.forward_overhead_bytes;
+                let mut peak = d(t) + a(s) + st.forward_overhead();
                 for j in s + 1..next {
                     ops.push(Op::ForwardNone { stage: j });
-                    peak = peak.max(d(t) + a(j - 1) + a(j) + chain.stage(j).forward_overhead_bytes);
+                    peak = peak.max(d(t) + a(j - 1) + a(j) + chain.stage(j).forward_overhead());
                 }
                 let right = self.read_out(chain, next, t, m - self.act[next - 1], ops);
                 let left = self.read_out(chain, s, next - 1, m, ops);
@@ -779,12 +788,9 @@ fn min_budget_holding(chain: &Chain, variant: Variant, held: impl Fn(u64) -> u64
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
     let abar = |l: usize| chain.saved_bytes(l);
-    let of = |l: usize| chain.stage(l).forward_overhead_bytes;
-    let ob = |l: usize| chain.stage(l).backward_overhead_bytes;
+    let of = |l: usize| chain.stage(l).forward_overhead();
     let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
-    let m_all = |s: usize, t: usize| {
-        sum(&[d(t), abar(s), of(s)]).max(sum(&[d(s), abar(s), d(s - 1), ob(s)]))
-    };
+    let m_all = |s: usize, t: usize| sum(&[d(t), abar(s), of(s)]).max(chain.backward_bytes(s));
     // p[s][t]: min memory to process s..t, a^{s-1} excluded.
     let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
     for s in (1..=n).rev() {

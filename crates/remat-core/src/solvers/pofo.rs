@@ -99,9 +99,12 @@ struct Grid {
     abar: Vec<usize>,
     d: Vec<usize>,
     of: Vec<usize>,
-    ob: Vec<usize>,
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ (o_b may be negative).
+    b: Vec<usize>,
     uf: Vec<f64>,
     ub: Vec<f64>,
+    /// u_f^ℓ under no-grad: the F_ck / F_∅ chains of Case 2.
+    ufn: Vec<f64>,
     /// Σ_{k=ℓ}^{L} (u_f + u_b): no schedule of stages ℓ..L is faster.
     rest: Vec<f64>,
 }
@@ -115,9 +118,10 @@ impl Grid {
             abar,
             d,
             of,
-            ob,
+            b,
             uf,
             ub,
+            ufn,
         } = SlotSizes::new(chain, slot_bytes, slots + 1);
         let mut rest = vec![0.0; n + 2];
         for l in (1..=n).rev() {
@@ -131,9 +135,10 @@ impl Grid {
             abar,
             d,
             of,
-            ob,
+            b,
             uf,
             ub,
+            ufn,
             rest,
         }
     }
@@ -171,7 +176,7 @@ impl Grid {
 
     /// 𝓜_{B_i}^{i,j}: B^i holds ā^i, δ^i and δ^{i-1}.
     fn m_b(&self, i: usize) -> usize {
-        self.abar[i] + self.d[i] + self.d[i - 1] + self.ob[i]
+        self.b[i]
     }
 }
 
@@ -475,7 +480,7 @@ impl Pofo {
         let mut reach = f64::NEG_INFINITY;
         for last in i..j {
             let g = &self.grid;
-            f += g.uf[last];
+            f += g.ufn[last];
             reach = reach.max(g.m_fnone(i, last, j) as f64 + g.beta * f);
             let code = 2 + (last - i) as Choice;
             for m in threshold.max(g.a[last])..=slots {
@@ -727,7 +732,7 @@ impl Pofo {
                 break;
             }
             reach = reach.max(mk as f64 - g.beta * f);
-            f += g.uf[last];
+            f += g.ufn[last];
             // Branch and bound: any split costs at least every F and B once
             // plus the recomputed forwards, which only grow with `last`; the
             // margin keeps float rounding from pruning a better candidate.
@@ -853,7 +858,7 @@ impl Pofo {
                 let mut reach = f64::NEG_INFINITY;
                 for k in i..=last {
                     reach = reach.max(g.m_fnone(i, k, n) as f64 - g.beta * f);
-                    f += g.uf[k];
+                    f += g.ufn[k];
                 }
                 let eps_f = g.idle(reach - big_n as f64 + mfx);
                 let back = self.c(i, last, free, db);

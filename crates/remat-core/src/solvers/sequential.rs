@@ -46,13 +46,14 @@ pub fn schedule(chain: &Chain, k: usize) -> Vec<Op> {
 }
 
 /// Its time, from the model rather than the simulator: every stage forward
-/// once, plus once more for the stages of the k−1 recomputed segments.
+/// once with F_all, plus the no-grad forwards (F_ck, F_∅) of the k−1
+/// segments that are run first and recomputed.
 pub fn predicted_seconds(chain: &Chain, k: usize) -> f64 {
     let segs = segments(chain.len(), k);
     let recomputed: f64 = segs[..segs.len() - 1]
         .iter()
         .flat_map(|&(a, b)| a..=b)
-        .map(|l| chain.stage(l).forward_seconds)
+        .map(|l| chain.stage(l).nograd_forward_seconds())
         .sum();
     chain.sequential_seconds() + recomputed
 }

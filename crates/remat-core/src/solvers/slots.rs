@@ -21,12 +21,18 @@ pub(crate) struct SlotSizes {
     pub abar: Vec<usize>,
     /// ω_δ^ℓ.
     pub d: Vec<usize>,
-    /// o_f^ℓ, o_b^ℓ.
+    /// o_f^ℓ (never negative in a valid chain).
     pub of: Vec<usize>,
-    pub ob: Vec<usize>,
+    /// What B^ℓ needs besides its input: ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ
+    /// ([`Chain::backward_bytes`]), rounded up as one sum so that a negative
+    /// o_b^ℓ needs no signed arithmetic in the DPs (0 for ℓ = 0).
+    pub b: Vec<usize>,
     /// u_f^ℓ, u_b^ℓ in seconds.
     pub uf: Vec<f64>,
     pub ub: Vec<f64>,
+    /// u_f^ℓ of F_ck^ℓ and F_∅^ℓ, which record no graph
+    /// ([`Stage::nograd_forward_seconds`]).
+    pub ufn: Vec<f64>,
 }
 
 impl SlotSizes {
@@ -56,10 +62,19 @@ impl SlotSizes {
             a: (0..=n).map(|l| in_slots(chain.output_bytes(l))).collect(),
             abar: per_stage(|s| s.saved_bytes),
             d: (0..=n).map(|l| in_slots(chain.gradient_bytes(l))).collect(),
-            of: per_stage(|s| s.forward_overhead_bytes),
-            ob: per_stage(|s| s.backward_overhead_bytes),
+            of: per_stage(|s| s.forward_overhead()),
+            b: (0..=n)
+                .map(|l| {
+                    if l == 0 {
+                        0
+                    } else {
+                        in_slots(chain.backward_bytes(l))
+                    }
+                })
+                .collect(),
             uf: times(|s| s.forward_seconds),
             ub: times(|s| s.backward_seconds),
+            ufn: times(|s| s.nograd_forward_seconds()),
         }
     }
 }

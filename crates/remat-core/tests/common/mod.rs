@@ -7,6 +7,16 @@ use remat_core::{Chain, Op, Stage};
 
 /// A chain whose times and sizes are small integers, so every sum is exact
 /// in f64 and the DP's value must equal the simulated makespan bit for bit.
+///
+/// `with_overheads` also draws what measured chains have: backward overheads
+/// down to −(ω_δ^ℓ + ω_ā^ℓ) (autograd frees δ^ℓ and ā^ℓ while B^ℓ runs) and
+/// no-grad forward times below the recording ones. How a test over these can
+/// fail: a DP that counts B^ℓ without its (negative) overhead predicts a
+/// higher peak or a larger M_low than the simulator measures, and one that
+/// times F_ck / F_∅ with the recording u_f predicts a slower schedule.
+/// Mutations tried, both caught by tests/exhaustive.rs: clamping o_b at 0 in
+/// `Chain::backward_bytes` (the DPs' B^ℓ term), and summing u_f instead of the
+/// no-grad times in rotor's C_ck case.
 pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Value = Chain> {
     let stage = (
         1u32..=10,
@@ -14,18 +24,23 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
         0u64..=8,
         0u64..=6,
         0u64..=8,
-        0u64..=3,
-        0u64..=3,
+        0i64..=3,
+        -12i64..=3,
+        proptest::option::of(0u32..=10),
     )
-        .prop_map(move |(f, b, out, extra, grad, of, ob)| Stage {
-            name: String::new(),
-            forward_seconds: f as f64,
-            backward_seconds: b as f64,
-            output_bytes: out,
-            saved_bytes: out + extra,
-            gradient_bytes: grad,
-            forward_overhead_bytes: if with_overheads { of } else { 0 },
-            backward_overhead_bytes: if with_overheads { ob } else { 0 },
+        .prop_map(move |(f, b, out, extra, grad, of, ob, nograd)| {
+            let freed = (grad + out + extra) as i64;
+            Stage {
+                name: String::new(),
+                forward_seconds: f as f64,
+                backward_seconds: b as f64,
+                output_bytes: out,
+                saved_bytes: out + extra,
+                gradient_bytes: grad,
+                forward_overhead_bytes: if with_overheads { of } else { 0 },
+                backward_overhead_bytes: if with_overheads { ob.max(-freed) } else { 0 },
+                forward_nograd_seconds: nograd.filter(|_| with_overheads).map(|t| t.min(f) as f64),
+            }
         });
     (
         proptest::collection::vec(stage, 1..=max_len),
@@ -50,16 +65,24 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
         1u64..1 << 30,
         0u64..1 << 30,
         0u64..1 << 24,
+        any::<bool>(),
+        proptest::option::of(0.3f64..1.0),
     )
-        .prop_map(|(f, b, out, extra, of)| Stage {
+        .prop_map(|(f, b, out, extra, of, freeing, nograd)| Stage {
             name: String::new(),
             forward_seconds: f,
             backward_seconds: b,
             output_bytes: out,
             saved_bytes: out + extra,
             gradient_bytes: out,
-            forward_overhead_bytes: of,
-            backward_overhead_bytes: of / 2,
+            forward_overhead_bytes: of as i64,
+            // Measured the way autograd runs, B^ℓ often frees δ^ℓ early.
+            backward_overhead_bytes: if freeing {
+                -((out / 2) as i64)
+            } else {
+                (of / 2) as i64
+            },
+            forward_nograd_seconds: nograd.map(|r| f * r),
         });
     (proptest::collection::vec(stage, 1..=max_len), 1u64..1 << 28).prop_map(|(stages, input)| {
         Chain {

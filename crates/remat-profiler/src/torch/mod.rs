@@ -1,0 +1,6 @@
+//! Everything that needs libtorch (feature `torch`).
+
+pub mod ffi;
+pub mod nets;
+pub mod profile;
+pub mod runner;

@@ -1,0 +1,236 @@
+//! `remat-profile profile`: a network measured stage by stage into a chain.
+//!
+//! Sizes are allocator deltas (the counting CPU allocator, src/shim.cpp),
+//! never numel × element size, with the stage's input held apart:
+//! - ω_a^ℓ: what a no-grad forward leaves allocated;
+//! - ω_ā^ℓ: what a recording forward leaves allocated (output and graph);
+//! - o_f^ℓ: the transient peak above what the op leaves, the larger of the
+//!   recording and the no-grad forward;
+//! - o_b^ℓ: the peak of B^ℓ, run the way autograd runs it (the output and
+//!   δ^ℓ handed to autograd and freed as soon as their last reader ran),
+//!   minus ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1}: signed, often negative;
+//! - u_f^ℓ, u_b^ℓ: medians over k whole store-all steps after a warm-up,
+//!   each op timed inside the step; the no-grad forward time likewise over
+//!   k whole no-grad forward passes.
+//!
+//! Parameter gradients exist (zeroed) before anything is measured, as in a
+//! training loop, so their accumulation counts only its temporaries.
+
+use super::ffi;
+use super::nets::{self, Net};
+use super::runner::{self, Exec};
+use crate::models::ModelSpec;
+use remat_core::{Chain, Op, Stage};
+use std::time::Instant;
+use tch::Tensor;
+
+struct Sizes {
+    output: u64,
+    saved: u64,
+    gradient: u64,
+    forward_overhead: i64,
+    backward_overhead: i64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The memory of every stage, and the size of the input batch.
+fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
+    let n = net.stages.len();
+    net.zero_grad();
+    let before_input = ffi::current();
+    let mut x = net.input();
+    let input_bytes = (ffi::current() - before_input) as u64;
+    let mut out = Vec::with_capacity(n);
+    for l in 1..=n {
+        let f = &net.stages[l - 1].1;
+        if l > 1 {
+            x = x.detach().set_requires_grad(true);
+        }
+        let base0 = ffi::current();
+        // No-grad forward: a^ℓ and its transient.
+        ffi::reset_peak();
+        tch::manual_seed(1_000 + l as i64);
+        let y_ng = tch::no_grad(|| f(&x));
+        let a = ffi::current() - base0;
+        let of_ng = ffi::peak() - base0 - a;
+        // Recording forward: ā^ℓ and its transient.
+        let base1 = ffi::current();
+        ffi::reset_peak();
+        tch::manual_seed(1_000 + l as i64);
+        let y = f(&x);
+        let abar = ffi::current() - base1;
+        let of_rec = ffi::peak() - base1 - abar;
+        // δ^ℓ: a random gradient shaped like a^ℓ (ones for the loss).
+        let before_g = ffi::current();
+        let g = if l == n {
+            Tensor::ones([], (tch::Kind::Float, tch::Device::Cpu))
+        } else {
+            Tensor::randn_like(&y)
+        };
+        let d = ffi::current() - before_g;
+        // B^ℓ as autograd runs it.
+        ffi::reset_peak();
+        ffi::backward(y, g)?;
+        let peak_b = ffi::peak();
+        let d_prev = if l > 1 {
+            let gx = ffi::take_grad(&mut x);
+            let s = ffi::current() - base1;
+            drop(gx);
+            s
+        } else {
+            0
+        };
+        let ob = peak_b - base1 - abar - d - d_prev;
+        let a = a.max(0) as u64;
+        out.push(Sizes {
+            output: a,
+            // ā includes a^ℓ; a stage whose graph keeps less still holds its output.
+            saved: (abar.max(0) as u64).max(a),
+            gradient: d.max(0) as u64,
+            forward_overhead: of_ng.max(of_rec).max(0),
+            backward_overhead: ob,
+        });
+        let s = out.last().expect("just pushed");
+        eprintln!(
+            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10}  o_b {:>11}",
+            net.stages[l - 1].0,
+            s.output,
+            s.saved,
+            s.gradient,
+            s.forward_overhead,
+            s.backward_overhead
+        );
+        x = y_ng;
+    }
+    Ok((input_bytes, out))
+}
+
+/// Host-copy rate (bytes/s) of a 64 MiB tensor: on the CPU, the "link" of
+/// offloading is a memory copy into host-booked memory.
+fn copy_bandwidth() -> f64 {
+    let t = Tensor::zeros([16 << 20], (tch::Kind::Float, tch::Device::Cpu));
+    let mut rates = Vec::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let h = ffi::on_host(|| t.copy());
+        rates.push((64u64 << 20) as f64 / start.elapsed().as_secs_f64());
+        drop(h);
+    }
+    median(rates)
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    // Howard Hinnant's civil_from_days.
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Profiles `spec` with `steps` timed store-all steps.
+pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
+    ffi::install();
+    let mut net = nets::build(spec);
+    let n = net.stages.len();
+    eprintln!(
+        "profiling {} ({n} stages) on cpu, {} threads",
+        spec.tag(),
+        tch::get_num_threads()
+    );
+    let plain = runner::store_all(n);
+    // Warm-up: parameter gradients get allocated, caches warm.
+    runner::measured_step(&mut net, &plain)?;
+    let (input_bytes, sizes) = measure_sizes(&mut net)?;
+    // Times inside whole store-all steps.
+    let mut fwd = vec![Vec::new(); n];
+    let mut bwd = vec![Vec::new(); n];
+    for _ in 0..steps {
+        net.zero_grad();
+        let mut e = Exec::new(&net);
+        e.run(&plain)?;
+        for (op, &t) in plain.iter().zip(&e.op_seconds) {
+            match *op {
+                Op::ForwardAll { stage } => fwd[stage - 1].push(t),
+                Op::Backward { stage } => bwd[stage - 1].push(t),
+                _ => {}
+            }
+        }
+    }
+    // No-grad forwards inside whole no-grad forward passes.
+    let mut nograd = vec![Vec::new(); n];
+    for _ in 0..steps {
+        let mut x = net.input();
+        for (l, (_, f)) in net.stages.iter().enumerate() {
+            tch::manual_seed(1_000 + l as i64 + 1);
+            let start = Instant::now();
+            let y = tch::no_grad(|| f(&x));
+            nograd[l].push(start.elapsed().as_secs_f64());
+            x = y;
+        }
+    }
+    let bandwidth = copy_bandwidth();
+    let stages = sizes
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| Stage {
+            name: net.stages[i].0.clone(),
+            forward_seconds: median(fwd[i].clone()),
+            backward_seconds: median(bwd[i].clone()),
+            output_bytes: s.output,
+            saved_bytes: s.saved,
+            gradient_bytes: s.gradient,
+            forward_overhead_bytes: s.forward_overhead,
+            backward_overhead_bytes: s.backward_overhead,
+            forward_nograd_seconds: Some(median(nograd[i].clone())),
+        })
+        .collect();
+    let source = format!(
+        "remat-profile {}: {}; device=cpu ({} threads); libtorch {} via tch 0.26, fp32, train mode, oneDNN/NNPACK off; measured {}; \
+         method: counting CPU allocator deltas with the input held apart, ā = allocated after a recording forward, \
+         o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
+         times = median of {steps} store-all steps after warm-up (no-grad forward: median of {steps} no-grad passes), \
+         bandwidth = host copy rate",
+        env!("CARGO_PKG_VERSION"),
+        spec.tag(),
+        tch::get_num_threads(),
+        env!("REMAT_LIBTORCH_VERSION"),
+        today(),
+    );
+    let chain = Chain {
+        name: format!(
+            "{} b{} {}",
+            spec.name,
+            spec.batch,
+            if spec.seq > 0 {
+                format!("seq{}", spec.seq)
+            } else {
+                format!("{}px", spec.image)
+            }
+        ),
+        source,
+        input_bytes,
+        // The input batch needs no gradient: PyTorch never computes δ^0.
+        input_gradient_bytes: 0,
+        bandwidth_bytes_per_s: Some(bandwidth),
+        stages,
+    };
+    chain
+        .validate()
+        .map_err(|e| format!("the measured chain is not valid ({e}); please report it"))?;
+    Ok(chain)
+}
