@@ -139,14 +139,18 @@ impl Chain {
         self.stages[l - 1].saved_bytes
     }
 
-    /// The memory B^ℓ needs besides its input a^{ℓ-1} / ā^{ℓ-1}:
-    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ, never negative in a validated chain
-    /// (o_b^ℓ ≥ −(ω_δ^ℓ + ω_ā^ℓ)). Every DP and the simulator count B^ℓ
-    /// through this one sum, so a negative o_b^ℓ is handled the same everywhere.
+    /// The memory B^ℓ needs besides its input a^{ℓ-1} / ā^{ℓ-1}: the most of
+    /// ω_δ^ℓ + ω_ā^ℓ (what must be resident when it starts) and
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ (while it runs). A negative o_b^ℓ
+    /// (autograd freeing δ^ℓ and parts of ā^ℓ as it goes) lowers the second
+    /// term only: it cannot make room before B^ℓ has started, so a prefetch
+    /// needed by B^ℓ still has to fit next to δ^ℓ and ā^ℓ. Every DP and the
+    /// simulator count B^ℓ through this one term.
     pub fn backward_bytes(&self, l: usize) -> u64 {
         let s = self.stage(l);
-        let held = (s.gradient_bytes + s.saved_bytes + self.gradient_bytes(l - 1)) as i128;
-        (held + s.backward_overhead_bytes as i128).max(0) as u64
+        let start = s.gradient_bytes as i128 + s.saved_bytes as i128;
+        let during = self.gradient_bytes(l - 1) as i128 + s.backward_overhead_bytes as i128;
+        (start + during.max(0)) as u64
     }
 
     /// The time of one training step with no memory limit: Σ u_f + u_b.

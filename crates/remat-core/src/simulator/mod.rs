@@ -550,9 +550,14 @@ impl<'a> Simulation<'a> {
         let (_, input_ready) = self.input(index, op, l)?;
         self.must_be_absent(index, op, Slot::Grad(l - 1))?;
         let stage = self.chain.stage(l);
-        let (seconds, overhead) = (stage.backward_seconds, stage.backward_overhead_bytes);
         let ready = grad_ready.max(saved_ready).max(input_ready);
         let grad_bytes = self.bytes(Slot::Grad(l - 1));
+        // A negative o_b gives back at most what B^ℓ allocates (δ^{ℓ-1}):
+        // memory freed from δ^ℓ and ā^ℓ as autograd goes is not free before
+        // B^ℓ starts, and counting it at the start would let transfers use
+        // room that is not there yet (`Chain::backward_bytes`, the DPs' term).
+        let seconds = stage.backward_seconds;
+        let overhead = stage.backward_overhead_bytes.max(-(grad_bytes as i64));
         let need = (grad_bytes as i128 + overhead as i128).max(0) as u64;
         let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);
