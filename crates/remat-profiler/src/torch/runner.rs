@@ -1,6 +1,6 @@
 //! `remat-profile run`: one training step that follows a schedule.
 //!
-//! Each operation does what the chain model says it does (DESIGN.md's table,
+//! Each operation does what the chain model says it does (the table in
 //! docs/model.md):
 //! - F_all^ℓ runs stage ℓ recording its graph, on a detached copy-free alias
 //!   of its input that requires grad (so B^ℓ stops there and leaves δ^{ℓ-1}
