@@ -191,6 +191,17 @@ fn rotor_import_maps_the_lists() {
     .unwrap_err()
     .to_string();
     assert!(err.starts_with("cw: has 1 entries; with 1 stages"), "{err}");
+    // Rotor's sizes pass through f64: above 2^53 bytes they would round
+    // silently, so they are refused naming the entry.
+    let err = read_rotor(
+        r#"{"fw": [1], "bw": [1, 1], "cw": [1, 9007199254740993], "cbw": [0, 9007199254740993],
+            "ftmp": [0], "btmp": [0, 0]}"#,
+        TimeUnit::Seconds,
+        "r",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("cw[1]:") && err.contains("2^53"), "{err}");
     let err = read_rotor(
         r#"{"fw": [1], "bw": [1], "cw": [1, 5], "cbw": [0, 2], "ftmp": [0], "btmp": [0]}"#,
         TimeUnit::Seconds,
