@@ -5,30 +5,12 @@
 
 mod common;
 
-use common::{integer_chain, persistent_schedules};
+use common::{brute_best, integer_chain, measured, persistent_schedules};
 use proptest::prelude::*;
 use remat_core::simulator::simulate;
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{solve, Algorithm, Options};
 use remat_core::Chain;
-
-/// (makespan, peak) of every schedule of the class, as the simulator measures.
-fn measured(chain: &Chain, variant: Variant) -> Vec<(f64, u64)> {
-    persistent_schedules(1, chain.len(), variant)
-        .iter()
-        .map(|ops| {
-            let t = simulate(chain, ops).expect("every enumerated schedule is valid");
-            (t.makespan_seconds, t.peak_bytes)
-        })
-        .collect()
-}
-
-fn brute_best(all: &[(f64, u64)], budget: u64) -> Option<f64> {
-    all.iter()
-        .filter(|(_, peak)| *peak <= budget)
-        .map(|(time, _)| *time)
-        .min_by(f64::total_cmp)
-}
 
 /// Slots of exactly one byte: the DP then works on exact sizes.
 fn exact(budget: u64) -> Options {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{integer_chain, persistent_schedules, real_chain};
+use common::{brute_best, integer_chain, measured, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::simulate;
 use remat_core::solvers::persistent::{min_budget, min_budget_met, PersistentTable, Variant};
@@ -21,24 +21,6 @@ fn variant(algorithm: Algorithm) -> Variant {
     } else {
         Variant::Revolve
     }
-}
-
-/// (makespan, peak) of every persistent schedule, judged by the simulator.
-fn measured(chain: &Chain, variant: Variant) -> Vec<(f64, u64)> {
-    persistent_schedules(1, chain.len(), variant)
-        .iter()
-        .map(|ops| {
-            let t = simulate(chain, ops).expect("every enumerated schedule is valid");
-            (t.makespan_seconds, t.peak_bytes)
-        })
-        .collect()
-}
-
-fn brute_best(all: &[(f64, u64)], budget: u64) -> Option<f64> {
-    all.iter()
-        .filter(|(_, peak)| *peak <= budget)
-        .map(|(time, _)| *time)
-        .min_by(f64::total_cmp)
 }
 
 /// A chain whose held sizes (a^1..a^{L-1}, ā^1..ā^{L-1}) are multiples of

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use remat_core::simulator::simulate;
 use remat_core::solvers::persistent::Variant;
 use remat_core::{Chain, Op, Stage};
 
@@ -127,4 +128,23 @@ pub fn persistent_schedules(s: usize, t: usize, variant: Variant) -> Vec<Vec<Op>
         }
     }
     out
+}
+
+/// (makespan, peak) of every persistent schedule, judged by the simulator.
+pub fn measured(chain: &Chain, variant: Variant) -> Vec<(f64, u64)> {
+    persistent_schedules(1, chain.len(), variant)
+        .iter()
+        .map(|ops| {
+            let t = simulate(chain, ops).expect("every enumerated schedule is valid");
+            (t.makespan_seconds, t.peak_bytes)
+        })
+        .collect()
+}
+
+/// The fastest of `all` whose peak fits `budget`.
+pub fn brute_best(all: &[(f64, u64)], budget: u64) -> Option<f64> {
+    all.iter()
+        .filter(|(_, peak)| *peak <= budget)
+        .map(|(time, _)| *time)
+        .min_by(f64::total_cmp)
 }
