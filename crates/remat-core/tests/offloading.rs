@@ -386,8 +386,9 @@ proptest! {
 
     /// The DPs' own schedules, as the simulator runs them with at-once
     /// transfers (prefetches placed, no fallback, no filtering by the
-    /// solver): valid, complete, within the budget, and never faster than
-    /// the DP's continuous-transfer model.
+    /// solver): valid, complete and within the budget, doing all its
+    /// compute. The DP's time is not a lower bound of the at-once run (see
+    /// below).
     ///
     /// Could fail if: the read-out disagrees with the recursion (a wrong
     /// Δ passed down, an F_∅ too many), the DP's memory accounting forgets a
@@ -396,7 +397,7 @@ proptest! {
     /// `place_prefetches` scoring by time only, not fit first (fails: peak
     /// over the budget).
     #[test]
-    fn the_dps_raw_schedules_fit_and_are_not_faster_than_the_dp(
+    fn the_dps_raw_schedules_run_within_the_budget(
         chain in integer_chain(8, true),
         frac in 0.0f64..1.0,
         bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
@@ -404,11 +405,21 @@ proptest! {
         let budget = budget_at(&chain, frac);
         let chain = whole_transfers(chain, bw);
         for mode in [Mode::Full, Mode::OffloadOnly] {
-            let Some((ops, predicted)) = raw_plan(&chain, mode, budget, budget.max(1) as usize, bw) else { continue };
-            let t = trace_of(&chain, &ops, budget, Some(bw));
-            prop_assert!(t.peak_bytes <= budget, "{mode:?}: peak {} > {budget}", t.peak_bytes);
-            prop_assert!(t.makespan_seconds >= predicted - 1e-9,
-                "{mode:?}: simulated {} < DP {predicted}", t.makespan_seconds);
+            for loss in [LossStep::Paper, LossStep::Overlap] {
+                let Some((ops, predicted)) = raw_plan(&chain, mode, budget, budget.max(1) as usize, bw, loss) else { continue };
+                let t = trace_of(&chain, &ops, budget, Some(bw));
+                prop_assert!(t.peak_bytes <= budget, "{mode:?} {loss:?}: peak {} > {budget}", t.peak_bytes);
+                // The DP's time is not a lower bound of the at-once run: B.2
+                // charges ε_G serially after the loss, and Lemma 1's idle
+                // times under continuous transfers can exceed what the
+                // simulator's at-once transfers cost (seen on 2-stage chains:
+                // simulated 28 < DP 29 with B.2, 24 < 25 with the overlapping
+                // step; the cases are kept in the regressions file). What
+                // must hold is that the run does all the compute, Σ u.
+                let compute: f64 = chain.sequential_seconds();
+                prop_assert!(t.makespan_seconds >= compute - 1e-9);
+                prop_assert!(predicted.is_finite());
+            }
         }
     }
 
@@ -429,7 +440,7 @@ proptest! {
         let budget = low + ((high - low) as f64 * frac) as u64;
         let chain = with_bandwidth(chain, Some(12e9));
         for mode in [Mode::Full, Mode::OffloadOnly] {
-            let Some((ops, _)) = raw_plan(&chain, mode, budget, 50, 12e9) else { continue };
+            let Some((ops, _)) = raw_plan(&chain, mode, budget, 50, 12e9, LossStep::Paper) else { continue };
             let t = judge(&chain, &ops, budget, Some(12e9)).expect("runs");
             prop_assert!(t.peak_bytes <= budget, "{mode:?}: {} > {budget}", t.peak_bytes);
         }
@@ -444,6 +455,7 @@ fn raw_plan(
     budget: u64,
     slots: usize,
     bw: f64,
+    loss: LossStep,
 ) -> Option<(Vec<Op>, f64)> {
     let mut dp = Pofo::build(
         chain,
@@ -454,7 +466,8 @@ fn raw_plan(
         BIG,
         &mut no_progress(),
     )
-    .unwrap();
+    .unwrap()
+    .with_loss_step(loss);
     let plan = dp.plan(&mut no_progress()).unwrap()?;
     let ops = place_prefetches(
         chain,
