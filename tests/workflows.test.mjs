@@ -94,15 +94,14 @@ test('dropping a chain file on the page imports it', async () => {
 });
 
 test('a budget infeasible on the slot grid is feasible when re-planned exactly', async () => {
-  // Teaching chain: a^ℓ = 64 MiB, ā^ℓ = 128 MiB, M_low = 384 MiB = 6 × 64 MiB,
-  // M_high = 1.38 GiB. Its table has 500 slots of 2.82 MiB, so 64 MiB rounds
-  // up to 23 slots and M_low needs 6 × 23 = 138 slots = 389.6 MiB. At 387 MiB
-  // the grid has no schedule; a table for exactly 387 MiB has slots of
-  // 793 KiB, 64 MiB rounds to 83 of them, and 6 × 83 = 498 ≤ 500 fits.
+  // Teaching chain: a^ℓ = 64 MiB, ā^ℓ = 128 MiB, M_low = 384 MiB, M_high =
+  // 1.38 GiB. The slider's table has 500 slots of 2.82 MiB, and each held
+  // 64 MiB rounds up to 23 slots, so at exactly M_low the grid has no
+  // schedule; a table for this budget uses 64 MiB slots, exact, and meets it.
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(BASE + '#chain=teaching&algorithm=rotor&budget=405798912');
+  await page.goto(BASE + '#chain=teaching&algorithm=rotor&budget=402653184');
   await page.locator('#plan-status').waitFor();
   assert.match(await text(page, '#plan-status'), /infeasible on the grid/);
   assert.equal((await text(page, '#stat-makespan')).trim(), '—');
@@ -114,7 +113,8 @@ test('a budget infeasible on the slot grid is feasible when re-planned exactly',
   assert.match(status, /re-planned exactly at this budget/);
   const peak = await text(page, '#stat-peak');
   assert.match(peak, /MiB/);
-  assert.ok(parseFloat(peak) <= 387, `peak ${peak} fits 387 MiB`);
+  assert.ok(parseFloat(peak) <= 384, `peak ${peak} fits 384 MiB`);
+  assert.match(status, /exact/);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -488,13 +488,19 @@ impl Planner {
                         predicted_peak_bytes: Some(p.predicted_peak_bytes),
                         detail: grid,
                     },
-                    None => infeasible(if budget_bytes < self.min_budget_bytes() {
+                    // On an exact lattice the least budget met is M_low;
+                    // on a rounding grid a smaller budget may still be met
+                    // by a table built for it, so say so.
+                    None => infeasible(if table.lost_bytes(budget_bytes) == 0 {
                         format!(
                             "below M_low = {}",
                             crate::model::units::format_bytes(self.min_budget_bytes())
                         )
                     } else {
-                        format!("infeasible on the grid of {grid}: sizes round up; solve for this budget or use more slots")
+                        format!(
+                            "infeasible on the grid of {grid}: sizes round up (this grid needs {}); solve for this budget or use more slots",
+                            crate::model::units::format_bytes(self.min_budget_bytes())
+                        )
                     }),
                 }
             }
