@@ -321,6 +321,26 @@ fn refused(args: &[&str], expected: &str) {
     assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
 
+/// Solves the teaching chain with store-all into `dir`: the schedule file's
+/// path and its JSON, for tests that edit it into a hand-made one.
+fn store_all_schedule(dir: &tempfile::TempDir) -> (String, Value) {
+    let path = dir.path().join("full.json");
+    let path = path.to_str().unwrap().to_string();
+    json(&remat(&[
+        "solve",
+        "example:teaching",
+        "-a",
+        "store-all",
+        "-b",
+        "2GB",
+        "--json",
+        "-o",
+        &path,
+    ]));
+    let v = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path, v)
+}
+
 #[test]
 fn incomplete_schedules_are_refused_naming_the_first_missing_backward() {
     // Issue 9.1: an empty or truncated schedule is not a training step.
@@ -341,20 +361,7 @@ fn incomplete_schedules_are_refused_naming_the_first_missing_backward() {
         refused(&["simulate", "example:teaching", path], missing);
     }
     // A schedule that stops before its last backward.
-    let full = dir.path().join("full.json");
-    let full = full.to_str().unwrap();
-    json(&remat(&[
-        "solve",
-        "example:teaching",
-        "-a",
-        "store-all",
-        "-b",
-        "2GB",
-        "--json",
-        "-o",
-        full,
-    ]));
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(full).unwrap()).unwrap();
+    let (_, mut v) = store_all_schedule(&dir);
     v["ops"].as_array_mut().unwrap().pop();
     std::fs::write(path, v.to_string()).unwrap();
     refused(&["simulate", "example:teaching", path], "(B^1): missing");
@@ -580,20 +587,8 @@ fn scripting_helpers_write_examples_take_relative_budgets_and_report_m_low() {
 #[test]
 fn a_hand_written_schedule_may_omit_the_digest_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
-    let full = dir.path().join("full.json");
-    let full = full.to_str().unwrap();
-    json(&remat(&[
-        "solve",
-        "example:teaching",
-        "-a",
-        "store-all",
-        "-b",
-        "2GB",
-        "--json",
-        "-o",
-        full,
-    ]));
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(full).unwrap()).unwrap();
+    let (full, mut v) = store_all_schedule(&dir);
+    let full = full.as_str();
     let obj = v.as_object_mut().unwrap();
     for field in ["chain_digest", "chain_name", "predicted", "algorithm"] {
         obj.remove(field);
