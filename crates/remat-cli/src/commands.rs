@@ -255,8 +255,14 @@ pub fn solve(a: SolveArgs) -> Result<(), String> {
     } else if a.output.is_some() {
         eprintln!("note: no schedule written: the budget is infeasible for {algorithm}");
     }
-    let m_low = chain_m_low(&chain, &opts, m_high);
     let own_min = planner.min_budget_bytes();
+    // Rotor's planner has just computed the chain's M_low (the same O(L³)
+    // search with the same options): no second pass for it.
+    let m_low = if algorithm == Algorithm::Rotor {
+        Some(own_min.min(m_high))
+    } else {
+        chain_m_low(&chain, &opts, m_high)
+    };
     if a.json {
         let mut v = report(
             &chain,
@@ -319,18 +325,23 @@ const MAX_M_LOW_STAGES: usize = 1000;
 /// recompute-only planner's schedules — meets with these options; None for
 /// chains past [`MAX_M_LOW_STAGES`].
 fn chain_m_low(chain: &Chain, opts: &Options, m_high: u64) -> Option<u64> {
-    if chain.len() > MAX_M_LOW_STAGES {
-        return None;
-    }
-    let met = min_budget_met(
+    (chain.len() <= MAX_M_LOW_STAGES).then(|| rotor_m_low(chain, opts, m_high))
+}
+
+/// The least budget rotor meets with these options (its slot policy and
+/// grid), at most M_high, where its planner answers store-all. O(L³) per
+/// lattice step: callers bound L first.
+fn rotor_m_low(chain: &Chain, opts: &Options, m_high: u64) -> u64 {
+    min_budget_met(
         chain,
         Variant::Rotor,
         opts.slot_policy,
         opts.slots,
         opts.max_table_bytes,
         Some(m_high),
-    );
-    Some(met.map_or(m_high, |m| m.bytes).min(m_high))
+    )
+    .map_or(m_high, |m| m.bytes)
+    .min(m_high)
 }
 
 fn predicted(s: &Solution) -> (Option<f64>, Option<u64>) {
@@ -498,16 +509,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
     // budget rotor meets under this sweep's memory treatment, so α = 0 is
     // feasible for rotor), M_high keeps all.
     let m_high = max_useful_budget(&chain);
-    let m_low = min_budget_met(
-        &chain,
-        Variant::Rotor,
-        base.slot_policy,
-        base.slots,
-        base.max_table_bytes,
-        Some(m_high),
-    )
-    .map_or(m_high, |m| m.bytes)
-    .min(m_high);
+    let m_low = rotor_m_low(&chain, &base, m_high);
     let mut rows = Vec::new();
     for bw in &bandwidths {
         let opts = sweep_options(&a, &algorithms, *bw);
