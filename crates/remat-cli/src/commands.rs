@@ -8,7 +8,7 @@ use remat_core::format::{
 };
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
-use remat_core::simulator::Trace;
+use remat_core::simulator::{self, OpState, SimOptions, TensorId, Trace};
 use remat_core::solvers::offload::judge;
 use remat_core::solvers::persistent::{min_budget_met, PersistentTable, Variant};
 use remat_core::solvers::pofo::LossStep;
@@ -100,6 +100,11 @@ pub struct SimulateArgs {
     bandwidth: Option<f64>,
     #[arg(long)]
     json: bool,
+    /// Add, per operation, which tensors are on the device and on the host
+    /// after it (in list order, transfers complete): `"states"` in the JSON,
+    /// one line per operation in the text.
+    #[arg(long)]
+    states: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -363,6 +368,16 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
         .or(chain.bandwidth_bytes_per_s);
     let trace = judge(&chain, &schedule.ops, schedule.budget_bytes, bw)
         .map_err(|e| format!("{}: invalid schedule: {e}", a.schedule))?;
+    let states = if a.states {
+        let options = SimOptions {
+            bandwidth: bw,
+            memory_limit: Some(schedule.budget_bytes),
+        };
+        simulator::states(&chain, &schedule.ops, options)
+            .map_err(|e| format!("{}: invalid schedule: {e}", a.schedule))?
+    } else {
+        Vec::new()
+    };
     let predicted = (
         schedule.predicted.as_ref().map(|p| p.makespan_seconds),
         schedule.predicted.as_ref().map(|p| p.peak_bytes),
@@ -377,6 +392,9 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
             predicted,
         );
         v["ops"] = json!(schedule.ops.len());
+        if a.states {
+            v["states"] = states_json(&states);
+        }
         say!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
         return Ok(());
     }
@@ -414,7 +432,30 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
         format_seconds(trace.idle_seconds),
         trace.recomputations
     );
+    for s in &states {
+        let names = |ts: &[TensorId]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        say!(
+            "{:>5}  {:<8} device [{}]  host [{}]",
+            s.op,
+            schedule.ops[s.op].to_string(),
+            names(&s.device).join(" "),
+            names(&s.host).join(" ")
+        );
+    }
     Ok(())
+}
+
+/// `"states"` of `remat simulate --json --states`: tensors named as people
+/// and the papers write them (`a^3`, `ā^3`, `δ^3`), which is also how a
+/// runtime's bookkeeping names them.
+fn states_json(states: &[OpState]) -> Value {
+    let names = |ts: &[TensorId]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+    Value::Array(
+        states
+            .iter()
+            .map(|s| json!({"op": s.op, "device": names(&s.device), "host": names(&s.host)}))
+            .collect(),
+    )
 }
 
 /// The most steps rotor's minimum-memory recursion (O(L³/6)) may take in

@@ -230,7 +230,10 @@ fn schedule_round_trip_and_wrong_chain() {
     let again = read_schedule(&write_schedule(&file)).unwrap();
     assert_eq!(file, again);
     again.check_chain(&chain).unwrap();
-    let other = examples::vgg19();
+    // Another chain of the same length: the digest tells them apart.
+    let mut other = examples::teaching();
+    other.name = "other".into();
+    other.stages[0].forward_seconds *= 2.0;
     match again.check_chain(&other) {
         Err(ScheduleError::WrongChain { .. }) => {}
         other => panic!("expected WrongChain, got {other:?}"),
@@ -259,6 +262,21 @@ fn schedule_round_trip_and_wrong_chain() {
     );
     let warning = hand.check_chain(&other).unwrap().expect("a warning");
     assert!(warning.starts_with("chain_digest: absent"), "{warning}");
+    // Solvers write the number of stages; a runtime refuses another length
+    // before looking at the digest, with a message that says both lengths.
+    assert_eq!(again.stages, Some(chain.len()));
+    let mut longer = hand.clone();
+    longer.stages = Some(chain.len() + 2);
+    let msg = longer.check_chain(&chain).unwrap_err().to_string();
+    assert!(
+        msg.starts_with("stages: this schedule is for a chain of 12 stages, but \"teaching"),
+        "{msg}"
+    );
+    let vgg = examples::vgg19();
+    match again.check_chain(&vgg) {
+        Err(ScheduleError::WrongLength { stages: 10, .. }) => {}
+        other => panic!("expected WrongLength, got {other:?}"),
+    }
 }
 
 #[test]

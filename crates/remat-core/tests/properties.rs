@@ -7,7 +7,7 @@ mod common;
 
 use common::{integer_chain, real_chain};
 use proptest::prelude::*;
-use remat_core::simulator::simulate;
+use remat_core::simulator::{simulate, states, SimOptions, TensorId};
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{
     max_useful_budget, no_progress, solve, Algorithm, Options, Planner, SlotPolicy,
@@ -137,6 +137,53 @@ proptest! {
             let from_table = planner.plan(&chain, budget).unwrap();
             let fresh = solve(&chain, Algorithm::Rotor, budget, &Options { slots: budget.max(1) as usize, ..Options::default() }).unwrap();
             prop_assert_eq!(from_table.predicted_seconds, fresh.predicted_seconds);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    /// The per-op states (`remat simulate --states`, what a runtime compares
+    /// its own bookkeeping with) against the trace's residency intervals,
+    /// computed from times: with every op taking a positive time on the one
+    /// compute lane, a tensor is on the device after op i exactly when a
+    /// residency of it starts before op i ends and ends after it.
+    /// Could fail if: `op_state` lists a tensor the timed accounting has
+    /// freed, or misses one it holds (ā^ℓ, a kept checkpoint, δ^L).
+    /// Mutations tried: leaving `Slot::Saved` out of `op_state` (fails: ā^ℓ
+    /// missing), listing absent tensors freed by an op as still on the
+    /// device (fails at the first tensor a backward frees).
+    #[test]
+    fn op_states_agree_with_the_timed_residency(
+        chain in integer_chain(10, false),
+        frac in 0.0f64..1.1,
+        algorithm in prop_oneof![Just(Algorithm::Rotor), Just(Algorithm::Revolve), Just(Algorithm::Sequential)],
+    ) {
+        let budget = budget_between(&chain, frac);
+        let options = Options { slots: budget.max(1) as usize, ..Options::default() };
+        let sol = solve(&chain, algorithm, budget, &options).unwrap();
+        let Some(ops) = sol.ops else { return Ok(()) };
+        let trace = simulate(&chain, &ops).unwrap();
+        let got = states(&chain, &ops, SimOptions::default()).unwrap();
+        prop_assert_eq!(got.len(), ops.len());
+        // The last op ends at the makespan, where the trace closes every
+        // interval: nothing to tell from times there.
+        for (i, state) in got.iter().enumerate().take(ops.len() - 1) {
+            let end = trace.spans[i].end;
+            let mut expected: Vec<TensorId> = trace
+                .residency
+                .iter()
+                .filter(|r| !matches!(r.tensor, TensorId::Workspace(_)))
+                .filter(|r| r.start < end && r.end > end)
+                .map(|r| r.tensor)
+                .collect();
+            let mut listed = state.device.clone();
+            let key = |t: &TensorId| format!("{t:?}");
+            expected.sort_by_key(key);
+            listed.sort_by_key(key);
+            prop_assert_eq!(listed, expected, "after op {} ({})", i, ops[i]);
+            prop_assert!(state.host.is_empty());
         }
     }
 }

@@ -26,6 +26,12 @@ pub struct ScheduleFile {
     /// against the chain it is run on).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_digest: Option<String>,
+    /// L, the number of stages of that chain, so that a runtime (the
+    /// PyTorch wrapper, `remat-profile run`) can refuse a schedule for a
+    /// network of another length before running anything. Absent in a
+    /// hand-written schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<usize>,
     #[serde(default)]
     pub algorithm: String,
     pub budget_bytes: u64,
@@ -50,6 +56,7 @@ impl ScheduleFile {
             format: SCHEDULE_FORMAT.to_string(),
             chain_name: chain.name.clone(),
             chain_digest: Some(chain.digest()),
+            stages: Some(chain.len()),
             algorithm: algorithm.to_string(),
             budget_bytes,
             bandwidth_bytes_per_s,
@@ -63,6 +70,15 @@ impl ScheduleFile {
     /// this chain, can tell whether it fits.
     pub fn check_chain(&self, chain: &Chain) -> Result<Option<String>, ScheduleError> {
         let digest = chain.digest();
+        if let Some(stages) = self.stages {
+            if stages != chain.len() {
+                return Err(ScheduleError::WrongLength {
+                    stages,
+                    chain: chain.name.clone(),
+                    chain_stages: chain.len(),
+                });
+            }
+        }
         match &self.chain_digest {
             None => Ok(Some(format!(
                 "chain_digest: absent; the schedule is checked against chain \"{}\" ({digest}) as given",
@@ -90,6 +106,12 @@ pub enum ScheduleError {
         chain: String,
         digest: String,
     },
+    #[error("stages: this schedule is for a chain of {stages} stages, but \"{chain}\" has {chain_stages}; solve again for this chain")]
+    WrongLength {
+        stages: usize,
+        chain: String,
+        chain_stages: usize,
+    },
 }
 
 /// Reads a `remat-schedule/1` document.
@@ -109,6 +131,7 @@ pub fn read_schedule(text: &str) -> Result<ScheduleFile, FormatError> {
             "format",
             "chain_name",
             "chain_digest",
+            "stages",
             "algorithm",
             "budget_bytes",
             "bandwidth_bytes_per_s",

@@ -103,6 +103,37 @@ pub fn simulate_with_bandwidth(
     )
 }
 
+/// Where the tensors are after one operation, in list order: the logical
+/// state a runtime that issues the operations one by one (and waits for
+/// each transfer) holds. A runtime can compare its own bookkeeping with it
+/// op by op (`remat simulate --json --states`; the PyTorch wrapper's tests).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OpState {
+    /// Index of the operation in the schedule.
+    pub op: usize,
+    /// On the device: a^ℓ, ā^ℓ (which contains a^ℓ, not listed apart) and
+    /// δ^ℓ, in that order of kind, each by stage. Workspaces are transient
+    /// within an operation and never listed.
+    pub device: Vec<TensorId>,
+    /// Offloaded copies on the host, in the same order.
+    pub host: Vec<TensorId>,
+}
+
+/// Runs `ops` on `chain` like [`simulate_with`] and records, after each
+/// operation, which tensors are on the device and which on the host. The
+/// same state machine as the trace's, so the two cannot disagree on
+/// validity. O(n · L) for n operations on L stages.
+pub fn states(chain: &Chain, ops: &[Op], options: SimOptions) -> Result<Vec<OpState>, SimError> {
+    let mut sim = Simulation::new(chain, options, ops.len());
+    let mut out = Vec::with_capacity(ops.len());
+    for (index, op) in ops.iter().enumerate() {
+        sim.step(index, *op)?;
+        out.push(sim.op_state(index));
+    }
+    sim.check_complete(ops.len())?;
+    Ok(out)
+}
+
 /// Runs `ops` on `chain` with explicit options.
 pub fn simulate_with(chain: &Chain, ops: &[Op], options: SimOptions) -> Result<Trace, SimError> {
     let mut sim = Simulation::new(chain, options, ops.len());
@@ -217,6 +248,28 @@ impl<'a> Simulation<'a> {
         sim.allocate(Slot::Act(0), 0.0, 0.0, u32::MAX);
         sim.allocate(Slot::Grad(l), 0.0, 0.0, u32::MAX);
         sim
+    }
+
+    /// The device and host sets after operation `index` (see [`OpState`]).
+    fn op_state(&self, index: usize) -> OpState {
+        let l = self.chain.len();
+        let slots = (0..=l)
+            .map(Slot::Act)
+            .chain((1..=l).map(Slot::Saved))
+            .chain((0..=l).map(Slot::Grad));
+        let (mut device, mut host) = (Vec::new(), Vec::new());
+        for slot in slots {
+            match self.state(slot) {
+                Where::Device { .. } => device.push(slot.id()),
+                Where::Host { .. } => host.push(slot.id()),
+                Where::Absent { .. } => {}
+            }
+        }
+        OpState {
+            op: index,
+            device,
+            host,
+        }
     }
 
     fn bytes(&self, slot: Slot) -> u64 {
