@@ -14,6 +14,7 @@ macro_rules! say {
 
 mod bench;
 mod commands;
+mod export;
 mod input;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,8 @@ enum Command {
     Sweep(commands::SweepArgs),
     /// Convert rotor's chain parameters to remat-chain/1.
     Convert(commands::ConvertArgs),
+    /// Write a schedule as torch.utils.checkpoint segments (when it is one).
+    Export(export::ExportArgs),
     /// List the algorithms.
     Algorithms,
     /// List the built-in example chains, or write one to a file.
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => commands::simulate(a),
         Command::Sweep(a) => commands::sweep(a),
         Command::Convert(a) => commands::convert(a),
+        Command::Export(a) => export::run(a),
         Command::Algorithms => commands::algorithms(),
         Command::Examples(a) => commands::examples(a),
         Command::Bench(a) => bench::run(a),

@@ -718,3 +718,127 @@ fn a_sweep_of_a_5000_stage_chain_is_refused_at_once() {
     assert!(stderr(&out).contains("5000-stage"), "{}", stderr(&out));
     assert!(start.elapsed().as_secs() < 30);
 }
+
+/// Solves `example:teaching` with `args` into `dir/name`; the path.
+fn solved(dir: &tempfile::TempDir, name: &str, args: &[&str]) -> String {
+    let path = dir.path().join(name).to_str().unwrap().to_string();
+    let mut all = vec!["solve", "example:teaching"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "-o", &path]);
+    json(&remat(&all));
+    path
+}
+
+#[test]
+fn export_writes_checkpoint_segments_or_says_why_not() {
+    let dir = tempfile::tempdir().unwrap();
+    // checkpoint_sequential's own schedule: its segments, k, and a snippet.
+    let seq = solved(
+        &dir,
+        "seq.json",
+        &["-a", "sequential", "--segments", "3", "-b", "100%"],
+    );
+    let v = json(&remat(&[
+        "export",
+        &seq,
+        "--to",
+        "pytorch-segments",
+        "--json",
+    ]));
+    assert_eq!(v["stages"], 10);
+    assert_eq!(v["checkpoint_sequential_k"], 3);
+    let segs: Vec<(u64, u64, bool)> = v["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["first"].as_u64().unwrap(),
+                s["last"].as_u64().unwrap(),
+                s["checkpointed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(segs, vec![(1, 3, true), (4, 6, true), (7, 10, false)]);
+    let snippet = v["snippet"].as_str().unwrap();
+    assert!(snippet.contains("SEGMENTS = [(0, 3, True), (3, 6, True), (6, 10, False)]"));
+    // Text: the segments, then the snippet.
+    let out = remat(&["export", &seq, "--to", "pytorch-segments"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("segments   1–3 checkpointed, 4–6 checkpointed, 7–10 stored"),
+        "{text}"
+    );
+    // Store-all: nothing to checkpoint.
+    let all = solved(&dir, "all.json", &["-a", "store-all", "-b", "100%"]);
+    let v = json(&remat(&[
+        "export",
+        &all,
+        "--to",
+        "pytorch-segments",
+        "--json",
+    ]));
+    assert!(v["snippet"]
+        .as_str()
+        .unwrap()
+        .contains("Nothing is checkpointed"));
+    // Rotor near M_low nests recomputations; pofo offloads: refused, naming the op.
+    let rotor = solved(&dir, "rotor.json", &["-a", "rotor", "-b", "40%"]);
+    refused(
+        &["export", &rotor, "--to", "pytorch-segments"],
+        "takes a checkpoint while recomputing in the backward pass",
+    );
+    let pofo = solved(
+        &dir,
+        "pofo.json",
+        &["-a", "pofo", "-b", "50%", "--bandwidth", "12GB/s"],
+    );
+    let ops: Value = serde_json::from_str(&std::fs::read_to_string(&pofo).unwrap()).unwrap();
+    assert!(ops["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o["op"] == "offload"));
+    refused(
+        &["export", &pofo, "--to", "pytorch-segments"],
+        "torch.utils.checkpoint cannot offload",
+    );
+    refused(&["export", &rotor, "--to", "keras"], "--to");
+}
+
+#[test]
+fn simulate_states_lists_what_is_where_after_each_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let seq = solved(
+        &dir,
+        "seq.json",
+        &["-a", "sequential", "--segments", "2", "-b", "100%"],
+    );
+    let v = json(&remat(&[
+        "simulate",
+        "example:teaching",
+        &seq,
+        "--json",
+        "--states",
+    ]));
+    let states = v["states"].as_array().unwrap();
+    assert_eq!(states.len() as u64, v["ops"].as_u64().unwrap());
+    let names = |i: usize, side: &str| -> Vec<String> {
+        states[i][side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    // F_ck^1 keeps a^0 as a checkpoint; δ^10 (the loss seed) is there from the start.
+    assert_eq!(names(0, "device"), ["a^0", "a^1", "δ^10"]);
+    // F_∅^2 drops a^1 (no checkpoint).
+    assert_eq!(names(1, "device"), ["a^0", "a^2", "δ^10"]);
+    // The last op, B^1, leaves δ^0 alone.
+    assert_eq!(names(states.len() - 1, "device"), ["δ^0"]);
+    assert!(names(0, "host").is_empty());
+    // Without --states the JSON has none.
+    let v = json(&remat(&["simulate", "example:teaching", &seq, "--json"]));
+    assert!(v.get("states").is_none());
+}

@@ -1,10 +1,12 @@
-//! File formats: `remat-chain/1`, rotor's chain layout, `remat-schedule/1`.
+//! File formats: `remat-chain/1`, rotor's chain layout, `remat-schedule/1`,
+//! and the export of a schedule as `torch.utils.checkpoint` segments.
 //!
 //! Readers validate every field and report the first problem with its path
 //! (`stages[3].saved_bytes: smaller than output_bytes`); they never panic.
 
 mod chain_file;
 mod fields;
+pub mod pytorch;
 mod rotor;
 mod schedule_file;
 
