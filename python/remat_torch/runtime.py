@@ -20,6 +20,7 @@ holds, not what it meant to do.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
@@ -162,7 +163,14 @@ class Checkpointed:
         self.schedule: Schedule = load_schedule(schedule)
         # Everything is checked before anything runs: a refused schedule
         # never leaves a half-done step (parameters' .grad partly filled).
-        check(self.schedule, len(self.stages))
+        # A file's problems read as `remat simulate` words them.
+        try:
+            check(self.schedule, len(self.stages))
+        except ScheduleError as e:
+            if isinstance(schedule, (str, os.PathLike)):
+                what = "" if str(e).startswith(("stages:", "ops:")) else "invalid schedule: "
+                raise ScheduleError(f"{os.fspath(schedule)}: {what}{e}") from None
+            raise
         self.record_states = True
         self.last_states: List[dict] = []
         self.last_forward_counts: List[int] = []
