@@ -36,12 +36,13 @@ bash scripts/setup-libtorch.sh
 LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo test --release -p remat-profiler --features torch
 
-step "remat_torch (python/): setup (torch 2.13 in .tools/pyenv), then its tests against the remat binary"
+step "remat_torch (python/): setup (torch 2.13 importable), then its tests against the remat binary"
 bash scripts/setup-python.sh
 cargo build --release -p remat-cli
-# From python/ with the venv's pytest script: remat_torch is imported from
-# what `pip install ./python` installed, not from the source tree.
-(cd python && REMAT_BIN="$PWD/../target/release/remat" ../.tools/pyenv/bin/pytest -q)
+# From the repository root, so remat_torch is imported from what
+# `pip install ./python` installed in .tools/pydeps, not from the source tree.
+PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/release/remat" \
+  python3 -m pytest -q -c python/pyproject.toml --rootdir python python/tests
 
 step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"
 bash scripts/setup-web.sh
