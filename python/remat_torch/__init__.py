@@ -8,6 +8,7 @@ See docs/pytorch.md in the Remat repository for the semantics of each
 operation, RNG and BatchNorm handling, offloading and the limitations.
 """
 
+from .chain import describe_chain
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
 
@@ -17,6 +18,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "checkpointed",
+    "describe_chain",
     "load_schedule",
     "parse_schedule",
     "validate",

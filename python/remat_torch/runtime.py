@@ -142,6 +142,14 @@ class _Saved:
         return self.out
 
 
+def needs_input_gradient(first: nn.Module, x: torch.Tensor) -> bool:
+    """Whether B^1 computes δ^0: when the caller's batch requires grad, or
+    when stage 1 has no trainable parameter (its output would not require
+    grad otherwise). Else δ^0 is not computed and takes no memory, as in a
+    plain step — chains should then say `input_gradient_bytes: 0`."""
+    return x.requires_grad or not any(p.requires_grad for p in first.parameters())
+
+
 def _call(stage: nn.Module, x: torch.Tensor, target, last: bool):
     return stage(x, target) if last else stage(x)
 
@@ -207,6 +215,7 @@ class _Step:
         self.forward_counts = [0] * (self.n + 1)
         self.states: List[dict] = []
         self.loss: Optional[torch.Tensor] = None
+        self.input_gradient = needs_input_gradient(self.stages[0], x)
         # Storages that are never part of ā^ℓ: parameters and buffers (the
         # model's, outside the chain's memory) and the target.
         self.foreign = set()
@@ -228,7 +237,7 @@ class _Step:
                 self.record_of(op).moved.prefetch(self.copy_stream)
             if self.owner.record_states:
                 self.states.append(self.snapshot(i))
-        if self.x.requires_grad and 0 in self.grad and self.grad[0] is not None:
+        if self.x.requires_grad and self.grad.get(0) is not None:
             d0 = self.grad[0]
             self.x.grad = d0 if self.x.grad is None else self.x.grad + d0
         assert self.loss is not None
@@ -312,7 +321,7 @@ class _Step:
         with self.replay(l):
             if op.kind == "forward_all":
                 # The graph of stage ℓ stops at this alias: B^ℓ's δ^{ℓ-1} is its .grad.
-                alias = inp.detach().requires_grad_(True)
+                alias = inp.detach().requires_grad_(l > 1 or self.input_gradient)
                 input_key = _storage_key(alias.untyped_storage())
                 storages: List[torch.UntypedStorage] = []
 
@@ -371,7 +380,8 @@ class _Step:
             delta = torch.ones_like(rec.out)
         torch.autograd.backward(rec.out, grad_tensors=delta)
         d_prev = rec.alias.grad
-        if d_prev is None:  # the stage's output does not depend on its input
+        if d_prev is None and (l > 1 or self.input_gradient):
+            # The stage's output does not depend on its input.
             d_prev = torch.zeros_like(rec.alias)
         rec.alias.grad = None
         del self.grad[l]
