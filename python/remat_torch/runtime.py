@@ -72,6 +72,9 @@ class _Moved:
         return torch.empty(0, dtype=torch.uint8, device=st.device).set_(st)
 
     def offload(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
+        if copy_stream is not None:
+            # The copy starts once the producer (compute issued so far) ends.
+            copy_stream.wait_stream(torch.cuda.current_stream())
         self.host = []
         for st, n in zip(self.storages, self.sizes):
             dev = self._bytes(st)
@@ -99,6 +102,9 @@ class _Moved:
             if copy_stream is None:
                 dev.copy_(host)
             else:
+                # Issued after the compute operation listed before it (and
+                # after this allocation, made on the compute stream).
+                copy_stream.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(copy_stream):
                     dev.copy_(host, non_blocking=True)
                 dev.record_stream(copy_stream)
