@@ -142,7 +142,9 @@ def test_gradients_loss_and_forward_counts(schedules, name, label):
     differ, rotor/sequential/revolve cases fail); no buffer restore (cnn's
     running_mean differs); F_∅ keeping its input (states test below);
     prefetch skipping the copy back (pofo cases: gradients differ); an
-    extra forward of stage 1 (counts differ)."""
+    extra no-grad call of the stage in every F_ck/F_∅ (the counts differ);
+    the F_all alias not detached when the input already requires grad (the
+    graph runs on into the previous stage: gradients differ)."""
     path = _path(schedules, name, label)
     want, got, counts, _ = _run(name, path)
     assert torch.equal(got["loss"], want["loss"]), (got["loss"], want["loss"])
