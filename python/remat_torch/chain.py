@@ -7,6 +7,8 @@ out), which is exactly what `remat_torch.checkpointed` keeps and moves as
 a^ℓ and ā^ℓ. Times are wall-clock medians. Transient workspaces (o_f, o_b)
 are not measured: `remat-profile` (docs/profiler.md) measures those with a
 counting allocator for its built-in models; here they are left at 0.
+The forward times include the bookkeeping of which storages a stage creates
+(a Python call per aten op), as the runtime's F_all does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from .runtime import needs_input_gradient
+from .runtime import _Births, needs_input_gradient
 
 
 def _storage_bytes(t: torch.Tensor) -> int:
@@ -73,12 +75,15 @@ def describe_chain(
                         seen[st._cdata] = st.nbytes()
                     return t.detach()
 
+                births = _Births()
                 _sync(x)
                 t0 = time.perf_counter()
-                with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+                with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), births:
                     y = stage(inp, target) if last else stage(inp)
                 _sync(x)
                 t1 = time.perf_counter()
+                # What the runtime counts in ā^ℓ: storages born in the stage.
+                seen = {k: v for k, v in seen.items() if k in births.keys}
                 torch.autograd.backward(y, torch.ones_like(y))
                 _sync(x)
                 t2 = time.perf_counter()

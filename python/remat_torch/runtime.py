@@ -25,8 +25,37 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from .schedule import FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, load_schedule
+
+
+class _Births(TorchDispatchMode):
+    """Notes the storages that come into being while a stage runs: the
+    output storages of every aten op that are not one of its inputs' (a view
+    or an in-place op writes into an existing storage). Only those can be
+    part of ā^ℓ: a tensor the stage merely reads — a constant kept as a
+    plain module attribute, shared with other stages — must not be moved
+    to the host with it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: set = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {
+            _storage_key(t.untyped_storage())
+            for t in tree_flatten((args, kwargs))[0]
+            if isinstance(t, torch.Tensor)
+        }
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                k = _storage_key(t.untyped_storage())
+                if k not in inputs:
+                    self.keys.add(k)
+        return out
 
 
 def _storage_key(st: torch.UntypedStorage) -> int:
@@ -332,10 +361,7 @@ class _Step:
                 storages: List[torch.UntypedStorage] = []
 
                 def pack(t: torch.Tensor):
-                    st = t.untyped_storage()
-                    k = _storage_key(st)
-                    if k != input_key and k not in self.foreign:
-                        storages.append(st)
+                    storages.append(t.untyped_storage())
                     # Detached: returning the output itself would make its
                     # grad_fn hold the tensor that holds it (a cycle that only
                     # the garbage collector frees, keeping ā^ℓ's memory).
@@ -344,8 +370,20 @@ class _Step:
                 def unpack(t: torch.Tensor) -> torch.Tensor:
                     return t
 
+                births = _Births()
                 with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-                    out = self.own(_call(stage, alias, self.target, last), alias)
+                    with births:
+                        out = _call(stage, alias, self.target, last)
+                    out = self.own(out, alias)
+                # Parameters, buffers, the target and the input are never
+                # born in the stage; the check on them is a second guard.
+                storages = [
+                    st
+                    for st in storages
+                    if _storage_key(st) in births.keys
+                    and _storage_key(st) != input_key
+                    and _storage_key(st) not in self.foreign
+                ]
                 if not out.requires_grad:
                     raise RuntimeError(
                         f"stage {l}: its output does not require grad, so B^{l} has nothing to "
