@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what is missing and runs every test of the project:
 # format and lint checks, the core built for wasm32, the Rust tests (unit,
-# exhaustive search, proptest cross-checks, CLI contract) and the explorer's
+# exhaustive search, proptest cross-checks, CLI contract), the profiler and
+# remat_torch against PyTorch on the CPU, and the explorer's
 # browser tests in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,14 @@ step "profiler (remat-profile with libtorch, CPU): setup, then its tests with --
 bash scripts/setup-libtorch.sh
 LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo test --release -p remat-profiler --features torch
+
+step "remat_torch (python/): setup (torch 2.13 importable), then its tests against the remat binary"
+bash scripts/setup-python.sh
+cargo build --release -p remat-cli
+# From the repository root, so remat_torch is imported from what
+# `pip install ./python` installed in .tools/pydeps, not from the source tree.
+PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/release/remat" \
+  python3 -m pytest -q -c python/pyproject.toml --rootdir python python/tests
 
 step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"
 bash scripts/setup-web.sh

@@ -1,0 +1,449 @@
+"""Runs one training step of a chain of modules following a Remat schedule.
+
+Each logical tensor of docs/model.md is one record here:
+
+* a^ℓ — `_Activation`: a plain tensor with no autograd history (the output of
+  F_ck^ℓ / F_∅^ℓ, or the input batch a^0);
+* ā^ℓ — `_Saved`: what F_all^ℓ leaves for B^ℓ: the stage's output a^ℓ with
+  its autograd graph, the detached alias of the input the graph stops at,
+  and the storages of the tensors autograd saved for the backward (found with
+  `torch.autograd.graph.saved_tensors_hooks`; parameters, buffers, the
+  stage's input and the target are not part of ā^ℓ);
+* δ^ℓ — a plain gradient tensor (δ^L, the loss seed, is a 1 made in B^L).
+
+Where a record is (device, host) is read from the tensors themselves — a
+device copy is there when its storages are allocated, a host copy when the
+record holds host buffers — so `last_states` reports what the wrapper really
+holds, not what it meant to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from .schedule import FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, load_schedule
+
+
+class _Births(TorchDispatchMode):
+    """Notes the storages that come into being while a stage runs: the
+    output storages of every aten op that are not one of its inputs' (a view
+    or an in-place op writes into an existing storage). Only those can be
+    part of ā^ℓ: a tensor the stage merely reads — a constant kept as a
+    plain module attribute, shared with other stages — must not be moved
+    to the host with it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: set = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {
+            _storage_key(t.untyped_storage())
+            for t in tree_flatten((args, kwargs))[0]
+            if isinstance(t, torch.Tensor)
+        }
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                k = _storage_key(t.untyped_storage())
+                if k not in inputs:
+                    self.keys.add(k)
+        return out
+
+
+def _storage_key(st: torch.UntypedStorage) -> int:
+    # One StorageImpl may be seen through many Python storage objects;
+    # `_cdata` is its address, stable while the storage lives.
+    return st._cdata
+
+
+class _Moved:
+    """Storages that move to the host and back as one tensor of the model.
+
+    Offload copies every storage to a host buffer, then frees the device
+    memory with `untyped_storage().resize_(0)`; prefetch re-allocates it
+    with `resize_(nbytes)` and copies back. This is the trick FSDP uses for
+    its flat parameters, chosen over pack/unpack holders because every
+    tensor that views the storage — the autograd graph's saved tensors, the
+    output the next stage's input aliases, views inside the graph — sees the
+    data leave and come back in place: the device memory is really freed
+    even though the graph still references those tensors, and nothing needs
+    re-binding on the way back. A holder in a pack hook could only drop its
+    own reference, and the graph or the next stage would keep the memory.
+    """
+
+    def __init__(self, storages: Iterable[torch.UntypedStorage]) -> None:
+        seen: Dict[int, torch.UntypedStorage] = {}
+        for st in storages:
+            if st.nbytes() > 0:
+                seen.setdefault(_storage_key(st), st)
+        self.storages: List[torch.UntypedStorage] = list(seen.values())
+        self.sizes: List[int] = [st.nbytes() for st in self.storages]
+        self.host: Optional[List[torch.Tensor]] = None
+        # CUDA: the event after which the device copy can be read again.
+        self.ready: Optional[torch.cuda.Event] = None
+
+    def on_device(self) -> bool:
+        return all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
+
+    def on_host(self) -> bool:
+        return self.host is not None
+
+    @staticmethod
+    def _bytes(st: torch.UntypedStorage) -> torch.Tensor:
+        return torch.empty(0, dtype=torch.uint8, device=st.device).set_(st)
+
+    def offload(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
+        if copy_stream is not None:
+            # The copy starts once the producer (compute issued so far) ends.
+            copy_stream.wait_stream(torch.cuda.current_stream())
+        self.host = []
+        for st, n in zip(self.storages, self.sizes):
+            dev = self._bytes(st)
+            if copy_stream is None:
+                host = dev.clone()
+            else:
+                host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+                with torch.cuda.stream(copy_stream):
+                    host.copy_(dev, non_blocking=True)
+                # The caching allocator must not hand the block to the compute
+                # stream before the copy has read it: the memory is freed
+                # "when the copy ends", as in the simulator.
+                dev.record_stream(copy_stream)
+            self.host.append(host)
+            del dev
+            st.resize_(0)
+
+    def prefetch(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
+        assert self.host is not None
+        for st, n, host in zip(self.storages, self.sizes, self.host):
+            # Allocated on the compute stream at issue time: the simulator
+            # takes the memory when the transfer starts.
+            st.resize_(n)
+            dev = self._bytes(st)
+            if copy_stream is None:
+                dev.copy_(host)
+            else:
+                # Issued after the compute operation listed before it (and
+                # after this allocation, made on the compute stream).
+                copy_stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(copy_stream):
+                    dev.copy_(host, non_blocking=True)
+                dev.record_stream(copy_stream)
+        if copy_stream is not None:
+            self.ready = torch.cuda.Event()
+            self.ready.record(copy_stream)
+        self.host = None
+
+    def wait(self) -> None:
+        """Make the compute stream wait for a prefetch still in flight."""
+        if self.ready is not None:
+            torch.cuda.current_stream().wait_event(self.ready)
+            self.ready = None
+
+
+class _Activation:
+    """a^ℓ: a plain tensor; `checkpoint` is set by F_ck^{ℓ+1}."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+        self.checkpoint = False
+        self.moved = _Moved([value.untyped_storage()])
+
+    def tensor(self) -> torch.Tensor:
+        return self.value
+
+
+class _Saved:
+    """ā^ℓ: the stage output with its graph, the input alias it stops at,
+    and the storages of the graph's saved tensors (plus the output's)."""
+
+    def __init__(self, out: torch.Tensor, alias: torch.Tensor, storages: List[torch.UntypedStorage],
+                 input_key: int) -> None:
+        self.out = out
+        self.alias = alias
+        self.input_key = input_key
+        self.input_storage = alias.untyped_storage()
+        self.moved = _Moved([out.untyped_storage(), *storages])
+
+    def tensor(self) -> torch.Tensor:
+        return self.out
+
+
+def needs_input_gradient(first: nn.Module, x: torch.Tensor) -> bool:
+    """Whether B^1 computes δ^0: when the caller's batch requires grad, or
+    when stage 1 has no trainable parameter (its output would not require
+    grad otherwise). Else δ^0 is not computed and takes no memory, as in a
+    plain step — chains should then say `input_gradient_bytes: 0`."""
+    return x.requires_grad or not any(p.requires_grad for p in first.parameters())
+
+
+def _call(stage: nn.Module, x: torch.Tensor, target, last: bool):
+    return stage(x, target) if last else stage(x)
+
+
+class Checkpointed:
+    """One training step, forward and backward, following a schedule.
+
+    `step(x, target)` returns the loss (a detached float tensor) and leaves
+    the parameters' `.grad` filled (accumulated, like `loss.backward()`).
+    After a call, `last_states[i]` is `{"op": i, "device": [...], "host": [...]}`
+    — the tensors the wrapper held after op i, named like the simulator —
+    and `last_forward_counts[ℓ]` the forwards stage ℓ ran.
+    """
+
+    def __init__(self, stages: Sequence[nn.Module], schedule: ScheduleLike) -> None:
+        self.stages: List[nn.Module] = list(stages)
+        if not self.stages:
+            raise ScheduleError("stages: the network has no stage")
+        self.schedule: Schedule = load_schedule(schedule)
+        # Everything is checked before anything runs: a refused schedule
+        # never leaves a half-done step (parameters' .grad partly filled).
+        # A file's problems read as `remat simulate` words them.
+        try:
+            check(self.schedule, len(self.stages))
+        except ScheduleError as e:
+            if isinstance(schedule, (str, os.PathLike)):
+                what = "" if str(e).startswith(("stages:", "ops:")) else "invalid schedule: "
+                raise ScheduleError(f"{os.fspath(schedule)}: {what}{e}") from None
+            raise
+        self.record_states = True
+        self.last_states: List[dict] = []
+        self.last_forward_counts: List[int] = []
+
+    # --- the step -----------------------------------------------------------
+
+    def __call__(self, x: torch.Tensor, target=None) -> torch.Tensor:
+        run = _Step(self, x, target)
+        loss = run.execute()
+        self.last_states = run.states
+        self.last_forward_counts = run.forward_counts
+        return loss
+
+
+class _Step:
+    """The state of one call: the records, RNG states, the copy stream."""
+
+    def __init__(self, owner: Checkpointed, x: torch.Tensor, target) -> None:
+        self.owner = owner
+        self.stages = owner.stages
+        self.n = len(self.stages)
+        self.target = target
+        self.device = x.device
+        cuda = x.is_cuda
+        self.copy_stream = torch.cuda.Stream(device=x.device) if cuda else None
+        a0 = x.detach()
+        self.x = x
+        self.act: Dict[int, _Activation] = {0: _Activation(a0)}
+        self.saved: Dict[int, _Saved] = {}
+        # δ^L is resident from the start (the loss seed); None until B^L
+        # knows the loss's dtype and shape.
+        self.grad: Dict[int, Optional[torch.Tensor]] = {self.n: None}
+        self.rng: Dict[int, Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
+        self.forward_counts = [0] * (self.n + 1)
+        self.states: List[dict] = []
+        self.loss: Optional[torch.Tensor] = None
+        self.input_gradient = needs_input_gradient(self.stages[0], x)
+        # Storages that are never part of ā^ℓ: parameters and buffers (the
+        # model's, outside the chain's memory) and the target.
+        self.foreign = set()
+        for m in self.stages:
+            for t in list(m.parameters()) + list(m.buffers()):
+                self.foreign.add(_storage_key(t.untyped_storage()))
+        if isinstance(target, torch.Tensor):
+            self.foreign.add(_storage_key(target.untyped_storage()))
+
+    def execute(self) -> torch.Tensor:
+        for i, op in enumerate(self.owner.schedule.ops):
+            if op.kind in FORWARDS:
+                self.forward(op)
+            elif op.kind == "backward":
+                self.backward(op)
+            elif op.kind == "offload":
+                self.record_of(op).moved.offload(self.copy_stream)
+            else:
+                self.record_of(op).moved.prefetch(self.copy_stream)
+            if self.owner.record_states:
+                self.states.append(self.snapshot(i))
+        if self.x.requires_grad and self.grad.get(0) is not None:
+            d0 = self.grad[0]
+            self.x.grad = d0 if self.x.grad is None else self.x.grad + d0
+        assert self.loss is not None
+        return self.loss
+
+    # --- records -------------------------------------------------------------
+
+    def record_of(self, op: Op):
+        table = self.saved if op.tensor == "saved" else self.act
+        return table[op.stage]
+
+    def input_of(self, l: int):
+        """The input of stage ℓ: a^{ℓ-1} if on the device, else ā^{ℓ-1}."""
+        a = self.act.get(l - 1)
+        if a is not None and a.moved.on_device():
+            return a
+        s = self.saved.get(l - 1)
+        if s is not None and s.moved.on_device():
+            return s
+        # Unreachable for a validated schedule.
+        raise RuntimeError(f"stage {l}: no input on the device")
+
+    def snapshot(self, i: int) -> dict:
+        device, host = [], []
+        for sym, table in (("a", self.act), ("ā", self.saved)):
+            for l in sorted(table):
+                m = table[l].moved
+                if m.on_device():
+                    device.append(f"{sym}^{l}")
+                if m.on_host():
+                    host.append(f"{sym}^{l}")
+        device += [f"δ^{l}" for l in sorted(self.grad)]
+        return {"op": i, "device": device, "host": host}
+
+    # --- forward ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def replay(self, l: int):
+        """A recomputed forward of stage ℓ sees the RNG state of its first
+        forward (same dropout mask) and leaves no trace: the global RNG
+        continues as after a plain step, and buffers (BatchNorm running
+        statistics, num_batches_tracked) keep the one update of the first
+        forward, as a plain step makes."""
+        cuda = self.device.type == "cuda"
+        if l not in self.rng:
+            cpu_state = torch.get_rng_state()
+            cuda_state = torch.cuda.get_rng_state(self.device) if cuda else None
+            self.rng[l] = (cpu_state, cuda_state)
+            yield
+            return
+        cpu_state, cuda_state = self.rng[l]
+        stage = self.stages[l - 1]
+        buffers = [(b, b.detach().clone()) for b in stage.buffers()]
+        with torch.random.fork_rng(devices=[self.device] if cuda else [], device_type="cuda"):
+            torch.set_rng_state(cpu_state)
+            if cuda:
+                torch.cuda.set_rng_state(cuda_state, self.device)
+            yield
+        with torch.no_grad():
+            for b, old in buffers:
+                b.copy_(old)
+
+    def own(self, out: torch.Tensor, inp: torch.Tensor) -> torch.Tensor:
+        """The output as a tensor that owns its memory: a stage that returns
+        a view of its input or of a parameter (Flatten, Identity) would
+        otherwise make a^ℓ and a^{ℓ-1} one storage, which the model counts
+        twice and an offload of one would take the other with it."""
+        key = _storage_key(out.untyped_storage())
+        if key == _storage_key(inp.untyped_storage()) or key in self.foreign:
+            return out.clone()
+        return out
+
+    def forward(self, op: Op) -> None:
+        l = op.stage
+        last = l == self.n
+        stage = self.stages[l - 1]
+        src = self.input_of(l)
+        src.moved.wait()
+        inp = src.tensor()
+        self.forward_counts[l] += 1
+        with self.replay(l):
+            if op.kind == "forward_all":
+                # The graph of stage ℓ stops at this alias: B^ℓ's δ^{ℓ-1} is its .grad.
+                alias = inp.detach().requires_grad_(l > 1 or self.input_gradient)
+                input_key = _storage_key(alias.untyped_storage())
+                storages: List[torch.UntypedStorage] = []
+
+                def pack(t: torch.Tensor):
+                    storages.append(t.untyped_storage())
+                    # Detached: returning the output itself would make its
+                    # grad_fn hold the tensor that holds it (a cycle that only
+                    # the garbage collector frees, keeping ā^ℓ's memory).
+                    return t.detach()
+
+                def unpack(t: torch.Tensor) -> torch.Tensor:
+                    return t
+
+                births = _Births()
+                with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                    with births:
+                        out = _call(stage, alias, self.target, last)
+                    out = self.own(out, alias)
+                # Parameters, buffers, the target and the input are never
+                # born in the stage; the check on them is a second guard.
+                storages = [
+                    st
+                    for st in storages
+                    if _storage_key(st) in births.keys
+                    and _storage_key(st) != input_key
+                    and _storage_key(st) not in self.foreign
+                ]
+                if not out.requires_grad:
+                    raise RuntimeError(
+                        f"stage {l}: its output does not require grad, so B^{l} has nothing to "
+                        "back-propagate"
+                    )
+                self.saved[l] = _Saved(out, alias, storages, input_key)
+            else:
+                with torch.no_grad():
+                    out = self.own(_call(stage, inp, self.target, last), inp)
+                self.act[l] = _Activation(out)
+        if last:
+            self.loss = out.detach().clone().float()
+        if isinstance(src, _Activation):
+            if op.kind == "forward_checkpoint":
+                src.checkpoint = True
+            elif op.kind == "forward_none" and not src.checkpoint:
+                del self.act[l - 1]
+
+    # --- backward -----------------------------------------------------------
+
+    def backward(self, op: Op) -> None:
+        l = op.stage
+        rec = self.saved[l]
+        rec.moved.wait()
+        src = self.input_of(l)
+        src.moved.wait()
+        if rec.input_storage.nbytes() == 0:
+            # The graph of F_all^ℓ saved the tensor it ran on; a schedule may
+            # have moved that one to the host and made another input resident
+            # (the simulator only asks for *an* input). Refuse rather than
+            # back-propagate through freed memory.
+            raise RuntimeError(
+                f"B^{l}: the input F_all^{l} ran on is on the host; this wrapper needs that "
+                "same tensor on the device for B^{l}"
+            )
+        delta = self.grad[l]
+        if delta is None:
+            delta = torch.ones_like(rec.out)
+        torch.autograd.backward(rec.out, grad_tensors=delta)
+        d_prev = rec.alias.grad
+        if d_prev is None and (l > 1 or self.input_gradient):
+            # The stage's output does not depend on its input.
+            d_prev = torch.zeros_like(rec.alias)
+        rec.alias.grad = None
+        del self.grad[l]
+        del self.saved[l]
+        a = self.act.get(l - 1)
+        if a is not None and a.moved.on_device():
+            del self.act[l - 1]
+        self.grad[l - 1] = d_prev
+
+
+def checkpointed(stages: Sequence[nn.Module] | nn.Sequential, schedule: ScheduleLike) -> Checkpointed:
+    """`step = checkpointed(stages, "schedule.json")`; then `loss = step(x, target)`.
+
+    `stages` is an `nn.Sequential` or a list of modules, one per stage of the
+    chain the schedule was solved for; the last one is called as
+    `stage(activation, target)` and returns the scalar loss. The schedule is
+    a `remat-schedule/1` file path, its decoded JSON, or a `Schedule`; it is
+    checked against the number of stages and replayed with the simulator's
+    rules before any step runs (ScheduleError with the reason otherwise).
+    """
+    return Checkpointed(stages, schedule)

@@ -1,0 +1,319 @@
+"""Reading and checking a `remat-schedule/1` file before anything runs.
+
+The checker replays the op list on the *logical* state of the chain — which
+of a^ℓ, ā^ℓ, δ^ℓ is on the device, on the host or absent — with the rules of
+Remat's simulator (crates/remat-core/src/simulator/mod.rs, docs/model.md's
+op table) and the same messages, so a schedule that `remat simulate` refuses
+is refused here too, before a single forward runs. The runtime
+(`remat_torch.runtime`) keeps its own bookkeeping from the tensors it really
+holds; the tests compare that with the simulator's states op by op.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+FORMAT = "remat-schedule/1"
+
+OP_KINDS = (
+    "forward_all",
+    "forward_checkpoint",
+    "forward_none",
+    "backward",
+    "offload",
+    "prefetch",
+)
+FORWARDS = ("forward_all", "forward_checkpoint", "forward_none")
+TRANSFERS = ("offload", "prefetch")
+TENSOR_KINDS = ("output", "saved")
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be run on this network, with the reason."""
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation: `kind` as written in files, `stage` 1…L (0 for a^0)."""
+
+    kind: str
+    stage: int
+    tensor: Optional[str] = None  # "output" or "saved" for transfers
+
+    def __str__(self) -> str:
+        """The papers' notation, as the simulator writes it: `F_all^3`, `O(ā^3)`."""
+        l = self.stage
+        if self.kind == "forward_all":
+            return f"F_all^{l}"
+        if self.kind == "forward_checkpoint":
+            return f"F_ck^{l}"
+        if self.kind == "forward_none":
+            return f"F_∅^{l}"
+        if self.kind == "backward":
+            return f"B^{l}"
+        sym = f"a^{l}" if self.tensor == "output" else f"ā^{l}"
+        return f"O({sym})" if self.kind == "offload" else f"P({sym})"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    ops: List[Op]
+    algorithm: str = ""
+    chain_name: str = ""
+    # The chain's number of stages when the file says it (`"stages": L`,
+    # written by `remat solve`); None for hand-written files.
+    stages: Optional[int] = None
+    budget_bytes: Optional[int] = None
+    predicted_peak_bytes: Optional[int] = None
+
+    def forwards_per_stage(self, n_stages: int) -> List[int]:
+        """How many forward operations each stage 1…L runs (index 0 unused)."""
+        counts = [0] * (n_stages + 1)
+        for op in self.ops:
+            if op.kind in FORWARDS and 1 <= op.stage <= n_stages:
+                counts[op.stage] += 1
+        return counts
+
+
+def _parse_op(i: int, raw: Any) -> Op:
+    where = f"ops[{i}]"
+    if not isinstance(raw, dict):
+        raise ScheduleError(f"{where}: expected an object like {{\"op\": \"backward\", \"stage\": 3}}")
+    kind = raw.get("op")
+    if kind not in OP_KINDS:
+        raise ScheduleError(
+            f"{where}.op: unknown operation {kind!r}, expected one of {', '.join(OP_KINDS)}"
+        )
+    stage = raw.get("stage")
+    if not isinstance(stage, int) or isinstance(stage, bool) or stage < 0:
+        raise ScheduleError(f"{where}.stage: expected a stage number ≥ 0, found {stage!r}")
+    allowed = {"op", "stage"} | ({"tensor"} if kind in TRANSFERS else set())
+    extra = sorted(set(raw) - allowed)
+    if extra:
+        raise ScheduleError(f"{where}.{extra[0]}: unknown field for a {kind} operation")
+    tensor = None
+    if kind in TRANSFERS:
+        tensor = raw.get("tensor")
+        if tensor not in TENSOR_KINDS:
+            raise ScheduleError(
+                f"{where}.tensor: expected \"output\" (a^ℓ) or \"saved\" (ā^ℓ), found {tensor!r}"
+            )
+    return Op(kind, stage, tensor)
+
+
+def parse_schedule(doc: Dict[str, Any]) -> Schedule:
+    """A `remat-schedule/1` document (already decoded JSON) as a Schedule."""
+    if not isinstance(doc, dict):
+        raise ScheduleError("(schedule): expected a JSON object")
+    if doc.get("format") != FORMAT:
+        raise ScheduleError(f"format: expected {FORMAT!r}, found {doc.get('format')!r}")
+    ops_raw = doc.get("ops")
+    if not isinstance(ops_raw, list):
+        raise ScheduleError("ops: missing or not a list")
+    stages = doc.get("stages")
+    if stages is not None and (
+        not isinstance(stages, int) or isinstance(stages, bool) or stages < 1
+    ):
+        raise ScheduleError(f"stages: expected a number of stages ≥ 1, found {stages!r}")
+    predicted = doc.get("predicted") or {}
+    return Schedule(
+        ops=[_parse_op(i, o) for i, o in enumerate(ops_raw)],
+        algorithm=str(doc.get("algorithm", "")),
+        chain_name=str(doc.get("chain_name", "")),
+        stages=stages,
+        budget_bytes=doc.get("budget_bytes"),
+        predicted_peak_bytes=predicted.get("peak_bytes") if isinstance(predicted, dict) else None,
+    )
+
+
+ScheduleLike = Union[str, "os.PathLike[str]", Dict[str, Any], Schedule]
+
+
+def load_schedule(source: ScheduleLike) -> Schedule:
+    """A Schedule from a file path, a decoded JSON dict or a Schedule."""
+    if isinstance(source, Schedule):
+        return source
+    if isinstance(source, dict):
+        return parse_schedule(source)
+    path = os.fspath(source)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except json.JSONDecodeError as e:
+        raise ScheduleError(f"{path}: not valid JSON: {e}") from None
+    try:
+        return parse_schedule(doc)
+    except ScheduleError as e:
+        raise ScheduleError(f"{path}: {e}") from None
+
+
+# --- the logical replay -------------------------------------------------------
+
+ABSENT, DEVICE, HOST = "absent", "device", "host"
+
+
+class _Slot:
+    """Where one logical tensor is, as the simulator's `Where`."""
+
+    __slots__ = ("where", "by", "checkpoint")
+
+    def __init__(self) -> None:
+        self.where = ABSENT
+        self.by: Optional[int] = None  # the op that freed / offloaded it
+        self.checkpoint = False
+
+
+def stage_count_problem(schedule: Schedule, n_stages: int) -> Optional[str]:
+    """Why this schedule is not for a network of `n_stages` stages, or None."""
+    if schedule.stages is not None:
+        if schedule.stages != n_stages:
+            return (
+                f"stages: the schedule was made for a chain of {schedule.stages} stages "
+                f"({schedule.chain_name or 'unnamed'}), the network has {n_stages}; "
+                "solve again for this network's chain"
+            )
+        return None
+    highest = max((op.stage for op in schedule.ops), default=0)
+    if highest != n_stages:
+        return (
+            f"ops: the schedule's operations name stages up to {highest}, the network has "
+            f"{n_stages} stages; this schedule is for another chain"
+        )
+    return None
+
+
+def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
+    """Raise ScheduleError on the first operation the simulator would refuse.
+
+    Returns the logical state after each op, in the format of
+    `remat simulate --json --states`: `{"op": i, "device": [...], "host": [...]}`.
+
+    Mirrors `Simulation::step` and `check_complete`: a read of a tensor that
+    is not on the device, a computation of one that is resident or on the
+    host, a stage out of range, a transfer of something that is not there,
+    and an op list that does not run every B^L … B^1.
+    """
+    n = n_stages
+    act = [_Slot() for _ in range(n + 1)]
+    saved = [_Slot() for _ in range(n + 1)]
+    grad = [_Slot() for _ in range(n + 1)]
+    act[0].where = DEVICE
+    grad[n].where = DEVICE
+    backwards_done = 0
+    states: List[Dict[str, Any]] = []
+
+    def listing(where: str) -> List[str]:
+        out = []
+        for sym, table in (("a", act), ("ā", saved), ("δ", grad)):
+            out += [f"{sym}^{l}" for l in range(n + 1) if table[l].where == where]
+        return out
+
+    def name(table: List[_Slot], l: int) -> str:
+        return {id(act): "a", id(saved): "ā", id(grad): "δ"}[id(table)] + f"^{l}"
+
+    def fail(i: int, op: Op, reason: str, tensor: str = "") -> ScheduleError:
+        who = f"op {i} ({op}): "
+        return ScheduleError(who + (f"{tensor} {reason}" if tensor else reason))
+
+    def missing(i: int, op: Op, table: List[_Slot], l: int) -> ScheduleError:
+        s = table[l]
+        if s.where == HOST:
+            reason = f"is on the host (offloaded by op {s.by}): prefetch it first"
+        elif s.by is None:
+            reason = "is not resident: it was never computed"
+        else:
+            reason = f"is not resident: it was freed by op {s.by}"
+        return fail(i, op, reason, name(table, l))
+
+    def read(i: int, op: Op, table: List[_Slot], l: int) -> None:
+        if table[l].where != DEVICE:
+            raise missing(i, op, table, l)
+
+    def input_of(i: int, op: Op, l: int):
+        if act[l - 1].where == DEVICE:
+            return act, l - 1
+        if l >= 2:
+            if saved[l - 1].where == DEVICE:
+                return saved, l - 1
+            if saved[l - 1].where == HOST:
+                raise missing(i, op, saved, l - 1)
+        raise missing(i, op, act, l - 1)
+
+    def must_be_absent(i: int, op: Op, table: List[_Slot], l: int) -> None:
+        w = table[l].where
+        if w == DEVICE:
+            raise fail(i, op, "is already resident: this operation would compute it twice", name(table, l))
+        if w == HOST:
+            raise fail(
+                i, op, "already has a copy on the host: prefetch it instead of recomputing", name(table, l)
+            )
+
+    def free(table: List[_Slot], l: int, i: int) -> None:
+        if table[l].where == DEVICE:
+            table[l].where, table[l].by, table[l].checkpoint = ABSENT, i, False
+
+    for i, op in enumerate(ops):
+        l = op.stage
+        lowest = 0 if op.kind in TRANSFERS else 1
+        if l < lowest or l > n:
+            raise fail(i, op, f"stage {l} does not exist: stages are numbered {lowest}..={n}")
+        if op.kind in FORWARDS:
+            table, k = input_of(i, op, l)
+            out = saved if op.kind == "forward_all" else act
+            must_be_absent(i, op, out, l)
+            out[l].where, out[l].by, out[l].checkpoint = DEVICE, None, False
+            if table is act:
+                if op.kind == "forward_checkpoint":
+                    act[k].checkpoint = True
+                elif op.kind == "forward_none" and not act[k].checkpoint:
+                    free(act, k, i)
+        elif op.kind == "backward":
+            read(i, op, grad, l)
+            read(i, op, saved, l)
+            input_of(i, op, l)
+            must_be_absent(i, op, grad, l - 1)
+            grad[l - 1].where, grad[l - 1].by = DEVICE, None
+            free(grad, l, i)
+            free(saved, l, i)
+            free(act, l - 1, i)
+            backwards_done += 1
+        else:
+            if op.tensor == "saved" and l == 0:
+                raise fail(i, op, "stage 0 has no ā")
+            table = saved if op.tensor == "saved" else act
+            s = table[l]
+            if op.kind == "offload":
+                if s.where != DEVICE:
+                    raise missing(i, op, table, l)
+                s.where, s.by = HOST, i
+            else:
+                if s.where != HOST:
+                    reason = (
+                        "is already on the device"
+                        if s.where == DEVICE
+                        else "has no copy on the host: offload it first"
+                    )
+                    raise fail(i, op, reason, name(table, l))
+                s.where, s.by = DEVICE, None
+        states.append({"op": i, "device": listing(DEVICE), "host": listing(HOST)})
+    if backwards_done < n:
+        stage = n - backwards_done
+        k = len(ops)
+        raise fail(
+            k,
+            Op("backward", stage),
+            f"missing: the schedule ends after {k} op{'' if k == 1 else 's'} without running "
+            f"B^{stage}; a training step runs every backward B^{n} … B^1 and produces δ^0",
+        )
+    return states
+
+
+def check(schedule: Schedule, n_stages: int) -> None:
+    """Everything that must hold before a step runs: stage count, then validity."""
+    problem = stage_count_problem(schedule, n_stages)
+    if problem:
+        raise ScheduleError(problem)
+    validate(schedule.ops, n_stages)

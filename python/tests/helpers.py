@@ -1,0 +1,153 @@
+"""Shared pieces of the remat_torch tests: the networks, their chain files,
+the `remat` binary, and the plain autograd step every schedule is compared
+with."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import torch
+from torch import nn
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def remat_bin() -> str:
+    """The `remat` binary: $REMAT_BIN, else the repository's release build."""
+    path = os.environ.get("REMAT_BIN") or str(REPO / "target" / "release" / "remat")
+    if not os.path.exists(path):
+        raise RuntimeError(
+            f"no remat binary at {path}: run `cargo build --release -p remat-cli` "
+            "or set REMAT_BIN"
+        )
+    return path
+
+
+def remat(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run([remat_bin(), *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"remat {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    return p
+
+
+class Loss(nn.Module):
+    """The last stage: the scalar loss from (activation, target)."""
+
+    def forward(self, a: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(a, target)
+
+
+def mlp() -> Tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    net = nn.Sequential(
+        nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh(), nn.Dropout(0.3),
+        nn.Linear(64, 48), nn.ReLU(), nn.Dropout(0.2), nn.Linear(48, 10), Loss(),
+    )
+    x = torch.randn(16, 32)
+    target = torch.randint(0, 10, (16,))
+    return net, x, target
+
+
+def cnn() -> Tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    net = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Dropout(0.25),
+        nn.Conv2d(8, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Dropout2d(0.2), nn.Flatten(), nn.Linear(16 * 4 * 4, 10), Loss(),
+    )
+    x = torch.randn(4, 3, 16, 16)
+    target = torch.randint(0, 10, (4,))
+    return net, x, target
+
+
+NETWORKS = {"mlp": mlp, "cnn": cnn}
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def chain_for(name: str, net: nn.Sequential, x: torch.Tensor, target: torch.Tensor) -> dict:
+    """A remat-chain/1 document for `net`, from the sizes of its tensors in
+    one forward: ω_a^ℓ the output, ω_ā^ℓ the output plus what autograd saves
+    (parameters and the input left out). Times are made up but distinct, so
+    the solvers have real choices to make; the gradient tests do not depend
+    on them."""
+    stages = list(net)
+    params = {t.untyped_storage()._cdata for t in list(net.parameters()) + list(net.buffers())}
+    rng = torch.get_rng_state()
+    out = []
+    a = x
+    for l, stage in enumerate(stages, start=1):
+        inp = a.detach().requires_grad_(True)
+        saved: Dict[int, int] = {}
+
+        def pack(t):
+            st = t.untyped_storage()
+            if st._cdata not in params and st._cdata != inp.untyped_storage()._cdata:
+                saved[st._cdata] = st.nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = stage(inp, target) if l == len(stages) else stage(inp)
+        ob = _nbytes(y)
+        saved.pop(y.untyped_storage()._cdata, None)
+        out.append({
+            "name": f"{l}:{type(stage).__name__}",
+            "forward_seconds": 0.001 * (1 + l % 3),
+            "backward_seconds": 0.002 * (1 + l % 2),
+            "output_bytes": ob,
+            "saved_bytes": ob + sum(saved.values()),
+        })
+        a = y
+    torch.set_rng_state(rng)
+    return {
+        "format": "remat-chain/1",
+        "name": f"{name} ({len(stages)} stages)",
+        "source": "remat_torch tests",
+        "input_bytes": _nbytes(x),
+        "bandwidth_bytes_per_s": 12e9,
+        "stages": out,
+    }
+
+
+def plain_step(net: nn.Sequential, x: torch.Tensor, target: torch.Tensor) -> dict:
+    """One ordinary autograd step: the reference every schedule must match."""
+    stages = list(net)
+    a = x
+    for stage in stages[:-1]:
+        a = stage(a)
+    loss = stages[-1](a, target)
+    loss.backward()
+    return snapshot(net, loss)
+
+
+def snapshot(net: nn.Module, loss: torch.Tensor) -> dict:
+    return {
+        "loss": loss.detach().clone().float(),
+        "grads": {n: p.grad.detach().clone() for n, p in net.named_parameters()},
+        "buffers": {n: b.detach().clone() for n, b in net.named_buffers()},
+        "rng": torch.get_rng_state(),
+    }
+
+
+def solve(chain_path: Path, out: Path, *args: str) -> dict:
+    """`remat solve CHAIN ARGS -o OUT`, the schedule file and the JSON report."""
+    p = remat("solve", str(chain_path), *args, "--json", "-o", str(out))
+    report = json.loads(p.stdout)
+    return report
+
+
+def simulator_states(chain_path: Path, schedule_path: Path) -> Optional[List[dict]]:
+    """`remat simulate --json --states`'s per-op states, or None when this
+    remat has no --states flag yet."""
+    p = remat("simulate", str(chain_path), str(schedule_path), "--json", "--states", check=False)
+    if p.returncode != 0:
+        if "--states" in p.stderr:
+            return None
+        raise RuntimeError(f"remat simulate failed: {p.stderr}")
+    return json.loads(p.stdout)["states"]
