@@ -8,7 +8,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import torch
 from torch import nn
@@ -142,12 +142,7 @@ def solve(chain_path: Path, out: Path, *args: str) -> dict:
     return report
 
 
-def simulator_states(chain_path: Path, schedule_path: Path) -> Optional[List[dict]]:
-    """`remat simulate --json --states`'s per-op states, or None when this
-    remat has no --states flag yet."""
-    p = remat("simulate", str(chain_path), str(schedule_path), "--json", "--states", check=False)
-    if p.returncode != 0:
-        if "--states" in p.stderr:
-            return None
-        raise RuntimeError(f"remat simulate failed: {p.stderr}")
+def simulator_states(chain_path: Path, schedule_path: Path) -> List[dict]:
+    """`remat simulate --json --states`'s per-op states."""
+    p = remat("simulate", str(chain_path), str(schedule_path), "--json", "--states")
     return json.loads(p.stdout)["states"]

@@ -186,8 +186,6 @@ def test_resident_sets_equal_the_simulator(schedules, name, label):
     the device or the host after an op (mutations as in the test above)."""
     path = _path(schedules, name, label)
     sim = simulator_states(schedules[name]["chain"], path)
-    if sim is None:
-        pytest.skip("this remat has no `simulate --states` yet (being added to main)")
     _, _, _, step = _run(name, path)
     assert len(step.last_states) == len(sim)
     for got, want in zip(step.last_states, sim):

@@ -224,7 +224,7 @@ pub fn snippet(segs: &[Segment], title: &str) -> String {
     let _ = write!(
         py,
         "import torch\n\
-         from torch.utils.checkpoint import checkpoint\n\n\
+         from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop\n\n\
          SEGMENTS = [{}]  # (start, end, checkpointed)\n\n\
          def run_segment(model, start, end, x, target):\n    \
              for i in range(start, end):\n        \
@@ -233,7 +233,10 @@ pub fn snippet(segs: &[Segment], title: &str) -> String {
          def forward_loss(model, x, target):\n    \
              for start, end, checkpointed in SEGMENTS:\n        \
                  if checkpointed:\n            \
-                     x = checkpoint(run_segment, model, start, end, x, target, use_reentrant=False)\n        \
+                     # Early stop off: recompute the whole segment, as the schedule\n            \
+                     # (and its predicted time and peak) says.\n            \
+                     with set_checkpoint_early_stop(False):\n                \
+                         x = checkpoint(run_segment, model, start, end, x, target, use_reentrant=False)\n        \
                  else:\n            \
                      x = run_segment(model, start, end, x, target)\n    \
              return x  # the loss\n\n\
