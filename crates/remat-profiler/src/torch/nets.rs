@@ -200,30 +200,30 @@ fn seq_stage(name: impl Into<String>, m: nn::SequentialT) -> (String, StageFn) {
     )
 }
 
+/// Six conv+ReLU stages (8 channels, in-place ReLUs), a max-pool and a
+/// linear+loss stage: deep enough that rematerialization saves memory
+/// (M_low < M_high), small enough for tests.
 fn tiny(p: &nn::Path, b: i64, px: i64) -> Vec<(String, StageFn)> {
-    let c1 = conv(p / "c1", 3, 8, 3, 1, 1, true);
-    let c2 = conv(p / "c2", 8, 8, 3, 1, 1, true);
+    let mut stages: Vec<(String, StageFn)> = Vec::new();
+    for i in 1..=6 {
+        let c = conv(p / format!("c{i}"), if i == 1 { 3 } else { 8 }, 8, 3, 1, 1, true);
+        stages.push((
+            format!("conv{i}"),
+            Box::new(move |x: &Tensor| relu_(x.apply(&c))),
+        ));
+    }
     let side = px / 2;
     let fc = nn::linear(p / "fc", 8 * side * side, 10, Default::default());
     let y = targets(b, 10);
-    vec![
-        (
-            "conv1".into(),
-            Box::new(move |x: &Tensor| relu_(x.apply(&c1))),
-        ),
-        (
-            "conv2".into(),
-            Box::new(move |x: &Tensor| relu_(x.apply(&c2))),
-        ),
-        (
-            "pool".into(),
-            Box::new(|x: &Tensor| x.max_pool2d([2, 2], [2, 2], [0, 0], [1, 1], false)),
-        ),
-        (
-            "fc+loss".into(),
-            Box::new(move |x: &Tensor| x.flatten(1, -1).apply(&fc).cross_entropy_for_logits(&y)),
-        ),
-    ]
+    stages.push((
+        "pool".into(),
+        Box::new(|x: &Tensor| x.max_pool2d([2, 2], [2, 2], [0, 0], [1, 1], false)),
+    ));
+    stages.push((
+        "fc+loss".into(),
+        Box::new(move |x: &Tensor| x.flatten(1, -1).apply(&fc).cross_entropy_for_logits(&y)),
+    ));
+    stages
 }
 
 /// ResNet (He et al. 2016), torchvision's layout: basic blocks (18/34) or
