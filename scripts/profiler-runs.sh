@@ -2,7 +2,7 @@
 # Measured chains against executed schedules, on the CPU (issue 10's table).
 #
 # Builds remat and remat-profile (feature torch), profiles each network
-# (default: tiny, resnet18 and vgg19 at sizes that run in a few minutes on
+# (default: tiny, resnet18, vgg19 and resnet50 at sizes that run in minutes on
 # two cores), solves rotor at 40 / 60 / 90 % of M_high, at M_low itself where
 # 40 or 60 % is below it, and store-all (100 %), runs every schedule for one
 # training step with `remat-profile run --json`, and prints a markdown table:
@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 export LIBTORCH
 [ -d "$LIBTORCH/lib" ] || { echo "LIBTORCH=$LIBTORCH has no lib/ (run scripts/setup-libtorch.sh)" >&2; exit 2; }
 out="${1:-target/profiler-runs}"
-models="${MODELS:-tiny:4:16 resnet18:16:128 vgg19:4:32}"
+models="${MODELS:-tiny:4:16 resnet18:8:96 vgg19:4:32 resnet50:8:64}"
 steps="${STEPS:-5}"
 mkdir -p "$out"
 
