@@ -4,7 +4,7 @@
 # Builds remat and remat-profile (feature torch), profiles each network
 # (default: tiny, resnet18, vgg19 and resnet50 at sizes that run in minutes on
 # two cores), solves rotor at 40 / 60 / 90 % of M_high, at M_low itself where
-# 40 or 60 % is below it, and store-all (100 %), runs every schedule for one
+# 40 % is below it, and store-all (100 %), runs every schedule for one
 # training step with `remat-profile run --json`, and prints a markdown table:
 # predicted against measured peak and time, and whether the parameter
 # gradients equal a plain step's.
@@ -42,8 +42,8 @@ for spec in $models; do
   "$remat" solve "$chain" -a rotor -b 100% --json >"$out/$name.limits.json"
   read -r m_low m_high < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["m_low_bytes"], d["m_high_bytes"])' "$out/$name.limits.json")
   budgets="40% 60% 90% 100%"
-  # Where 40 or 60 % is below M_low, rotor's least budget is run as well.
-  if python3 -c 'import sys; sys.exit(0 if int(sys.argv[1]) > 0.6 * int(sys.argv[2]) else 1)' "$m_low" "$m_high"; then
+  # Where 40 % is below M_low, rotor's least budget is run as well.
+  if python3 -c 'import sys; sys.exit(0 if int(sys.argv[1]) > 0.4 * int(sys.argv[2]) else 1)' "$m_low" "$m_high"; then
     budgets="40% 60% $m_low 90% 100%"
   fi
   for b in $budgets; do

@@ -162,7 +162,10 @@ mod torch {
         let (m_low, m_high) = limits(&chain);
         assert!(m_low < m_high, "M_low {m_low} vs M_high {m_high}");
         let budgets = [m_low, (m_high as f64 * 0.9) as u64, m_high];
-        assert!(budgets[1] >= m_low, "90 % of M_high is below M_low: {m_low} of {m_high}");
+        assert!(
+            budgets[1] >= m_low,
+            "90 % of M_high is below M_low: {m_low} of {m_high}"
+        );
         for budget in budgets {
             let sched = tmp(&format!("s{budget}.json"));
             schedule_file(&chain, budget, &sched).expect("rotor meets M_low and above");

@@ -49,9 +49,13 @@ impl Net {
     }
 
     /// Parameter-gradient bytes each stage's backward creates (0 where not
-    /// learned yet), and Σ.
+    /// learned yet).
     pub fn parameter_gradient_bytes(&self) -> Vec<u64> {
-        self.created.borrow().iter().map(|b| b.unwrap_or(0)).collect()
+        self.created
+            .borrow()
+            .iter()
+            .map(|b| b.unwrap_or(0))
+            .collect()
     }
 
     /// B^ℓ: back-propagates `grad` (δ^ℓ) through `out` (ā^ℓ) and books the
@@ -206,7 +210,15 @@ fn seq_stage(name: impl Into<String>, m: nn::SequentialT) -> (String, StageFn) {
 fn tiny(p: &nn::Path, b: i64, px: i64) -> Vec<(String, StageFn)> {
     let mut stages: Vec<(String, StageFn)> = Vec::new();
     for i in 1..=6 {
-        let c = conv(p / format!("c{i}"), if i == 1 { 3 } else { 8 }, 8, 3, 1, 1, true);
+        let c = conv(
+            p / format!("c{i}"),
+            if i == 1 { 3 } else { 8 },
+            8,
+            3,
+            1,
+            1,
+            true,
+        );
         stages.push((
             format!("conv{i}"),
             Box::new(move |x: &Tensor| relu_(x.apply(&c))),
