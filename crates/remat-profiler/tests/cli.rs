@@ -143,10 +143,12 @@ mod torch {
     /// predicts a peak the run does not reach or exceeds; a runner that does
     /// not replay seeds or drops a gradient breaks gradients_match. Budgets:
     /// rotor's M_low itself, 90 % of M_high and M_high, none skipped.
-    /// Mutation tried: the runner's B^ℓ calling ffi::backward without
+    /// Mutations tried: the runner's B^ℓ calling ffi::backward without
     /// booking the parameter gradients outside (the profile still books
-    /// them) — the measured peaks came out 10–20 % above the predictions
-    /// and this test failed.
+    /// them) — at M_low the measured peak came out 11.9 % above the
+    /// prediction and this test failed; `Net::zero_grad` zeroing the
+    /// gradients in place instead of setting them to none — the profile
+    /// stops with "parameter gradients must be none when a step starts".
     #[test]
     fn profiled_tiny_net_runs_rotor_schedules_as_predicted() {
         let (chain_path, chain) = profile("tiny", "4", "16");
@@ -215,10 +217,10 @@ mod torch {
     /// temporary gradient into a zeroed one. At batch 4, 32 px M_low is 63 %
     /// of M_high here (it was 91 % with both faults).
     /// How this can fail, and the mutations tried (each made it fail):
-    /// oneDNN switched off in the shim (conv1_2's o_f is 9 × its output, the
-    /// im2col buffer); `Net::zero_grad` zeroing the gradients in place
-    /// instead of setting them to none (fc2's o_b is +64 MiB, its weight's
-    /// gradient added into the zeroed one, and M_low / M_high is 0.9).
+    /// oneDNN switched off in the shim (conv1_2's o_f is 9 437 184 bytes,
+    /// 9 × its output: the im2col buffer); the old loop — gradients zeroed
+    /// in place and `Net::backward_stage` booking nothing — (fc2's o_b is
+    /// +66 994 176 bytes, its weight's gradient added into the zeroed one).
     #[test]
     fn profiled_vgg19_has_m_low_well_below_m_high() {
         let (_, chain) = profile("vgg19", "4", "32");
