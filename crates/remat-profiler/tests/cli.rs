@@ -2,7 +2,6 @@
 //! rest (feature `torch`) profiles the tiny net, solves rotor schedules on
 //! the measured chain and runs them for one step.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn bin() -> Command {
@@ -71,6 +70,7 @@ mod torch {
     use remat_core::format::{read_chain, write_schedule, Predicted, ScheduleFile};
     use remat_core::solvers::{max_useful_budget, no_progress, solve, Algorithm, Options, Planner};
     use remat_core::Chain;
+    use std::path::{Path, PathBuf};
 
     fn tmp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("remat-profiler-test-{}", std::process::id()));
