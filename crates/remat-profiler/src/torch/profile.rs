@@ -113,12 +113,14 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
         });
         let s = out.last().expect("just pushed");
         eprintln!(
-            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10}  o_b {:>11}  param grads {:>10}",
+            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10} (recording {}, no-grad {})  o_b {:>11}  param grads {:>10}",
             net.stages[l - 1].0,
             s.output,
             s.saved,
             s.gradient,
             s.forward_overhead,
+            of_rec,
+            of_ng,
             s.backward_overhead,
             net.parameter_gradient_bytes()[l - 1],
         );
