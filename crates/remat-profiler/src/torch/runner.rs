@@ -8,7 +8,9 @@
 //! - F_ck^ℓ / F_∅^ℓ run it under no-grad; F_∅ drops a plain input that is no
 //!   checkpoint.
 //! - B^ℓ hands the output and δ^ℓ to autograd (freed as autograd goes), takes
-//!   δ^{ℓ-1} out of the input's `.grad`, and drops a plain a^{ℓ-1}.
+//!   δ^{ℓ-1} out of the input's `.grad`, and drops a plain a^{ℓ-1}; the
+//!   parameter gradients it creates are booked outside the chain
+//!   (`Net::backward_stage`).
 //! - offload / prefetch copy a^ℓ to and from host memory (on the CPU: memory
 //!   the counting allocator books as host, not device).
 //!
@@ -215,13 +217,15 @@ impl Report {
     pub fn human(&self) -> String {
         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         format!(
-            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e})",
+            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e})",
             self.model,
             self.algorithm,
             mib(self.budget_bytes),
             mib(self.measured_peak_bytes),
             mib(self.predicted_peak_bytes),
             100.0 * self.peak_error,
+            mib(self.measured_total_peak_bytes),
+            mib(self.parameter_gradient_bytes),
             self.measured_seconds,
             self.predicted_seconds,
             self.steps,
