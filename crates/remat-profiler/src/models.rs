@@ -21,7 +21,7 @@ pub enum InputKind {
 pub const MODELS: &[ModelInfo] = &[
     ModelInfo {
         name: "tiny",
-        description: "2 conv+ReLU stages, a max-pool and a linear+loss stage (for tests)",
+        description: "6 conv+ReLU stages (8 channels), a max-pool and a linear+loss stage (for tests)",
         input: InputKind::Image {
             default_px: 16,
             multiple_of: 2,

@@ -9,15 +9,19 @@ extern "C" {
     fn remat_current_bytes() -> i64;
     fn remat_peak_bytes() -> i64;
     fn remat_reset_peak();
+    fn remat_total_bytes() -> i64;
+    fn remat_total_peak_bytes() -> i64;
+    fn remat_book_outside(bytes: i64);
+    fn remat_storage_bytes(t: *mut c_void) -> i64;
     fn remat_set_host_mode(on: c_int);
     fn remat_last_error() -> *const std::ffi::c_char;
     fn remat_backward(out: *mut c_void, grad: *mut c_void) -> c_int;
     fn remat_take_grad(leaf: *mut c_void) -> *mut c_void;
 }
 
-/// Installs the counting allocator and turns oneDNN / NNPACK off (they
-/// allocate scratch outside c10, which would escape the counts). Idempotent;
-/// tensors allocated before keep their own allocator.
+/// Installs the counting allocator, with oneDNN on (its memory goes through
+/// c10, so it is counted) and NNPACK off (a workspace outside c10).
+/// Idempotent; tensors allocated before keep their own allocator.
 pub fn install() {
     // SAFETY: plain C call, idempotent.
     unsafe { remat_install_allocator() }
@@ -35,9 +39,37 @@ pub fn peak() -> i64 {
     unsafe { remat_peak_bytes() }
 }
 
+/// Resets both [`peak`] and [`total_peak`] to the current levels.
 pub fn reset_peak() {
     // SAFETY: stores an atomic.
     unsafe { remat_reset_peak() }
+}
+
+/// Every device byte libtorch holds, those booked outside included.
+pub fn total() -> i64 {
+    // SAFETY: reads an atomic.
+    unsafe { remat_total_bytes() }
+}
+
+/// The highest [`total`] since the last [`reset_peak`].
+pub fn total_peak() -> i64 {
+    // SAFETY: reads an atomic.
+    unsafe { remat_total_peak_bytes() }
+}
+
+/// Books `bytes` outside the device count ([`current`], [`peak`]), or back
+/// into it when negative; [`total`] is unchanged. Parameter gradients are
+/// booked so: they are outside the chain, like the weights.
+pub fn book_outside(bytes: i64) {
+    // SAFETY: updates atomics.
+    unsafe { remat_book_outside(bytes) }
+}
+
+/// The bytes the allocator gave `t`'s storage (0 if undefined).
+pub fn storage_bytes(t: &Tensor) -> u64 {
+    // SAFETY: `t` is a live at::Tensor*; the shim only reads it.
+    let b = unsafe { remat_storage_bytes(t.as_ptr() as *mut c_void) };
+    b.max(0) as u64
 }
 
 /// Runs `f` with allocations counted as host memory (offloaded copies).

@@ -6,7 +6,9 @@
 //! stage saves only its output), dropout is replayed on recomputation by
 //! seeding each stage's forward (see `runner`).
 
+use super::ffi;
 use crate::models::ModelSpec;
+use std::cell::{Cell, RefCell};
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
@@ -18,6 +20,13 @@ pub struct Net {
     pub vs: nn::VarStore,
     pub stages: Vec<(String, StageFn)>,
     input: Box<dyn Fn() -> Tensor>,
+    /// The trainable parameters, in a fixed order.
+    params: Vec<Tensor>,
+    /// Bytes of the parameter gradients each stage's backward creates,
+    /// learned in the first step.
+    created: RefCell<Vec<Option<u64>>>,
+    /// Bytes now booked outside the device count.
+    booked: Cell<u64>,
 }
 
 impl Net {
@@ -27,12 +36,65 @@ impl Net {
         (self.input)()
     }
 
-    /// Zeroes every parameter gradient in place (keeping its memory, as a
-    /// training loop does between steps).
+    /// Sets every parameter gradient to none, as PyTorch's
+    /// `optimizer.zero_grad()` does by default since 2.0 (`set_to_none`):
+    /// the next backward creates them, and AccumulateGrad keeps the new
+    /// gradient itself (no temporary, nothing added into a zeroed one).
     pub fn zero_grad(&mut self) {
-        for (_, mut v) in self.vs.variables() {
-            v.zero_grad();
+        for p in &mut self.params {
+            drop(ffi::take_grad(p));
         }
+        // Freed just above, they leave the device count through the booking.
+        ffi::book_outside(-(self.booked.take() as i64));
+    }
+
+    /// Parameter-gradient bytes each stage's backward creates (0 where not
+    /// learned yet).
+    pub fn parameter_gradient_bytes(&self) -> Vec<u64> {
+        self.created
+            .borrow()
+            .iter()
+            .map(|b| b.unwrap_or(0))
+            .collect()
+    }
+
+    /// B^ℓ: back-propagates `grad` (δ^ℓ) through `out` (ā^ℓ) and books the
+    /// parameter gradients it creates outside the device count. They are
+    /// outside the chain (docs/model.md: weights, their gradients and the
+    /// optimizer state are not in a budget), and booked from the start of
+    /// B^ℓ: the memory a training step needs is the budget plus Σ parameter
+    /// gradients, which must fit at the end of the backward anyway. A stage
+    /// whose parameters already have a gradient (a weight shared with a later
+    /// stage) adds into it, and that temporary stays in o_b^ℓ.
+    pub fn backward_stage(&self, l: usize, out: Tensor, grad: Tensor) -> Result<(), String> {
+        let had: Vec<bool> = self.params.iter().map(|p| p.grad().defined()).collect();
+        let expected = self.created.borrow()[l - 1];
+        ffi::book_outside(expected.unwrap_or(0) as i64);
+        ffi::backward(out, grad)?;
+        let created: u64 = self
+            .params
+            .iter()
+            .zip(&had)
+            .filter(|(_, &had)| !had)
+            .map(|(p, _)| ffi::storage_bytes(&p.grad()))
+            .sum();
+        match expected {
+            Some(e) if e != created => {
+                ffi::book_outside(created as i64 - e as i64);
+                self.booked.set(self.booked.get() + created);
+                return Err(format!(
+                    "stage {l}: its backward created {created} bytes of parameter gradients, {e} in the first step; \
+                     parameter gradients must be none when a step starts"
+                ));
+            }
+            Some(_) => {}
+            None => {
+                ffi::book_outside(created as i64);
+                self.created.borrow_mut()[l - 1] = Some(created);
+            }
+        }
+        self.booked.set(self.booked.get() + created);
+        Ok(())
     }
 
     /// The parameter gradients, by name, copied.
@@ -91,7 +153,16 @@ pub fn build(spec: &ModelSpec) -> Net {
         }
         other => unreachable!("ModelSpec::new accepts only built-in models, got {other}"),
     };
-    Net { vs, stages, input }
+    let params = vs.trainable_variables();
+    let n = stages.len();
+    Net {
+        vs,
+        stages,
+        input,
+        params,
+        created: RefCell::new(vec![None; n]),
+        booked: Cell::new(0),
+    }
 }
 
 fn image_input(b: i64, px: i64) -> Box<dyn Fn() -> Tensor> {
@@ -133,30 +204,38 @@ fn seq_stage(name: impl Into<String>, m: nn::SequentialT) -> (String, StageFn) {
     )
 }
 
+/// Six conv+ReLU stages (8 channels, in-place ReLUs), a max-pool and a
+/// linear+loss stage: deep enough that rematerialization saves memory
+/// (M_low < M_high), small enough for tests.
 fn tiny(p: &nn::Path, b: i64, px: i64) -> Vec<(String, StageFn)> {
-    let c1 = conv(p / "c1", 3, 8, 3, 1, 1, true);
-    let c2 = conv(p / "c2", 8, 8, 3, 1, 1, true);
+    let mut stages: Vec<(String, StageFn)> = Vec::new();
+    for i in 1..=6 {
+        let c = conv(
+            p / format!("c{i}"),
+            if i == 1 { 3 } else { 8 },
+            8,
+            3,
+            1,
+            1,
+            true,
+        );
+        stages.push((
+            format!("conv{i}"),
+            Box::new(move |x: &Tensor| relu_(x.apply(&c))),
+        ));
+    }
     let side = px / 2;
     let fc = nn::linear(p / "fc", 8 * side * side, 10, Default::default());
     let y = targets(b, 10);
-    vec![
-        (
-            "conv1".into(),
-            Box::new(move |x: &Tensor| relu_(x.apply(&c1))),
-        ),
-        (
-            "conv2".into(),
-            Box::new(move |x: &Tensor| relu_(x.apply(&c2))),
-        ),
-        (
-            "pool".into(),
-            Box::new(|x: &Tensor| x.max_pool2d([2, 2], [2, 2], [0, 0], [1, 1], false)),
-        ),
-        (
-            "fc+loss".into(),
-            Box::new(move |x: &Tensor| x.flatten(1, -1).apply(&fc).cross_entropy_for_logits(&y)),
-        ),
-    ]
+    stages.push((
+        "pool".into(),
+        Box::new(|x: &Tensor| x.max_pool2d([2, 2], [2, 2], [0, 0], [1, 1], false)),
+    ));
+    stages.push((
+        "fc+loss".into(),
+        Box::new(move |x: &Tensor| x.flatten(1, -1).apply(&fc).cross_entropy_for_logits(&y)),
+    ));
+    stages
 }
 
 /// ResNet (He et al. 2016), torchvision's layout: basic blocks (18/34) or

@@ -13,8 +13,11 @@
 //!   each op timed inside the step; the no-grad forward time likewise over
 //!   k whole no-grad forward passes.
 //!
-//! Parameter gradients exist (zeroed) before anything is measured, as in a
-//! training loop, so their accumulation counts only its temporaries.
+//! Parameter gradients are set to none before each step, as PyTorch's
+//! `optimizer.zero_grad()` does by default since 2.0: AccumulateGrad keeps
+//! the gradient a backward creates (no temporary). They are outside the
+//! chain, like the weights, and booked outside the counts from the start of
+//! their stage's backward (`Net::backward_stage`); their sum is in `source`.
 
 use super::ffi;
 use super::nets::{self, Net};
@@ -38,18 +41,31 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// The memory of every stage, and the size of the input batch.
+///
+/// The stages are measured in backward order (their inputs computed first by
+/// no-grad forwards), so that when B^ℓ is measured the parameter gradients of
+/// the stages after ℓ exist, as in a step: a weight shared with a later stage
+/// then adds into its gradient here too.
 fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
     let n = net.stages.len();
     net.zero_grad();
     let before_input = ffi::current();
-    let mut x = net.input();
+    let x0 = net.input();
     let input_bytes = (ffi::current() - before_input) as u64;
+    let mut inputs = vec![x0];
+    for l in 1..n {
+        tch::manual_seed(1_000 + l as i64);
+        let y = tch::no_grad(|| (net.stages[l - 1].1)(&inputs[l - 1]));
+        inputs.push(y);
+    }
     let mut out = Vec::with_capacity(n);
-    for l in 1..=n {
+    for l in (1..=n).rev() {
         let f = &net.stages[l - 1].1;
-        if l > 1 {
-            x = x.detach().set_requires_grad(true);
-        }
+        let mut x = if l > 1 {
+            inputs[l - 1].detach().set_requires_grad(true)
+        } else {
+            inputs[0].shallow_clone()
+        };
         let base0 = ffi::current();
         // No-grad forward: a^ℓ and its transient.
         ffi::reset_peak();
@@ -57,6 +73,7 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
         let y_ng = tch::no_grad(|| f(&x));
         let a = ffi::current() - base0;
         let of_ng = ffi::peak() - base0 - a;
+        drop(y_ng);
         // Recording forward: ā^ℓ and its transient.
         let base1 = ffi::current();
         ffi::reset_peak();
@@ -72,9 +89,9 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
             Tensor::randn_like(&y)
         };
         let d = ffi::current() - before_g;
-        // B^ℓ as autograd runs it.
+        // B^ℓ as autograd runs it, its parameter gradients booked outside.
         ffi::reset_peak();
-        ffi::backward(y, g)?;
+        net.backward_stage(l, y, g)?;
         let peak_b = ffi::peak();
         let d_prev = if l > 1 {
             let gx = ffi::take_grad(&mut x);
@@ -96,16 +113,19 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
         });
         let s = out.last().expect("just pushed");
         eprintln!(
-            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10}  o_b {:>11}",
+            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10} (recording {}, no-grad {})  o_b {:>11}  param grads {:>10}",
             net.stages[l - 1].0,
             s.output,
             s.saved,
             s.gradient,
             s.forward_overhead,
-            s.backward_overhead
+            of_rec,
+            of_ng,
+            s.backward_overhead,
+            net.parameter_gradient_bytes()[l - 1],
         );
-        x = y_ng;
     }
+    out.reverse();
     Ok((input_bytes, out))
 }
 
@@ -153,7 +173,7 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         tch::get_num_threads()
     );
     let plain = runner::store_all(n);
-    // Warm-up: parameter gradients get allocated, caches warm.
+    // Warm-up: learns each stage's parameter-gradient bytes, warms caches.
     runner::measured_step(&mut net, &plain)?;
     let (input_bytes, sizes) = measure_sizes(&mut net)?;
     // Times inside whole store-all steps.
@@ -200,9 +220,11 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         })
         .collect();
     let source = format!(
-        "remat-profile {}: {}; device=cpu ({} threads); libtorch {} via tch 0.26, fp32, train mode, oneDNN/NNPACK off; measured {}; \
+        "remat-profile {}: {}; device=cpu ({} threads); libtorch {} via tch 0.26, fp32, train mode, oneDNN on (its memory counted through c10), NNPACK off; measured {}; \
          method: counting CPU allocator deltas with the input held apart, ā = allocated after a recording forward, \
          o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
+         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
+         (sum {} bytes, not in any size here), \
          times = median of {steps} store-all steps after warm-up (no-grad forward: median of {steps} no-grad passes), \
          bandwidth = host copy rate",
         env!("CARGO_PKG_VERSION"),
@@ -210,6 +232,7 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         tch::get_num_threads(),
         env!("REMAT_LIBTORCH_VERSION"),
         today(),
+        net.parameter_gradient_bytes().iter().sum::<u64>(),
     );
     let chain = Chain {
         name: format!(
