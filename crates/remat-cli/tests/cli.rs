@@ -69,8 +69,29 @@ fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
     assert_eq!(sim["feasible"], true);
     assert_eq!(sim["makespan_seconds"], v["makespan_seconds"]);
     assert_eq!(sim["peak_bytes"], v["peak_bytes"]);
-    // The same schedule on another chain is refused, naming why.
+    // The same schedule on another chain is refused, naming why: another
+    // length first (the file's `stages`), else another digest.
     let wrong = remat(&["simulate", "example:resnet50", schedule.to_str().unwrap()]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(
+        stderr(&wrong).contains("stages: this schedule is for a chain of 24 stages, but"),
+        "{}",
+        stderr(&wrong)
+    );
+    let mut edited: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&schedule).unwrap()).unwrap();
+    edited["budget_bytes"] = serde_json::json!(1u64 << 40);
+    std::fs::write(&schedule, edited.to_string()).unwrap();
+    let resized = dir.path().join("vgg19-bigger-input.json");
+    let mut chain: serde_json::Value =
+        serde_json::from_slice(&remat(&["examples", "--write", "vgg19"]).stdout).unwrap();
+    chain["input_bytes"] = serde_json::json!(chain["input_bytes"].as_u64().unwrap() + 1);
+    std::fs::write(&resized, chain.to_string()).unwrap();
+    let wrong = remat(&[
+        "simulate",
+        resized.to_str().unwrap(),
+        schedule.to_str().unwrap(),
+    ]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(
         stderr(&wrong).contains("chain_digest: this schedule was made for chain"),
