@@ -188,7 +188,7 @@ pub fn Swatch(color: &'static str, label: &'static str) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     let state = AppState::new(
-        examples::vgg19(),
+        io::default_chain(),
         ChainSource::Example(io::DEFAULT_EXAMPLE.into()),
     );
     state.start();

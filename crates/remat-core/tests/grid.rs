@@ -89,7 +89,7 @@ fn the_examples_are_exact_and_their_m_low_is_met() {
     // from the lattice's floor (`(bytes).div_ceil(u)`): teaching's M_low
     // became infeasible and this test failed.
     let options = Options::default();
-    for (name, _) in remat_core::examples::NAMES {
+    for name in remat_core::examples::names() {
         let chain = remat_core::examples::by_name(name).unwrap();
         for algorithm in [Algorithm::Rotor, Algorithm::Revolve] {
             let low = reported_m_low(&chain, algorithm, &options);
