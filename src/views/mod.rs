@@ -12,7 +12,6 @@ pub mod timeline;
 use crate::io;
 use crate::state::{AppState, ChainSource};
 use leptos::prelude::*;
-use remat_core::examples;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::Op;
 
