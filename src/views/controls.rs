@@ -127,15 +127,12 @@ fn ChainSourceLine(state: AppState) -> impl IntoView {
     }
 }
 
-/// The kind of a chain's `source`, from its first word (the built-in
-/// examples and the profiler start it with "measured", "analytic" or
-/// "hand-made"); other chains say "imported" or nothing.
+/// The tag in front of a chain's `source`.
 fn source_kind(source: &str) -> String {
-    let first = source.split([':', ' ', ',']).next().unwrap_or("");
-    match first {
-        "measured" | "analytic" | "hand-made" | "synthetic" => first.into(),
-        "" => "no source given".into(),
-        _ => "source".into(),
+    match examples::provenance_of(source) {
+        Some(p) => p.label().into(),
+        None if source.is_empty() => "no source given".into(),
+        None => "source".into(),
     }
 }
 
