@@ -28,6 +28,7 @@ test('the page opens a measured chain and shows where its numbers come from', as
   // Collapsed it is one line; opened, the whole text wraps in view.
   const closed = await page.locator('#chain-source').boundingBox();
   assert.ok(closed.height < 30, `one line when closed (${closed.height}px)`);
+  await page.screenshot({ path: join(tmpdir(), 'remat-measured-example-closed.png'), clip: { x: 0, y: 0, width: 1400, height: 200 } });
   await page.locator('#chain-source summary').click();
   const full = page.locator('#chain-source .source-full');
   assert.ok(await full.isVisible());
