@@ -15,7 +15,7 @@ use std::time::Duration;
 use wasm_bindgen::JsCast;
 
 const STORAGE_KEY: &str = "remat.imported-chain";
-pub const DEFAULT_EXAMPLE: &str = "vgg19";
+pub const DEFAULT_EXAMPLE: &str = "vgg19-h100";
 
 /// What the URL says: `#chain=vgg19&algorithm=rotor&budget=…&bandwidth=…`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -108,9 +108,14 @@ pub fn initial_load(state: AppState) {
     }
     let (name, chain) = match examples::by_name(&name) {
         Some(c) => (name, c),
-        None => (DEFAULT_EXAMPLE.to_string(), examples::vgg19()),
+        None => (DEFAULT_EXAMPLE.to_string(), default_chain()),
     };
     state.load_chain(chain, ChainSource::Example(name), url.budget);
+}
+
+/// The chain the page opens with: a measured one.
+pub fn default_chain() -> remat_core::Chain {
+    examples::by_name(DEFAULT_EXAMPLE).expect("the default example exists")
 }
 
 fn storage() -> Option<web_sys::Storage> {

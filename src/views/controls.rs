@@ -5,7 +5,7 @@ use super::{bytes, ms, pct};
 use crate::io;
 use crate::state::{AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
-use remat_core::examples;
+use remat_core::examples::{self, Provenance};
 use remat_core::model::units::{format_rate, parse_rate, parse_size};
 use remat_core::solvers::Algorithm;
 use wasm_bindgen::JsCast;
@@ -42,10 +42,24 @@ pub fn Header(state: AppState) -> impl IntoView {
             <div class="chain-pick">
                 <label for="chain-select">"Chain"</label>
                 <select id="chain-select" on:change=on_chain prop:value=selected>
-                    {examples::NAMES
-                        .iter()
-                        .map(|(name, about)| {
-                            view! { <option value=*name title=*about>{*name}</option> }
+                    {[
+                        (Provenance::Measured, "Measured"),
+                        (Provenance::Analytic, "Analytic (rough estimates)"),
+                        (Provenance::HandMade, "Hand-made"),
+                    ]
+                        .into_iter()
+                        .map(|(kind, label)| {
+                            view! {
+                                <optgroup label=label>
+                                    {examples::EXAMPLES
+                                        .iter()
+                                        .filter(|e| e.provenance == kind)
+                                        .map(|e| {
+                                            view! { <option value=e.name title=e.about>{e.name}</option> }
+                                        })
+                                        .collect_view()}
+                                </optgroup>
+                            }
                         })
                         .collect_view()}
                     <option value="imported" disabled=true>
@@ -84,15 +98,41 @@ pub fn Header(state: AppState) -> impl IntoView {
             {move || {
                 let c = state.chain.get();
                 format!(
-                    " — {} stages · {} · no-limit step {} · M_low {} · M_high {}",
+                    " — {} stages · no-limit step {} · M_low {} · M_high {}",
                     c.len(),
-                    c.source,
                     ms(c.sequential_seconds()),
                     bytes(state.m_low.get()),
                     bytes(state.m_high.get())
                 )
             }}
+            <ChainSourceLine state />
         </div>
+    }
+}
+
+/// Where the loaded chain's numbers come from (its `source`), tagged
+/// measured / analytic / hand-made: one line, the whole text on demand.
+#[component]
+fn ChainSourceLine(state: AppState) -> impl IntoView {
+    let source = move || state.chain.get().source.clone();
+    let tag = move || source_kind(&source());
+    view! {
+        <details id="chain-source" class="chain-source">
+            <summary>
+                <span class=move || format!("source-tag {}", tag().replace(' ', "-"))>{tag}</span>
+                <span class="source-text">{source}</span>
+            </summary>
+            <p class="source-full">{source}</p>
+        </details>
+    }
+}
+
+/// The tag in front of a chain's `source`.
+fn source_kind(source: &str) -> String {
+    match examples::provenance_of(source) {
+        Some(p) => p.label().into(),
+        None if source.is_empty() => "no source given".into(),
+        None => "source".into(),
     }
 }
 

@@ -12,7 +12,6 @@ pub mod timeline;
 use crate::io;
 use crate::state::{AppState, ChainSource};
 use leptos::prelude::*;
-use remat_core::examples;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::Op;
 
@@ -188,7 +187,7 @@ pub fn Swatch(color: &'static str, label: &'static str) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     let state = AppState::new(
-        examples::vgg19(),
+        io::default_chain(),
         ChainSource::Example(io::DEFAULT_EXAMPLE.into()),
     );
     state.start();

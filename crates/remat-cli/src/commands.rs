@@ -675,8 +675,9 @@ pub fn algorithms() -> Result<(), String> {
 
 pub fn examples(a: ExamplesArgs) -> Result<(), String> {
     let Some(name) = a.write else {
-        for (name, about) in examples::NAMES {
-            say!("example:{name:<10} {about}");
+        let width = examples::names().map(str::len).max().unwrap_or(0);
+        for e in examples::EXAMPLES {
+            say!("example:{:<width$}  {}", e.name, e.about);
         }
         return Ok(());
     };

@@ -24,7 +24,7 @@ pub fn chain(arg: &str) -> Result<Chain, String> {
 /// A built-in chain by name.
 pub fn example(name: &str) -> Result<Chain, String> {
     examples::by_name(name).ok_or_else(|| {
-        let names: Vec<&str> = examples::NAMES.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = examples::names().collect();
         format!(
             "no example named `{name}`; choose one of {}",
             names.join(", ")

@@ -190,7 +190,7 @@ proptest! {
 
 #[test]
 fn rotor_at_m_high_is_store_all_on_the_examples() {
-    for (name, _) in remat_core::examples::NAMES {
+    for name in remat_core::examples::names() {
         let chain = remat_core::examples::by_name(name).unwrap();
         let high = max_useful_budget(&chain);
         let sol = solve(&chain, Algorithm::Rotor, high, &Options::default()).unwrap();

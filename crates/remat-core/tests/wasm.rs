@@ -68,7 +68,7 @@ fn dp_value_equals_simulated_time_exactly() {
 
 #[wasm_bindgen_test]
 fn examples_plan_and_simulate() {
-    for (name, _) in examples::NAMES {
+    for name in examples::names() {
         let chain = examples::by_name(name).unwrap();
         let high = max_useful_budget(&chain);
         let planner = Planner::build(
