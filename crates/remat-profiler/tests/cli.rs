@@ -70,7 +70,7 @@ mod torch {
     use super::*;
     use remat_core::format::{read_chain, write_schedule, Predicted, ScheduleFile};
     use remat_core::solvers::{max_useful_budget, solve, Algorithm, Options};
-    use remat_core::Chain;
+    use remat_core::{Chain, Op, TensorKind, Trace};
 
     fn tmp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("remat-profiler-test-{}", std::process::id()));
@@ -174,5 +174,182 @@ mod torch {
             sched.to_str().unwrap(),
         ]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    }
+
+    fn profile_tiny(name: &str) -> (PathBuf, Chain) {
+        let chain_path = tmp(name);
+        let o = run(&[
+            "profile",
+            "--model",
+            "tiny",
+            "--batch",
+            "4",
+            "--image",
+            "16",
+            "--steps",
+            "2",
+            "-o",
+            chain_path.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let chain = read_chain(&std::fs::read_to_string(&chain_path).unwrap()).unwrap();
+        (chain_path, chain)
+    }
+
+    /// Writes `ops` as a schedule judged at `budget` with the chain's
+    /// bandwidth; returns the simulator's trace.
+    fn write_judged(
+        chain: &Chain,
+        algorithm: &str,
+        budget: u64,
+        ops: Vec<Op>,
+        path: &Path,
+    ) -> Trace {
+        let trace =
+            remat_core::solvers::offload::judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
+                .expect("a valid schedule");
+        let file = ScheduleFile::new(
+            chain,
+            algorithm,
+            budget,
+            chain.bandwidth_bytes_per_s,
+            Predicted {
+                makespan_seconds: trace.makespan_seconds,
+                peak_bytes: trace.peak_bytes,
+            },
+            ops,
+        );
+        std::fs::write(path, write_schedule(&file)).unwrap();
+        trace
+    }
+
+    fn run_json(chain: &Path, schedule: &Path) -> serde_json::Value {
+        let o = run(&[
+            "run",
+            "--chain",
+            chain.to_str().unwrap(),
+            "--schedule",
+            schedule.to_str().unwrap(),
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    /// The run did what the simulator says, transfers included: peak within
+    /// 3 % (on the CPU it is exact), never over the budget by more, every
+    /// byte the simulator moves really moved, the device holding exactly the
+    /// chain's resident tensors after every operation, the gradients a
+    /// plain step's.
+    fn assert_as_predicted(r: &serde_json::Value, budget: u64, what: &str) {
+        let measured = r["measured_peak_bytes"].as_u64().unwrap() as f64;
+        let predicted = r["predicted_peak_bytes"].as_u64().unwrap() as f64;
+        assert!((measured / predicted - 1.0).abs() <= 0.03, "{what}: {r}");
+        assert!(measured <= budget as f64 * 1.03, "{what}: {r}");
+        assert_eq!(r["gradients_match"], true, "{what}: {r}");
+        assert_eq!(
+            r["measured_offloaded_bytes"], r["offloaded_bytes"],
+            "{what}: {r}"
+        );
+        assert_eq!(
+            r["measured_prefetched_bytes"], r["prefetched_bytes"],
+            "{what}: {r}"
+        );
+        assert_eq!(r["resident_bytes_match"], true, "{what}: {r}");
+    }
+
+    /// pofo schedules run with their transfers, ā^ℓ offloads included.
+    ///
+    /// On the tiny net pofo only offloads a^0 (conv2's backward workspace
+    /// sets every peak), and a^0 is also saved by conv1's graph: the offload
+    /// must move that storage under its alias. The hand-written schedule
+    /// offloads ā^1 and ā^2 (what autograd saved in F_all^1 / F_all^2 and
+    /// their outputs) while later stages run, and prefetches them before
+    /// the backwards that read them.
+    ///
+    /// How this can fail: an offload that copies but keeps the device bytes
+    /// (resident_bytes_match false, and the peak above the prediction where
+    /// it falls after the offload); registering tensors that are not ā^ℓ —
+    /// the stage's input, parameters, the targets — or missing some saved
+    /// tensor (measured moved bytes ≠ the simulator's); a prefetch that
+    /// restores the wrong bytes (gradients_match false). Mutations tried,
+    /// each failed this test: (1) in shim.cpp's move_storage, keeping the
+    /// old device DataPtr alive instead of freeing it → resident bytes
+    /// differ after O(a^0); (2) dropping the allocation-serial filter in
+    /// SavedStorages::add → the stage input a^0 and the weights move with
+    /// ā^1, moved bytes exceed the simulator's; (3) the previous a^ℓ offload
+    /// (a copy, dropping the handle) → conv1's graph keeps a^0 on the
+    /// device, resident bytes differ.
+    #[test]
+    fn tiny_net_runs_pofo_and_saved_offloads_as_predicted() {
+        let (chain_path, chain) = profile_tiny("tiny-pofo.json");
+        assert!(chain.bandwidth_bytes_per_s.is_some());
+        let m_high = max_useful_budget(&chain);
+        // pofo just below M_high: it offloads a^0.
+        let budget = (m_high as f64 * 0.99) as u64;
+        let options = Options {
+            offload_slots: 150,
+            ..Options::default()
+        };
+        let s = solve(&chain, Algorithm::Pofo, budget, &options).unwrap();
+        let ops = s
+            .ops
+            .expect("pofo fits at 99 % of store-all on the tiny net");
+        assert!(
+            ops.iter().any(|op| matches!(op, Op::Offload { .. })),
+            "{ops:?}"
+        );
+        let sched = tmp("pofo.json");
+        write_judged(&chain, "pofo", budget, ops, &sched);
+        let r = run_json(&chain_path, &sched);
+        assert_as_predicted(&r, budget, "pofo at 99 %");
+        assert!(r["offloaded_bytes"].as_u64().unwrap() > 0, "{r}");
+
+        // ā^1 and ā^2 offloaded, a^0 too.
+        use Op::*;
+        let saved = TensorKind::Saved;
+        let output = TensorKind::Output;
+        let ops = vec![
+            ForwardAll { stage: 1 },
+            Offload {
+                stage: 0,
+                tensor: output,
+            },
+            ForwardAll { stage: 2 },
+            Offload {
+                stage: 1,
+                tensor: saved,
+            },
+            ForwardAll { stage: 3 },
+            Offload {
+                stage: 2,
+                tensor: saved,
+            },
+            ForwardAll { stage: 4 },
+            Backward { stage: 4 },
+            Prefetch {
+                stage: 2,
+                tensor: saved,
+            },
+            Backward { stage: 3 },
+            Prefetch {
+                stage: 1,
+                tensor: saved,
+            },
+            Backward { stage: 2 },
+            Prefetch {
+                stage: 0,
+                tensor: output,
+            },
+            Backward { stage: 1 },
+        ];
+        let sched = tmp("saved.json");
+        let trace = write_judged(&chain, "hand", m_high, ops, &sched);
+        assert_eq!(
+            trace.offloaded_bytes,
+            chain.input_bytes + chain.saved_bytes(1) + chain.saved_bytes(2)
+        );
+        let r = run_json(&chain_path, &sched);
+        assert_as_predicted(&r, m_high, "ā offloads");
     }
 }

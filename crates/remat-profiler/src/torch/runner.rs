@@ -245,6 +245,17 @@ impl<'n> Exec<'n> {
         Ok(())
     }
 
+    /// What the chain model says is on the device now: ω_a^ℓ for each a^ℓ,
+    /// ω_ā^ℓ for each ā^ℓ, ω_δ^ℓ for each δ^ℓ (host copies count nothing).
+    pub fn resident_bytes(&self, chain: &Chain) -> u64 {
+        fn sum<T>(v: &[Option<T>], size: impl Fn(usize) -> u64) -> u64 {
+            (0..v.len()).filter(|&l| v[l].is_some()).map(size).sum()
+        }
+        sum(&self.act, |l| chain.output_bytes(l))
+            + sum(&self.saved, |l| chain.saved_bytes(l))
+            + sum(&self.grad, |l| chain.gradient_bytes(l))
+    }
+
     pub fn run(&mut self, ops: &[Op]) -> Result<(), String> {
         ops.iter().try_for_each(|&op| self.step(op))
     }
@@ -266,24 +277,34 @@ pub struct StepMeasure {
     /// Bytes really moved to host and back.
     pub offloaded: u64,
     pub prefetched: u64,
+    /// After each operation: (device bytes measured above the level before
+    /// the step, the chain's sizes of the tensors then on the device).
+    pub resident: Vec<(i64, u64)>,
 }
 
 /// One step of `ops` from zeroed gradients: (peak bytes above the level
 /// before the step, seconds).
 pub fn measured_step(net: &mut Net, ops: &[Op]) -> Result<(u64, f64), String> {
-    measure(net, ops).map(|m| (m.peak, m.seconds))
+    measure(net, ops, None).map(|m| (m.peak, m.seconds))
 }
 
 /// One step of `ops` from zeroed gradients, recording saved tensors when
-/// the schedule offloads some ā^ℓ.
-pub fn measure(net: &mut Net, ops: &[Op]) -> Result<StepMeasure, String> {
+/// the schedule offloads some ā^ℓ; with a chain, the resident bytes after
+/// every operation, measured and as the chain counts them.
+pub fn measure(net: &mut Net, ops: &[Op], chain: Option<&Chain>) -> Result<StepMeasure, String> {
     net.zero_grad();
     let base = ffi::current();
     ffi::reset_peak();
     let start = Instant::now();
+    let mut resident = Vec::new();
     let (offloaded, prefetched) = {
         let mut e = Exec::with_recording(net, offloads_saved(ops));
-        e.run(ops)?;
+        for &op in ops {
+            e.step(op)?;
+            if let Some(c) = chain {
+                resident.push((ffi::current() - base, e.resident_bytes(c)));
+            }
+        }
         (e.offloaded_bytes, e.prefetched_bytes)
     };
     let seconds = start.elapsed().as_secs_f64();
@@ -292,6 +313,7 @@ pub fn measure(net: &mut Net, ops: &[Op]) -> Result<StepMeasure, String> {
         seconds,
         offloaded,
         prefetched,
+        resident,
     })
 }
 
@@ -317,11 +339,25 @@ pub struct Report {
     /// Bytes the run really moved out of device-booked memory and back.
     pub measured_offloaded_bytes: u64,
     pub measured_prefetched_bytes: u64,
+    /// Whether, after every operation, the device bytes measured equal the
+    /// chain's sizes of the tensors then resident (each offload really frees
+    /// what the model frees, each prefetch takes what it takes).
+    pub resident_bytes_match: bool,
+    /// max |measured − chain| over the operations, and where it first differs.
+    pub max_resident_difference_bytes: u64,
+    pub first_resident_difference: Option<String>,
 }
 
 impl Report {
     pub fn human(&self) -> String {
         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        let resident = match &self.first_resident_difference {
+            None => "\n  resident bytes after every op equal the chain's".to_string(),
+            Some(d) => format!(
+                "\n  resident bytes differ from the chain's by up to {} B; first {d}",
+                self.max_resident_difference_bytes
+            ),
+        };
         let transfers = if self.offloaded_bytes + self.measured_offloaded_bytes > 0 {
             format!(
                 "\n  moved: offloaded {:.3} MiB (predicted {:.3}), prefetched {:.3} MiB (predicted {:.3})",
@@ -334,7 +370,7 @@ impl Report {
             String::new()
         };
         format!(
-            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}",
+            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}",
             self.model,
             self.algorithm,
             mib(self.budget_bytes),
@@ -346,7 +382,8 @@ impl Report {
             self.steps,
             self.gradients_match,
             self.max_gradient_difference,
-            transfers
+            transfers,
+            resident
         )
     }
 }
@@ -354,6 +391,23 @@ impl Report {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The largest |measured − chain| resident difference, and the first
+/// operation where they differ.
+fn resident_difference(ops: &[Op], resident: &[(i64, u64)]) -> (u64, Option<String>) {
+    let mut max = 0;
+    let mut first = None;
+    for (i, (&(measured, model), op)) in resident.iter().zip(ops).enumerate() {
+        let d = (measured - model as i64).unsigned_abs();
+        if d > 0 && first.is_none() {
+            first = Some(format!(
+                "after op {i} ({op}): {measured} bytes measured on the device, the chain counts {model}"
+            ));
+        }
+        max = max.max(d);
+    }
+    (max, first)
 }
 
 /// Runs `schedule` for one training step (three, for the time) and checks it.
@@ -383,7 +437,8 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
     measured_step(&mut net, &plain).map_err(rt)?;
     measured_step(&mut net, &plain).map_err(rt)?;
     let reference = ffi::on_host(|| net.gradients());
-    let first = measure(&mut net, &schedule.ops).map_err(rt)?;
+    let first = measure(&mut net, &schedule.ops, Some(chain)).map_err(rt)?;
+    let (max_resident, first_resident) = resident_difference(&schedule.ops, &first.resident);
     let got = ffi::on_host(|| net.gradients());
     let mut diff = 0f64;
     let mut same = true;
@@ -415,5 +470,8 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         prefetched_bytes: trace.prefetched_bytes,
         measured_offloaded_bytes: first.offloaded,
         measured_prefetched_bytes: first.prefetched,
+        resident_bytes_match: max_resident == 0,
+        max_resident_difference_bytes: max_resident,
+        first_resident_difference: first_resident,
     })
 }
