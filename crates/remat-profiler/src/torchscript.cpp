@@ -60,7 +60,9 @@ int remat_ts_add(void* set, const char* path, int split, const char* prefix) {
         return 1;
       }
     } else {
-      s->names.push_back(prefix);
+      std::string name(prefix);
+      if (!name.empty() && name.back() == '.') name.pop_back();
+      s->names.push_back(name);
       s->stages.push_back(m);
     }
     for (size_t i = before; i < s->stages.size(); ++i) {

@@ -54,6 +54,12 @@ impl Drop for Stages {
 
 impl Stages {
     fn load(ts: &TorchScript) -> Result<Stages, String> {
+        // The graph executor's optimizations profile the first calls of each
+        // method and then specialize it: the first steps would be slower and
+        // could allocate differently from later ones, so a chain measured in
+        // a few steps would not describe the run. Without them TorchScript
+        // interprets each stage's graph the same way on every call.
+        tch::jit::set_graph_executor_optimize(false);
         // SAFETY: a fresh object that Drop frees.
         let s = Stages(unsafe { remat_ts_new() });
         for (i, f) in ts.files.iter().enumerate() {
