@@ -330,7 +330,11 @@ pub struct Report {
     pub measured_seconds: f64,
     pub predicted_seconds: f64,
     pub steps: usize,
+    /// Every parameter gradient equals the plain step's (false when the net
+    /// has none to compare: a match over nothing proves nothing).
     pub gradients_match: bool,
+    /// How many parameter gradients were compared.
+    pub gradients_compared: usize,
     /// max |g − g_plain| over every parameter gradient.
     pub max_gradient_difference: f64,
     /// Bytes the simulator moves to the host and back.
@@ -464,7 +468,8 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         measured_seconds: median(times),
         predicted_seconds: trace.makespan_seconds,
         steps: 3,
-        gradients_match: same && reference.len() == got.len(),
+        gradients_match: same && reference.len() == got.len() && !reference.is_empty(),
+        gradients_compared: reference.len(),
         max_gradient_difference: diff,
         offloaded_bytes: trace.offloaded_bytes,
         prefetched_bytes: trace.prefetched_bytes,

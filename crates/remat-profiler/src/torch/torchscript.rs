@@ -200,7 +200,7 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
         x = tch::no_grad(|| stages.forward(i, &x, t)).map_err(|e| {
             let which = if i + 1 == n {
                 format!(
-                    "the last stage (\"{}\", called as forward(x{})) failed — check --target and --input-shape",
+                    "the last stage (\"{}\", called as forward(x{})) failed (check --target, and --input-shape)",
                     stages.name(i),
                     if t.is_some() { ", target" } else { "" }
                 )
@@ -212,7 +212,14 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
                     ts.input_shape
                 )
             };
-            err("--input-shape", format!("{which}: {}", first_line(&e)))
+            // A missing or unexpected target shows as an argument error.
+            let about_target = e.contains("target") || e.contains("argument");
+            let flag = if i + 1 == n && about_target {
+                "--target"
+            } else {
+                "--input-shape"
+            };
+            err(flag, format!("{which}: {}", essential(&e)))
         })?;
     }
     if x.numel() != 1 {
@@ -228,9 +235,16 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
     Ok(())
 }
 
-/// libtorch errors carry a C++ backtrace after the message.
-fn first_line(e: &str) -> &str {
-    e.lines().next().unwrap_or(e)
+/// The line of a libtorch error that says what went wrong: TorchScript
+/// puts it last ("RuntimeError: …") after the failing code; other errors
+/// have it first, with a C++ backtrace after it.
+fn essential(e: &str) -> &str {
+    e.lines()
+        .rev()
+        .find(|l| l.contains("Error: "))
+        .or_else(|| e.lines().next())
+        .unwrap_or(e)
+        .trim()
 }
 
 /// Writes the example model (the tiny net as TorchScript, for 3×16×16 images
