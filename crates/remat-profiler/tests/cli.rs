@@ -61,6 +61,38 @@ fn bad_arguments_exit_2_naming_the_flag() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--device"), "{}", stderr(&o));
+    // The user's own network: flags checked before anything is loaded.
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--model", "tiny", "--batch", "2", "--torchscript", "m.pt"],
+            "--model",
+        ),
+        (&["--batch", "2"], "--torchscript"),
+        (
+            &["--torchscript", "/nonexistent/m.pt", "--input-shape", "2,3"],
+            "--torchscript",
+        ),
+        (
+            &["--torchscript-dir", "/nonexistent", "--input-shape", "2,3"],
+            "--torchscript-dir",
+        ),
+        (
+            &["--model", "tiny", "--batch", "2", "--input-shape", "2,3"],
+            "--input-shape",
+        ),
+    ];
+    for (args, flag) in cases {
+        let mut all = vec!["profile"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "/dev/null"]);
+        let o = run(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("error: {flag}")),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
     let o = run(&["models"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("vgg19"));
