@@ -117,12 +117,20 @@ impl Storages {
     /// allocated while it runs — ā^ℓ without the parameters, buffers and
     /// the stage's input, which existed before.
     pub fn record<T>(&self, f: impl FnOnce() -> T) -> T {
-        // SAFETY: self.0 is live; recording ends before it can be dropped.
+        /// Ends the recording even if `f` panics, so the shim never keeps
+        /// a pointer to a dropped set.
+        struct End;
+        impl Drop for End {
+            fn drop(&mut self) {
+                // SAFETY: plain C call.
+                unsafe { remat_storages_record_end() }
+            }
+        }
+        // SAFETY: self.0 is live; `End` stops the recording before `self`
+        // can be dropped.
         unsafe { remat_storages_record_begin(self.0) };
-        let out = f();
-        // SAFETY: plain C call.
-        unsafe { remat_storages_record_end() };
-        out
+        let _end = End;
+        f()
     }
 
     /// Adds `t`'s storage (if allocated since the recording began).
