@@ -320,6 +320,10 @@ mod tests {
         }
     }
 
+    /// How this can fail: a folder with a gap accepted (stages silently
+    /// renumbered), or a digest that does not follow the files' bytes (run
+    /// accepts another model). Mutations tried, each failed it: skipping the
+    /// gap check; skipping the digest comparison in from_source.
     #[test]
     fn a_stage_folder_must_be_numbered_without_gaps() {
         let dir = std::env::temp_dir().join(format!("remat-user-model-{}", std::process::id()));
