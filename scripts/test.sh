@@ -33,6 +33,9 @@ cargo test --release -p remat-core -p remat-cli
 
 step "profiler (remat-profile with libtorch, CPU): setup, then its tests with --features torch"
 bash scripts/setup-libtorch.sh
+cargo clippy -p remat-profiler --all-targets -- -D warnings
+LIBTORCH="$PWD/.tools/libtorch/torch" \
+  cargo clippy -p remat-profiler --features torch --all-targets -- -D warnings
 LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo test --release -p remat-profiler --features torch
 

@@ -10,6 +10,7 @@ fn main() {
 #[cfg(feature = "torch")]
 fn torch_shim() {
     println!("cargo:rerun-if-changed=src/shim.cpp");
+    println!("cargo:rerun-if-changed=src/torchscript.cpp");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     let libtorch = std::env::var("LIBTORCH").unwrap_or_else(|_| {
         panic!("feature `torch` needs LIBTORCH set to a libtorch 2.13 folder (scripts/setup-libtorch.sh)")
@@ -18,6 +19,7 @@ fn torch_shim() {
     cc::Build::new()
         .cpp(true)
         .file("src/shim.cpp")
+        .file("src/torchscript.cpp")
         .include(root.join("include"))
         .include(root.join("include/torch/csrc/api/include"))
         .flag("-std=c++17")

@@ -470,7 +470,11 @@ mod tests {
             let source = e.chain().source;
             let any = |words: &[&str]| words.iter().any(|w| source.contains(w));
             assert!(any(&["H100", "device=cpu"]), "{}: no device", e.name);
-            assert!(any(&["PyTorch 2.11", "libtorch 2.13"]), "{}: no library", e.name);
+            assert!(
+                any(&["PyTorch 2.11", "libtorch 2.13"]),
+                "{}: no library",
+                e.name
+            );
             assert!(any(&["2026-"]), "{}: no date", e.name);
             assert!(any(&["batch"]), "{}: no batch", e.name);
             assert!(any(&["Method:", "method:"]), "{}: no method", e.name);

@@ -9,6 +9,7 @@
 mod models;
 #[cfg(feature = "torch")]
 mod torch;
+mod user_model;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -31,10 +32,27 @@ enum Command {
     Models,
     /// Measures a network, stage by stage, into a remat-chain/1 file.
     Profile {
+        /// A built-in network (see `models`).
         #[arg(long)]
-        model: String,
+        model: Option<String>,
+        /// Your own network: a scripted nn.Sequential, each child a stage.
+        #[arg(long, value_name = "FILE")]
+        torchscript: Option<PathBuf>,
+        /// Your own network: stage_001.pt, stage_002.pt, … one scripted module per stage.
+        #[arg(long, value_name = "DIR")]
+        torchscript_dir: Option<PathBuf>,
+        /// TorchScript input batch shape, batch first (e.g. 8,3,32,32).
+        #[arg(long, value_name = "N,C,H,W")]
+        input_shape: Option<String>,
+        /// TorchScript input as integer tokens in [0, V) instead of normal floats.
+        #[arg(long, value_name = "V")]
+        input_vocab: Option<i64>,
+        /// What the last TorchScript stage takes besides its input: classes:N or none.
+        #[arg(long, default_value = "classes:10")]
+        target: String,
+        /// Batch size (built-in networks; a TorchScript model takes it from --input-shape).
         #[arg(long)]
-        batch: i64,
+        batch: Option<i64>,
         /// Image side in pixels (convolutional nets).
         #[arg(long)]
         image: Option<i64>,
@@ -49,6 +67,15 @@ enum Command {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
+    /// Writes a small TorchScript model (the tiny net: 3×16×16 images, 10
+    /// classes) to try --torchscript / --torchscript-dir without Python.
+    ExampleTorchscript {
+        /// Write stage_001.pt … into the folder OUTPUT instead of one Sequential file.
+        #[arg(long)]
+        dir: bool,
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+    },
     /// Runs one training step following a schedule and compares it with the prediction.
     Run {
         /// The chain the schedule was made for (written by `profile`); its
@@ -60,6 +87,12 @@ enum Command {
         /// Must agree with the chain's model when given.
         #[arg(long)]
         model: Option<String>,
+        /// The TorchScript file the chain was measured on (its digest must match).
+        #[arg(long, value_name = "FILE")]
+        torchscript: Option<PathBuf>,
+        /// The folder of per-stage TorchScript files the chain was measured on.
+        #[arg(long, value_name = "DIR")]
+        torchscript_dir: Option<PathBuf>,
         #[arg(long, default_value = "cpu")]
         device: String,
         /// One JSON object on stdout.
@@ -136,6 +169,11 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Profile {
             model,
+            torchscript,
+            torchscript_dir,
+            input_shape,
+            input_vocab,
+            target,
             batch,
             image,
             seq,
@@ -143,8 +181,42 @@ fn run(command: Command) -> Result<(), Failure> {
             steps,
             output,
         } => {
-            let spec = models::ModelSpec::new(&model, batch, image, seq)?;
+            let spec = match model {
+                Some(m) => {
+                    if torchscript.is_some() || torchscript_dir.is_some() {
+                        return Err(Failure::BadInput(
+                            "--model: give --model NAME or --torchscript / --torchscript-dir, not both"
+                                .into(),
+                        ));
+                    }
+                    if input_shape.is_some() || input_vocab.is_some() {
+                        return Err(Failure::BadInput(
+                            "--input-shape: only for a TorchScript model; a built-in one takes --batch and --image / --seq".into(),
+                        ));
+                    }
+                    let batch = batch.ok_or_else(|| {
+                        Failure::BadInput("--batch: required with --model".into())
+                    })?;
+                    models::ModelSpec::new(&m, batch, image, seq)?
+                }
+                None => {
+                    if image.is_some() || seq.is_some() {
+                        return Err(Failure::BadInput(
+                            "--image: only for built-in models; a TorchScript model takes --input-shape".into(),
+                        ));
+                    }
+                    user_model::from_flags(
+                        torchscript.as_deref(),
+                        torchscript_dir.as_deref(),
+                        input_shape.as_deref(),
+                        input_vocab,
+                        &target,
+                        batch,
+                    )?
+                }
+            };
             check_device(&device)?;
+            check_model(&spec)?;
             if !(1..=1000).contains(&steps) {
                 return Err(Failure::BadInput(format!(
                     "--steps: must be 1..=1000, got {steps}"
@@ -152,10 +224,20 @@ fn run(command: Command) -> Result<(), Failure> {
             }
             profile(&spec, steps, &output)
         }
+        Command::ExampleTorchscript { dir, output } => {
+            if dir {
+                std::fs::create_dir_all(&output).map_err(|e| {
+                    Failure::BadInput(format!("-o: cannot create {}: {e}", output.display()))
+                })?;
+            }
+            write_example(&output, dir)
+        }
         Command::Run {
             chain,
             schedule,
             model,
+            torchscript,
+            torchscript_dir,
             device,
             json,
         } => {
@@ -173,7 +255,16 @@ fn run(command: Command) -> Result<(), Failure> {
             schedule
                 .check_chain(&chain)
                 .map_err(|e| Failure::BadInput(format!("--schedule: {e}")))?;
-            let spec = models::ModelSpec::from_source(&chain.source)?;
+            let spec = if torchscript.is_some() || torchscript_dir.is_some() {
+                user_model::from_source(
+                    &chain.source,
+                    torchscript.as_deref(),
+                    torchscript_dir.as_deref(),
+                )?
+            } else {
+                models::ModelSpec::from_source(&chain.source)?
+            };
+            check_model(&spec)?;
             if let Some(m) = model {
                 models::info(&m)?;
                 if m != spec.name {
@@ -188,6 +279,21 @@ fn run(command: Command) -> Result<(), Failure> {
     }
 }
 
+/// Loads a TorchScript model once and runs a no-grad forward on its input,
+/// so that a bad file or shape exits 2 naming the flag before profiling.
+#[cfg(feature = "torch")]
+fn check_model(spec: &models::ModelSpec) -> Result<(), Failure> {
+    match &spec.torchscript {
+        Some(ts) => torch::torchscript::check(ts).map_err(Failure::from),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(feature = "torch"))]
+fn check_model(_: &models::ModelSpec) -> Result<(), Failure> {
+    Ok(())
+}
+
 #[cfg(feature = "torch")]
 fn profile(
     spec: &models::ModelSpec,
@@ -198,6 +304,14 @@ fn profile(
     std::fs::write(output, remat_core::format::write_chain(&chain))
         .map_err(|e| Failure::BadInput(format!("-o: cannot write {}: {e}", output.display())))?;
     eprintln!("wrote {} ({} stages)", output.display(), chain.len());
+    Ok(())
+}
+
+#[cfg(feature = "torch")]
+fn write_example(output: &std::path::Path, dir: bool) -> Result<(), Failure> {
+    torch::torchscript::write_example(output, dir)
+        .map_err(|e| Failure::BadInput(format!("-o: {e}")))?;
+    eprintln!("wrote {}", output.display());
     Ok(())
 }
 
@@ -222,6 +336,11 @@ fn run_schedule(
 
 #[cfg(not(feature = "torch"))]
 const NO_TORCH: &str = "remat-profile was built without the `torch` feature: run scripts/setup-libtorch.sh, then build with LIBTORCH=$PWD/.tools/libtorch/torch cargo build --release -p remat-profiler --features torch";
+
+#[cfg(not(feature = "torch"))]
+fn write_example(_: &std::path::Path, _: bool) -> Result<(), Failure> {
+    Err(Failure::Runtime(NO_TORCH.into()))
+}
 
 #[cfg(not(feature = "torch"))]
 fn profile(_: &models::ModelSpec, _: usize, _: &std::path::Path) -> Result<(), Failure> {

@@ -70,6 +70,8 @@ pub struct ModelSpec {
     pub image: i64,
     /// Sequence length (transformers), else 0.
     pub seq: i64,
+    /// The user's own network (name `torchscript`), else None.
+    pub torchscript: Option<crate::user_model::TorchScript>,
 }
 
 /// Bad arguments, with the flag they came from.
@@ -154,6 +156,7 @@ impl ModelSpec {
             batch,
             image,
             seq,
+            torchscript: None,
         })
     }
 
@@ -161,8 +164,12 @@ impl ModelSpec {
     /// that `run` reads back.
     #[cfg_attr(not(feature = "torch"), allow(dead_code))]
     pub fn tag(&self) -> String {
+        let own = match &self.torchscript {
+            Some(ts) => format!(" {}", ts.tag()),
+            None => String::new(),
+        };
         format!(
-            "model={} batch={} image={} seq={}",
+            "model={} batch={} image={} seq={}{own}",
             self.name, self.batch, self.image, self.seq
         )
     }
@@ -180,6 +187,12 @@ impl ModelSpec {
                 "its source has no model=NAME: was it written by remat-profile profile?",
             )
         })?;
+        if name == crate::user_model::NAME {
+            return Err(err(
+                "--torchscript",
+                "the chain was measured on a TorchScript model: pass --torchscript FILE or --torchscript-dir DIR",
+            ));
+        }
         let num = |key: &str| -> Result<i64, ArgError> {
             field(key)
                 .and_then(|v| v.parse().ok())

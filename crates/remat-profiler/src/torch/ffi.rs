@@ -1,5 +1,7 @@
 //! The C++ shim (src/shim.cpp): the counting CPU allocator, backward from a
-//! given gradient, and taking a leaf's gradient out of it.
+//! given gradient, taking a leaf's gradient out of it, and the storages a
+//! stage's graph saved (moved to host memory and back for offload /
+//! prefetch).
 
 use std::ffi::{c_int, c_void, CStr};
 use tch::Tensor;
@@ -17,6 +19,13 @@ extern "C" {
     fn remat_last_error() -> *const std::ffi::c_char;
     fn remat_backward(out: *mut c_void, grad: *mut c_void) -> c_int;
     fn remat_take_grad(leaf: *mut c_void) -> *mut c_void;
+    fn remat_install_saved_hooks();
+    fn remat_storages_new() -> *mut c_void;
+    fn remat_storages_free(set: *mut c_void);
+    fn remat_storages_record_begin(set: *mut c_void);
+    fn remat_storages_record_end();
+    fn remat_storages_add(set: *mut c_void, t: *mut c_void);
+    fn remat_storages_move(set: *mut c_void, to_host: c_int) -> i64;
 }
 
 /// Installs the counting allocator, with oneDNN on (its memory goes through
@@ -109,4 +118,90 @@ pub fn take_grad(leaf: &mut Tensor) -> Option<Tensor> {
     let g =
         unsafe { Tensor::from_ptr(remat_take_grad(leaf.as_mut_ptr() as *mut c_void) as *mut _) };
     g.defined().then_some(g)
+}
+
+/// Makes autograd report every tensor it saves while a [`Storages`] set
+/// records (an engine with default saved-tensor hooks; see src/shim.cpp).
+/// Idempotent; outside a recording autograd behaves as before.
+pub fn install_saved_hooks() {
+    // SAFETY: plain C call, idempotent.
+    unsafe { remat_install_saved_hooks() }
+}
+
+fn last_error(what: &str) -> String {
+    // SAFETY: a NUL-terminated thread-local string owned by the shim.
+    let msg = unsafe { CStr::from_ptr(remat_last_error()) };
+    format!("{what} failed: {}", msg.to_string_lossy())
+}
+
+/// A set of tensor storages that move together between device- and
+/// host-booked memory: ā^ℓ (what autograd saved during F_all^ℓ, and the
+/// output) or a^ℓ. Held weakly: autograd still frees them in B^ℓ.
+pub struct Storages(*mut c_void);
+
+impl Storages {
+    pub fn new() -> Storages {
+        // SAFETY: returns a fresh heap object that Drop frees.
+        Storages(unsafe { remat_storages_new() })
+    }
+
+    /// Runs `f` (a recording forward) registering every saved tensor
+    /// allocated while it runs — ā^ℓ without the parameters, buffers and
+    /// the stage's input, which existed before.
+    pub fn record<T>(&self, f: impl FnOnce() -> T) -> T {
+        /// Ends the recording even if `f` panics, so the shim never keeps
+        /// a pointer to a dropped set.
+        struct End;
+        impl Drop for End {
+            fn drop(&mut self) {
+                // SAFETY: plain C call.
+                unsafe { remat_storages_record_end() }
+            }
+        }
+        // SAFETY: self.0 is live; `End` stops the recording before `self`
+        // can be dropped.
+        unsafe { remat_storages_record_begin(self.0) };
+        let _end = End;
+        f()
+    }
+
+    /// Adds `t`'s storage (if allocated since the recording began).
+    pub fn add(&self, t: &Tensor) {
+        // SAFETY: both live; the shim takes a weak reference to the storage.
+        unsafe { remat_storages_add(self.0, t.as_ptr() as *mut c_void) }
+    }
+
+    fn move_to(&self, host: bool) -> Result<u64, String> {
+        // SAFETY: self.0 is live; the shim swaps DataPtrs of live storages.
+        let n = unsafe { remat_storages_move(self.0, c_int::from(host)) };
+        if n < 0 {
+            Err(last_error(if host { "offload" } else { "prefetch" }))
+        } else {
+            Ok(n as u64)
+        }
+    }
+
+    /// Moves every storage into host-booked memory, freeing its device
+    /// bytes; returns the bytes moved.
+    pub fn offload(&self) -> Result<u64, String> {
+        self.move_to(true)
+    }
+
+    /// Moves every storage back into device-booked memory.
+    pub fn prefetch(&self) -> Result<u64, String> {
+        self.move_to(false)
+    }
+}
+
+impl Default for Storages {
+    fn default() -> Storages {
+        Storages::new()
+    }
+}
+
+impl Drop for Storages {
+    fn drop(&mut self) {
+        // SAFETY: allocated by remat_storages_new, freed once.
+        unsafe { remat_storages_free(self.0) }
+    }
 }

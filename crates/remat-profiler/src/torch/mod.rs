@@ -4,3 +4,4 @@ pub mod ffi;
 pub mod nets;
 pub mod profile;
 pub mod runner;
+pub mod torchscript;

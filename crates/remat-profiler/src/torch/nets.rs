@@ -30,6 +30,24 @@ pub struct Net {
 }
 
 impl Net {
+    /// A net from its parts (the user's TorchScript model, `torchscript.rs`).
+    pub fn from_parts(
+        vs: nn::VarStore,
+        stages: Vec<(String, StageFn)>,
+        input: Box<dyn Fn() -> Tensor>,
+    ) -> Net {
+        let params = vs.trainable_variables();
+        let n = stages.len();
+        Net {
+            vs,
+            stages,
+            input,
+            params,
+            created: RefCell::new(vec![None; n]),
+            booked: Cell::new(0),
+        }
+    }
+
     /// The input batch a^0, the same for every call (fixed seed).
     pub fn input(&self) -> Tensor {
         tch::manual_seed(0x5eed);
@@ -124,6 +142,11 @@ const CPU: Device = Device::Cpu;
 
 /// Builds `spec`'s network with a fixed seed (same weights every time).
 pub fn build(spec: &ModelSpec) -> Net {
+    if let Some(ts) = &spec.torchscript {
+        // main.rs loaded and ran it once already (torchscript::check).
+        return super::torchscript::build(ts)
+            .unwrap_or_else(|e| panic!("the TorchScript model loaded before: {e}"));
+    }
     tch::manual_seed(42);
     let vs = nn::VarStore::new(CPU);
     let b = spec.batch;
@@ -153,16 +176,7 @@ pub fn build(spec: &ModelSpec) -> Net {
         }
         other => unreachable!("ModelSpec::new accepts only built-in models, got {other}"),
     };
-    let params = vs.trainable_variables();
-    let n = stages.len();
-    Net {
-        vs,
-        stages,
-        input,
-        params,
-        created: RefCell::new(vec![None; n]),
-        booked: Cell::new(0),
-    }
+    Net::from_parts(vs, stages, input)
 }
 
 fn image_input(b: i64, px: i64) -> Box<dyn Fn() -> Tensor> {

@@ -11,8 +11,10 @@
 //!   δ^{ℓ-1} out of the input's `.grad`, and drops a plain a^{ℓ-1}; the
 //!   parameter gradients it creates are booked outside the chain
 //!   (`Net::backward_stage`).
-//! - offload / prefetch copy a^ℓ to and from host memory (on the CPU: memory
-//!   the counting allocator books as host, not device).
+//! - offload / prefetch move a^ℓ, or ā^ℓ (every tensor autograd saved for
+//!   B^ℓ that F_all^ℓ allocated, and the output), into memory the counting
+//!   allocator books as host, and back (`ffi::Storages`; src/shim.cpp says
+//!   why the storages move in place under their aliases).
 //!
 //! Every forward of stage ℓ starts from the same seed, so dropout masks are
 //! replayed on recomputation and the gradients equal a plain step's.
@@ -27,36 +29,85 @@ use serde::Serialize;
 use std::time::Instant;
 use tch::Tensor;
 
+/// ā^ℓ: the output with its graph, the leaf the stage read, and (when the
+/// step records saved tensors) the storages an offload moves.
+struct Saved {
+    out: Tensor,
+    leaf: Tensor,
+    storages: Option<ffi::Storages>,
+}
+
+/// a^ℓ on the host: the tensor (its storage now booked as host) and the set
+/// that moves it back.
+struct HostAct {
+    t: Tensor,
+    checkpoint: bool,
+    storages: ffi::Storages,
+}
+
 /// The state of one step: which tensors exist, as in the simulator.
 pub struct Exec<'n> {
     net: &'n Net,
-    /// a^ℓ (plain, no graph), and whether F_ck made it a checkpoint.
+    /// Whether F_all registers ā^ℓ's saved tensors (needed to offload ā).
+    record_saved: bool,
+    /// a^ℓ (plain, no graph) on the device, and whether F_ck made it a checkpoint.
     act: Vec<Option<(Tensor, bool)>>,
-    /// ā^ℓ: the output with its graph, and the leaf the stage read.
-    saved: Vec<Option<(Tensor, Tensor)>>,
+    /// ā^ℓ on the device.
+    saved: Vec<Option<Saved>>,
     /// δ^ℓ.
     grad: Vec<Option<Tensor>>,
-    /// Offloaded a^ℓ (host copies) with their checkpoint flag.
-    host: Vec<Option<(Tensor, bool)>>,
+    /// Offloaded a^ℓ.
+    act_host: Vec<Option<HostAct>>,
+    /// Offloaded ā^ℓ.
+    saved_host: Vec<Option<Saved>>,
     /// Seconds each operation took, in list order.
     pub op_seconds: Vec<f64>,
+    /// Bytes really moved to host and back.
+    pub offloaded_bytes: u64,
+    pub prefetched_bytes: u64,
 }
 
 fn seed(l: usize) {
     tch::manual_seed(1_000 + l as i64);
 }
 
+/// Whether `ops` offloads some ā^ℓ (the step must then record saved tensors).
+pub fn offloads_saved(ops: &[Op]) -> bool {
+    ops.iter().any(|op| {
+        matches!(
+            op,
+            Op::Offload {
+                tensor: TensorKind::Saved,
+                ..
+            }
+        )
+    })
+}
+
 impl<'n> Exec<'n> {
     /// A step with a^0 (the input batch) and δ^L (the loss seed) resident.
     pub fn new(net: &'n Net) -> Exec<'n> {
+        Exec::with_recording(net, false)
+    }
+
+    /// [`new`](Self::new), registering every ā^ℓ's saved tensors when
+    /// `record_saved` (autograd saves through hooks then; see src/shim.cpp).
+    pub fn with_recording(net: &'n Net, record_saved: bool) -> Exec<'n> {
+        if record_saved {
+            ffi::install_saved_hooks();
+        }
         let n = net.stages.len();
         let mut e = Exec {
             net,
+            record_saved,
             act: (0..=n).map(|_| None).collect(),
             saved: (0..=n).map(|_| None).collect(),
             grad: (0..=n).map(|_| None).collect(),
-            host: (0..=n).map(|_| None).collect(),
+            act_host: (0..=n).map(|_| None).collect(),
+            saved_host: (0..=n).map(|_| None).collect(),
             op_seconds: Vec::new(),
+            offloaded_bytes: 0,
+            prefetched_bytes: 0,
         };
         e.act[0] = Some((net.input(), false));
         e.grad[n] = Some(Tensor::ones([], (tch::Kind::Float, tch::Device::Cpu)));
@@ -67,10 +118,13 @@ impl<'n> Exec<'n> {
         if let Some((t, _)) = &self.act[l - 1] {
             return Ok(t.detach());
         }
-        if let Some((y, _)) = &self.saved[l - 1] {
-            return Ok(y.detach());
+        if let Some(s) = &self.saved[l - 1] {
+            return Ok(s.out.detach());
         }
-        Err(format!("stage {l}: its input a^{} is not resident", l - 1))
+        Err(format!(
+            "stage {l}: its input a^{} is not on the device",
+            l - 1
+        ))
     }
 
     /// Runs one operation.
@@ -88,8 +142,20 @@ impl<'n> Exec<'n> {
                     x = x.set_requires_grad(true);
                 }
                 seed(l);
-                let y = (self.net.stages[l - 1].1)(&x);
-                self.saved[l] = Some((y, x));
+                let f = &self.net.stages[l - 1].1;
+                let (out, storages) = if self.record_saved {
+                    let set = ffi::Storages::new();
+                    let y = set.record(|| f(&x));
+                    set.add(&y);
+                    (y, Some(set))
+                } else {
+                    (f(&x), None)
+                };
+                self.saved[l] = Some(Saved {
+                    out,
+                    leaf: x,
+                    storages,
+                });
             }
             Op::ForwardCheckpoint { .. } | Op::ForwardNone { .. } => {
                 let x = self.input(l)?;
@@ -106,45 +172,90 @@ impl<'n> Exec<'n> {
                 self.act[l] = Some((y, false));
             }
             Op::Backward { .. } => {
-                let (y, mut x) = self.saved[l]
+                let Saved { out, mut leaf, .. } = self.saved[l]
                     .take()
-                    .ok_or_else(|| format!("{op}: ā^{l} is not resident"))?;
+                    .ok_or_else(|| format!("{op}: ā^{l} is not on the device"))?;
                 let g = self.grad[l]
                     .take()
-                    .ok_or_else(|| format!("{op}: δ^{l} is not resident"))?;
-                self.net.backward_stage(l, y, g)?;
-                if l > 1 {
-                    self.grad[l - 1] = ffi::take_grad(&mut x);
+                    .ok_or_else(|| format!("{op}: δ^{l} is not on the device"))?;
+                if self.act[l - 1].is_none() && self.saved[l - 1].is_none() {
+                    return Err(format!("{op}: its input a^{} is not on the device", l - 1));
                 }
-                drop(x);
+                self.net.backward_stage(l, out, g)?;
+                if l > 1 {
+                    self.grad[l - 1] = ffi::take_grad(&mut leaf);
+                }
+                drop(leaf);
                 // A plain a^{ℓ-1} is not needed any more; ā^{ℓ-1} waits for B^{ℓ-1}.
                 self.act[l - 1] = None;
             }
-            Op::Offload { tensor, .. } => {
-                if tensor != TensorKind::Output {
-                    return Err(format!("{op}: offloading ā (the saved tensors of an autograd graph) is not supported by this runner yet"));
-                }
+            Op::Offload {
+                tensor: TensorKind::Output,
+                ..
+            } => {
                 let (t, checkpoint) = self.act[l]
                     .take()
                     .ok_or_else(|| format!("{op}: a^{l} is not on the device"))?;
-                let h = ffi::on_host(|| t.copy());
-                drop(t);
-                self.host[l] = Some((h, checkpoint));
+                // The storage moves under every alias (a graph that read a^ℓ
+                // as its input keeps reading it after the prefetch).
+                let storages = ffi::Storages::new();
+                storages.add(&t);
+                self.offloaded_bytes += storages.offload()?;
+                self.act_host[l] = Some(HostAct {
+                    t,
+                    checkpoint,
+                    storages,
+                });
             }
-            Op::Prefetch { tensor, .. } => {
-                if tensor != TensorKind::Output {
-                    return Err(format!(
-                        "{op}: prefetching ā is not supported by this runner yet"
-                    ));
-                }
-                let (h, checkpoint) = self.host[l]
+            Op::Prefetch {
+                tensor: TensorKind::Output,
+                ..
+            } => {
+                let h = self.act_host[l]
                     .take()
                     .ok_or_else(|| format!("{op}: a^{l} has no host copy"))?;
-                self.act[l] = Some((h.copy(), checkpoint));
+                self.prefetched_bytes += h.storages.prefetch()?;
+                self.act[l] = Some((h.t, h.checkpoint));
+            }
+            Op::Offload {
+                tensor: TensorKind::Saved,
+                ..
+            } => {
+                let s = self.saved[l]
+                    .take()
+                    .ok_or_else(|| format!("{op}: ā^{l} is not on the device"))?;
+                let storages = s.storages.as_ref().ok_or_else(|| {
+                    format!("{op}: this step did not record ā^{l}'s saved tensors")
+                })?;
+                self.offloaded_bytes += storages.offload()?;
+                self.saved_host[l] = Some(s);
+            }
+            Op::Prefetch {
+                tensor: TensorKind::Saved,
+                ..
+            } => {
+                let s = self.saved_host[l]
+                    .take()
+                    .ok_or_else(|| format!("{op}: ā^{l} has no host copy"))?;
+                if let Some(storages) = &s.storages {
+                    self.prefetched_bytes += storages.prefetch()?;
+                }
+                self.saved[l] = Some(s);
             }
         }
         self.op_seconds.push(start.elapsed().as_secs_f64());
         Ok(())
+    }
+
+    /// What the chain model says is on the device now: ω_a^ℓ for each a^ℓ,
+    /// ω_ā^ℓ for each ā^ℓ, ω_δ^ℓ for each δ^ℓ (host copies count nothing).
+    pub fn resident_bytes(&self, chain: &Chain) -> u64 {
+        fn sum<T>(v: &[Option<T>], size: impl Fn(usize) -> u64) -> u64 {
+            (0..v.len()).filter(|&l| v[l].is_some()).map(size).sum()
+        }
+        sum(&self.act, |l| chain.output_bytes(l))
+            + sum(&self.saved, |l| chain.saved_bytes(l))
+            + sum(&self.grad, |l| chain.gradient_bytes(l))
     }
 
     pub fn run(&mut self, ops: &[Op]) -> Result<(), String> {
@@ -160,32 +271,55 @@ pub fn store_all(n: usize) -> Vec<Op> {
         .collect()
 }
 
-/// What one measured step took.
+/// What one measured step did.
 pub struct StepMeasure {
-    /// Peak bytes above the level before the step, parameter gradients
-    /// booked outside (the chain's accounting).
+    /// Peak device bytes above the level before the step, parameter
+    /// gradients booked outside (the chain's accounting).
     pub peak: u64,
-    /// Peak of every byte above the level before the step, parameter
-    /// gradients included.
+    /// Peak of every device byte above the level before the step,
+    /// parameter gradients included.
     pub total_peak: u64,
     pub seconds: f64,
+    /// Bytes really moved to host and back.
+    pub offloaded: u64,
+    pub prefetched: u64,
+    /// After each operation: (device bytes measured above the level before
+    /// the step, the chain's sizes of the tensors then on the device).
+    pub resident: Vec<(i64, u64)>,
 }
 
 /// One step of `ops` from parameter gradients set to none.
 pub fn measured_step(net: &mut Net, ops: &[Op]) -> Result<StepMeasure, String> {
+    measure(net, ops, None)
+}
+
+/// One step of `ops` from parameter gradients set to none, recording saved
+/// tensors when the schedule offloads some ā^ℓ; with a chain, the resident
+/// bytes after every operation, measured and as the chain counts them.
+pub fn measure(net: &mut Net, ops: &[Op], chain: Option<&Chain>) -> Result<StepMeasure, String> {
     net.zero_grad();
     let (base, base_total) = (ffi::current(), ffi::total());
     ffi::reset_peak();
     let start = Instant::now();
-    {
-        let mut e = Exec::new(net);
-        e.run(ops)?;
-    }
+    let mut resident = Vec::new();
+    let (offloaded, prefetched) = {
+        let mut e = Exec::with_recording(net, offloads_saved(ops));
+        for &op in ops {
+            e.step(op)?;
+            if let Some(c) = chain {
+                resident.push((ffi::current() - base, e.resident_bytes(c)));
+            }
+        }
+        (e.offloaded_bytes, e.prefetched_bytes)
+    };
     let seconds = start.elapsed().as_secs_f64();
     Ok(StepMeasure {
         peak: (ffi::peak() - base).max(0) as u64,
         total_peak: (ffi::total_peak() - base_total).max(0) as u64,
         seconds,
+        offloaded,
+        prefetched,
+        resident,
     })
 }
 
@@ -207,17 +341,51 @@ pub struct Report {
     pub measured_seconds: f64,
     pub predicted_seconds: f64,
     pub steps: usize,
+    /// Every parameter gradient equals the plain step's (false when the net
+    /// has none to compare: a match over nothing proves nothing).
     pub gradients_match: bool,
+    /// How many parameter gradients were compared.
+    pub gradients_compared: usize,
     /// max |g − g_plain| over every parameter gradient.
     pub max_gradient_difference: f64,
+    /// Bytes the simulator moves to the host and back.
     pub offloaded_bytes: u64,
+    pub prefetched_bytes: u64,
+    /// Bytes the run really moved out of device-booked memory and back.
+    pub measured_offloaded_bytes: u64,
+    pub measured_prefetched_bytes: u64,
+    /// Whether, after every operation, the device bytes measured equal the
+    /// chain's sizes of the tensors then resident (each offload really frees
+    /// what the model frees, each prefetch takes what it takes).
+    pub resident_bytes_match: bool,
+    /// max |measured − chain| over the operations, and where it first differs.
+    pub max_resident_difference_bytes: u64,
+    pub first_resident_difference: Option<String>,
 }
 
 impl Report {
     pub fn human(&self) -> String {
         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        let resident = match &self.first_resident_difference {
+            None => "\n  resident bytes after every op equal the chain's".to_string(),
+            Some(d) => format!(
+                "\n  resident bytes differ from the chain's by up to {} B; first {d}",
+                self.max_resident_difference_bytes
+            ),
+        };
+        let transfers = if self.offloaded_bytes + self.measured_offloaded_bytes > 0 {
+            format!(
+                "\n  moved: offloaded {:.3} MiB (predicted {:.3}), prefetched {:.3} MiB (predicted {:.3})",
+                mib(self.measured_offloaded_bytes),
+                mib(self.offloaded_bytes),
+                mib(self.measured_prefetched_bytes),
+                mib(self.prefetched_bytes)
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e})",
+            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}",
             self.model,
             self.algorithm,
             mib(self.budget_bytes),
@@ -230,7 +398,9 @@ impl Report {
             self.predicted_seconds,
             self.steps,
             self.gradients_match,
-            self.max_gradient_difference
+            self.max_gradient_difference,
+            transfers,
+            resident
         )
     }
 }
@@ -238,6 +408,23 @@ impl Report {
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The largest |measured − chain| resident difference, and the first
+/// operation where they differ.
+fn resident_difference(ops: &[Op], resident: &[(i64, u64)]) -> (u64, Option<String>) {
+    let mut max = 0;
+    let mut first = None;
+    for (i, (&(measured, model), op)) in resident.iter().zip(ops).enumerate() {
+        let d = (measured - model as i64).unsigned_abs();
+        if d > 0 && first.is_none() {
+            first = Some(format!(
+                "after op {i} ({op}): {measured} bytes measured on the device, the chain counts {model}"
+            ));
+        }
+        max = max.max(d);
+    }
+    (max, first)
 }
 
 /// Runs `schedule` for one training step (three, for the time) and checks it.
@@ -268,8 +455,8 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
     measured_step(&mut net, &plain).map_err(rt)?;
     measured_step(&mut net, &plain).map_err(rt)?;
     let reference = ffi::on_host(|| net.gradients());
-    let measure = measured_step(&mut net, &schedule.ops).map_err(rt)?;
-    let (peak, first) = (measure.peak, measure.seconds);
+    let first = measure(&mut net, &schedule.ops, Some(chain)).map_err(rt)?;
+    let (max_resident, first_resident) = resident_difference(&schedule.ops, &first.resident);
     let got = ffi::on_host(|| net.gradients());
     let mut diff = 0f64;
     let mut same = true;
@@ -280,7 +467,7 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         same &= d <= 1e-5 * scale.max(1e-6);
         diff = diff.max(d);
     }
-    let mut times = vec![first];
+    let mut times = vec![first.seconds];
     for _ in 0..2 {
         times.push(measured_step(&mut net, &schedule.ops).map_err(rt)?.seconds);
     }
@@ -289,16 +476,23 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         model: spec.tag(),
         algorithm: schedule.algorithm.clone(),
         budget_bytes: schedule.budget_bytes,
-        measured_peak_bytes: peak,
+        measured_peak_bytes: first.peak,
         predicted_peak_bytes: predicted_peak,
         parameter_gradient_bytes: net.parameter_gradient_bytes().iter().sum(),
-        measured_total_peak_bytes: measure.total_peak,
-        peak_error: peak as f64 / predicted_peak.max(1) as f64 - 1.0,
+        measured_total_peak_bytes: first.total_peak,
+        peak_error: first.peak as f64 / predicted_peak.max(1) as f64 - 1.0,
         measured_seconds: median(times),
         predicted_seconds: trace.makespan_seconds,
         steps: 3,
-        gradients_match: same && reference.len() == got.len(),
+        gradients_match: same && reference.len() == got.len() && !reference.is_empty(),
+        gradients_compared: reference.len(),
         max_gradient_difference: diff,
         offloaded_bytes: trace.offloaded_bytes,
+        prefetched_bytes: trace.prefetched_bytes,
+        measured_offloaded_bytes: first.offloaded,
+        measured_prefetched_bytes: first.prefetched,
+        resident_bytes_match: max_resident == 0,
+        max_resident_difference_bytes: max_resident,
+        first_resident_difference: first_resident,
     })
 }
