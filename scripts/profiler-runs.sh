@@ -4,7 +4,8 @@
 # Builds remat and remat-profile (feature torch), profiles each network
 # (default: tiny, resnet18, vgg19 and resnet50 at sizes that run in minutes on
 # two cores), solves rotor at 40 / 60 / 90 % of M_high, at M_low itself where
-# 40 % is below it, and store-all (100 %), runs every schedule for one
+# 40 % is below it, store-all (100 %), and pofo at 60 / 75 / 90 % with the
+# chain's measured copy rate (its transfers run), runs every schedule for one
 # training step with `remat-profile run --json`, and prints a markdown table:
 # predicted against measured peak and time, and whether the parameter
 # gradients equal a plain step's.
@@ -41,16 +42,16 @@ for spec in $models; do
   fi
   "$remat" solve "$chain" -a rotor -b 100% --json >"$out/$name.limits.json"
   read -r m_low m_high < <(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["m_low_bytes"], d["m_high_bytes"])' "$out/$name.limits.json")
-  budgets="40% 60% 90% 100%"
+  plans="rotor:40% rotor:60% rotor:90% store-all:100% pofo:60% pofo:75% pofo:90%"
   # Where 40 % is below M_low, rotor's least budget is run as well.
   if python3 -c 'import sys; sys.exit(0 if int(sys.argv[1]) > 0.4 * int(sys.argv[2]) else 1)' "$m_low" "$m_high"; then
-    budgets="40% 60% $m_low 90% 100%"
+    plans="$plans rotor:$m_low"
   fi
-  for b in $budgets; do
-    algo=rotor
+  for plan in $plans; do
+    algo="${plan%%:*}"
+    b="${plan#*:}"
     tag="${b%\%}"
     [ "$b" = "$m_low" ] && tag="mlow"
-    [ "$b" = 100% ] && algo=store-all
     base="$out/$name-$algo-$tag"
     rm -f "$base.json" "$base.run.json"
     "$remat" solve "$chain" -a "$algo" -b "$b" --json -o "$base.json" >"$base.solve.json" 2>/dev/null
@@ -58,12 +59,12 @@ for spec in $models; do
       echo "== run $name $algo at $b" >&2
       "$prof" run --chain "$chain" --schedule "$base.json" --json >"$base.run.json"
     fi
-    python3 - "$name b$batch ${px}px" "$b" "$m_low" "$m_high" "$base.solve.json" "$base.run.json" >>"$rows" <<'EOF'
+    python3 - "$name b$batch ${px}px" "$algo" "$b" "$m_low" "$m_high" "$base.solve.json" "$base.run.json" >>"$rows" <<'EOF'
 import json, os, sys
-net, budget_arg, m_low, m_high, solve, run = sys.argv[1:]
+net, algo, budget_arg, m_low, m_high, solve, run = sys.argv[1:]
 s = json.load(open(solve))
 r = json.load(open(run)) if os.path.exists(run) else None
-print(json.dumps({"net": net, "budget_arg": budget_arg, "m_low": int(m_low), "m_high": int(m_high), "solve": s, "run": r}))
+print(json.dumps({"net": net, "algo": algo, "budget_arg": budget_arg, "m_low": int(m_low), "m_high": int(m_high), "solve": s, "run": r}))
 EOF
   done
 done
@@ -71,22 +72,23 @@ done
 python3 - "$rows" <<'EOF'
 import json, sys
 mib = lambda b: f"{b / 2**20:.3f}"
-print("| network | schedule | budget | predicted peak (MiB) | measured peak (MiB) | error | predicted time (s) | measured time (s) | gradients_match |")
-print("|---|---|---|---:|---:|---:|---:|---:|---|")
+print("| network | schedule | budget | predicted peak (MiB) | measured peak (MiB) | error | predicted time (s) | measured time (s) | offloaded predicted / measured (MiB) | gradients_match |")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|---|")
 bad = []
 for line in open(sys.argv[1]):
     row = json.loads(line)
     s, r = row["solve"], row["run"]
     arg = row["budget_arg"]
     pct = 100 * s["budget_bytes"] / row["m_high"]
-    label = "store-all" if arg == "100%" else ("rotor at M_low" if not arg.endswith("%") else f"rotor {arg}")
+    algo = row["algo"]
+    label = algo if algo == "store-all" else (f"{algo} at M_low" if not arg.endswith("%") else f"{algo} {arg}")
     budget = f"{mib(s['budget_bytes'])} MiB ({pct:.1f} % of M_high)"
     if r is None:
-        print(f"| {row['net']} | {label} | {budget} | — | — | — | — | — | infeasible: {s['detail']} ({100 * row['m_low'] / row['m_high']:.1f} % of M_high) |")
+        print(f"| {row['net']} | {label} | {budget} | — | — | — | — | — | — | infeasible: {s['detail']} (rotor's M_low is {100 * row['m_low'] / row['m_high']:.1f} % of M_high) |")
         continue
     m, p = r["measured_peak_bytes"], r["predicted_peak_bytes"]
     err = m / p - 1
-    print(f"| {row['net']} | {label} | {budget} | {mib(p)} | {mib(m)} | {100 * err:+.2f} % | {r['predicted_seconds']:.3f} | {r['measured_seconds']:.3f} | {str(r['gradients_match']).lower()} |")
+    print(f"| {row['net']} | {label} | {budget} | {mib(p)} | {mib(m)} | {100 * err:+.2f} % | {r['predicted_seconds']:.3f} | {r['measured_seconds']:.3f} | {mib(r['offloaded_bytes'])} / {mib(r['measured_offloaded_bytes'])} | {str(r['gradients_match']).lower()} |")
     if abs(err) > 0.03 or m > 1.03 * s["budget_bytes"] or not r["gradients_match"]:
         bad.append(f"{row['net']} {label}")
 if bad:
