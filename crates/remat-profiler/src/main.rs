@@ -4,7 +4,8 @@
 //! parameter gradients against a plain store-all step).
 //!
 //! libtorch comes through tch behind the feature `torch`; without it the
-//! binary lists its models and says how to build it. See docs/profiler.md.
+//! binary lists its models and says how to build it. `--device cuda` needs
+//! the feature `cuda` as well (and a GPU at run time). See docs/profiler.md.
 
 mod models;
 #[cfg(feature = "torch")]
@@ -139,16 +140,50 @@ fn main() -> ExitCode {
     }
 }
 
-fn check_device(device: &str) -> Result<(), Failure> {
+/// The `--device` flag.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DeviceArg {
+    Cpu,
+    #[cfg(feature = "cuda")]
+    Cuda,
+}
+
+/// Parses `--device`. A GPU is looked for at once (exit 1 with a message
+/// when there is none), before any file is read; the CPU is set up where
+/// the measurement starts, as before the `cuda` feature.
+fn check_device(device: &str) -> Result<DeviceArg, Failure> {
     match device {
-        "cpu" => Ok(()),
-        "cuda" => Err(Failure::Runtime(
-            "--device: cuda is not built in this binary (feature `cuda` is not implemented yet); use --device cpu".into(),
-        )),
+        "cpu" => Ok(DeviceArg::Cpu),
+        "cuda" => cuda_device(),
         other => Err(Failure::BadInput(format!(
             "--device: expected cpu or cuda, got \"{other}\""
         ))),
     }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_device() -> Result<DeviceArg, Failure> {
+    torch::device::Device::Cuda
+        .select()
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    Ok(DeviceArg::Cuda)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device() -> Result<DeviceArg, Failure> {
+    Err(Failure::Runtime(
+        "--device: cuda is not built in this binary (it needs the feature `cuda`: cargo build --release -p remat-profiler --features torch,cuda, with a CUDA libtorch); use --device cpu".into(),
+    ))
+}
+
+/// TorchScript models load on the CPU (src/torchscript.cpp): not on a GPU yet.
+fn check_torchscript_device(device: DeviceArg, torchscript: bool) -> Result<(), Failure> {
+    if torchscript && device != DeviceArg::Cpu {
+        return Err(Failure::BadInput(
+            "--torchscript: TorchScript models run on the CPU only for now; use --device cpu or a built-in --model".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn run(command: Command) -> Result<(), Failure> {
@@ -215,7 +250,8 @@ fn run(command: Command) -> Result<(), Failure> {
                     )?
                 }
             };
-            check_device(&device)?;
+            let device = check_device(&device)?;
+            check_torchscript_device(device, spec.torchscript.is_some())?;
             check_model(&spec)?;
             if !(1..=1000).contains(&steps) {
                 return Err(Failure::BadInput(format!(
@@ -241,7 +277,7 @@ fn run(command: Command) -> Result<(), Failure> {
             device,
             json,
         } => {
-            check_device(&device)?;
+            let device = check_device(&device)?;
             let read = |p: &PathBuf, flag: &str| {
                 std::fs::read_to_string(p).map_err(|e| {
                     Failure::BadInput(format!("{flag}: cannot read {}: {e}", p.display()))
@@ -264,6 +300,7 @@ fn run(command: Command) -> Result<(), Failure> {
             } else {
                 models::ModelSpec::from_source(&chain.source)?
             };
+            check_torchscript_device(device, spec.torchscript.is_some())?;
             check_model(&spec)?;
             if let Some(m) = model {
                 models::info(&m)?;

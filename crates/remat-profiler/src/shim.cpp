@@ -10,6 +10,11 @@
 //    its tensors and scratchpads through c10's CPU allocator, so they are
 //    counted — docs/profiler.md has the evidence), NNPACK off (its workspace
 //    is a static buffer allocated outside c10).
+//  - with REMAT_CUDA (cargo feature `cuda`, build.rs): the same memory
+//    interface read from the CUDA caching allocator's device statistics,
+//    CUDA events for op times, and offload / prefetch between device memory
+//    and pinned host memory on a side stream (the section at the end).
+//    Compile-checked only: never run on a GPU (docs/profiler.md).
 #include <torch/torch.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/autograd/engine.h>
@@ -19,6 +24,17 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#ifdef REMAT_CUDA
+#include <ATen/core/CachingHostAllocator.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <algorithm>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+#endif
 
 namespace {
 
@@ -96,6 +112,25 @@ struct CountingAllocator final : c10::Allocator {
 CountingAllocator g_allocator;
 thread_local std::string g_error;
 
+// Set by remat_cuda_init: the memory interface below reads the CUDA caching
+// allocator instead of the counting CPU allocator.
+bool g_cuda = false;
+
+#ifdef REMAT_CUDA
+int64_t cuda_serial_of(const void* ptr);
+int64_t cuda_move_storage(c10::StorageImpl* s, bool to_host);
+int64_t cuda_current();
+int64_t cuda_peak();
+int64_t cuda_total();
+int64_t cuda_total_peak();
+void cuda_reset_peak();
+void cuda_book_outside(int64_t bytes);
+#define REMAT_ON_CUDA(call) \
+  if (g_cuda) return call
+#else
+#define REMAT_ON_CUDA(call)
+#endif
+
 // ---------------------------------------------------------------------------
 // Offloading ā^ℓ: the tensors autograd saved for B^ℓ, moved to host memory.
 //
@@ -142,11 +177,20 @@ struct SavedStorages {
     if (!t.defined() || !t.has_storage()) return;
     c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
     const c10::DataPtr& dp = s->data_ptr();
-    // Only the counting allocator's blocks carry a serial.
-    if (dp.get() == nullptr || dp.get_deleter() != &counted_delete) return;
-    Header h;
-    std::memcpy(&h, static_cast<const char*>(dp.get()) - kHeader, sizeof h);
-    if (h.serial < since) return;
+    if (dp.get() == nullptr) return;
+#ifdef REMAT_CUDA
+    if (dp.device().is_cuda()) {
+      // The allocator trace gives every live CUDA block its serial.
+      if (cuda_serial_of(dp.get()) < since) return;
+    } else
+#endif
+    {
+      // Only the counting allocator's blocks carry a serial.
+      if (dp.get_deleter() != &counted_delete) return;
+      Header h;
+      std::memcpy(&h, static_cast<const char*>(dp.get()) - kHeader, sizeof h);
+      if (h.serial < since) return;
+    }
     for (c10::StorageImpl* k : seen) {
       if (k == s) return;
     }
@@ -201,6 +245,9 @@ int64_t move_storage(c10::StorageImpl* s, bool to_host) {
   const c10::DataPtr& dp = s->data_ptr();
   size_t n = s->nbytes();
   if (n == 0 || dp.get() == nullptr) return 0;
+#ifdef REMAT_CUDA
+  if (g_cuda) return cuda_move_storage(s, to_host);
+#endif
   TORCH_CHECK(dp.device().is_cpu(), "remat: moving a non-CPU storage is not supported");
   TORCH_CHECK(dp.get_deleter() == &counted_delete,
               "remat: a storage not allocated by the counting allocator cannot be moved");
@@ -231,18 +278,35 @@ void remat_install_allocator() {
   at::globalContext().setUserEnabledNNPACK(false);
 }
 
-int64_t remat_current_bytes() { return g_current.load(); }
-int64_t remat_peak_bytes() { return g_peak.load(); }
-int64_t remat_total_bytes() { return g_total.load(); }
-int64_t remat_total_peak_bytes() { return g_total_peak.load(); }
+// On a GPU (after remat_cuda_init) these read the CUDA caching allocator.
+int64_t remat_current_bytes() {
+  REMAT_ON_CUDA(cuda_current());
+  return g_current.load();
+}
+int64_t remat_peak_bytes() {
+  REMAT_ON_CUDA(cuda_peak());
+  return g_peak.load();
+}
+int64_t remat_total_bytes() {
+  REMAT_ON_CUDA(cuda_total());
+  return g_total.load();
+}
+int64_t remat_total_peak_bytes() {
+  REMAT_ON_CUDA(cuda_total_peak());
+  return g_total_peak.load();
+}
 int64_t remat_host_bytes() { return g_host.load(); }
 void remat_reset_peak() {
+  REMAT_ON_CUDA(cuda_reset_peak());
   g_peak.store(g_current.load());
   g_total_peak.store(g_total.load());
 }
 // Books `bytes` outside the device count (> 0) or back into it (< 0): the
 // raw total is unchanged, the device count and its peak follow.
-void remat_book_outside(int64_t bytes) { raise_peak(g_peak, g_current.fetch_sub(bytes) - bytes); }
+void remat_book_outside(int64_t bytes) {
+  REMAT_ON_CUDA(cuda_book_outside(bytes));
+  raise_peak(g_peak, g_current.fetch_sub(bytes) - bytes);
+}
 void remat_set_host_mode(int on) { g_host_mode.store(on != 0); }
 
 const char* remat_last_error() { return g_error.c_str(); }
@@ -322,3 +386,326 @@ int64_t remat_storages_move(void* set, int to_host) {
 }
 
 }  // extern "C"
+
+// ===========================================================================
+// CUDA (cargo feature `cuda`; build.rs defines REMAT_CUDA and links
+// libtorch_cuda / libc10_cuda). Compile-checked only: never run on a GPU.
+//
+// Memory: the caching allocator's device statistics (allocated bytes,
+// aggregate pool), current and peak, on device 0. The chain's accounting
+// books parameter gradients outside the count (remat_book_outside); the
+// allocator's peak is of raw bytes, so each booking closes a segment: the
+// segment's peak minus what was booked outside during it is folded into
+// `peak_acc`, and the allocator's peak is reset. Within a segment the booked
+// amount is constant, so peak() is exact, as on the CPU.
+//
+// Saved storages: the counting allocator's serial numbers are replaced by an
+// allocator trace tracker that gives every live CUDA block a serial when it
+// is allocated (same global counter), so "allocated since the recording
+// began" means the same on both devices.
+//
+// Offload / prefetch: a storage's bytes are copied between its device block
+// and a pinned host block (the CUDA host caching allocator) on a side
+// stream, and its DataPtr is swapped in place as on the CPU. Ordering: the
+// side stream first waits for the compute stream (the data is ready, a
+// reused device block is free); a prefetch makes the compute stream wait for
+// the copy. The device block an offload leaves is kept until its copy has
+// finished (an event) and freed at the next op boundary after that (or at a
+// synchronisation): freeing it before would let the allocator hand it out
+// while the copy still reads it, or count it free while it is not — the
+// reference runs saw that exceed the budget.
+#ifdef REMAT_CUDA
+namespace {
+
+using c10::CachingDeviceAllocator::TraceEntry;
+
+struct PendingFree {
+  c10::DataPtr block;  // the device block an offload copies from
+  cudaEvent_t copied;  // recorded on the side stream after the copy
+};
+
+struct CudaState {
+  c10::DeviceIndex device = 0;
+  int64_t outside = 0;           // bytes booked outside the chain
+  int64_t peak_acc = 0;          // chain-accounted peak of closed segments
+  int64_t total_peak_acc = 0;    // raw allocated peak of closed segments
+  int64_t reserved_peak_acc = 0;  // reserved peak of closed segments
+  std::mutex mu;                 // guards serials (the tracker runs in the allocator)
+  std::unordered_map<uintptr_t, int64_t> serials;
+  std::deque<PendingFree> pending;
+  std::vector<cudaEvent_t> marks;  // op boundaries on the compute stream
+  c10::optional<c10::cuda::CUDAStream> side;
+};
+
+CudaState& cuda_state() {
+  // Leaked on purpose, like the engine: no destructor at exit.
+  static CudaState* s = new CudaState();
+  return *s;
+}
+
+void cuda_check(cudaError_t e, const char* what) {
+  TORCH_CHECK(e == cudaSuccess, "remat: ", what, ": ", cudaGetErrorString(e));
+}
+
+constexpr size_t kAggregate = static_cast<size_t>(c10::CachingDeviceAllocator::StatType::AGGREGATE);
+
+c10::CachingDeviceAllocator::Stat allocated_stat() {
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_state().device)
+      .allocated_bytes[kAggregate];
+}
+
+c10::CachingDeviceAllocator::Stat reserved_stat() {
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(cuda_state().device)
+      .reserved_bytes[kAggregate];
+}
+
+void on_trace(const TraceEntry& e) {
+  if (e.action_ == TraceEntry::ALLOC) {
+    std::lock_guard<std::mutex> lock(cuda_state().mu);
+    cuda_state().serials[e.addr_] = g_serial.fetch_add(1);
+  } else if (e.action_ == TraceEntry::FREE_REQUESTED) {
+    std::lock_guard<std::mutex> lock(cuda_state().mu);
+    cuda_state().serials.erase(e.addr_);
+  }
+}
+
+int64_t cuda_serial_of(const void* ptr) {
+  std::lock_guard<std::mutex> lock(cuda_state().mu);
+  auto it = cuda_state().serials.find(reinterpret_cast<uintptr_t>(ptr));
+  // Unknown blocks (allocated before the tracker) are older than any recording.
+  return it == cuda_state().serials.end() ? -1 : it->second;
+}
+
+int64_t cuda_current() { return allocated_stat().current - cuda_state().outside; }
+int64_t cuda_total() { return allocated_stat().current; }
+int64_t cuda_peak() {
+  return std::max(cuda_state().peak_acc, allocated_stat().peak - cuda_state().outside);
+}
+int64_t cuda_total_peak() { return std::max(cuda_state().total_peak_acc, allocated_stat().peak); }
+int64_t cuda_reserved_peak() {
+  return std::max(cuda_state().reserved_peak_acc, reserved_stat().peak);
+}
+
+void cuda_reset_peak() {
+  CudaState& st = cuda_state();
+  c10::cuda::CUDACachingAllocator::resetPeakStats(st.device);
+  st.peak_acc = allocated_stat().current - st.outside;
+  st.total_peak_acc = allocated_stat().current;
+  st.reserved_peak_acc = reserved_stat().current;
+}
+
+void cuda_book_outside(int64_t bytes) {
+  CudaState& st = cuda_state();
+  // Close the segment booked with the old amount.
+  st.peak_acc = cuda_peak();
+  st.total_peak_acc = cuda_total_peak();
+  st.reserved_peak_acc = cuda_reserved_peak();
+  c10::cuda::CUDACachingAllocator::resetPeakStats(st.device);
+  st.outside += bytes;
+  st.peak_acc = std::max(st.peak_acc, cuda_current());
+}
+
+cudaEvent_t record_event(cudaStream_t stream) {
+  cudaEvent_t e;
+  cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+  cuda_check(cudaEventRecord(e, stream), "cudaEventRecord");
+  return e;
+}
+
+// `waiter` waits (on the GPU) for what `stream` has queued so far.
+void stream_wait(cudaStream_t waiter, cudaStream_t stream) {
+  cudaEvent_t e = record_event(stream);
+  cuda_check(cudaStreamWaitEvent(waiter, e, 0), "cudaStreamWaitEvent");
+  cuda_check(cudaEventDestroy(e), "cudaEventDestroy");
+}
+
+// Frees the device blocks whose offload copy has finished (all with `wait`).
+void release_pending(bool wait) {
+  CudaState& st = cuda_state();
+  while (!st.pending.empty()) {
+    PendingFree& p = st.pending.front();
+    if (wait) {
+      cuda_check(cudaEventSynchronize(p.copied), "cudaEventSynchronize");
+    } else if (cudaEventQuery(p.copied) != cudaSuccess) {
+      break;  // copies finish in order on the one side stream
+    }
+    cuda_check(cudaEventDestroy(p.copied), "cudaEventDestroy");
+    st.pending.pop_front();  // drops the DataPtr: the block goes back to the allocator
+  }
+}
+
+int64_t cuda_move_storage(c10::StorageImpl* s, bool to_host) {
+  CudaState& st = cuda_state();
+  const c10::DataPtr& dp = s->data_ptr();
+  size_t n = s->nbytes();
+  if (dp.device().is_cpu() == to_host) return 0;
+  TORCH_CHECK(to_host ? dp.device().is_cuda() : dp.device().is_cpu(),
+              "remat: a storage on ", dp.device(), " cannot be moved");
+  cudaStream_t compute = c10::cuda::getCurrentCUDAStream(st.device).stream();
+  c10::cuda::CUDAStream side = *st.side;
+  at::HostAllocator* host = at::getHostAllocator(at::kCUDA);
+  stream_wait(side.stream(), compute);
+  if (to_host) {
+    c10::DataPtr fresh = host->allocate(n);
+    cuda_check(cudaMemcpyAsync(fresh.get(), dp.get(), n, cudaMemcpyDeviceToHost, side.stream()),
+               "offload copy");
+    // The pinned block is written on the side stream: not reused before.
+    host->record_event(fresh.get(), fresh.get_context(), side.unwrap());
+    cudaEvent_t copied = record_event(side.stream());
+    c10::DataPtr old = s->set_data_ptr(std::move(fresh));
+    st.pending.push_back(PendingFree{std::move(old), copied});
+  } else {
+    c10::DataPtr fresh = c10::cuda::CUDACachingAllocator::get()->allocate(n);
+    cuda_check(cudaMemcpyAsync(fresh.get(), dp.get(), n, cudaMemcpyHostToDevice, side.stream()),
+               "prefetch copy");
+    c10::cuda::CUDACachingAllocator::recordStream(fresh, side);
+    // The pinned source is read on the side stream: freed below, not reused before.
+    host->record_event(dp.get(), dp.get_context(), side.unwrap());
+    // Compute reads the block only after the copy.
+    stream_wait(compute, side.stream());
+    c10::DataPtr old = s->set_data_ptr(std::move(fresh));
+  }
+  return static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+extern "C" {
+
+// Selects the GPU (device 0) for the memory interface above. Returns 0, 1
+// when no CUDA device is visible, 2 on another error; remat_last_error()
+// says which.
+int remat_cuda_init() {
+  try {
+    if (c10::cuda::device_count() <= 0) {
+      g_error =
+          "no CUDA device is visible (c10::cuda::device_count() is 0: no GPU, no driver, "
+          "or CUDA_VISIBLE_DEVICES hides it)";
+      return 1;
+    }
+    CudaState& st = cuda_state();
+    static bool done = false;
+    if (!done) {
+      st.device = 0;
+      c10::cuda::set_device(st.device);
+      c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(&on_trace);
+      st.side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, st.device);
+      done = true;
+    }
+    g_cuda = true;
+    cuda_reset_peak();
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return 2;
+  }
+}
+
+// Waits for the GPU and frees every device block an offload left.
+int remat_cuda_synchronize() {
+  try {
+    c10::cuda::device_synchronize();
+    release_pending(/*wait=*/true);
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return 1;
+  }
+}
+
+// At an op boundary: frees the device blocks whose offload copy finished.
+int remat_cuda_op_boundary() {
+  try {
+    release_pending(/*wait=*/false);
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return 1;
+  }
+}
+
+// The reserved (cached) peak since the last reset: what the device really
+// held, of which remat_total_peak_bytes() was allocated.
+int64_t remat_cuda_reserved_peak_bytes() { return cuda_reserved_peak(); }
+
+// Records a timing event on the compute stream (an op boundary).
+int remat_cuda_mark() {
+  try {
+    cudaEvent_t e;
+    cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+    cuda_check(cudaEventRecord(e, c10::cuda::getCurrentCUDAStream(cuda_state().device).stream()),
+               "cudaEventRecord");
+    cuda_state().marks.push_back(e);
+    return 0;
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return 1;
+  }
+}
+
+// Waits for the last mark and writes the seconds between consecutive marks
+// into out[0 .. n) (n = marks - 1, at most `cap`); forgets the marks.
+// Returns n, or -1 with remat_last_error() set.
+int64_t remat_cuda_mark_seconds(double* out, int64_t cap) {
+  CudaState& st = cuda_state();
+  try {
+    int64_t n = 0;
+    if (!st.marks.empty()) {
+      cuda_check(cudaEventSynchronize(st.marks.back()), "cudaEventSynchronize");
+      for (size_t i = 1; i < st.marks.size() && n < cap; ++i, ++n) {
+        float ms = 0;
+        cuda_check(cudaEventElapsedTime(&ms, st.marks[i - 1], st.marks[i]), "cudaEventElapsedTime");
+        out[n] = ms / 1000.0;
+      }
+    }
+    for (cudaEvent_t e : st.marks) cudaEventDestroy(e);
+    st.marks.clear();
+    return n;
+  } catch (const std::exception& e) {
+    for (cudaEvent_t ev : st.marks) cudaEventDestroy(ev);
+    st.marks.clear();
+    g_error = e.what();
+    return -1;
+  }
+}
+
+// Pinned host <-> device copy rate (bytes/s) of `bytes`, on the side stream:
+// the median over `reps` round trips (one device-to-host and one
+// host-to-device copy each) after one warm-up trip, which also pays for the
+// first pinned allocation. Returns -1 with remat_last_error() set.
+double remat_cuda_bandwidth(int64_t bytes, int reps) {
+  try {
+    CudaState& st = cuda_state();
+    at::Tensor dev = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(
+                                            c10::Device(c10::DeviceType::CUDA, st.device)));
+    at::Tensor host = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+    cudaStream_t side = st.side->stream();
+    stream_wait(side, c10::cuda::getCurrentCUDAStream(st.device).stream());
+    std::vector<double> rates;
+    for (int r = 0; r <= reps; ++r) {
+      cudaEvent_t start, stop;
+      cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+      cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
+      cuda_check(cudaEventRecord(start, side), "cudaEventRecord");
+      cuda_check(cudaMemcpyAsync(host.data_ptr(), dev.data_ptr(), bytes, cudaMemcpyDeviceToHost, side),
+                 "bandwidth copy");
+      cuda_check(cudaMemcpyAsync(dev.data_ptr(), host.data_ptr(), bytes, cudaMemcpyHostToDevice, side),
+                 "bandwidth copy");
+      cuda_check(cudaEventRecord(stop, side), "cudaEventRecord");
+      cuda_check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      float ms = 0;
+      cuda_check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      if (r > 0) rates.push_back(2.0 * static_cast<double>(bytes) / (ms / 1000.0));
+    }
+    std::sort(rates.begin(), rates.end());
+    return rates.empty() ? -1.0 : rates[rates.size() / 2];
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return -1.0;
+  }
+}
+
+}  // extern "C"
+#endif  // REMAT_CUDA

@@ -6,7 +6,7 @@
 //! stage saves only its output), dropout is replayed on recomputation by
 //! seeding each stage's forward (see `runner`).
 
-use super::ffi;
+use super::{device, ffi};
 use crate::models::ModelSpec;
 use std::cell::{Cell, RefCell};
 use tch::nn::{self, ModuleT};
@@ -115,7 +115,8 @@ impl Net {
         Ok(())
     }
 
-    /// The parameter gradients, by name, copied.
+    /// The parameter gradients, by name, copied (into host memory when
+    /// they are on a GPU).
     pub fn gradients(&self) -> Vec<(String, Tensor)> {
         let mut out: Vec<_> = self
             .vs
@@ -125,10 +126,12 @@ impl Net {
                 let g = v.grad();
                 (
                     name,
-                    if g.defined() {
+                    if !g.defined() {
+                        v.zeros_like().to_device(Device::Cpu)
+                    } else if g.device() == Device::Cpu {
                         g.copy()
                     } else {
-                        v.zeros_like()
+                        g.to_device(Device::Cpu)
                     },
                 )
             })
@@ -138,8 +141,6 @@ impl Net {
     }
 }
 
-const CPU: Device = Device::Cpu;
-
 /// Builds `spec`'s network with a fixed seed (same weights every time).
 pub fn build(spec: &ModelSpec) -> Net {
     if let Some(ts) = &spec.torchscript {
@@ -148,7 +149,8 @@ pub fn build(spec: &ModelSpec) -> Net {
             .unwrap_or_else(|e| panic!("the TorchScript model loaded before: {e}"));
     }
     tch::manual_seed(42);
-    let vs = nn::VarStore::new(CPU);
+    // On the selected device (`device::select`), as every tensor below.
+    let vs = nn::VarStore::new(device::tch_device());
     let b = spec.batch;
     let (stages, input): (Stages, InputFn) = match spec.name.as_str() {
         "tiny" => (tiny(&vs.root(), b, spec.image), image_input(b, spec.image)),
@@ -180,15 +182,15 @@ pub fn build(spec: &ModelSpec) -> Net {
 }
 
 fn image_input(b: i64, px: i64) -> Box<dyn Fn() -> Tensor> {
-    Box::new(move || Tensor::randn([b, 3, px, px], (Kind::Float, CPU)))
+    Box::new(move || Tensor::randn([b, 3, px, px], (Kind::Float, device::tch_device())))
 }
 
 fn token_input(b: i64, seq: i64, vocab: i64) -> Box<dyn Fn() -> Tensor> {
-    Box::new(move || Tensor::randint(vocab, [b, seq], (Kind::Int64, CPU)))
+    Box::new(move || Tensor::randint(vocab, [b, seq], (Kind::Int64, device::tch_device())))
 }
 
 fn targets(b: i64, classes: i64) -> Tensor {
-    Tensor::randint(classes, [b], (Kind::Int64, CPU))
+    Tensor::randint(classes, [b], (Kind::Int64, device::tch_device()))
 }
 
 fn conv(p: nn::Path, cin: i64, cout: i64, k: i64, stride: i64, pad: i64, bias: bool) -> nn::Conv2D {
@@ -416,7 +418,7 @@ fn gpt2(p: &nn::Path, b: i64, seq: i64, c: &Gpt2) -> Vec<(String, StageFn)> {
             "embedding".into(),
             Box::new(move |tokens: &Tensor| {
                 let t = tokens.size()[1];
-                let pos = Tensor::arange(t, (Kind::Int64, CPU));
+                let pos = Tensor::arange(t, (Kind::Int64, device::tch_device()));
                 (Tensor::embedding(&wte, tokens, -1, false, false)
                     + Tensor::embedding(&wpe, &pos, -1, false, false))
                 .dropout(0.1, true)
@@ -466,7 +468,7 @@ fn gpt2(p: &nn::Path, b: i64, seq: i64, c: &Gpt2) -> Vec<(String, StageFn)> {
         ));
     }
     let lnf = nn::layer_norm(p / "ln_f", vec![dim], Default::default());
-    let y = Tensor::randint(c.vocab, [b * seq], (Kind::Int64, CPU));
+    let y = Tensor::randint(c.vocab, [b * seq], (Kind::Int64, device::tch_device()));
     let vocab = c.vocab;
     stages.push((
         "head+loss".into(),

@@ -18,7 +18,15 @@
 //! the gradient a backward creates (no temporary). They are outside the
 //! chain, like the weights, and booked outside the counts from the start of
 //! their stage's backward (`Net::backward_stage`); their sum is in `source`.
+//!
+//! On a GPU (feature `cuda`, `--device cuda`) the same measurements read the
+//! CUDA caching allocator's allocated bytes instead of the counting
+//! allocator, op times are between CUDA events inside the store-all steps,
+//! the bandwidth is the pinned host ↔ device copy rate, and `source` also
+//! gives the caching allocator's reserved-vs-allocated gap in a store-all
+//! step (see `device`).
 
+use super::device::{self, Device, Timeline};
 use super::ffi;
 use super::nets::{self, Net};
 use super::runner::{self, Exec};
@@ -84,7 +92,7 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
         // δ^ℓ: a random gradient shaped like a^ℓ (ones for the loss).
         let before_g = ffi::current();
         let g = if l == n {
-            Tensor::ones([], (tch::Kind::Float, tch::Device::Cpu))
+            Tensor::ones([], (tch::Kind::Float, device::tch_device()))
         } else {
             Tensor::randn_like(&y)
         };
@@ -164,16 +172,22 @@ fn today() -> String {
 
 /// Profiles `spec` with `steps` timed store-all steps.
 pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
-    ffi::install();
+    let dev = device::current();
+    dev.select().map_err(|e| e.to_string())?;
     let mut net = nets::build(spec);
     let n = net.stages.len();
-    eprintln!(
-        "profiling {} ({n} stages) on cpu, {} threads",
-        spec.tag(),
-        tch::get_num_threads()
-    );
+    match dev {
+        Device::Cpu => eprintln!(
+            "profiling {} ({n} stages) on cpu, {} threads",
+            spec.tag(),
+            tch::get_num_threads()
+        ),
+        #[cfg(feature = "cuda")]
+        Device::Cuda => eprintln!("profiling {} ({n} stages) on cuda:0", spec.tag()),
+    }
     let plain = runner::store_all(n);
-    // Warm-up: learns each stage's parameter-gradient bytes, warms caches.
+    // Warm-up: learns each stage's parameter-gradient bytes, warms caches
+    // (on a GPU also cuDNN's algorithm choice and the caching allocator's pool).
     runner::measured_step(&mut net, &plain)?;
     let (input_bytes, sizes) = measure_sizes(&mut net)?;
     // Times inside whole store-all steps.
@@ -183,7 +197,7 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         net.zero_grad();
         let mut e = Exec::new(&net);
         e.run(&plain)?;
-        for (op, &t) in plain.iter().zip(&e.op_seconds) {
+        for (op, &t) in plain.iter().zip(&e.op_seconds()?) {
             match *op {
                 Op::ForwardAll { stage } => fwd[stage - 1].push(t),
                 Op::Backward { stage } => bwd[stage - 1].push(t),
@@ -195,15 +209,22 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
     let mut nograd = vec![Vec::new(); n];
     for _ in 0..steps {
         let mut x = net.input();
+        let mut timeline = Timeline::new();
         for (l, (_, f)) in net.stages.iter().enumerate() {
             tch::manual_seed(1_000 + l as i64 + 1);
-            let start = Instant::now();
+            timeline.begin()?;
             let y = tch::no_grad(|| f(&x));
-            nograd[l].push(start.elapsed().as_secs_f64());
+            timeline.end()?;
             x = y;
         }
+        for (l, t) in timeline.seconds()?.into_iter().enumerate() {
+            nograd[l].push(t);
+        }
     }
-    let bandwidth = copy_bandwidth();
+    let bandwidth = match device::bandwidth()? {
+        Some(b) => b,
+        None => copy_bandwidth(),
+    };
     let stages = sizes
         .into_iter()
         .enumerate()
@@ -219,21 +240,16 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
             forward_nograd_seconds: Some(median(nograd[i].clone())),
         })
         .collect();
-    let source = format!(
-        "remat-profile {}: {}; device=cpu ({} threads); libtorch {} via tch 0.26, fp32, train mode, oneDNN on (its memory counted through c10), NNPACK off; measured {}; \
-         method: counting CPU allocator deltas with the input held apart, ā = allocated after a recording forward, \
-         o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
-         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
-         (sum {} bytes, not in any size here), \
-         times = median of {steps} store-all steps after warm-up (no-grad forward: median of {steps} no-grad passes), \
-         bandwidth = host copy rate",
-        env!("CARGO_PKG_VERSION"),
-        spec.tag(),
-        tch::get_num_threads(),
-        env!("REMAT_LIBTORCH_VERSION"),
-        today(),
-        net.parameter_gradient_bytes().iter().sum::<u64>(),
-    );
+    let source = match dev {
+        Device::Cpu => cpu_source(spec, &net, steps),
+        #[cfg(feature = "cuda")]
+        Device::Cuda => {
+            // What the caching allocator reserves above the allocated peak
+            // of a store-all step.
+            let gap = runner::measured_step(&mut net, &plain)?.reserved_gap;
+            cuda_source(spec, &net, steps, gap.unwrap_or(0))
+        }
+    };
     let chain = Chain {
         name: format!(
             "{} b{} {}",
@@ -256,4 +272,43 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         .validate()
         .map_err(|e| format!("the measured chain is not valid ({e}); please report it"))?;
     Ok(chain)
+}
+
+/// The CPU chain's `source`: device, library, batch, size, date, method.
+fn cpu_source(spec: &ModelSpec, net: &Net, steps: usize) -> String {
+    format!(
+        "remat-profile {}: {}; device=cpu ({} threads); libtorch {} via tch 0.26, fp32, train mode, oneDNN on (its memory counted through c10), NNPACK off; measured {}; \
+         method: counting CPU allocator deltas with the input held apart, ā = allocated after a recording forward, \
+         o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
+         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
+         (sum {} bytes, not in any size here), \
+         times = median of {steps} store-all steps after warm-up (no-grad forward: median of {steps} no-grad passes), \
+         bandwidth = host copy rate",
+        env!("CARGO_PKG_VERSION"),
+        spec.tag(),
+        tch::get_num_threads(),
+        env!("REMAT_LIBTORCH_VERSION"),
+        today(),
+        net.parameter_gradient_bytes().iter().sum::<u64>(),
+    )
+}
+
+/// The GPU chain's `source`, with the caching allocator's reserved gap.
+#[cfg(feature = "cuda")]
+fn cuda_source(spec: &ModelSpec, net: &Net, steps: usize, reserved_gap: i64) -> String {
+    format!(
+        "remat-profile {}: {}; device=cuda:0; libtorch {} via tch 0.26, fp32, train mode, PyTorch's cuDNN defaults; measured {}; \
+         method: CUDA caching allocator deltas (allocated bytes, device statistics) with the input held apart, ā = allocated after a recording forward, \
+         o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
+         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
+         (sum {} bytes, not in any size here), \
+         times = median of {steps} store-all steps after warm-up, between CUDA events at op boundaries (no-grad forward: median of {steps} no-grad passes, likewise), \
+         bandwidth = pinned host<->device copy rate (64 MiB round trips on a side stream); \
+         caching allocator: reserved peak exceeds the allocated peak by {reserved_gap} bytes in a store-all step (a budget in device memory must leave room for it)",
+        env!("CARGO_PKG_VERSION"),
+        spec.tag(),
+        env!("REMAT_LIBTORCH_VERSION"),
+        today(),
+        net.parameter_gradient_bytes().iter().sum::<u64>(),
+    )
 }

@@ -18,7 +18,13 @@
 //!
 //! Every forward of stage ℓ starts from the same seed, so dropout masks are
 //! replayed on recomputation and the gradients equal a plain step's.
+//!
+//! On a GPU (feature `cuda`) the same code runs on the CUDA device: memory
+//! from the caching allocator's statistics, op times between CUDA events,
+//! offload / prefetch to pinned host memory on a side stream (src/shim.cpp;
+//! `device` has the device-specific parts).
 
+use super::device::{self, Timeline};
 use super::ffi;
 use super::nets::Net;
 use crate::models::ModelSpec;
@@ -60,8 +66,8 @@ pub struct Exec<'n> {
     act_host: Vec<Option<HostAct>>,
     /// Offloaded ā^ℓ.
     saved_host: Vec<Option<Saved>>,
-    /// Seconds each operation took, in list order.
-    pub op_seconds: Vec<f64>,
+    /// Times each operation, in list order (`op_seconds`).
+    timeline: Timeline,
     /// Bytes really moved to host and back.
     pub offloaded_bytes: u64,
     pub prefetched_bytes: u64,
@@ -105,12 +111,15 @@ impl<'n> Exec<'n> {
             grad: (0..=n).map(|_| None).collect(),
             act_host: (0..=n).map(|_| None).collect(),
             saved_host: (0..=n).map(|_| None).collect(),
-            op_seconds: Vec::new(),
+            timeline: Timeline::new(),
             offloaded_bytes: 0,
             prefetched_bytes: 0,
         };
         e.act[0] = Some((net.input(), false));
-        e.grad[n] = Some(Tensor::ones([], (tch::Kind::Float, tch::Device::Cpu)));
+        e.grad[n] = Some(Tensor::ones(
+            [],
+            (tch::Kind::Float, device::tch_device()),
+        ));
         e
     }
 
@@ -129,7 +138,8 @@ impl<'n> Exec<'n> {
 
     /// Runs one operation.
     pub fn step(&mut self, op: Op) -> Result<(), String> {
-        let start = Instant::now();
+        device::op_boundary()?;
+        self.timeline.begin()?;
         let n = self.net.stages.len();
         let l = op.stage();
         if l > n || (l == 0 && !op.is_transfer()) {
@@ -243,8 +253,12 @@ impl<'n> Exec<'n> {
                 self.saved[l] = Some(s);
             }
         }
-        self.op_seconds.push(start.elapsed().as_secs_f64());
-        Ok(())
+        self.timeline.end()
+    }
+
+    /// Seconds each operation took, in list order (waits for the device).
+    pub fn op_seconds(&mut self) -> Result<Vec<f64>, String> {
+        self.timeline.seconds()
     }
 
     /// What the chain model says is on the device now: ω_a^ℓ for each a^ℓ,
@@ -286,6 +300,9 @@ pub struct StepMeasure {
     /// After each operation: (device bytes measured above the level before
     /// the step, the chain's sizes of the tensors then on the device).
     pub resident: Vec<(i64, u64)>,
+    /// On a GPU: the caching allocator's reserved peak minus the allocated
+    /// peak during the step (memory a device budget must leave room for).
+    pub reserved_gap: Option<i64>,
 }
 
 /// One step of `ops` from parameter gradients set to none.
@@ -298,6 +315,8 @@ pub fn measured_step(net: &mut Net, ops: &[Op]) -> Result<StepMeasure, String> {
 /// bytes after every operation, measured and as the chain counts them.
 pub fn measure(net: &mut Net, ops: &[Op], chain: Option<&Chain>) -> Result<StepMeasure, String> {
     net.zero_grad();
+    // The step starts with an idle device (nothing on the CPU).
+    device::synchronize()?;
     let (base, base_total) = (ffi::current(), ffi::total());
     ffi::reset_peak();
     let start = Instant::now();
@@ -312,6 +331,7 @@ pub fn measure(net: &mut Net, ops: &[Op], chain: Option<&Chain>) -> Result<StepM
         }
         (e.offloaded_bytes, e.prefetched_bytes)
     };
+    device::synchronize()?;
     let seconds = start.elapsed().as_secs_f64();
     Ok(StepMeasure {
         peak: (ffi::peak() - base).max(0) as u64,
@@ -320,6 +340,7 @@ pub fn measure(net: &mut Net, ops: &[Op], chain: Option<&Chain>) -> Result<StepM
         offloaded,
         prefetched,
         resident,
+        reserved_gap: device::reserved_gap(ffi::total_peak()),
     })
 }
 
@@ -361,6 +382,11 @@ pub struct Report {
     /// max |measured − chain| over the operations, and where it first differs.
     pub max_resident_difference_bytes: u64,
     pub first_resident_difference: Option<String>,
+    /// On a GPU: the caching allocator's reserved peak minus the allocated
+    /// peak in the measured step. A budget in device memory must leave room
+    /// for it. Absent on the CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserved_gap_bytes: Option<i64>,
 }
 
 impl Report {
@@ -384,8 +410,15 @@ impl Report {
         } else {
             String::new()
         };
+        let reserved = match self.reserved_gap_bytes {
+            Some(g) => format!(
+                "\n  caching allocator: reserved peak {:.3} MiB above the allocated peak (leave room for it in a device budget)",
+                g as f64 / (1u64 << 20) as f64
+            ),
+            None => String::new(),
+        };
         format!(
-            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}",
+            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}{}",
             self.model,
             self.algorithm,
             mib(self.budget_bytes),
@@ -400,7 +433,8 @@ impl Report {
             self.gradients_match,
             self.max_gradient_difference,
             transfers,
-            resident
+            resident,
+            reserved
         )
     }
 }
@@ -429,7 +463,9 @@ fn resident_difference(ops: &[Op], resident: &[(i64, u64)]) -> (u64, Option<Stri
 
 /// Runs `schedule` for one training step (three, for the time) and checks it.
 pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<Report, Failure> {
-    ffi::install();
+    device::current()
+        .select()
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
     let trace = remat_core::solvers::offload::judge(
         chain,
         &schedule.ops,
@@ -494,5 +530,6 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         resident_bytes_match: max_resident == 0,
         max_resident_difference_bytes: max_resident,
         first_resident_difference: first_resident,
+        reserved_gap_bytes: first.reserved_gap,
     })
 }
