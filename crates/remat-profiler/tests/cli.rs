@@ -96,6 +96,81 @@ fn bad_arguments_exit_2_naming_the_flag() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("vgg19"));
 }
 
+/// The two `--device cuda` commands, with paths that do not exist: the device
+/// is checked before any file is read.
+const CUDA_COMMANDS: [&[&str]; 2] = [
+    &[
+        "profile",
+        "--model",
+        "tiny",
+        "--batch",
+        "2",
+        "--device",
+        "cuda",
+        "-o",
+        "/dev/null",
+    ],
+    &[
+        "run",
+        "--chain",
+        "/nonexistent/chain.json",
+        "--schedule",
+        "/nonexistent/schedule.json",
+        "--device",
+        "cuda",
+    ],
+];
+
+/// Without the feature `cuda`, `--device cuda` is a run this binary cannot
+/// do (exit 1) and the message says how to build one that can.
+/// How it could fail: cuda accepted and run on the CPU, a panic, exit 2, or
+/// a message that does not name the feature. Mutation tried: `cuda_device`
+/// (not cuda) returning Ok(DeviceArg::Cpu) made it fail (exit 0).
+#[cfg(not(feature = "cuda"))]
+#[test]
+fn cuda_without_the_feature_exits_1_naming_it() {
+    for args in CUDA_COMMANDS {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--device: cuda is not built in this binary")
+                && stderr(&o).contains("--features torch,cuda"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
+/// Built with `cuda`, on a machine where no GPU is visible: exit 1 with a
+/// message that says so and what to use, never a panic or an abort inside
+/// libtorch. The GPUs are hidden (CUDA_VISIBLE_DEVICES=""), so this checks
+/// the same path on a GPU machine. The binary must load: on a machine whose
+/// libtorch lacks cuBLAS / cuDNN / NCCL … (a CPU-only install),
+/// LD_LIBRARY_PATH must name them (docs/profiler.md).
+/// How it could fail: the GPU looked for after the chain is read (`run`
+/// would exit 2 on the missing file), a panic (101), an exit 2, or the run
+/// going on on the CPU. Mutations tried: mapping `DeviceError::NoGpu` to
+/// `Failure::BadInput` made it fail (exit 2); `cuda_device` not selecting
+/// the device made it fail (exit 0: `profile` then measured on the CPU).
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_without_a_gpu_exits_1_with_a_message() {
+    for args in CUDA_COMMANDS {
+        let o = bin()
+            .args(args)
+            .env("CUDA_VISIBLE_DEVICES", "")
+            .output()
+            .expect("the binary runs");
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("error: --device cuda: no CUDA device is visible")
+                && stderr(&o).contains("use --device cpu"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
+
 #[cfg(feature = "torch")]
 mod torch {
     use super::*;

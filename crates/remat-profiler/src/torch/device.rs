@@ -30,7 +30,10 @@ pub enum DeviceError {
     /// Built with CUDA, but no GPU is visible: the run cannot be done here.
     NoGpu(String),
     /// A device other than the one this process selected first.
-    Conflict { selected: Device, wanted: Device },
+    Conflict {
+        selected: Device,
+        wanted: Device,
+    },
     Other(String),
 }
 
@@ -264,7 +267,10 @@ mod cuda {
 
     pub fn op_boundary() -> Result<(), String> {
         // SAFETY: plain C call; exceptions caught in the shim.
-        check(unsafe { remat_cuda_op_boundary() }, "freeing offloaded blocks")
+        check(
+            unsafe { remat_cuda_op_boundary() },
+            "freeing offloaded blocks",
+        )
     }
 
     pub fn reserved_peak() -> i64 {

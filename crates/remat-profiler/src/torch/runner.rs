@@ -116,10 +116,7 @@ impl<'n> Exec<'n> {
             prefetched_bytes: 0,
         };
         e.act[0] = Some((net.input(), false));
-        e.grad[n] = Some(Tensor::ones(
-            [],
-            (tch::Kind::Float, device::tch_device()),
-        ));
+        e.grad[n] = Some(Tensor::ones([], (tch::Kind::Float, device::tch_device())));
         e
     }
 
