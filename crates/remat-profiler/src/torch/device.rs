@@ -28,18 +28,19 @@ static SELECTED: OnceLock<Device> = OnceLock::new();
 #[derive(Debug)]
 pub enum DeviceError {
     /// Built with CUDA, but no GPU is visible: the run cannot be done here.
+    #[cfg(feature = "cuda")]
     NoGpu(String),
     /// A device other than the one this process selected first.
-    Conflict {
-        selected: Device,
-        wanted: Device,
-    },
+    Conflict { selected: Device, wanted: Device },
+    /// CUDA failed to start (a driver error, …).
+    #[cfg(feature = "cuda")]
     Other(String),
 }
 
 impl std::fmt::Display for DeviceError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            #[cfg(feature = "cuda")]
             DeviceError::NoGpu(m) => write!(f, "--device cuda: {m}"),
             DeviceError::Conflict { selected, wanted } => write!(
                 f,
@@ -47,6 +48,7 @@ impl std::fmt::Display for DeviceError {
                 selected.name(),
                 wanted.name()
             ),
+            #[cfg(feature = "cuda")]
             DeviceError::Other(m) => write!(f, "--device: {m}"),
         }
     }
@@ -150,6 +152,8 @@ pub struct Timeline {
     device: Device,
     started: Option<Instant>,
     seconds: Vec<f64>,
+    /// CUDA events recorded and not read yet.
+    #[cfg(feature = "cuda")]
     marks: usize,
 }
 
@@ -159,6 +163,7 @@ impl Timeline {
             device: current(),
             started: None,
             seconds: Vec::new(),
+            #[cfg(feature = "cuda")]
             marks: 0,
         }
     }
