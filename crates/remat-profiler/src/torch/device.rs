@@ -146,8 +146,8 @@ pub fn bandwidth() -> Result<Option<f64>, String> {
 /// On the CPU the host clock around each op (what the code did before the
 /// `cuda` feature). On a GPU the host only queues kernels, so the clock
 /// would measure launches: events are recorded on the compute stream at each
-/// op boundary and read after the step (times inside the whole step, as in
-/// `../shared/reference/README.md`).
+/// op boundary and read after the step (times inside the whole step, as the
+/// H100 reference chains were measured; docs/profiler.md).
 pub struct Timeline {
     device: Device,
     started: Option<Instant>,
