@@ -433,7 +433,6 @@ struct CudaState {
   std::mutex mu;                 // guards serials (the tracker runs in the allocator)
   std::unordered_map<uintptr_t, int64_t> serials;
   std::deque<PendingFree> pending;
-  std::vector<cudaEvent_t> marks;  // op boundaries on the compute stream
   c10::optional<c10::cuda::CUDAStream> side;
 };
 
@@ -588,6 +587,10 @@ int remat_cuda_init() {
     if (!done) {
       st.device = 0;
       c10::cuda::set_device(st.device);
+      // A first CUDA tensor initialises CUDA and the caching allocator's
+      // per-device state: attaching the tracker or reading statistics
+      // before that would reach no device allocator.
+      at::empty({1}, at::TensorOptions().device(c10::Device(c10::DeviceType::CUDA, st.device)));
       c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(&on_trace);
       st.side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, st.device);
       done = true;
@@ -628,45 +631,39 @@ int remat_cuda_op_boundary() {
 // held, of which remat_total_peak_bytes() was allocated.
 int64_t remat_cuda_reserved_peak_bytes() { return cuda_reserved_peak(); }
 
-// Records a timing event on the compute stream (an op boundary).
-int remat_cuda_mark() {
+// Records a timing event on the compute stream (an op boundary) and
+// returns it (null with remat_last_error() set); remat_cuda_event_free
+// releases it.
+void* remat_cuda_mark() {
   try {
     cudaEvent_t e;
     cuda_check(cudaEventCreate(&e), "cudaEventCreate");
     cuda_check(cudaEventRecord(e, c10::cuda::getCurrentCUDAStream(cuda_state().device).stream()),
                "cudaEventRecord");
-    cuda_state().marks.push_back(e);
-    return 0;
+    return static_cast<void*>(e);
   } catch (const std::exception& e) {
     g_error = e.what();
-    return 1;
+    return nullptr;
   }
 }
 
-// Waits for the last mark and writes the seconds between consecutive marks
-// into out[0 .. n) (n = marks - 1, at most `cap`); forgets the marks.
-// Returns n, or -1 with remat_last_error() set.
-int64_t remat_cuda_mark_seconds(double* out, int64_t cap) {
-  CudaState& st = cuda_state();
+// Seconds from event `a` to event `b`, waiting for `b`; -1 with
+// remat_last_error() set.
+double remat_cuda_elapsed(void* a, void* b) {
   try {
-    int64_t n = 0;
-    if (!st.marks.empty()) {
-      cuda_check(cudaEventSynchronize(st.marks.back()), "cudaEventSynchronize");
-      for (size_t i = 1; i < st.marks.size() && n < cap; ++i, ++n) {
-        float ms = 0;
-        cuda_check(cudaEventElapsedTime(&ms, st.marks[i - 1], st.marks[i]), "cudaEventElapsedTime");
-        out[n] = ms / 1000.0;
-      }
-    }
-    for (cudaEvent_t e : st.marks) cudaEventDestroy(e);
-    st.marks.clear();
-    return n;
+    cuda_check(cudaEventSynchronize(static_cast<cudaEvent_t>(b)), "cudaEventSynchronize");
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a), static_cast<cudaEvent_t>(b)),
+               "cudaEventElapsedTime");
+    return ms / 1000.0;
   } catch (const std::exception& e) {
-    for (cudaEvent_t ev : st.marks) cudaEventDestroy(ev);
-    st.marks.clear();
     g_error = e.what();
-    return -1;
+    return -1.0;
   }
+}
+
+void remat_cuda_event_free(void* e) {
+  if (e != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
 
 // Pinned host <-> device copy rate (bytes/s) of `bytes`, on the side stream:

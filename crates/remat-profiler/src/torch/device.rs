@@ -145,16 +145,16 @@ pub fn bandwidth() -> Result<Option<f64>, String> {
 ///
 /// On the CPU the host clock around each op (what the code did before the
 /// `cuda` feature). On a GPU the host only queues kernels, so the clock
-/// would measure launches: events are recorded on the compute stream at each
-/// op boundary and read after the step (times inside the whole step, as the
-/// H100 reference chains were measured; docs/profiler.md).
+/// would measure launches: an event is recorded on the compute stream at
+/// each op boundary and the times are read after the step (times inside the
+/// whole step, as the H100 reference chains were measured; docs/profiler.md).
 pub struct Timeline {
     device: Device,
     started: Option<Instant>,
     seconds: Vec<f64>,
-    /// CUDA events recorded and not read yet.
+    /// Op boundaries on the GPU not read yet (the first is the first op's start).
     #[cfg(feature = "cuda")]
-    marks: usize,
+    marks: Vec<cuda::Event>,
 }
 
 impl Timeline {
@@ -164,7 +164,7 @@ impl Timeline {
             started: None,
             seconds: Vec::new(),
             #[cfg(feature = "cuda")]
-            marks: 0,
+            marks: Vec::new(),
         }
     }
 
@@ -175,9 +175,8 @@ impl Timeline {
             #[cfg(feature = "cuda")]
             Device::Cuda => {
                 // One event per boundary: the end of an op is the start of the next.
-                if self.marks == 0 {
-                    cuda::mark()?;
-                    self.marks = 1;
+                if self.marks.is_empty() {
+                    self.marks.push(cuda::Event::record()?);
                 }
             }
         }
@@ -192,10 +191,7 @@ impl Timeline {
                 self.seconds.push(start.elapsed().as_secs_f64());
             }
             #[cfg(feature = "cuda")]
-            Device::Cuda => {
-                cuda::mark()?;
-                self.marks += 1;
-            }
+            Device::Cuda => self.marks.push(cuda::Event::record()?),
         }
         Ok(())
     }
@@ -203,10 +199,14 @@ impl Timeline {
     /// The seconds of every op so far (waits for the GPU).
     pub fn seconds(&mut self) -> Result<Vec<f64>, String> {
         #[cfg(feature = "cuda")]
-        if self.device == Device::Cuda && self.marks > 0 {
-            let got = cuda::mark_seconds(self.marks - 1)?;
-            self.seconds.extend(got);
-            self.marks = 0;
+        if self.marks.len() > 1 {
+            for pair in self.marks.windows(2) {
+                self.seconds.push(pair[0].seconds_to(&pair[1])?);
+            }
+            // The last boundary is where the next op starts.
+            let last = self.marks.pop().expect("more than one mark");
+            self.marks.clear();
+            self.marks.push(last);
         }
         Ok(self.seconds.clone())
     }
@@ -222,15 +222,16 @@ impl Default for Timeline {
 #[cfg(feature = "cuda")]
 mod cuda {
     use super::DeviceError;
-    use std::ffi::{c_int, CStr};
+    use std::ffi::{c_int, c_void, CStr};
 
     extern "C" {
         fn remat_cuda_init() -> c_int;
         fn remat_cuda_synchronize() -> c_int;
         fn remat_cuda_op_boundary() -> c_int;
         fn remat_cuda_reserved_peak_bytes() -> i64;
-        fn remat_cuda_mark() -> c_int;
-        fn remat_cuda_mark_seconds(out: *mut f64, cap: i64) -> i64;
+        fn remat_cuda_mark() -> *mut c_void;
+        fn remat_cuda_elapsed(a: *mut c_void, b: *mut c_void) -> f64;
+        fn remat_cuda_event_free(e: *mut c_void);
         fn remat_cuda_bandwidth(bytes: i64, reps: c_int) -> f64;
         fn remat_last_error() -> *const std::ffi::c_char;
     }
@@ -283,20 +284,37 @@ mod cuda {
         unsafe { remat_cuda_reserved_peak_bytes() }
     }
 
-    pub fn mark() -> Result<(), String> {
-        // SAFETY: plain C call; exceptions caught in the shim.
-        check(unsafe { remat_cuda_mark() }, "CUDA event")
+    /// A CUDA event recorded on the compute stream, destroyed on drop.
+    pub struct Event(*mut c_void);
+
+    impl Event {
+        pub fn record() -> Result<Event, String> {
+            // SAFETY: plain C call; exceptions caught in the shim.
+            let e = unsafe { remat_cuda_mark() };
+            if e.is_null() {
+                Err(format!("CUDA event: {}", last_error()))
+            } else {
+                Ok(Event(e))
+            }
+        }
+
+        /// Seconds from this event to `later` (waits for `later`).
+        pub fn seconds_to(&self, later: &Event) -> Result<f64, String> {
+            // SAFETY: both events are live until dropped.
+            let s = unsafe { remat_cuda_elapsed(self.0, later.0) };
+            if s < 0.0 {
+                Err(format!("CUDA event times: {}", last_error()))
+            } else {
+                Ok(s)
+            }
+        }
     }
 
-    pub fn mark_seconds(n: usize) -> Result<Vec<f64>, String> {
-        let mut out = vec![0.0; n];
-        // SAFETY: `out` has room for `n` values; the shim writes at most that.
-        let got = unsafe { remat_cuda_mark_seconds(out.as_mut_ptr(), n as i64) };
-        if got < 0 {
-            return Err(format!("CUDA event times: {}", last_error()));
+    impl Drop for Event {
+        fn drop(&mut self) {
+            // SAFETY: created by remat_cuda_mark, destroyed once.
+            unsafe { remat_cuda_event_free(self.0) }
         }
-        out.truncate(got as usize);
-        Ok(out)
     }
 
     /// 64 MiB round trips, median of 5 after a warm-up.
