@@ -186,8 +186,10 @@ mod torch {
     }
 
     /// Profiles a built-in net into a chain file; returns the path and chain.
-    fn profile(model: &str, batch: &str, image: &str) -> (PathBuf, Chain) {
-        let path = tmp(&format!("{model}-{batch}-{image}.json"));
+    /// Profiles `model` into the test's file `name` (one name per test:
+    /// tests run in parallel in one process and share the folder).
+    fn profile(name: &str, model: &str, batch: &str, image: &str) -> (PathBuf, Chain) {
+        let path = tmp(name);
         let o = run(&[
             "profile",
             "--model",
@@ -225,22 +227,12 @@ mod torch {
         (planner.min_budget_bytes(), m_high)
     }
 
+    /// Rotor's schedule at `budget` written to `path`; None if infeasible.
     fn schedule_file(chain: &Chain, budget: u64, path: &Path) -> Option<u64> {
-        let s = solve(chain, Algorithm::Rotor, budget, &Options::default()).unwrap();
-        let ops = s.ops?;
-        let trace = remat_core::simulate(chain, &ops).unwrap();
-        let file = ScheduleFile::new(
-            chain,
-            "rotor",
-            budget,
-            None,
-            Predicted {
-                makespan_seconds: trace.makespan_seconds,
-                peak_bytes: trace.peak_bytes,
-            },
-            ops,
-        );
-        std::fs::write(path, write_schedule(&file)).unwrap();
+        let ops = solve(chain, Algorithm::Rotor, budget, &Options::default())
+            .unwrap()
+            .ops?;
+        write_judged(chain, "rotor", budget, ops, path);
         Some(budget)
     }
 
@@ -258,7 +250,7 @@ mod torch {
     /// stops with "parameter gradients must be none when a step starts".
     #[test]
     fn profiled_tiny_net_runs_rotor_schedules_as_predicted() {
-        let (chain_path, chain) = profile("tiny", "4", "16");
+        let (chain_path, chain) = profile("tiny-rotor.json", "tiny", "4", "16");
         assert_eq!(chain.len(), 8);
         assert_eq!(chain.input_gradient_bytes, 0);
         assert!(
@@ -330,7 +322,7 @@ mod torch {
     /// +66 994 176 bytes, its weight's gradient added into the zeroed one).
     #[test]
     fn profiled_vgg19_has_m_low_well_below_m_high() {
-        let (_, chain) = profile("vgg19", "4", "32");
+        let (_, chain) = profile("vgg19.json", "vgg19", "4", "32");
         let conv1_2 = chain.stage(2);
         assert_eq!(conv1_2.name, "conv1_2");
         assert!(
@@ -352,26 +344,6 @@ mod torch {
             "M_low {m_low} is {:.1} % of M_high {m_high}",
             100.0 * m_low as f64 / m_high as f64
         );
-    }
-
-    fn profile_tiny(name: &str) -> (PathBuf, Chain) {
-        let chain_path = tmp(name);
-        let o = run(&[
-            "profile",
-            "--model",
-            "tiny",
-            "--batch",
-            "4",
-            "--image",
-            "16",
-            "--steps",
-            "2",
-            "-o",
-            chain_path.to_str().unwrap(),
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        let chain = read_chain(&std::fs::read_to_string(&chain_path).unwrap()).unwrap();
-        (chain_path, chain)
     }
 
     /// Writes `ops` as a schedule judged at `budget` with the chain's
@@ -460,7 +432,7 @@ mod torch {
     /// device, resident bytes differ.
     #[test]
     fn tiny_net_runs_pofo_and_saved_offloads_as_predicted() {
-        let (chain_path, chain) = profile_tiny("tiny-pofo.json");
+        let (chain_path, chain) = profile("tiny-pofo.json", "tiny", "4", "16");
         assert!(chain.bandwidth_bytes_per_s.is_some());
         let m_high = max_useful_budget(&chain);
         // pofo just below M_high: it offloads a^0.
@@ -545,7 +517,7 @@ mod torch {
     /// follow the file (another model runs against the chain).
     #[test]
     fn torchscript_models_profile_and_run_like_the_built_in_net() {
-        let (_, tiny) = profile_tiny("tiny-for-ts.json");
+        let (_, tiny) = profile("tiny-for-ts.json", "tiny", "4", "16");
         let file = tmp("example.pt");
         let dir = tmp("example-stages");
         let (code, err) = code_and_stderr(&["example-torchscript", "-o", file.to_str().unwrap()]);
