@@ -4,6 +4,7 @@ with."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -124,6 +125,21 @@ def plain_step(net: nn.Sequential, x: torch.Tensor, target: torch.Tensor) -> dic
     loss = stages[-1](a, target)
     loss.backward()
     return snapshot(net, loss)
+
+
+def plain_and_counted_twin(name: str, seed: int):
+    """One network of NETWORKS, a plain step on it from `seed` (the
+    reference), and an untouched copy whose forward calls per stage
+    (1-based; index 0 unused) are counted by hooks: (want, twin, x, target,
+    counts)."""
+    net, x, target = NETWORKS[name]()
+    twin = copy.deepcopy(net)
+    torch.manual_seed(seed)
+    want = plain_step(net, x, target)
+    counts = [0] * (len(twin) + 1)
+    for l, stage in enumerate(twin, start=1):
+        stage.register_forward_hook(lambda m, i, o, l=l: counts.__setitem__(l, counts[l] + 1))
+    return want, twin, x, target, counts
 
 
 def snapshot(net: nn.Module, loss: torch.Tensor) -> dict:

@@ -13,7 +13,6 @@ them as a plain step does: test_schedules.py).
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import torch
 
 from remat_torch.schedule import load_schedule
 
-from helpers import NETWORKS, chain_for, plain_step, remat, snapshot, solve
+from helpers import NETWORKS, chain_for, plain_and_counted_twin, remat, snapshot, solve
 
 SEED = 4321
 
@@ -35,13 +34,7 @@ def _run_snippet(name: str, snippet: str):
     """The plain step and the pasted snippet's step on two copies of one
     network, from the same RNG state; forward hooks count the snippet's
     module calls."""
-    net, x, target = NETWORKS[name]()
-    twin = copy.deepcopy(net)
-    torch.manual_seed(SEED)
-    want = plain_step(net, x, target)
-    counts = [0] * (len(twin) + 1)
-    for l, stage in enumerate(twin, start=1):
-        stage.register_forward_hook(lambda m, i, o, l=l: counts.__setitem__(l, counts[l] + 1))
+    want, twin, x, target, counts = plain_and_counted_twin(name, SEED)
     scope: dict = {}
     exec(compile(snippet, "<remat export snippet>", "exec"), scope)
     torch.manual_seed(SEED)

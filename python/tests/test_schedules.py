@@ -13,7 +13,6 @@ backward adds in the same order as the whole-chain one.
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -24,7 +23,7 @@ import torch
 import remat_torch
 from remat_torch.schedule import load_schedule, validate
 
-from helpers import NETWORKS, chain_for, plain_step, simulator_states, snapshot, solve
+from helpers import NETWORKS, chain_for, plain_and_counted_twin, simulator_states, snapshot, solve
 
 SEED = 1234
 
@@ -116,13 +115,7 @@ def _path(schedules, name: str, label: str) -> Path:
 def _run(name: str, schedule_path: Path):
     """The plain step and the scheduled step on two copies of one network,
     from the same RNG state; the scheduled one with forward hooks counting."""
-    net, x, target = NETWORKS[name]()
-    twin = copy.deepcopy(net)
-    torch.manual_seed(SEED)
-    want = plain_step(net, x, target)
-    counts = [0] * (len(twin) + 1)
-    for l, stage in enumerate(twin, start=1):
-        stage.register_forward_hook(lambda m, i, o, l=l: counts.__setitem__(l, counts[l] + 1))
+    want, twin, x, target, counts = plain_and_counted_twin(name, SEED)
     step = remat_torch.checkpointed(twin, schedule_path)
     torch.manual_seed(SEED)
     loss = step(x, target)

@@ -433,13 +433,12 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
         trace.recomputations
     );
     for s in &states {
-        let names = |ts: &[TensorId]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         say!(
             "{:>5}  {:<8} device [{}]  host [{}]",
             s.op,
             schedule.ops[s.op].to_string(),
-            names(&s.device).join(" "),
-            names(&s.host).join(" ")
+            tensor_names(&s.device).join(" "),
+            tensor_names(&s.host).join(" ")
         );
     }
     Ok(())
@@ -449,13 +448,16 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
 /// and the papers write them (`a^3`, `ā^3`, `δ^3`), which is also how a
 /// runtime's bookkeeping names them.
 fn states_json(states: &[OpState]) -> Value {
-    let names = |ts: &[TensorId]| ts.iter().map(|t| t.to_string()).collect::<Vec<_>>();
     Value::Array(
         states
             .iter()
-            .map(|s| json!({"op": s.op, "device": names(&s.device), "host": names(&s.host)}))
+            .map(|s| json!({"op": s.op, "device": tensor_names(&s.device), "host": tensor_names(&s.host)}))
             .collect(),
     )
+}
+
+fn tensor_names(tensors: &[TensorId]) -> Vec<String> {
+    tensors.iter().map(|t| t.to_string()).collect()
 }
 
 /// The most steps rotor's minimum-memory recursion (O(L³/6)) may take in
