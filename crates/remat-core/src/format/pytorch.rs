@@ -18,6 +18,7 @@
 //! pointing to the `remat_torch` wrapper, which runs any schedule.
 
 use crate::schedule::Op;
+use crate::solvers::sequential;
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -157,18 +158,15 @@ impl fmt::Display for Segment {
 }
 
 /// k when the segments are exactly `checkpoint_sequential(model, k, x)`'s:
-/// k − 1 checkpointed segments of ⌊L/k⌋ stages, then one stored segment
-/// with the rest.
+/// the split of [`sequential::segments`] (PyTorch's, shared with the
+/// `sequential` solver), every segment but the last checkpointed.
 pub fn sequential_k(segs: &[Segment]) -> Option<usize> {
     let n = segs.last()?.last;
     let k = segs.len();
-    let size = n / k;
     let (last, rest) = segs.split_last()?;
-    let uniform = rest
-        .iter()
-        .enumerate()
-        .all(|(i, s)| s.checkpointed && s.first == i * size + 1 && s.last == (i + 1) * size);
-    (uniform && !last.checkpointed && last.first == (k - 1) * size + 1).then_some(k)
+    let split = segs.iter().map(|s| (s.first, s.last));
+    let same = split.eq(sequential::segments(n, k));
+    (same && !last.checkpointed && rest.iter().all(|s| s.checkpointed)).then_some(k)
 }
 
 /// A Python snippet that runs these segments with `torch.utils.checkpoint`,
@@ -250,7 +248,7 @@ pub fn snippet(segs: &[Segment], title: &str) -> String {
 mod tests {
     use super::*;
     use crate::examples;
-    use crate::solvers::{sequential, solve, Algorithm, Options};
+    use crate::solvers::{solve, Algorithm, Options};
 
     #[test]
     fn sequential_schedules_read_back_as_their_segments() {
