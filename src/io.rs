@@ -9,7 +9,7 @@ use remat_core::format::{
     SCHEDULE_FORMAT,
 };
 use remat_core::simulator::chrome_trace_json;
-use remat_core::solvers::offload::judge;
+use remat_core::simulator::judge;
 use remat_core::solvers::Algorithm;
 use std::time::Duration;
 use wasm_bindgen::JsCast;

@@ -14,11 +14,12 @@
 
 use remat_core::format::read_any_chain;
 use remat_core::schedule::Op;
-use remat_core::simulator::Trace;
-use remat_core::solvers::offload::{self, judge};
+use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::offload;
 use remat_core::solvers::persistent::TableGrid;
 use remat_core::solvers::{
-    max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
+    budget_at_ratio, max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy,
+    Solution, SolveError,
 };
 use remat_core::Chain;
 use serde::{Deserialize, Serialize};
@@ -415,7 +416,7 @@ fn sweep(
 ) -> Result<Sweep, SolveError> {
     let m_low = min_budget(chain);
     let m_high = max_useful_budget(chain).max(m_low);
-    let at = |alpha: f64| m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
+    let at = |alpha: f64| budget_at_ratio(m_low, m_high, alpha);
     let mut runs: Vec<(f64, f64)> = SWEEP_ALPHAS.iter().map(|&a| (a, bandwidth)).collect();
     runs.extend(SWEEP_BANDWIDTHS.iter().map(|&b| (SWEEP_FIXED_ALPHA, b)));
     let total = (runs.len() * SWEEP_ALGORITHMS.len()) as f64;
@@ -431,7 +432,7 @@ fn sweep(
                 .map_err(|e| SolveError::BadOption(format!("{alg} at α = {alpha}: {e}")))?;
             let makespan_seconds = solution.ops.and_then(|ops| {
                 let t = judge(chain, &ops, budget, Some(bw)).ok()?;
-                (t.peak_bytes <= budget).then_some(t.makespan_seconds)
+                t.fits(budget).then_some(t.makespan_seconds)
             });
             points.push(SweepPoint {
                 algorithm: alg.name().to_string(),
@@ -559,7 +560,7 @@ fn summary_of(chain: &Chain, solution: &Solution, budget: u64, bandwidth: Option
         .ops
         .as_ref()
         .and_then(|ops| judge(chain, ops, budget, bandwidth).ok())
-        .filter(|t| t.peak_bytes <= budget);
+        .filter(|t| t.fits(budget));
     Summary {
         algorithm: solution.algorithm.name().to_string(),
         feasible: measured.is_some(),

@@ -8,8 +8,8 @@ use crate::planning::{min_budget, CurvePoint, Planned, Request, Response, Summar
 use crate::worker;
 use leptos::prelude::*;
 use remat_core::format::write_chain;
+use remat_core::simulator::judge;
 use remat_core::simulator::Trace;
-use remat_core::solvers::offload::judge;
 use remat_core::solvers::{max_useful_budget, Algorithm};
 use remat_core::Chain;
 use std::sync::Arc;

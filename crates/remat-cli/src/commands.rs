@@ -8,13 +8,13 @@ use remat_core::format::{
 };
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
+use remat_core::simulator::judge;
 use remat_core::simulator::{self, OpState, SimOptions, TensorId, Trace};
-use remat_core::solvers::offload::judge;
 use remat_core::solvers::persistent::{min_budget_met, PersistentTable, Variant};
 use remat_core::solvers::pofo::LossStep;
 use remat_core::solvers::{
-    max_useful_budget, no_progress, Algorithm, Memory, Options, Planner, SlotPolicy, Solution,
-    DEFAULT_OFFLOAD_SLOTS,
+    budget_at_ratio, max_useful_budget, no_progress, Algorithm, Memory, Options, Planner,
+    SlotPolicy, Solution, DEFAULT_OFFLOAD_SLOTS,
 };
 use remat_core::{examples, Chain};
 use serde_json::{json, Value};
@@ -205,7 +205,7 @@ fn report(
         "stages": chain.len(),
         "budget_bytes": budget,
         "bandwidth_bytes_per_s": bandwidth,
-        "feasible": trace.is_some_and(|t| t.peak_bytes <= budget),
+        "feasible": trace.is_some_and(|t| t.fits(budget)),
         "makespan_seconds": trace.map(|t| t.makespan_seconds),
         "peak_bytes": trace.map(|t| t.peak_bytes),
         "sequential_seconds": chain.sequential_seconds(),
@@ -421,7 +421,7 @@ pub fn simulate(a: SimulateArgs) -> Result<(), String> {
         "peak       {}   (budget {}{})",
         format_bytes(trace.peak_bytes),
         format_bytes(schedule.budget_bytes),
-        if trace.peak_bytes > schedule.budget_bytes {
+        if !trace.fits(schedule.budget_bytes) {
             ", EXCEEDED"
         } else {
             ""
@@ -569,7 +569,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
             });
         }
         for &alpha in &alphas {
-            let budget = m_low + ((m_high - m_low) as f64 * alpha).round() as u64;
+            let budget = budget_at_ratio(m_low, m_high, alpha);
             for (alg, planner) in algorithms.iter().zip(&fixed) {
                 let fresh;
                 let p = match planner {
@@ -599,7 +599,7 @@ pub fn sweep(a: SweepArgs) -> Result<(), String> {
                 let ratio = *budget as f64 / m_high as f64;
                 let bw = bw.map(|b| b.to_string()).unwrap_or_default();
                 match t {
-                    Some(t) if t.peak_bytes <= *budget => say!(
+                    Some(t) if t.fits(*budget) => say!(
                         "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{},{memory}",
                         t.makespan_seconds,
                         t.overhead(),

@@ -9,8 +9,9 @@ mod common;
 
 use common::{integer_chain, real_chain};
 use proptest::prelude::*;
+use remat_core::simulator::judge;
 use remat_core::simulator::Trace;
-use remat_core::solvers::offload::{judge, place_prefetches, solve as solve_offloading};
+use remat_core::solvers::offload::{place_prefetches, solve as solve_offloading};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{LossStep, Mode, Pofo};
 use remat_core::solvers::{max_useful_budget, no_progress, offload_min_budget, Algorithm, Options};

@@ -355,9 +355,8 @@ mod torch {
         ops: Vec<Op>,
         path: &Path,
     ) -> Trace {
-        let trace =
-            remat_core::solvers::offload::judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
-                .expect("a valid schedule");
+        let trace = remat_core::simulator::judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
+            .expect("a valid schedule");
         let file = ScheduleFile::new(
             chain,
             algorithm,

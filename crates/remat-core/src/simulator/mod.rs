@@ -37,9 +37,11 @@
 //! start (the transfers in flight), and events are kept sorted as they come.
 
 mod chrome;
+mod judge;
 mod trace;
 
 pub use chrome::chrome_trace_json;
+pub use judge::judge;
 
 pub use trace::{Lane, MemoryStep, Residency, Span, TensorId, Trace};
 

@@ -106,6 +106,12 @@ impl Trace {
         }
     }
 
+    /// Whether the schedule stayed within `budget`: the one definition of
+    /// "fits" (peak ≤ budget) that solvers, the CLI and the explorer share.
+    pub fn fits(&self, budget: u64) -> bool {
+        self.peak_bytes <= budget
+    }
+
     /// Tensors on the device at `time` (residencies with start ≤ time < end).
     pub fn resident_at(&self, time: f64) -> Vec<Residency> {
         self.residency

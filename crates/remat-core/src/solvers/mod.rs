@@ -609,6 +609,17 @@ pub fn offload_min_budget(chain: &Chain) -> u64 {
         .unwrap_or(0)
 }
 
+/// The budget at memory ratio α ∈ [0, 1] between `m_low` (α = 0) and
+/// `m_high` (α = 1): (1 − α)·M_low + α·M_high, rounded to a byte (POFO
+/// Section 5.2). The one definition the CLI's sweep and the explorer share.
+///
+/// ```
+/// assert_eq!(remat_core::solvers::budget_at_ratio(100, 200, 0.25), 125);
+/// ```
+pub fn budget_at_ratio(m_low: u64, m_high: u64, alpha: f64) -> u64 {
+    m_low + (m_high.saturating_sub(m_low) as f64 * alpha).round() as u64
+}
+
 /// M_high: the peak of `store-all`, the most memory worth giving.
 pub fn max_useful_budget(chain: &Chain) -> u64 {
     simulate_with_bandwidth(chain, &store_all::schedule(chain), None)

@@ -36,32 +36,11 @@ use super::{persistent, store_all, Algorithm, Options, Planner, Progress, Soluti
 use crate::model::units::{format_bytes, format_seconds};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
-use crate::simulator::{simulate_with, Lane, SimError, SimOptions, TensorId, Trace};
-
-/// The simulator as judge: the chain, the link and the budget as memory limit.
-pub fn judge(
-    chain: &Chain,
-    ops: &[Op],
-    budget: u64,
-    bandwidth: Option<f64>,
-) -> Result<Trace, SimError> {
-    simulate_with(
-        chain,
-        ops,
-        SimOptions {
-            bandwidth,
-            memory_limit: Some(budget),
-        },
-    )
-}
+use crate::simulator::{judge, Lane, TensorId, Trace};
 
 /// [`judge`] for the solvers here: a schedule that does not run is no candidate.
 fn run(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> Option<Trace> {
     judge(chain, ops, budget, bandwidth).ok()
-}
-
-fn fits(trace: &Trace, budget: u64) -> bool {
-    trace.peak_bytes <= budget
 }
 
 /// Inserts one prefetch per entry of `needs` ((deadline index, stage, tensor),
@@ -150,7 +129,7 @@ fn place_prefetches_after(
     };
     // Fitting first, then the makespan: (over the budget, seconds).
     let score = |t: &Option<Trace>| match t {
-        Some(t) => (u8::from(!fits(t, budget)), t.makespan_seconds),
+        Some(t) => (u8::from(!t.fits(budget)), t.makespan_seconds),
         None => (1, f64::INFINITY),
     };
     for k in 0..needs.len() {
@@ -241,7 +220,7 @@ pub fn solve_dp(
     super::pofo::validate(chain.len(), slots)?;
     // Nothing is faster than Σ u: when store-all fits, it is the answer.
     let all = store_all::schedule(chain);
-    if let Some(t) = run(chain, &all, budget, None).filter(|t| fits(t, budget)) {
+    if let Some(t) = run(chain, &all, budget, None).filter(|t| t.fits(budget)) {
         return Ok(solution(
             algorithm,
             budget,
@@ -282,7 +261,7 @@ pub fn solve_dp(
             .ops
             .and_then(|ops| {
                 run(chain, &ops, budget, None)
-                    .filter(|t| fits(t, budget))
+                    .filter(|t| t.fits(budget))
                     .map(|t| (ops, t))
             })
     } else {
@@ -351,7 +330,7 @@ fn convert(
         budget,
         bandwidth,
     );
-    let trace = run(chain, &ops, budget, bandwidth).filter(|t| fits(t, budget))?;
+    let trace = run(chain, &ops, budget, bandwidth).filter(|t| t.fits(budget))?;
     Some((ops, trace, plan.predicted_seconds))
 }
 
@@ -549,7 +528,7 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Result<Solu
 
 /// Whether `ops` runs within `budget`.
 fn fits_as_is(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> bool {
-    run(chain, ops, budget, bandwidth).is_some_and(|t| fits(&t, budget))
+    run(chain, ops, budget, bandwidth).is_some_and(|t| t.fits(budget))
 }
 
 /// Judges `ops`; a Solution that says whether it fits.
@@ -562,7 +541,7 @@ fn finish(
     detail: impl Fn(&Trace) -> String,
 ) -> Solution {
     match run(chain, &ops, budget, bandwidth) {
-        Some(t) if fits(&t, budget) => {
+        Some(t) if t.fits(budget) => {
             let d = detail(&t);
             solution(algorithm, budget, Some(ops), None, d)
         }
@@ -622,7 +601,7 @@ fn capper(
     let mut tried: Vec<(usize, TensorId)> = Vec::new();
     for _ in 0..8 * chain.len() + 16 {
         let trace = run(chain, &ops, budget, bandwidth)?;
-        if fits(&trace, budget) {
+        if trace.fits(budget) {
             return Some((ops, trace));
         }
         let peak_op = trace.peak_op?;
@@ -761,7 +740,7 @@ pub fn autocapper(
                 // best. The placement starts from capper's, which fits.
                 let placed = replace_prefetches(chain, &ops, 0, budget, bandwidth);
                 let (ops, trace) = match run(chain, &placed, budget, bandwidth) {
-                    Some(t) if fits(&t, budget) => (placed, t),
+                    Some(t) if t.fits(budget) => (placed, t),
                     _ => (ops, trace),
                 };
                 if best

@@ -463,7 +463,7 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
     device::current()
         .select()
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let trace = remat_core::solvers::offload::judge(
+    let trace = remat_core::simulator::judge(
         chain,
         &schedule.ops,
         schedule.budget_bytes,
