@@ -36,12 +36,8 @@ enum Command {
         /// A built-in network (see `models`).
         #[arg(long)]
         model: Option<String>,
-        /// Your own network: a scripted nn.Sequential, each child a stage.
-        #[arg(long, value_name = "FILE")]
-        torchscript: Option<PathBuf>,
-        /// Your own network: stage_001.pt, stage_002.pt, … one scripted module per stage.
-        #[arg(long, value_name = "DIR")]
-        torchscript_dir: Option<PathBuf>,
+        #[command(flatten)]
+        scripted: ScriptedFiles,
         /// TorchScript input batch shape, batch first (e.g. 8,3,32,32).
         #[arg(long, value_name = "N,C,H,W")]
         input_shape: Option<String>,
@@ -60,8 +56,8 @@ enum Command {
         /// Sequence length (gpt2).
         #[arg(long)]
         seq: Option<i64>,
-        #[arg(long, default_value = "cpu")]
-        device: String,
+        #[command(flatten)]
+        device: DeviceFlag,
         /// Timed store-all steps after the warm-up (the median is kept).
         #[arg(long, default_value_t = 5)]
         steps: usize,
@@ -88,18 +84,40 @@ enum Command {
         /// Must agree with the chain's model when given.
         #[arg(long)]
         model: Option<String>,
-        /// The TorchScript file the chain was measured on (its digest must match).
-        #[arg(long, value_name = "FILE")]
-        torchscript: Option<PathBuf>,
-        /// The folder of per-stage TorchScript files the chain was measured on.
-        #[arg(long, value_name = "DIR")]
-        torchscript_dir: Option<PathBuf>,
-        #[arg(long, default_value = "cpu")]
-        device: String,
+        /// The network the chain was measured on, when it is your own (its digest must match).
+        #[command(flatten)]
+        scripted: ScriptedFiles,
+        #[command(flatten)]
+        device: DeviceFlag,
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Your own network as TorchScript (`profile` and `run` take the same two flags).
+#[derive(clap::Args)]
+struct ScriptedFiles {
+    /// Your own network: a scripted nn.Sequential, each child a stage.
+    #[arg(long, value_name = "FILE")]
+    torchscript: Option<PathBuf>,
+    /// Your own network: stage_001.pt, stage_002.pt, … one scripted module per stage.
+    #[arg(long, value_name = "DIR")]
+    torchscript_dir: Option<PathBuf>,
+}
+
+impl ScriptedFiles {
+    fn given(&self) -> bool {
+        self.torchscript.is_some() || self.torchscript_dir.is_some()
+    }
+}
+
+/// `--device cpu|cuda`, checked by [`check_device`] before any file is read.
+#[derive(clap::Args)]
+struct DeviceFlag {
+    /// Where the network runs: cpu, or cuda (the feature `cuda` and a GPU).
+    #[arg(long = "device", value_name = "cpu|cuda", default_value = "cpu")]
+    name: String,
 }
 
 /// Failures: bad input (exit 2) or a run that could not be done (exit 1).
@@ -204,8 +222,7 @@ fn run(command: Command) -> Result<(), Failure> {
         }
         Command::Profile {
             model,
-            torchscript,
-            torchscript_dir,
+            scripted,
             input_shape,
             input_vocab,
             target,
@@ -218,7 +235,7 @@ fn run(command: Command) -> Result<(), Failure> {
         } => {
             let spec = match model {
                 Some(m) => {
-                    if torchscript.is_some() || torchscript_dir.is_some() {
+                    if scripted.given() {
                         return Err(Failure::BadInput(
                             "--model: give --model NAME or --torchscript / --torchscript-dir, not both"
                                 .into(),
@@ -241,8 +258,8 @@ fn run(command: Command) -> Result<(), Failure> {
                         ));
                     }
                     user_model::from_flags(
-                        torchscript.as_deref(),
-                        torchscript_dir.as_deref(),
+                        scripted.torchscript.as_deref(),
+                        scripted.torchscript_dir.as_deref(),
                         input_shape.as_deref(),
                         input_vocab,
                         &target,
@@ -250,7 +267,7 @@ fn run(command: Command) -> Result<(), Failure> {
                     )?
                 }
             };
-            let device = check_device(&device)?;
+            let device = check_device(&device.name)?;
             check_torchscript_device(device, spec.torchscript.is_some())?;
             check_model(&spec)?;
             if !(1..=1000).contains(&steps) {
@@ -272,12 +289,11 @@ fn run(command: Command) -> Result<(), Failure> {
             chain,
             schedule,
             model,
-            torchscript,
-            torchscript_dir,
+            scripted,
             device,
             json,
         } => {
-            let device = check_device(&device)?;
+            let device = check_device(&device.name)?;
             let read = |p: &PathBuf, flag: &str| {
                 std::fs::read_to_string(p).map_err(|e| {
                     Failure::BadInput(format!("{flag}: cannot read {}: {e}", p.display()))
@@ -291,11 +307,11 @@ fn run(command: Command) -> Result<(), Failure> {
             schedule
                 .check_chain(&chain)
                 .map_err(|e| Failure::BadInput(format!("--schedule: {e}")))?;
-            let spec = if torchscript.is_some() || torchscript_dir.is_some() {
+            let spec = if scripted.given() {
                 user_model::from_source(
                     &chain.source,
-                    torchscript.as_deref(),
-                    torchscript_dir.as_deref(),
+                    scripted.torchscript.as_deref(),
+                    scripted.torchscript_dir.as_deref(),
                 )?
             } else {
                 models::ModelSpec::from_source(&chain.source)?
@@ -318,78 +334,82 @@ fn run(command: Command) -> Result<(), Failure> {
 
 /// Loads a TorchScript model once and runs a no-grad forward on its input,
 /// so that a bad file or shape exits 2 naming the flag before profiling.
-#[cfg(feature = "torch")]
+/// Without the feature `torch` there is nothing to load.
 fn check_model(spec: &models::ModelSpec) -> Result<(), Failure> {
-    match &spec.torchscript {
-        Some(ts) => torch::torchscript::check(ts).map_err(Failure::from),
-        None => Ok(()),
+    #[cfg(feature = "torch")]
+    if let Some(ts) = &spec.torchscript {
+        return torch::torchscript::check(ts).map_err(Failure::from);
     }
-}
-
-#[cfg(not(feature = "torch"))]
-fn check_model(_: &models::ModelSpec) -> Result<(), Failure> {
+    let _ = spec;
     Ok(())
 }
 
-#[cfg(feature = "torch")]
+// The three commands that need libtorch. Each has one signature; without
+// the feature `torch` its body says how to build a binary that can.
+
 fn profile(
     spec: &models::ModelSpec,
     steps: usize,
     output: &std::path::Path,
 ) -> Result<(), Failure> {
-    let chain = torch::profile::profile(spec, steps).map_err(Failure::Runtime)?;
-    std::fs::write(output, remat_core::format::write_chain(&chain))
-        .map_err(|e| Failure::BadInput(format!("-o: cannot write {}: {e}", output.display())))?;
-    eprintln!("wrote {} ({} stages)", output.display(), chain.len());
-    Ok(())
+    #[cfg(feature = "torch")]
+    {
+        let chain = torch::profile::profile(spec, steps).map_err(Failure::Runtime)?;
+        std::fs::write(output, remat_core::format::write_chain(&chain)).map_err(|e| {
+            Failure::BadInput(format!("-o: cannot write {}: {e}", output.display()))
+        })?;
+        eprintln!("wrote {} ({} stages)", output.display(), chain.len());
+        Ok(())
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = (spec, steps, output);
+        Err(no_torch())
+    }
 }
 
-#[cfg(feature = "torch")]
 fn write_example(output: &std::path::Path, dir: bool) -> Result<(), Failure> {
-    torch::torchscript::write_example(output, dir)
-        .map_err(|e| Failure::BadInput(format!("-o: {e}")))?;
-    eprintln!("wrote {}", output.display());
-    Ok(())
+    #[cfg(feature = "torch")]
+    {
+        torch::torchscript::write_example(output, dir)
+            .map_err(|e| Failure::BadInput(format!("-o: {e}")))?;
+        eprintln!("wrote {}", output.display());
+        Ok(())
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = (output, dir);
+        Err(no_torch())
+    }
 }
 
-#[cfg(feature = "torch")]
 fn run_schedule(
     spec: &models::ModelSpec,
     chain: &remat_core::Chain,
     schedule: &remat_core::format::ScheduleFile,
     json: bool,
 ) -> Result<(), Failure> {
-    let report = torch::runner::run(spec, chain, schedule)?;
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).expect("a report serializes")
-        );
-    } else {
-        println!("{}", report.human());
+    #[cfg(feature = "torch")]
+    {
+        let report = torch::runner::run(spec, chain, schedule)?;
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report).expect("a report serializes")
+            );
+        } else {
+            println!("{}", report.human());
+        }
+        Ok(())
     }
-    Ok(())
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = (spec, chain, schedule, json);
+        Err(no_torch())
+    }
 }
 
 #[cfg(not(feature = "torch"))]
-const NO_TORCH: &str = "remat-profile was built without the `torch` feature: run scripts/setup-libtorch.sh, then build with LIBTORCH=$PWD/.tools/libtorch/torch cargo build --release -p remat-profiler --features torch";
-
-#[cfg(not(feature = "torch"))]
-fn write_example(_: &std::path::Path, _: bool) -> Result<(), Failure> {
-    Err(Failure::Runtime(NO_TORCH.into()))
-}
-
-#[cfg(not(feature = "torch"))]
-fn profile(_: &models::ModelSpec, _: usize, _: &std::path::Path) -> Result<(), Failure> {
-    Err(Failure::Runtime(NO_TORCH.into()))
-}
-
-#[cfg(not(feature = "torch"))]
-fn run_schedule(
-    _: &models::ModelSpec,
-    _: &remat_core::Chain,
-    _: &remat_core::format::ScheduleFile,
-    _: bool,
-) -> Result<(), Failure> {
-    Err(Failure::Runtime(NO_TORCH.into()))
+fn no_torch() -> Failure {
+    Failure::Runtime("remat-profile was built without the `torch` feature: run scripts/setup-libtorch.sh, then build with LIBTORCH=$PWD/.tools/libtorch/torch cargo build --release -p remat-profiler --features torch".into())
 }

@@ -16,49 +16,45 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that `o` exited with `code`, its stderr holds every one of
+/// `needles` and nothing panicked; `what` names the case in a failure.
+fn assert_fails(o: &Output, code: i32, needles: &[&str], what: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "{what}: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{what}: no {needle:?} in: {err}");
+    }
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+/// `profile` with `args` and `-o output`, the flags of a case in a table.
+fn profile_args<'a>(args: &[&'a str], output: &'a str) -> Vec<&'a str> {
+    let mut all = vec!["profile"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", output]);
+    all
+}
+
 #[test]
 fn bad_arguments_exit_2_naming_the_flag() {
-    let o = run(&[
-        "profile",
-        "--model",
-        "vgg",
-        "--batch",
-        "2",
-        "-o",
-        "/dev/null",
-    ]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("--model: unknown model \"vgg\""),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(&[
-        "profile",
-        "--model",
-        "vgg19",
-        "--batch",
-        "2",
-        "--image",
-        "40",
-        "-o",
-        "/dev/null",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--image"), "{}", stderr(&o));
-    let o = run(&[
-        "profile",
-        "--model",
-        "tiny",
-        "--batch",
-        "2",
-        "--device",
-        "tpu",
-        "-o",
-        "/dev/null",
-    ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--device"), "{}", stderr(&o));
+    let built_in: [(&[&str], &str); 3] = [
+        (
+            &["--model", "vgg", "--batch", "2"],
+            "--model: unknown model \"vgg\"",
+        ),
+        (
+            &["--model", "vgg19", "--batch", "2", "--image", "40"],
+            "--image",
+        ),
+        (
+            &["--model", "tiny", "--batch", "2", "--device", "tpu"],
+            "--device",
+        ),
+    ];
+    for (args, needle) in built_in {
+        let o = run(&profile_args(args, "/dev/null"));
+        assert_fails(&o, 2, &[needle], &format!("{args:?}"));
+    }
     // The user's own network: flags checked before anything is loaded.
     let cases: [(&[&str], &str); 5] = [
         (
@@ -80,16 +76,8 @@ fn bad_arguments_exit_2_naming_the_flag() {
         ),
     ];
     for (args, flag) in cases {
-        let mut all = vec!["profile"];
-        all.extend_from_slice(args);
-        all.extend_from_slice(&["-o", "/dev/null"]);
-        let o = run(&all);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains(&format!("error: {flag}")),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        let o = run(&profile_args(args, "/dev/null"));
+        assert_fails(&o, 2, &[&format!("error: {flag}")], &format!("{args:?}"));
     }
     let o = run(&["models"]);
     assert_eq!(o.status.code(), Some(0));
@@ -130,14 +118,11 @@ const CUDA_COMMANDS: [&[&str]; 2] = [
 #[test]
 fn cuda_without_the_feature_exits_1_naming_it() {
     for args in CUDA_COMMANDS {
-        let o = run(args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("--device: cuda is not built in this binary")
-                && stderr(&o).contains("--features torch,cuda"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        let needles = [
+            "--device: cuda is not built in this binary",
+            "--features torch,cuda",
+        ];
+        assert_fails(&run(args), 1, &needles, &format!("{args:?}"));
     }
 }
 
@@ -161,13 +146,11 @@ fn cuda_without_a_gpu_exits_1_with_a_message() {
             .env("CUDA_VISIBLE_DEVICES", "")
             .output()
             .expect("the binary runs");
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
-        assert!(
-            stderr(&o).contains("error: --device cuda: no CUDA device is visible")
-                && stderr(&o).contains("use --device cpu"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        let needles = [
+            "error: --device cuda: no CUDA device is visible",
+            "use --device cpu",
+        ];
+        assert_fails(&o, 1, &needles, &format!("{args:?}"));
     }
 }
 
@@ -270,16 +253,7 @@ mod torch {
         for budget in budgets {
             let sched = tmp(&format!("s{budget}.json"));
             schedule_file(&chain, budget, &sched).expect("rotor meets M_low and above");
-            let o = run(&[
-                "run",
-                "--chain",
-                chain_path.to_str().unwrap(),
-                "--schedule",
-                sched.to_str().unwrap(),
-                "--json",
-            ]);
-            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-            let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let r = run_json(&chain_path, &sched, &[]);
             let measured = r["measured_peak_bytes"].as_u64().unwrap();
             let predicted = r["predicted_peak_bytes"].as_u64().unwrap();
             assert!(
@@ -299,13 +273,7 @@ mod torch {
         other.stages[0].forward_seconds *= 2.0;
         let sched = tmp("other.json");
         schedule_file(&other, m_high, &sched).unwrap();
-        let o = run(&[
-            "run",
-            "--chain",
-            chain_path.to_str().unwrap(),
-            "--schedule",
-            sched.to_str().unwrap(),
-        ]);
+        let o = run_step(&chain_path, &sched, &[]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     }
 
@@ -372,15 +340,22 @@ mod torch {
         trace
     }
 
-    fn run_json(chain: &Path, schedule: &Path) -> serde_json::Value {
-        let o = run(&[
+    /// `remat-profile run --chain CHAIN --schedule SCHEDULE` and `extra` flags.
+    fn run_step(chain: &Path, schedule: &Path, extra: &[&str]) -> Output {
+        let mut args = vec![
             "run",
             "--chain",
             chain.to_str().unwrap(),
             "--schedule",
             schedule.to_str().unwrap(),
-            "--json",
-        ]);
+        ];
+        args.extend_from_slice(extra);
+        run(&args)
+    }
+
+    /// [`run_step`] with `--json`: the report of a run that must succeed.
+    fn run_json(chain: &Path, schedule: &Path, extra: &[&str]) -> serde_json::Value {
+        let o = run_step(chain, schedule, &[extra, &["--json"]].concat());
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         serde_json::from_slice(&o.stdout).unwrap()
     }
@@ -450,7 +425,7 @@ mod torch {
         );
         let sched = tmp("pofo.json");
         write_judged(&chain, "pofo", budget, ops, &sched);
-        let r = run_json(&chain_path, &sched);
+        let r = run_json(&chain_path, &sched, &[]);
         assert_as_predicted(&r, budget, "pofo at 99 %");
         assert!(r["offloaded_bytes"].as_u64().unwrap() > 0, "{r}");
 
@@ -469,7 +444,7 @@ mod torch {
             trace.offloaded_bytes,
             chain.input_bytes + chain.saved_bytes(1) + chain.saved_bytes(2)
         );
-        let r = run_json(&chain_path, &sched);
+        let r = run_json(&chain_path, &sched, &[]);
         assert_as_predicted(&r, m_high, "ā offloads");
     }
 
@@ -561,48 +536,19 @@ mod torch {
             let ops = store_all_moving(chain.len(), &[(1, TensorKind::Saved)]);
             let sched = tmp(&format!("ts{flag}-sched.json"));
             write_judged(&chain, "hand", m_high, ops, &sched);
-            let o = run(&[
-                "run",
-                "--chain",
-                chain_path.to_str().unwrap(),
-                "--schedule",
-                sched.to_str().unwrap(),
-                flag,
-                model.to_str().unwrap(),
-                "--json",
-            ]);
-            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-            let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let r = run_json(&chain_path, &sched, &[flag, model.to_str().unwrap()]);
             assert_as_predicted(&r, m_high, flag);
             // The chain names a TorchScript model: run needs it, and only it.
-            let (code, err) = code_and_stderr(&[
-                "run",
-                "--chain",
-                chain_path.to_str().unwrap(),
-                "--schedule",
-                sched.to_str().unwrap(),
-            ]);
-            assert_eq!(code, Some(2), "{err}");
-            assert!(err.contains("--torchscript"), "{err}");
+            let o = run_step(&chain_path, &sched, &[]);
+            assert_fails(&o, 2, &["--torchscript"], "run without the model");
             let (other_flag, other) = if flag == "--torchscript" {
                 ("--torchscript-dir", &dir)
             } else {
                 ("--torchscript", &file)
             };
-            let (code, err) = code_and_stderr(&[
-                "run",
-                "--chain",
-                chain_path.to_str().unwrap(),
-                "--schedule",
-                sched.to_str().unwrap(),
-                other_flag,
-                other.to_str().unwrap(),
-            ]);
-            assert_eq!(code, Some(2), "{err}");
-            assert!(
-                err.contains("not the model the chain was measured on"),
-                "{err}"
-            );
+            let o = run_step(&chain_path, &sched, &[other_flag, other.to_str().unwrap()]);
+            let needles = ["not the model the chain was measured on"];
+            assert_fails(&o, 2, &needles, "run with another model");
         }
     }
 
@@ -670,16 +616,8 @@ mod torch {
             ),
         ];
         for (args, flag) in cases {
-            let mut all = vec!["profile"];
-            all.extend_from_slice(args);
-            all.extend_from_slice(&["-o", out.to_str().unwrap()]);
-            let (code, err) = code_and_stderr(&all);
-            assert_eq!(code, Some(2), "{args:?}: {err}");
-            assert!(
-                err.contains(&format!("error: {flag}")) || err.contains(flag),
-                "{args:?}: {err}"
-            );
-            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            let o = run(&profile_args(args, out.to_str().unwrap()));
+            assert_fails(&o, 2, &[flag], &format!("{args:?}"));
         }
         assert!(!out.exists());
     }

@@ -390,28 +390,19 @@ struct Gpt2 {
     max_seq: i64,
 }
 
+/// Weights drawn from N(0, stdev²), as GPT-2 initializes its embeddings.
+fn normal(stdev: f64) -> nn::Init {
+    nn::Init::Randn { mean: 0.0, stdev }
+}
+
 /// A GPT-2-style stack (Radford et al. 2019): token + position embedding,
 /// pre-LayerNorm blocks (causal attention through
 /// scaled_dot_product_attention, GELU MLP, dropout 0.1), and a head whose
 /// output matrix is the token embedding (tied) with the loss.
 fn gpt2(p: &nn::Path, b: i64, seq: i64, c: &Gpt2) -> Vec<(String, StageFn)> {
     let mut stages: Vec<(String, StageFn)> = Vec::new();
-    let wte = p.var(
-        "wte",
-        &[c.vocab, c.dim],
-        nn::Init::Randn {
-            mean: 0.0,
-            stdev: 0.02,
-        },
-    );
-    let wpe = p.var(
-        "wpe",
-        &[c.max_seq, c.dim],
-        nn::Init::Randn {
-            mean: 0.0,
-            stdev: 0.01,
-        },
-    );
+    let wte = p.var("wte", &[c.vocab, c.dim], normal(0.02));
+    let wpe = p.var("wpe", &[c.max_seq, c.dim], normal(0.01));
     {
         let (wte, wpe) = (wte.shallow_clone(), wpe.shallow_clone());
         stages.push((

@@ -179,12 +179,12 @@ impl<'n> Exec<'n> {
                 self.act[l] = Some((y, false));
             }
             Op::Backward { .. } => {
-                let Saved { out, mut leaf, .. } = self.saved[l]
-                    .take()
-                    .ok_or_else(|| format!("{op}: ā^{l} is not on the device"))?;
-                let g = self.grad[l]
-                    .take()
-                    .ok_or_else(|| format!("{op}: δ^{l} is not on the device"))?;
+                let Saved { out, mut leaf, .. } = take(
+                    &mut self.saved[l],
+                    op,
+                    format!("ā^{l} is not on the device"),
+                )?;
+                let g = take(&mut self.grad[l], op, format!("δ^{l} is not on the device"))?;
                 if self.act[l - 1].is_none() && self.saved[l - 1].is_none() {
                     return Err(format!("{op}: its input a^{} is not on the device", l - 1));
                 }
@@ -200,9 +200,8 @@ impl<'n> Exec<'n> {
                 tensor: TensorKind::Output,
                 ..
             } => {
-                let (t, checkpoint) = self.act[l]
-                    .take()
-                    .ok_or_else(|| format!("{op}: a^{l} is not on the device"))?;
+                let (t, checkpoint) =
+                    take(&mut self.act[l], op, format!("a^{l} is not on the device"))?;
                 // The storage moves under every alias (a graph that read a^ℓ
                 // as its input keeps reading it after the prefetch).
                 let storages = ffi::Storages::new();
@@ -218,9 +217,7 @@ impl<'n> Exec<'n> {
                 tensor: TensorKind::Output,
                 ..
             } => {
-                let h = self.act_host[l]
-                    .take()
-                    .ok_or_else(|| format!("{op}: a^{l} has no host copy"))?;
+                let h = take(&mut self.act_host[l], op, format!("a^{l} has no host copy"))?;
                 self.prefetched_bytes += h.storages.prefetch()?;
                 self.act[l] = Some((h.t, h.checkpoint));
             }
@@ -228,9 +225,11 @@ impl<'n> Exec<'n> {
                 tensor: TensorKind::Saved,
                 ..
             } => {
-                let s = self.saved[l]
-                    .take()
-                    .ok_or_else(|| format!("{op}: ā^{l} is not on the device"))?;
+                let s = take(
+                    &mut self.saved[l],
+                    op,
+                    format!("ā^{l} is not on the device"),
+                )?;
                 let storages = s.storages.as_ref().ok_or_else(|| {
                     format!("{op}: this step did not record ā^{l}'s saved tensors")
                 })?;
@@ -241,9 +240,11 @@ impl<'n> Exec<'n> {
                 tensor: TensorKind::Saved,
                 ..
             } => {
-                let s = self.saved_host[l]
-                    .take()
-                    .ok_or_else(|| format!("{op}: ā^{l} has no host copy"))?;
+                let s = take(
+                    &mut self.saved_host[l],
+                    op,
+                    format!("ā^{l} has no host copy"),
+                )?;
                 if let Some(storages) = &s.storages {
                     self.prefetched_bytes += storages.prefetch()?;
                 }
@@ -529,4 +530,10 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         first_resident_difference: first_resident,
         reserved_gap_bytes: first.reserved_gap,
     })
+}
+
+/// The tensor in `slot`, taken out of it, or the error "`op`: `missing`"
+/// (the simulator has already refused such a schedule; this guards the run).
+fn take<T>(slot: &mut Option<T>, op: Op, missing: String) -> Result<T, String> {
+    slot.take().ok_or_else(|| format!("{op}: {missing}"))
 }
