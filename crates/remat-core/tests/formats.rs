@@ -508,29 +508,25 @@ fn rotor_errors_are_in_the_files_names_and_unit() {
             r#"{{"fw": {fw}, "bw": [1, 1], "cw": [8, 8, 8], "cbw": [8, 8, 8], "ftmp": {ftmp}, "btmp": [0, 0]}}"#
         )
     };
-    let err = read_rotor(&rotor("[1, -2]", "[0, 0]"), TimeUnit::Milliseconds, "r")
-        .unwrap_err()
-        .to_string();
-    assert_eq!(err, "fw[1]: must be ≥ 0, got -2");
-    let err = read_rotor(&rotor("[1, 2]", "[0, -1]"), TimeUnit::Milliseconds, "r")
-        .unwrap_err()
-        .to_string();
-    assert_eq!(err, "ftmp[1]: must be ≥ 0, got -1");
-    let err = read_rotor(&rotor("[1, 2]", "[0, \"x\"]"), TimeUnit::Milliseconds, "r")
-        .unwrap_err()
-        .to_string();
-    assert_eq!(
-        err,
-        "ftmp[1]: expected a number of bytes, found the string \"x\""
-    );
-    let err = read_rotor(
-        r#"{"fw": [], "bw": [], "cw": [1], "cbw": [1], "ftmp": [], "btmp": []}"#,
-        TimeUnit::Seconds,
-        "r",
-    )
-    .unwrap_err()
-    .to_string();
-    assert_eq!(err, "fw: the chain has no stage");
+    let error = |text: &str| {
+        read_rotor(text, TimeUnit::Milliseconds, "r")
+            .unwrap_err()
+            .to_string()
+    };
+    for (text, expected) in [
+        (rotor("[1, -2]", "[0, 0]"), "fw[1]: must be ≥ 0, got -2"),
+        (rotor("[1, 2]", "[0, -1]"), "ftmp[1]: must be ≥ 0, got -1"),
+        (
+            rotor("[1, 2]", "[0, \"x\"]"),
+            "ftmp[1]: expected a number of bytes, found the string \"x\"",
+        ),
+        (
+            r#"{"fw": [], "bw": [], "cw": [1], "cbw": [1], "ftmp": [], "btmp": []}"#.to_string(),
+            "fw: the chain has no stage",
+        ),
+    ] {
+        assert_eq!(error(&text), expected);
+    }
     let chain = read_rotor(&rotor("[1, 2]", "[0, 0]"), TimeUnit::Milliseconds, "r").unwrap();
     assert_eq!(chain.stage(2).forward_seconds, 0.002);
 }

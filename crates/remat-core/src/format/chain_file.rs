@@ -20,11 +20,8 @@ struct ChainFile {
     source: String,
     input_bytes: Bytes,
     /// Absent: `input_bytes`.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "present")]
     input_gradient_bytes: Option<Bytes>,
     /// Absent or `null`: no host link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,11 +40,8 @@ struct StageFile {
     output_bytes: Bytes,
     saved_bytes: Bytes,
     /// Absent: `output_bytes`.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "present")]
     gradient_bytes: Option<Bytes>,
     #[serde(default, skip_serializing_if = "SignedBytes::is_zero")]
     forward_overhead_bytes: SignedBytes,

@@ -33,69 +33,76 @@ impl Visitor<'_> for NumberVisitor {
     }
 }
 
-/// A time in seconds.
-#[derive(Clone, Copy, Debug, Serialize)]
-#[serde(transparent)]
-pub(super) struct Seconds(pub f64);
+/// A newtype over f64 read from any JSON number; `$what` names it in messages.
+macro_rules! number {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Serialize)]
+        #[serde(transparent)]
+        pub(super) struct $name(pub f64);
 
-impl<'de> Deserialize<'de> for Seconds {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumberVisitor("a number of seconds"))
-            .map(Seconds)
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(NumberVisitor($what)).map($name)
+            }
+        }
+    };
+}
+
+number!(
+    /// A time in seconds.
+    Seconds,
+    "a number of seconds"
+);
+number!(
+    /// A time in the unit the caller names (rotor's layout: milliseconds).
+    TimeUnits,
+    "a number of time units"
+);
+number!(
+    /// A rate in bytes per second.
+    Rate,
+    "a number of bytes per second"
+);
+
+/// A whole number of bytes from any JSON number; `signed`: it may be
+/// negative (an overhead), else a negative size is refused where it is read.
+struct BytesVisitor {
+    signed: bool,
+}
+
+impl Visitor<'_> for BytesVisitor {
+    type Value = i128;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number of bytes")
+    }
+    fn visit_u64<E: de::Error>(self, b: u64) -> Result<i128, E> {
+        Ok(b.into())
+    }
+    fn visit_i64<E: de::Error>(self, b: i64) -> Result<i128, E> {
+        if b < 0 && !self.signed {
+            return Err(E::custom(format!("must be ≥ 0, got {b}")));
+        }
+        Ok(b.into())
+    }
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<i128, E> {
+        if x < 0.0 && !self.signed {
+            return Err(E::custom(format!("must be ≥ 0, got {x}")));
+        }
+        whole(x).map(|b| b as i128)
     }
 }
 
-/// A time in the unit the caller names (rotor's layout: milliseconds).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct TimeUnits(pub f64);
-
-impl<'de> Deserialize<'de> for TimeUnits {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumberVisitor("a number of time units"))
-            .map(TimeUnits)
-    }
-}
-
-/// A rate in bytes per second.
-#[derive(Clone, Copy, Debug, Serialize)]
-#[serde(transparent)]
-pub(super) struct Rate(pub f64);
-
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumberVisitor("a number of bytes per second"))
-            .map(Rate)
-    }
-}
-
-/// A whole number of bytes ≥ 0. The type is unsigned, so a negative size is
-/// refused where it is read.
+/// A whole number of bytes ≥ 0.
 #[derive(Clone, Copy, Debug, Serialize)]
 #[serde(transparent)]
 pub(super) struct Bytes(pub u64);
 
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct BytesVisitor;
-        impl Visitor<'_> for BytesVisitor {
-            type Value = u64;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a number of bytes")
-            }
-            fn visit_u64<E: de::Error>(self, b: u64) -> Result<u64, E> {
-                Ok(b)
-            }
-            fn visit_i64<E: de::Error>(self, b: i64) -> Result<u64, E> {
-                u64::try_from(b).map_err(|_| E::custom(format!("must be ≥ 0, got {b}")))
-            }
-            fn visit_f64<E: de::Error>(self, x: f64) -> Result<u64, E> {
-                if x < 0.0 {
-                    return Err(E::custom(format!("must be ≥ 0, got {x}")));
-                }
-                whole(x).map(|b| b as u64)
-            }
-        }
-        d.deserialize_any(BytesVisitor).map(Bytes)
+        // In 0..=u64::MAX: unsigned, and floats stop below 2^62.
+        let b = d.deserialize_any(BytesVisitor { signed: false })?;
+        Ok(Bytes(b as u64))
     }
 }
 
@@ -112,23 +119,10 @@ impl SignedBytes {
 
 impl<'de> Deserialize<'de> for SignedBytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct SignedVisitor;
-        impl Visitor<'_> for SignedVisitor {
-            type Value = i64;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a number of bytes")
-            }
-            fn visit_i64<E: de::Error>(self, b: i64) -> Result<i64, E> {
-                Ok(b)
-            }
-            fn visit_u64<E: de::Error>(self, b: u64) -> Result<i64, E> {
-                i64::try_from(b).or_else(|_| self.visit_f64(b as f64))
-            }
-            fn visit_f64<E: de::Error>(self, x: f64) -> Result<i64, E> {
-                whole(x).map(|b| b as i64)
-            }
-        }
-        d.deserialize_any(SignedVisitor).map(SignedBytes)
+        let b = d.deserialize_any(BytesVisitor { signed: true })?;
+        i64::try_from(b)
+            .map(SignedBytes)
+            .map_err(|_| de::Error::custom(format!("{} bytes is too large", b as f64)))
     }
 }
 
