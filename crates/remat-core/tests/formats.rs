@@ -481,7 +481,7 @@ fn bad_schedule_fields_name_their_path() {
         ),
         (
             with("\"stages\": -3,"),
-            "stages: expected a whole number ≥ 0, found -3",
+            "stages: expected a whole number ≥ 0, found the number -3",
         ),
         (
             with("").replace("\"budget_bytes\": 100, ", ""),

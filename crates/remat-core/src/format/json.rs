@@ -171,7 +171,7 @@ fn in_words(path: &str, message: &str) -> FormatError {
         };
         return FormatError::new(path, format!("unknown field{}", hint(key, &known)));
     }
-    for (prefix, is_type) in [("invalid type: ", true), ("invalid value: ", false)] {
+    for prefix in ["invalid type: ", "invalid value: "] {
         if let Some((found, expected)) = message
             .strip_prefix(prefix)
             .and_then(|m| m.rsplit_once(", expected "))
@@ -181,7 +181,7 @@ fn in_words(path: &str, message: &str) -> FormatError {
                 format!(
                     "expected {}, found {}",
                     expected_in_words(expected),
-                    found_in_words(found, is_type)
+                    found_in_words(found)
                 ),
             );
         }
@@ -214,32 +214,22 @@ fn expected_in_words(expected: &str) -> &str {
 }
 
 /// serde's `Unexpected` (`string "fast"`, `integer `3``, `map`) as people say
-/// it; a wrong type says the kind of value, a wrong value the value.
-fn found_in_words(found: &str, is_type: bool) -> String {
+/// it.
+fn found_in_words(found: &str) -> String {
     let literal = |prefix: &str| {
-        found
-            .strip_prefix(prefix)
-            .and_then(|f| f.strip_prefix('`'))
-            .and_then(|f| f.strip_suffix('`'))
-            .map(str::to_string)
+        let f = found.strip_prefix(prefix)?.strip_prefix('`')?;
+        f.strip_suffix('`').map(str::to_string)
     };
     if let Some(s) = found.strip_prefix("string ") {
         return format!("the string {s}");
     }
     if let Some(n) = literal("integer ").or_else(|| literal("floating point ")) {
-        return if is_type {
-            format!("the number {n}")
-        } else {
-            n
-        };
-    }
-    if let Some(b) = literal("boolean ") {
-        return b;
+        return format!("the number {n}");
     }
     match found {
         "map" => "an object".to_string(),
         "sequence" => "an array".to_string(),
         "unit value" => "null".to_string(),
-        other => other.to_string(),
+        other => literal("boolean ").unwrap_or_else(|| other.to_string()),
     }
 }
