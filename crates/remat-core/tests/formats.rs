@@ -310,3 +310,294 @@ fn bad_schedule_files_name_the_op() {
         "{err}"
     );
 }
+
+/// A chain of `n` identical stages, as JSON.
+fn long_chain(n: usize) -> serde_json::Value {
+    let mut v = good();
+    let stage = v["stages"][0].clone();
+    v["stages"] = serde_json::Value::Array(vec![stage; n]);
+    v
+}
+
+/// How this can fail: a reader that loses the path (serde_json's own error,
+/// or a path tracker not threaded through the stage list or the operation
+/// list) says `(file): invalid type …`. Mutation tried: reading through
+/// `serde_json::from_str` without `serde_path_to_error` — every case below
+/// lost its path.
+#[test]
+fn a_wrong_type_deep_in_the_file_is_named_by_its_path() {
+    let cases: Vec<(serde_json::Value, &str)> = vec![
+        (
+            {
+                let mut v = long_chain(9);
+                v["stages"][7]["saved_bytes"] = "big".into();
+                v
+            },
+            "stages[7].saved_bytes: expected a number of bytes, found the string \"big\"",
+        ),
+        (
+            {
+                let mut v = long_chain(9);
+                v["stages"][8]["forward_nograd_seconds"] = serde_json::json!([1]);
+                v
+            },
+            "stages[8].forward_nograd_seconds: expected a number of seconds, found an array",
+        ),
+        (
+            {
+                let mut v = long_chain(9);
+                v["stages"][3]["gradient_bytes"] = serde_json::Value::Null;
+                v
+            },
+            "stages[3].gradient_bytes: expected a number of bytes, found null",
+        ),
+        (
+            {
+                let mut v = long_chain(9);
+                v["stages"][5]["backward_overhead_bytes"] = 2.5.into();
+                v
+            },
+            "stages[5].backward_overhead_bytes: must be a whole number of bytes, got 2.5",
+        ),
+        (
+            {
+                let mut v = long_chain(9);
+                v["stages"][6]["forwrd_seconds"] = 1.into();
+                v
+            },
+            "stages[6].forwrd_seconds: unknown field; did you mean `forward_seconds`?",
+        ),
+        (
+            {
+                let mut v = long_chain(9);
+                v["stages"][2]["colour"] = 1.into();
+                v
+            },
+            "stages[2].colour: unknown field; known fields: name, forward_seconds,",
+        ),
+    ];
+    for (v, expected) in cases {
+        let err = read_chain(&v.to_string()).unwrap_err().to_string();
+        assert!(
+            err.starts_with(expected),
+            "got `{err}`, expected `{expected}`"
+        );
+    }
+}
+
+/// serde reads a struct from an array of its fields in order too; the
+/// formats accept objects only. Mutation tried: `stages: Vec<StageFile>`
+/// without `deserialize_with = "objects"` — the positional stage was read.
+#[test]
+fn arrays_in_place_of_objects_are_refused() {
+    let positional = r#"{"format": "remat-chain/1", "input_bytes": 1,
+        "stages": [["a", 1, 1, 1, 1]]}"#;
+    let err = read_chain(positional).unwrap_err().to_string();
+    assert_eq!(err, "stages[0]: expected an object, found an array");
+    for text in [r#"["remat-chain/1"]"#, "3", "null"] {
+        let err = read_any_chain(text).unwrap_err().to_string();
+        assert!(err.starts_with("(file): expected an object"), "{err}");
+    }
+    let err = read_rotor(
+        "[[1], [1], [1, 1], [1, 1], [0], [0]]",
+        TimeUnit::Seconds,
+        "r",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.starts_with("(file): expected an object"), "{err}");
+}
+
+/// `format` is read first, so a file of the other kind is named as such
+/// rather than by its first field the reader does not know. Mutation tried:
+/// dropping `expect_format` from `read_chain` — a schedule read as a chain
+/// then failed on `budget_bytes: unknown field`.
+#[test]
+fn a_file_of_another_format_is_named_by_its_format() {
+    let schedule = r#"{"budget_bytes": 1, "format": "remat-schedule/1", "ops": []}"#;
+    let err = read_chain(schedule).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "format: expected \"remat-chain/1\", found \"remat-schedule/1\""
+    );
+    let chain = good().to_string();
+    let err = read_schedule(&chain).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "format: expected \"remat-schedule/1\", found \"remat-chain/1\""
+    );
+    let err = read_chain(r#"{"input_bytes": 1, "stages": []}"#)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "format: missing");
+    let err = read_schedule(r#"{"format": 1}"#).unwrap_err().to_string();
+    assert_eq!(err, "format: expected a string, found the number 1");
+    // `format: null` is a chain file with a bad format, not rotor's layout.
+    let err = read_any_chain(
+        r#"{"format": null, "fw": [1], "bw": [1], "cw": [1, 1], "cbw": [1, 1], "ftmp": [0], "btmp": [0]}"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(err, "format: expected a string, found null");
+}
+
+/// Operations and the other fields of a schedule are named by their path.
+/// Mutation tried: leaving out the key for an unknown field that serde reports
+/// at the operation (internally tagged enums read from a buffer) — the
+/// second case said `ops[2]: unknown field`.
+#[test]
+fn bad_schedule_fields_name_their_path() {
+    let with = |field: &str| {
+        format!(
+            r#"{{"format": "remat-schedule/1", "budget_bytes": 100, {field}
+                "ops": [{{"op": "forward_all", "stage": 1}}, {{"op": "forward_none", "stage": 2}},
+                        {{"op": "offload", "stage": 2, "tensor": "output"}}]}}"#
+        )
+    };
+    assert_eq!(read_schedule(&with("")).unwrap().ops.len(), 3);
+    let cases = [
+        (
+            with("").replace("\"tensor\": \"output\"", "\"tensor\": \"both\""),
+            "ops[2]: unknown variant `both`, expected `output` or `saved`",
+        ),
+        (
+            with("").replace(
+                "\"op\": \"forward_none\", \"stage\": 2",
+                "\"op\": \"forward_none\", \"stage\": 2, \"tensor\": \"output\"",
+            ),
+            "ops[1].tensor: unknown field; known fields: stage",
+        ),
+        (
+            with("").replace(", \"tensor\": \"output\"", ""),
+            "ops[2].tensor: missing",
+        ),
+        (
+            with("").replace("\"op\": \"forward_all\", ", ""),
+            "ops[0].op: missing",
+        ),
+        (
+            with("\"predicted\": {\"makespan_seconds\": 1, \"peak_byte\": 2},"),
+            "predicted.peak_byte: unknown field; did you mean `peak_bytes`?",
+        ),
+        (
+            with("\"stages\": -3,"),
+            "stages: expected a whole number ≥ 0, found the number -3",
+        ),
+        (
+            with("").replace("\"budget_bytes\": 100, ", ""),
+            "budget_bytes: missing",
+        ),
+        (
+            with("\"algorithmm\": \"rotor\","),
+            "algorithmm: unknown field; did you mean `algorithm`?",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = read_schedule(&text).unwrap_err().to_string();
+        assert_eq!(err, expected);
+    }
+}
+
+/// Rotor's lists are judged by `Chain::validate` and its errors are said in
+/// the file's names and unit. Mutation tried: validating after converting
+/// milliseconds to seconds — the first message said `got -0.002`.
+#[test]
+fn rotor_errors_are_in_the_files_names_and_unit() {
+    let rotor = |fw: &str, ftmp: &str| {
+        format!(
+            r#"{{"fw": {fw}, "bw": [1, 1], "cw": [8, 8, 8], "cbw": [8, 8, 8], "ftmp": {ftmp}, "btmp": [0, 0]}}"#
+        )
+    };
+    let error = |text: &str| {
+        read_rotor(text, TimeUnit::Milliseconds, "r")
+            .unwrap_err()
+            .to_string()
+    };
+    for (text, expected) in [
+        (rotor("[1, -2]", "[0, 0]"), "fw[1]: must be ≥ 0, got -2"),
+        (rotor("[1, 2]", "[0, -1]"), "ftmp[1]: must be ≥ 0, got -1"),
+        (
+            rotor("[1, 2]", "[0, \"x\"]"),
+            "ftmp[1]: expected a number of bytes, found the string \"x\"",
+        ),
+        (
+            r#"{"fw": [], "bw": [], "cw": [1], "cbw": [1], "ftmp": [], "btmp": []}"#.to_string(),
+            "fw: the chain has no stage",
+        ),
+    ] {
+        assert_eq!(error(&text), expected);
+    }
+    let chain = read_rotor(&rotor("[1, 2]", "[0, 0]"), TimeUnit::Milliseconds, "r").unwrap();
+    assert_eq!(chain.stage(2).forward_seconds, 0.002);
+}
+
+/// The bytes `write_chain` writes, pinned: keys in alphabetical order (as
+/// chain files have always been written), fields at their default left out.
+/// Mutation tried: serializing the file struct directly instead of through a
+/// `serde_json::Value` — the keys came out in declaration order.
+#[test]
+fn written_chains_keep_their_bytes() {
+    let mut chain = read_chain(&good().to_string()).unwrap();
+    chain.input_gradient_bytes = 7;
+    chain.stages[1].gradient_bytes = 5;
+    chain.stages[1].forward_nograd_seconds = Some(0.05);
+    let expected = r#"{
+  "bandwidth_bytes_per_s": 12000000000.0,
+  "format": "remat-chain/1",
+  "input_bytes": 100,
+  "input_gradient_bytes": 7,
+  "name": "t",
+  "source": "",
+  "stages": [
+    {
+      "backward_seconds": 0.2,
+      "forward_seconds": 0.1,
+      "name": "a",
+      "output_bytes": 10,
+      "saved_bytes": 20
+    },
+    {
+      "backward_overhead_bytes": 2,
+      "backward_seconds": 0.2,
+      "forward_nograd_seconds": 0.05,
+      "forward_overhead_bytes": 1,
+      "forward_seconds": 0.1,
+      "gradient_bytes": 5,
+      "name": "b",
+      "output_bytes": 4,
+      "saved_bytes": 8
+    }
+  ]
+}"#;
+    assert_eq!(write_chain(&chain), expected);
+    assert_eq!(read_chain(expected).unwrap(), chain);
+}
+
+/// Optional fields: `null` means absent where the format says so
+/// (`bandwidth_bytes_per_s`, `forward_nograd_seconds`) and is refused
+/// elsewhere, as before. Mutation tried: `Option<Bytes>` without
+/// `deserialize_with = "present"` — a `null` gradient was read as absent.
+#[test]
+fn null_is_absent_only_where_the_format_says_so() {
+    let mut v = good();
+    v["bandwidth_bytes_per_s"] = serde_json::Value::Null;
+    v["stages"][0]["forward_nograd_seconds"] = serde_json::Value::Null;
+    let chain = read_chain(&v.to_string()).unwrap();
+    assert_eq!(chain.bandwidth_bytes_per_s, None);
+    assert_eq!(chain.stages[0].forward_nograd_seconds, None);
+    for (field, expected) in [
+        (
+            "input_gradient_bytes",
+            "input_gradient_bytes: expected a number of bytes, found null",
+        ),
+        ("name", "name: expected a string, found null"),
+        ("source", "source: expected a string, found null"),
+    ] {
+        let mut v = good();
+        v[field] = serde_json::Value::Null;
+        assert_eq!(
+            read_chain(&v.to_string()).unwrap_err().to_string(),
+            expected
+        );
+    }
+}

@@ -1,17 +1,22 @@
 //! File formats: `remat-chain/1`, rotor's chain layout, `remat-schedule/1`,
 //! and the export of a schedule as `torch.utils.checkpoint` segments.
 //!
-//! Readers validate every field and report the first problem with its path
-//! (`stages[3].saved_bytes: smaller than output_bytes`); they never panic.
+//! Each format is a serde file struct (`deny_unknown_fields`: a misspelt
+//! field is an error, not a default); `serde_path_to_error` names the field
+//! of the first problem (`stages[3].saved_bytes: expected a number of bytes,
+//! found the string "big"`) and `Chain::validate`, the only judge of values,
+//! names the first bad one (`stages[3].saved_bytes: smaller than
+//! output_bytes`). Readers never panic.
 
 mod chain_file;
-mod fields;
+mod json;
+mod numbers;
 pub mod pytorch;
 mod rotor;
 mod schedule_file;
 
 pub use chain_file::{read_chain, write_chain, CHAIN_FORMAT};
-pub use fields::FormatError;
+pub use json::FormatError;
 pub use rotor::{read_rotor, TimeUnit};
 pub use schedule_file::{
     read_schedule, write_schedule, Predicted, ScheduleError, ScheduleFile, SCHEDULE_FORMAT,
@@ -23,10 +28,21 @@ use crate::model::Chain;
 /// `fw, bw, cw, cbw, ftmp, btmp` layout (times in milliseconds, as rotor
 /// measures them).
 pub fn read_any_chain(text: &str) -> Result<Chain, FormatError> {
-    let value = fields::parse_json(text)?;
-    if value.get("fw").is_some() && value.get("format").is_none() {
-        rotor::rotor_from_value(&value, TimeUnit::Milliseconds, "rotor import")
-    } else {
-        chain_file::chain_from_value(&value)
+    /// Only what tells the layouts apart (given, even as `null`, or not);
+    /// every other field is skipped.
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        #[serde(default, deserialize_with = "json::present")]
+        format: Option<serde::de::IgnoredAny>,
+        #[serde(default, deserialize_with = "json::present")]
+        fw: Option<serde::de::IgnoredAny>,
+    }
+    json::check_syntax(text)?;
+    match json::read::<Probe>(text)? {
+        Probe {
+            format: None,
+            fw: Some(_),
+        } => read_rotor(text, TimeUnit::Milliseconds, "rotor import"),
+        _ => read_chain(text),
     }
 }

@@ -1,6 +1,6 @@
 //! `remat-schedule/1`: a schedule for one chain, ready for a training run.
 
-use super::fields::{self, FormatError};
+use super::json::{check_syntax, expect_format, read, FormatError};
 use crate::model::Chain;
 use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
@@ -9,14 +9,14 @@ pub const SCHEDULE_FORMAT: &str = "remat-schedule/1";
 
 /// What the solver predicted, to compare with what the simulator measures.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "an object")]
 pub struct Predicted {
     pub makespan_seconds: f64,
     pub peak_bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "an object")]
 pub struct ScheduleFile {
     pub format: String,
     #[serde(default)]
@@ -116,37 +116,9 @@ pub enum ScheduleError {
 
 /// Reads a `remat-schedule/1` document.
 pub fn read_schedule(text: &str) -> Result<ScheduleFile, FormatError> {
-    let value = fields::parse_json(text)?;
-    let top = fields::as_object(&value, "")?;
-    let format = fields::string(fields::required(top, "format", "")?, "format")?;
-    if format != SCHEDULE_FORMAT {
-        return Err(FormatError::new(
-            "format",
-            format!("expected \"{SCHEDULE_FORMAT}\", found \"{format}\""),
-        ));
-    }
-    fields::reject_unknown(
-        top,
-        &[
-            "format",
-            "chain_name",
-            "chain_digest",
-            "stages",
-            "algorithm",
-            "budget_bytes",
-            "bandwidth_bytes_per_s",
-            "predicted",
-            "ops",
-        ],
-        "",
-    )?;
-    // Name the failing op precisely before handing the rest to serde.
-    let ops = fields::array(fields::required(top, "ops", "")?, "ops")?;
-    for (i, op) in ops.iter().enumerate() {
-        serde_json::from_value::<Op>(op.clone())
-            .map_err(|e| FormatError::new(format!("ops[{i}]"), e.to_string()))?;
-    }
-    serde_json::from_value(value.clone()).map_err(|e| FormatError::new("(file)", e.to_string()))
+    check_syntax(text)?;
+    expect_format(text, SCHEDULE_FORMAT)?;
+    read(text)
 }
 
 pub fn write_schedule(schedule: &ScheduleFile) -> String {

@@ -176,8 +176,14 @@ impl Chain {
             ));
         }
         if let Some(bw) = self.bandwidth_bytes_per_s {
+            if bw < 0.0 {
+                return Err(ChainError::new(
+                    "bandwidth_bytes_per_s",
+                    format!("must be ≥ 0, got {bw}"),
+                ));
+            }
             // Below 1 B/s (a subnormal, say) size/β overflows to infinity.
-            if !bw.is_finite() || bw < 0.0 || (bw > 0.0 && bw < 1.0) {
+            if !bw.is_finite() || (bw > 0.0 && bw < 1.0) {
                 return Err(ChainError::new(
                     "bandwidth_bytes_per_s",
                     format!("must be 0 (no link) or a finite rate of at least 1 byte/s, got {bw}"),
@@ -193,12 +199,17 @@ impl Chain {
                     s.forward_nograd_seconds.unwrap_or(0.0),
                 ),
             ] {
-                if !v.is_finite() || v < 0.0 {
-                    return Err(ChainError::new(
-                        format!("stages[{i}].{field}"),
-                        format!("must be a finite number of seconds ≥ 0, got {v}"),
-                    ));
-                }
+                let problem = if !v.is_finite() {
+                    "must be finite"
+                } else if v < 0.0 {
+                    "must be ≥ 0"
+                } else {
+                    continue;
+                };
+                return Err(ChainError::new(
+                    format!("stages[{i}].{field}"),
+                    format!("{problem}, got {v}"),
+                ));
             }
             if s.saved_bytes < s.output_bytes {
                 return Err(ChainError::new(
