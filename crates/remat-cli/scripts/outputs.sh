@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# Runs every `remat` command on a set of inputs with the binary $1 and writes
-# stdout, stderr and the exit status of each into directory $2.
-# Usage: cli-diff.sh BIN OUTDIR ; then diff -r before after.
+# The CLI's behaviour as bytes, to compare two builds of `remat` (a refactor
+# must not change them): every subcommand on the examples, good and bad
+# input; stdout, stderr and the exit status of each. `bench` timings are
+# masked (digits → N).
+#
+#   scripts/outputs.sh OLD_BIN NEW_BIN     # prints the differences, if any
+#   scripts/outputs.sh BIN DIR             # (DIR not a file) records BIN's into DIR
+#
+# Both binaries must be called `remat` (clap's usage lines print the name).
 set -u
-BIN=$1; OUT=$2; rm -rf "$OUT"; mkdir -p "$OUT"
+if [ -f "$2" ]; then
+  dir=$(mktemp -d)
+  "$0" "$1" "$dir/old" && "$0" "$2" "$dir/new"
+  diff -r "$dir/old" "$dir/new" && echo "no differences ($(ls "$dir/old" | grep -c cmd) commands)"
+  rm -rf "$dir"
+  exit 0
+fi
+BIN=$(realpath "$1"); OUT=$2; rm -rf "$OUT"; mkdir -p "$OUT"
 W=$(mktemp -d)
 n=0
 run() { n=$((n+1)); local f="$OUT/$(printf %03d $n)"; echo "$*" > "$f.cmd"
-  (cd "$W" && "$BIN" "$@" > "$f.out" 2> "$f.err"; echo $? > "$f.rc"); sed -i "s#$W#W#g" "$f.out" "$f.err"; }
+  (cd "$W" && "$BIN" "$@" > "$f.out" 2> "$f.err"; echo $? > "$f.rc"); sed -i "s#$W#W#g" "$f.out" "$f.err"
+  if [ "$1" = bench ]; then sed -i 's/[0-9][0-9.e+-]*/N/g' "$f.out"; fi; }
 run algorithms
 run examples
 run examples --write teaching
@@ -90,5 +104,6 @@ run bench --stages 100000000
 run bench --reps 0
 run bench --stages 20 --slots 50 --reps 1 --no-pofo
 run bench --stages 20 --slots 50 --reps 1 --no-pofo --json
+run bench --stages 20 --slots 50 --reps 1 --json
 run nosuchcommand
 rm -rf "$W"

@@ -1,44 +1,40 @@
 //! The JSON contract of `docs/cli.md`, one struct per `--json` output.
 //!
-//! Fields are declared in alphabetical order on purpose: the reports were
-//! first written with `serde_json::json!`, whose objects (no
-//! `preserve_order`) print their keys sorted, and scripts may have compared
-//! the bytes. Keep new fields in that order. The core's own types inside a
-//! report (operations, segments) go through [`Sorted`] for the same reason.
+//! [`print`] writes a report with its keys sorted, at every level: the
+//! reports were first built with `serde_json::json!`, whose objects (no
+//! `preserve_order`) print that way, and scripts may compare the bytes. So
+//! the structs are free to share fields through `#[serde(flatten)]`.
 
+use remat_core::format::pytorch::Segment;
 use remat_core::simulator::{OpState, TensorId, Trace};
-use serde::{Serialize, Serializer};
+use remat_core::{Chain, Op};
+use serde::Serialize;
 
-/// Prints a report as pretty JSON on stdout.
+/// Prints a report as pretty JSON on stdout, keys sorted.
 pub fn print(report: &impl Serialize) {
+    let sorted = serde_json::to_value(report).expect("a report serializes");
     say!(
         "{}",
-        serde_json::to_string_pretty(report).expect("a report serializes")
+        serde_json::to_string_pretty(&sorted).expect("a JSON value prints")
     );
 }
 
-/// A core value whose JSON objects print with their keys sorted, as in a
-/// `json!` value.
-pub struct Sorted<T>(pub T);
-
-impl<T: Serialize> Serialize for Sorted<T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::to_value(&self.0)
-            .map_err(serde::ser::Error::custom)?
-            .serialize(s)
-    }
-}
-
-/// What the simulator measured of a schedule at a budget (all None when
-/// there is no schedule): the fields every report shares.
-#[derive(Clone, Copy, Default)]
+/// What the simulator measured of a schedule at a budget (all null when
+/// there is no schedule).
+#[derive(Clone, Copy, Serialize)]
 pub struct Measured {
+    /// A schedule was found and its simulated peak is within the budget.
     pub feasible: bool,
+    /// The simulated time of the step and its peak.
     pub makespan_seconds: Option<f64>,
     pub peak_bytes: Option<u64>,
+    /// makespan / sequential − 1.
     pub overhead: Option<f64>,
+    /// Forward operations beyond the first of each stage.
     pub recomputations: Option<usize>,
+    /// Time the compute lane waits.
     pub idle_seconds: Option<f64>,
+    /// Bytes moved to and from the host.
     pub offloaded_bytes: Option<u64>,
     pub prefetched_bytes: Option<u64>,
 }
@@ -58,57 +54,81 @@ impl Measured {
     }
 }
 
+/// The fields every report of a schedule run shares: `solve`, `simulate`
+/// and each point of `sweep`.
+#[derive(Serialize)]
+pub struct Run<'a> {
+    pub algorithm: &'a str,
+    pub chain: &'a str,
+    pub stages: usize,
+    pub budget_bytes: u64,
+    pub bandwidth_bytes_per_s: Option<f64>,
+    #[serde(flatten)]
+    pub measured: Measured,
+    /// Σ u_f + u_b, the time with no memory limit.
+    pub sequential_seconds: f64,
+    /// The solver's own prediction, to compare with the simulated values.
+    pub predicted_seconds: Option<f64>,
+    pub predicted_peak_bytes: Option<u64>,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        chain: &'a Chain,
+        algorithm: &'a str,
+        budget: u64,
+        bandwidth: Option<f64>,
+        trace: Option<&Trace>,
+    ) -> Run<'a> {
+        Run {
+            algorithm,
+            chain: &chain.name,
+            stages: chain.len(),
+            budget_bytes: budget,
+            bandwidth_bytes_per_s: bandwidth,
+            measured: Measured::new(trace, budget),
+            sequential_seconds: chain.sequential_seconds(),
+            predicted_seconds: None,
+            predicted_peak_bytes: None,
+        }
+    }
+
+    /// With the solver's prediction of time and peak.
+    pub fn predicted(self, seconds: Option<f64>, peak_bytes: Option<u64>) -> Run<'a> {
+        Run {
+            predicted_seconds: seconds,
+            predicted_peak_bytes: peak_bytes,
+            ..self
+        }
+    }
+}
+
 /// `remat solve --json`.
 #[derive(Serialize)]
 pub struct SolveReport<'a> {
-    pub algorithm: &'a str,
+    #[serde(flatten)]
+    pub run: Run<'a>,
+    /// One line for people: the grid used, the segments, why infeasible.
+    pub detail: &'a str,
+    /// `exact` or `grid:<slot bytes>`.
+    pub memory: String,
+    pub m_low_bytes: Option<u64>,
+    pub m_high_bytes: u64,
     pub algorithm_min_bytes: u64,
     /// The offloading algorithms' least is a bound no schedule can beat
     /// (an op's own inputs and outputs), not a budget they were seen to meet.
     pub algorithm_min_is_lower_bound: bool,
-    pub bandwidth_bytes_per_s: Option<f64>,
-    pub budget_bytes: u64,
-    pub chain: &'a str,
-    pub detail: &'a str,
-    pub feasible: bool,
-    pub idle_seconds: Option<f64>,
-    pub m_high_bytes: u64,
-    pub m_low_bytes: Option<u64>,
-    pub makespan_seconds: Option<f64>,
-    pub memory: String,
-    pub offloaded_bytes: Option<u64>,
-    pub ops: Sorted<&'a [remat_core::Op]>,
-    pub overhead: Option<f64>,
-    pub peak_bytes: Option<u64>,
-    pub predicted_peak_bytes: Option<u64>,
-    pub predicted_seconds: Option<f64>,
-    pub prefetched_bytes: Option<u64>,
-    pub recomputations: Option<usize>,
-    pub sequential_seconds: f64,
-    pub stages: usize,
+    /// The schedule (empty when infeasible).
+    pub ops: &'a [Op],
 }
 
 /// `remat simulate --json`.
 #[derive(Serialize)]
 pub struct SimulateReport<'a> {
-    pub algorithm: &'a str,
-    pub bandwidth_bytes_per_s: Option<f64>,
-    pub budget_bytes: u64,
-    pub chain: &'a str,
-    pub feasible: bool,
-    pub idle_seconds: Option<f64>,
-    pub makespan_seconds: Option<f64>,
-    pub offloaded_bytes: Option<u64>,
+    #[serde(flatten)]
+    pub run: Run<'a>,
     /// The number of operations.
     pub ops: usize,
-    pub overhead: Option<f64>,
-    pub peak_bytes: Option<u64>,
-    pub predicted_peak_bytes: Option<u64>,
-    pub predicted_seconds: Option<f64>,
-    pub prefetched_bytes: Option<u64>,
-    pub recomputations: Option<usize>,
-    pub sequential_seconds: f64,
-    pub stages: usize,
     /// With `--states` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub states: Option<Vec<StateReport>>,
@@ -142,68 +162,64 @@ pub fn tensor_names(tensors: &[TensorId]) -> Vec<String> {
 #[derive(Serialize)]
 pub struct SweepReport<'a> {
     pub chain: &'a str,
-    pub m_high_bytes: u64,
-    pub m_low_algorithm: &'static str,
-    pub m_low_bytes: u64,
-    pub points: Vec<SweepPoint<'a>>,
     pub sequential_seconds: f64,
+    /// The least budget rotor meets under the sweep's memory treatment (α = 0).
+    pub m_low_bytes: u64,
+    pub m_low_algorithm: &'static str,
+    /// Store-all's peak (α = 1).
+    pub m_high_bytes: u64,
+    pub points: Vec<SweepPoint<'a>>,
 }
 
 /// One algorithm at one budget and bandwidth of a sweep.
 #[derive(Serialize)]
 pub struct SweepPoint<'a> {
-    pub algorithm: &'a str,
+    #[serde(flatten)]
+    pub run: Run<'a>,
     pub alpha: f64,
-    pub bandwidth_bytes_per_s: Option<f64>,
-    pub budget_bytes: u64,
-    pub chain: &'a str,
-    pub feasible: bool,
-    pub idle_seconds: Option<f64>,
-    pub makespan_seconds: Option<f64>,
+    /// budget / M_high.
+    pub memory_ratio: f64,
     pub memory: String,
     /// Bytes the grid's rounding may hide, when it says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_lost_bytes: Option<u64>,
-    pub memory_ratio: f64,
-    pub offloaded_bytes: Option<u64>,
-    pub overhead: Option<f64>,
-    pub peak_bytes: Option<u64>,
-    pub predicted_peak_bytes: Option<u64>,
-    pub predicted_seconds: Option<f64>,
-    pub prefetched_bytes: Option<u64>,
-    pub recomputations: Option<usize>,
-    pub sequential_seconds: f64,
-    pub stages: usize,
 }
 
 /// `remat export --to pytorch-segments --json`.
 #[derive(Serialize)]
 pub struct ExportReport<'a> {
-    pub checkpoint_sequential_k: Option<usize>,
     pub format: &'static str,
-    pub segments: Sorted<&'a [remat_core::format::pytorch::Segment]>,
-    pub snippet: &'a str,
     pub stages: usize,
+    /// 1-based stages.
+    pub segments: &'a [Segment],
+    /// `checkpoint_sequential`'s k, when the segments are its.
+    pub checkpoint_sequential_k: Option<usize>,
+    pub snippet: &'a str,
 }
 
 /// `remat bench --json`.
 #[derive(Serialize)]
 pub struct BenchReport {
-    pub pofo_dp_seconds: Vec<PofoDpTime>,
-    pub pofo_solve_50_stages_seconds: Option<f64>,
-    pub readout_seconds: f64,
-    pub simulated_ops: usize,
-    pub simulator_ops_per_second: f64,
-    pub slots: usize,
+    /// The synthetic chain's L and the rotor table's slots.
     pub stages: usize,
+    pub slots: usize,
+    /// Median seconds to build the rotor table, and its size.
     pub table_build_seconds: f64,
     pub table_bytes: usize,
+    /// Median seconds to read one budget's schedule out of the table.
+    pub readout_seconds: f64,
+    /// The simulator's speed on the longest schedule read out.
+    pub simulated_ops: usize,
+    pub simulator_ops_per_second: f64,
+    /// Empty, and null, with `--no-pofo`.
+    pub pofo_dp_seconds: Vec<PofoDpTime>,
+    pub pofo_solve_50_stages_seconds: Option<f64>,
 }
 
 /// Median seconds of pofo's DP at L stages and N slots.
 #[derive(Serialize)]
 pub struct PofoDpTime {
-    pub seconds: f64,
-    pub slots: usize,
     pub stages: usize,
+    pub slots: usize,
+    pub seconds: f64,
 }

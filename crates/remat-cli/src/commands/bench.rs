@@ -132,22 +132,22 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     let ops_per_s = ops.len() as f64 / sim_s;
     if a.json {
         report::print(&BenchReport {
-            pofo_dp_seconds: pofo
-                .iter()
-                .map(|&(stages, slots, seconds)| PofoDpTime {
-                    seconds,
-                    slots,
-                    stages,
-                })
-                .collect(),
-            pofo_solve_50_stages_seconds: solve_50,
+            stages,
+            slots,
+            table_build_seconds: build_s,
+            table_bytes: table.memory_bytes(),
             readout_seconds: readout_s,
             simulated_ops: ops.len(),
             simulator_ops_per_second: ops_per_s,
-            slots,
-            stages,
-            table_build_seconds: build_s,
-            table_bytes: table.memory_bytes(),
+            pofo_dp_seconds: pofo
+                .iter()
+                .map(|&(stages, slots, seconds)| PofoDpTime {
+                    stages,
+                    slots,
+                    seconds,
+                })
+                .collect(),
+            pofo_solve_50_stages_seconds: solve_50,
         });
         return Ok(());
     }

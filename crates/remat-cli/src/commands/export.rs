@@ -5,7 +5,7 @@
 use crate::args::{ExportArgs, ExportTarget};
 use crate::error::{FileProblem, InFile, Result};
 use crate::input;
-use crate::report::{self, ExportReport, Sorted};
+use crate::report::{self, ExportReport};
 use remat_core::format::pytorch;
 use remat_core::model::units::format_bytes;
 
@@ -30,11 +30,11 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     let snippet = pytorch::snippet(&segs, &title);
     if a.json {
         report::print(&ExportReport {
-            checkpoint_sequential_k: pytorch::sequential_k(&segs),
             format: "pytorch-segments",
-            segments: Sorted(&segs),
-            snippet: &snippet,
             stages: n,
+            segments: &segs,
+            checkpoint_sequential_k: pytorch::sequential_k(&segs),
+            snippet: &snippet,
         });
     } else {
         let listed: Vec<String> = segs.iter().map(|s| s.to_string()).collect();

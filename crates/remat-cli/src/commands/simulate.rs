@@ -4,7 +4,7 @@
 use crate::args::{bytes_per_s, SimulateArgs};
 use crate::error::{InFile, Result};
 use crate::input;
-use crate::report::{self, tensor_names, Measured, SimulateReport, StateReport};
+use crate::report::{self, tensor_names, Run, SimulateReport, StateReport};
 use remat_core::format::ScheduleFile;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::simulator::{self, judge, OpState, SimOptions, Trace};
@@ -55,25 +55,20 @@ fn json_report<'a>(
     trace: &Trace,
     states: Option<&[OpState]>,
 ) -> SimulateReport<'a> {
-    let m = Measured::new(Some(trace), schedule.budget_bytes);
+    let predicted = schedule.predicted.as_ref();
     SimulateReport {
-        algorithm: &schedule.algorithm,
-        bandwidth_bytes_per_s: bandwidth,
-        budget_bytes: schedule.budget_bytes,
-        chain: &chain.name,
-        feasible: m.feasible,
-        idle_seconds: m.idle_seconds,
-        makespan_seconds: m.makespan_seconds,
-        offloaded_bytes: m.offloaded_bytes,
+        run: Run::new(
+            chain,
+            &schedule.algorithm,
+            schedule.budget_bytes,
+            bandwidth,
+            Some(trace),
+        )
+        .predicted(
+            predicted.map(|p| p.makespan_seconds),
+            predicted.map(|p| p.peak_bytes),
+        ),
         ops: schedule.ops.len(),
-        overhead: m.overhead,
-        peak_bytes: m.peak_bytes,
-        predicted_peak_bytes: schedule.predicted.as_ref().map(|p| p.peak_bytes),
-        predicted_seconds: schedule.predicted.as_ref().map(|p| p.makespan_seconds),
-        prefetched_bytes: m.prefetched_bytes,
-        recomputations: m.recomputations,
-        sequential_seconds: chain.sequential_seconds(),
-        stages: chain.len(),
         states: states.map(|s| s.iter().map(StateReport::from).collect()),
     }
 }

@@ -5,7 +5,7 @@ use super::{plan_options, rotor_m_low};
 use crate::args::{bytes_per_s, SolveArgs};
 use crate::error::{CliError, Result};
 use crate::input;
-use crate::report::{self, Measured, SolveReport, Sorted};
+use crate::report::{self, Run, SolveReport};
 use remat_core::format::{write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
@@ -106,31 +106,25 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
 }
 
 fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> SolveReport<'a> {
-    let m = Measured::new(s.trace.as_ref(), s.budget);
     SolveReport {
-        algorithm: algorithm.name(),
+        run: Run::new(
+            chain,
+            algorithm.name(),
+            s.budget,
+            s.bandwidth,
+            s.trace.as_ref(),
+        )
+        .predicted(
+            s.solution.predicted_seconds,
+            s.solution.predicted_peak_bytes,
+        ),
+        detail: &s.solution.detail,
+        memory: s.memory.clone(),
+        m_low_bytes: s.m_low,
+        m_high_bytes: s.m_high,
         algorithm_min_bytes: s.own_min,
         algorithm_min_is_lower_bound: algorithm.offloads(),
-        bandwidth_bytes_per_s: s.bandwidth,
-        budget_bytes: s.budget,
-        chain: &chain.name,
-        detail: &s.solution.detail,
-        feasible: m.feasible,
-        idle_seconds: m.idle_seconds,
-        m_high_bytes: s.m_high,
-        m_low_bytes: s.m_low,
-        makespan_seconds: m.makespan_seconds,
-        memory: s.memory.clone(),
-        offloaded_bytes: m.offloaded_bytes,
-        ops: Sorted(s.solution.ops.as_deref().unwrap_or_default()),
-        overhead: m.overhead,
-        peak_bytes: m.peak_bytes,
-        predicted_peak_bytes: s.solution.predicted_peak_bytes,
-        predicted_seconds: s.solution.predicted_seconds,
-        prefetched_bytes: m.prefetched_bytes,
-        recomputations: m.recomputations,
-        sequential_seconds: chain.sequential_seconds(),
-        stages: chain.len(),
+        ops: s.solution.ops.as_deref().unwrap_or_default(),
     }
 }
 

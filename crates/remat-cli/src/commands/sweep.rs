@@ -8,7 +8,7 @@ use super::{plan_options, rotor_m_low};
 use crate::args::{SweepArgs, SweepFormat, SweepMemory};
 use crate::error::{CliError, Result};
 use crate::input;
-use crate::report::{self, Measured, SweepPoint, SweepReport};
+use crate::report::{self, Run, SweepPoint, SweepReport};
 use remat_core::model::units::format_bytes;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::persistent::PersistentTable;
@@ -236,33 +236,21 @@ fn print_csv(sweep: &Sweep) {
 }
 
 fn json_report<'a>(chain: &'a Chain, sweep: &Sweep) -> SweepReport<'a> {
-    let point = |r: &Row| {
-        let m = Measured::new(r.trace.as_ref(), r.budget);
-        SweepPoint {
-            algorithm: r.algorithm.name(),
-            alpha: r.alpha,
-            bandwidth_bytes_per_s: r.bandwidth,
-            budget_bytes: r.budget,
-            chain: &chain.name,
-            feasible: m.feasible,
-            idle_seconds: m.idle_seconds,
-            makespan_seconds: m.makespan_seconds,
-            memory: r.memory.to_string(),
-            memory_lost_bytes: match r.memory {
-                Memory::Grid { lost_bytes, .. } => lost_bytes,
-                _ => None,
-            },
-            memory_ratio: r.budget as f64 / sweep.m_high as f64,
-            offloaded_bytes: m.offloaded_bytes,
-            overhead: m.overhead,
-            peak_bytes: m.peak_bytes,
-            predicted_peak_bytes: None,
-            predicted_seconds: None,
-            prefetched_bytes: m.prefetched_bytes,
-            recomputations: m.recomputations,
-            sequential_seconds: chain.sequential_seconds(),
-            stages: chain.len(),
-        }
+    let point = |r: &Row| SweepPoint {
+        run: Run::new(
+            chain,
+            r.algorithm.name(),
+            r.budget,
+            r.bandwidth,
+            r.trace.as_ref(),
+        ),
+        alpha: r.alpha,
+        memory_ratio: r.budget as f64 / sweep.m_high as f64,
+        memory: r.memory.to_string(),
+        memory_lost_bytes: match r.memory {
+            Memory::Grid { lost_bytes, .. } => lost_bytes,
+            Memory::Exact => None,
+        },
     };
     SweepReport {
         chain: &chain.name,
