@@ -31,14 +31,40 @@ fn count(lo: u64, hi: u64) -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::<usize>::new().range(lo..=hi)
 }
 
+/// Why a flag's value does not parse; clap prints it after the flag's name.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ArgError {
+    /// A size or a rate the core's unit parser refuses (its message).
+    #[error("{0}")]
+    Units(String),
+    #[error("`{0}` is below 1 byte/s")]
+    BelowOneBytePerSecond(String),
+    #[error("`{0}` is not a percentage of M_high (write 60%)")]
+    NotAPercentage(String),
+    #[error("`{0}`: a share of M_high must be above 0 % and at most 1000 %")]
+    ShareOutOfRange(String),
+    #[error(transparent)]
+    NotANumber(#[from] std::num::ParseFloatError),
+    #[error("a memory ratio from 0 to 1, got {0}")]
+    RatioOutOfRange(f64),
+    /// The core's message (the names to choose from), and the name meant.
+    #[error("{message}{}", meant.map(|m| format!("; did you mean `{m}`?")).unwrap_or_default())]
+    UnknownAlgorithm {
+        message: String,
+        meant: Option<&'static str>,
+    },
+}
+
 /// A number of bytes: `1048576`, `3.5GB`, `8GiB` (see `docs/cli.md`, SIZE).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub u64);
 
 impl FromStr for Size {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Size, String> {
-        parse_size(text).map(Size).map_err(|e| e.to_string())
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<Size, ArgError> {
+        parse_size(text)
+            .map(Size)
+            .map_err(|e| ArgError::Units(e.to_string()))
     }
 }
 
@@ -47,11 +73,11 @@ impl FromStr for Size {
 pub struct Rate(pub f64);
 
 impl FromStr for Rate {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Rate, String> {
-        let rate = parse_rate(text).map_err(|e| e.to_string())?;
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<Rate, ArgError> {
+        let rate = parse_rate(text).map_err(|e| ArgError::Units(e.to_string()))?;
         if rate > 0.0 && rate < 1.0 {
-            return Err(format!("`{text}` is below 1 byte/s"));
+            return Err(ArgError::BelowOneBytePerSecond(text.to_string()));
         }
         Ok(Rate(rate))
     }
@@ -81,19 +107,17 @@ impl Budget {
 }
 
 impl FromStr for Budget {
-    type Err = String;
+    type Err = ArgError;
     /// `8GiB`, `3e9` or `60%` (of M_high, above 0 % and at most 1000 %).
-    fn from_str(text: &str) -> Result<Budget, String> {
+    fn from_str(text: &str) -> Result<Budget, ArgError> {
         match text.trim().strip_suffix('%') {
             Some(number) => {
                 let pct: f64 = number
                     .trim()
                     .parse()
-                    .map_err(|_| format!("`{text}` is not a percentage of M_high (write 60%)"))?;
+                    .map_err(|_| ArgError::NotAPercentage(text.to_string()))?;
                 if !(pct > 0.0 && pct <= 1000.0) {
-                    return Err(format!(
-                        "`{text}`: a share of M_high must be above 0 % and at most 1000 %"
-                    ));
+                    return Err(ArgError::ShareOutOfRange(text.to_string()));
                 }
                 Ok(Budget::OfHigh(pct / 100.0))
             }
@@ -107,13 +131,11 @@ impl FromStr for Budget {
 pub struct Alpha(pub f64);
 
 impl FromStr for Alpha {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Alpha, String> {
-        let x: f64 = text
-            .parse()
-            .map_err(|e: std::num::ParseFloatError| e.to_string())?;
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<Alpha, ArgError> {
+        let x: f64 = text.parse()?;
         if !(0.0..=1.0).contains(&x) {
-            return Err(format!("a memory ratio from 0 to 1, got {x}"));
+            return Err(ArgError::RatioOutOfRange(x));
         }
         Ok(Alpha(x))
     }
@@ -121,11 +143,11 @@ impl FromStr for Alpha {
 
 /// An algorithm by its name (`remat algorithms`); a near miss (`rotr`,
 /// `Rotor`, `storeall`) adds the name meant.
-pub fn algorithm(text: &str) -> Result<Algorithm, String> {
+pub fn algorithm(text: &str) -> Result<Algorithm, ArgError> {
     let text = text.trim();
-    Algorithm::from_name(text).map_err(|e| match did_you_mean(text) {
-        Some(name) => format!("{e}; did you mean `{name}`?"),
-        None => e.to_string(),
+    Algorithm::from_name(text).map_err(|e| ArgError::UnknownAlgorithm {
+        message: e.to_string(),
+        meant: did_you_mean(text),
     })
 }
 
@@ -368,13 +390,33 @@ mod tests {
     fn bad_values_say_what_is_wrong() {
         // Could fail if a parser accepted these (mutation tried: dropping the
         // range check of `Alpha` made the `1.5` and `NaN` cases pass).
-        assert!("8Gb".parse::<Size>().unwrap_err().contains("in bits"));
-        assert!("0%".parse::<Budget>().unwrap_err().contains("above 0 %"));
+        assert!("8Gb"
+            .parse::<Size>()
+            .unwrap_err()
+            .to_string()
+            .contains("in bits"));
+        assert!("0%"
+            .parse::<Budget>()
+            .unwrap_err()
+            .to_string()
+            .contains("above 0 %"));
         assert!("1001%".parse::<Budget>().is_err());
-        assert!("x%".parse::<Budget>().unwrap_err().contains("percentage"));
-        assert!("1.5".parse::<Alpha>().unwrap_err().contains("from 0 to 1"));
+        assert!("x%"
+            .parse::<Budget>()
+            .unwrap_err()
+            .to_string()
+            .contains("percentage"));
+        assert!("1.5"
+            .parse::<Alpha>()
+            .unwrap_err()
+            .to_string()
+            .contains("from 0 to 1"));
         assert!("NaN".parse::<Alpha>().is_err());
-        assert!("fast".parse::<Rate>().unwrap_err().contains("bandwidth"));
+        assert!("fast"
+            .parse::<Rate>()
+            .unwrap_err()
+            .to_string()
+            .contains("bandwidth"));
     }
 
     #[test]
@@ -389,11 +431,14 @@ mod tests {
             ("offload", "offload-only"),
             ("revolv", "revolve"),
         ] {
-            let e = algorithm(typed).unwrap_err();
+            let e = algorithm(typed).unwrap_err().to_string();
             assert!(e.starts_with("algorithm: unknown algorithm"), "{e}");
             assert!(e.ends_with(&format!("did you mean `{meant}`?")), "{e}");
         }
-        assert!(!algorithm("magic").unwrap_err().contains("did you mean"));
+        assert!(!algorithm("magic")
+            .unwrap_err()
+            .to_string()
+            .contains("did you mean"));
     }
 
     #[test]
