@@ -390,33 +390,22 @@ mod tests {
     fn bad_values_say_what_is_wrong() {
         // Could fail if a parser accepted these (mutation tried: dropping the
         // range check of `Alpha` made the `1.5` and `NaN` cases pass).
-        assert!("8Gb"
-            .parse::<Size>()
-            .unwrap_err()
-            .to_string()
-            .contains("in bits"));
-        assert!("0%"
-            .parse::<Budget>()
-            .unwrap_err()
-            .to_string()
-            .contains("above 0 %"));
-        assert!("1001%".parse::<Budget>().is_err());
-        assert!("x%"
-            .parse::<Budget>()
-            .unwrap_err()
-            .to_string()
-            .contains("percentage"));
-        assert!("1.5"
-            .parse::<Alpha>()
-            .unwrap_err()
-            .to_string()
-            .contains("from 0 to 1"));
+        let message = |e: ArgError| e.to_string();
+        assert!(message("8Gb".parse::<Size>().unwrap_err()).contains("in bits"));
+        assert!(message("fast".parse::<Rate>().unwrap_err()).contains("bandwidth"));
+        for (text, expected) in [
+            ("0%", ArgError::ShareOutOfRange("0%".into())),
+            ("1001%", ArgError::ShareOutOfRange("1001%".into())),
+            ("x%", ArgError::NotAPercentage("x%".into())),
+        ] {
+            assert_eq!(text.parse::<Budget>(), Err(expected));
+        }
+        assert_eq!("1.5".parse::<Alpha>(), Err(ArgError::RatioOutOfRange(1.5)));
         assert!("NaN".parse::<Alpha>().is_err());
-        assert!("fast"
-            .parse::<Rate>()
-            .unwrap_err()
-            .to_string()
-            .contains("bandwidth"));
+        assert_eq!(
+            message(ArgError::ShareOutOfRange("0%".into())),
+            "`0%`: a share of M_high must be above 0 % and at most 1000 %"
+        );
     }
 
     #[test]
