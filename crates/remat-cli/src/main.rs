@@ -12,12 +12,14 @@ macro_rules! say {
     }};
 }
 
-mod bench;
+mod args;
 mod commands;
-mod export;
+mod error;
 mod input;
+mod report;
 
 use clap::{Parser, Subcommand};
+use commands::*;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -35,40 +37,45 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Find a schedule for a budget.
-    Solve(commands::SolveArgs),
+    Solve(args::SolveArgs),
     /// Run a schedule file on a chain and report time, peak and validity.
-    Simulate(commands::SimulateArgs),
+    Simulate(args::SimulateArgs),
     /// Makespan overhead of each algorithm for budgets from M_low to M_high.
-    Sweep(commands::SweepArgs),
+    Sweep(args::SweepArgs),
     /// Convert rotor's chain parameters to remat-chain/1.
-    Convert(commands::ConvertArgs),
+    Convert(args::ConvertArgs),
     /// Write a schedule as torch.utils.checkpoint segments (when it is one).
-    Export(export::ExportArgs),
+    Export(args::ExportArgs),
     /// List the algorithms.
     Algorithms,
     /// List the built-in example chains, or write one to a file.
-    Examples(commands::ExamplesArgs),
+    Examples(args::ExamplesArgs),
     /// Measure the solvers and the simulator on this machine.
-    Bench(bench::BenchArgs),
+    Bench(args::BenchArgs),
 }
 
+/// Parses the command line into typed arguments (clap prints its own
+/// errors and exits 2 for a value that does not parse), runs the command,
+/// and prints its error, if any, as `error: …` with its exit status.
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Solve(a) => commands::solve(a),
-        Command::Simulate(a) => commands::simulate(a),
-        Command::Sweep(a) => commands::sweep(a),
-        Command::Convert(a) => commands::convert(a),
-        Command::Export(a) => export::run(a),
-        Command::Algorithms => commands::algorithms(),
-        Command::Examples(a) => commands::examples(a),
-        Command::Bench(a) => bench::run(a),
+    let result = match Cli::parse().command {
+        Command::Solve(a) => solve::run(&a),
+        Command::Simulate(a) => simulate::run(&a),
+        Command::Sweep(a) => sweep::run(&a),
+        Command::Convert(a) => convert::run(&a),
+        Command::Export(a) => export::run(&a),
+        Command::Algorithms => {
+            algorithms::run();
+            Ok(())
+        }
+        Command::Examples(a) => examples::run(&a),
+        Command::Bench(a) => bench::run(&a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }

@@ -23,22 +23,47 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `remat solve CHAIN ARGS… --json`: its report.
+fn solve_json(chain: &str, args: &[&str]) -> Value {
+    json(&remat(&[&["solve", chain], args, &["--json"]].concat()))
+}
+
+/// `remat simulate CHAIN SCHEDULE ARGS… --json`: its report.
+fn simulate_json(chain: &str, schedule: &str, args: &[&str]) -> Value {
+    json(&remat(
+        &[&["simulate", chain, schedule], args, &["--json"]].concat(),
+    ))
+}
+
+/// `remat export SCHEDULE --to pytorch-segments --json`: its report.
+fn export_json(schedule: &str) -> Value {
+    json(&remat(&[
+        "export",
+        schedule,
+        "--to",
+        "pytorch-segments",
+        "--json",
+    ]))
+}
+
+/// `remat solve example:teaching -a ALGORITHM -b BUDGET ARGS…`, expected
+/// to be refused naming `expected`.
+fn teaching_refused(algorithm: &str, budget: &str, args: &[&str], expected: &str) {
+    refused(
+        &[
+            &["solve", "example:teaching", "-a", algorithm, "-b", budget],
+            args,
+        ]
+        .concat(),
+        expected,
+    );
+}
+
 #[test]
 fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("s.json");
-    let out = remat(&[
-        "solve",
-        "example:vgg19",
-        "--algorithm",
-        "rotor",
-        "--budget",
-        "2.5GiB",
-        "--json",
-        "-o",
-        schedule.to_str().unwrap(),
-    ]);
-    let v = json(&out);
+    let args = ["--algorithm", "rotor", "--budget", "2.5GiB"];
+    let (schedule, v) = solved_on("example:vgg19", &dir, "s.json", &args);
     for field in [
         "algorithm",
         "feasible",
@@ -62,18 +87,13 @@ fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
         v["makespan_seconds"].as_f64().unwrap(),
     );
     assert!((p - m).abs() <= 1e-12 * m);
-    let sim = json(&remat(&[
-        "simulate",
-        "example:vgg19",
-        schedule.to_str().unwrap(),
-        "--json",
-    ]));
+    let sim = simulate_json("example:vgg19", &schedule, &[]);
     assert_eq!(sim["feasible"], true);
     assert_eq!(sim["makespan_seconds"], v["makespan_seconds"]);
     assert_eq!(sim["peak_bytes"], v["peak_bytes"]);
     // The same schedule on another chain is refused, naming why: another
     // length first (the file's `stages`), else another digest.
-    let wrong = remat(&["simulate", "example:resnet50", schedule.to_str().unwrap()]);
+    let wrong = remat(&["simulate", "example:resnet50", &schedule]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(
         stderr(&wrong).contains("stages: this schedule is for a chain of 24 stages, but"),
@@ -89,11 +109,7 @@ fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
         serde_json::from_slice(&remat(&["examples", "--write", "vgg19"]).stdout).unwrap();
     chain["input_bytes"] = serde_json::json!(chain["input_bytes"].as_u64().unwrap() + 1);
     std::fs::write(&resized, chain.to_string()).unwrap();
-    let wrong = remat(&[
-        "simulate",
-        resized.to_str().unwrap(),
-        schedule.to_str().unwrap(),
-    ]);
+    let wrong = remat(&["simulate", resized.to_str().unwrap(), &schedule]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(
         stderr(&wrong).contains("chain_digest: this schedule was made for chain"),
@@ -104,15 +120,7 @@ fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
 
 #[test]
 fn an_infeasible_budget_is_a_result_not_an_error() {
-    let v = json(&remat(&[
-        "solve",
-        "example:teaching",
-        "-a",
-        "rotor",
-        "-b",
-        "1MiB",
-        "--json",
-    ]));
+    let v = solve_json("example:teaching", &["-a", "rotor", "-b", "1MiB"]);
     assert_eq!(v["feasible"], false);
     assert!(v["makespan_seconds"].is_null());
     assert!(v["detail"].as_str().unwrap().contains("below M_low"));
@@ -123,6 +131,7 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"format":"remat-chain/1","input_bytes":1,"stages":[{"forward_seconds":1,"backward_seconds":1,"output_bytes":-4,"saved_bytes":1}]}"#).unwrap();
+    let rotor_1gb = ["solve", "example:teaching", "-a", "rotor", "-b", "1GB"];
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["solve", bad.to_str().unwrap(), "-a", "rotor", "-b", "1GB"],
@@ -145,41 +154,16 @@ fn bad_input_exits_2_with_a_message_naming_the_problem() {
             "/no/such/file.json",
         ),
         (
-            vec![
-                "solve",
-                "example:teaching",
-                "-a",
-                "rotor",
-                "-b",
-                "1GB",
-                "--slots",
-                "0",
-            ],
+            [&rotor_1gb[..], &["--slots", "0"]].concat(),
             "'--slots <SLOTS>': 0 is not in 1..=100000",
         ),
         (
-            vec![
-                "solve",
-                "example:teaching",
-                "-a",
-                "rotor",
-                "-b",
-                "1GB",
-                "--bandwidth",
-                "fast",
-            ],
+            [&rotor_1gb[..], &["--bandwidth", "fast"]].concat(),
             "--bandwidth",
         ),
     ];
     for (args, expected) in cases {
-        let out = remat(&args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(
-            stderr(&out).contains(expected),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-        assert!(!stderr(&out).contains("panicked"));
+        refused(&args, expected);
     }
 }
 
@@ -226,15 +210,7 @@ fn convert_reads_rotor_lists() {
         "12GB/s",
     ]);
     assert!(status.status.success(), "{}", stderr(&status));
-    let v = json(&remat(&[
-        "solve",
-        out.to_str().unwrap(),
-        "-a",
-        "rotor",
-        "-b",
-        "1000",
-        "--json",
-    ]));
+    let v = solve_json(out.to_str().unwrap(), &["-a", "rotor", "-b", "1000"]);
     assert_eq!(v["feasible"], true);
     assert_eq!(v["chain"], "net");
 }
@@ -252,20 +228,8 @@ fn algorithms_and_examples_are_listed() {
 #[test]
 fn pofo_reports_its_dp_and_the_simulated_time_and_its_schedule_simulates() {
     let dir = tempfile::tempdir().unwrap();
-    let schedule = dir.path().join("pofo.json");
-    let v = json(&remat(&[
-        "solve",
-        "example:vgg19",
-        "-a",
-        "pofo",
-        "-b",
-        "2.2GiB",
-        "--bandwidth",
-        "12GB/s",
-        "--json",
-        "-o",
-        schedule.to_str().unwrap(),
-    ]));
+    let args = ["-a", "pofo", "-b", "2.2GiB", "--bandwidth", "12GB/s"];
+    let (schedule, v) = solved_on("example:vgg19", &dir, "pofo.json", &args);
     assert_eq!(v["feasible"], true);
     assert!(v["peak_bytes"].as_u64().unwrap() <= (2.2 * (1u64 << 30) as f64) as u64);
     assert!(v["offloaded_bytes"].as_u64().unwrap() > 0, "{v}");
@@ -283,24 +247,11 @@ fn pofo_reports_its_dp_and_the_simulated_time_and_its_schedule_simulates() {
         .unwrap()
         .contains("continuous transfers"));
     // pofo is never slower than rotor at the same budget.
-    let rotor = json(&remat(&[
-        "solve",
-        "example:vgg19",
-        "-a",
-        "rotor",
-        "-b",
-        "2.2GiB",
-        "--json",
-    ]));
+    let rotor = solve_json("example:vgg19", &["-a", "rotor", "-b", "2.2GiB"]);
     assert!(sim <= rotor["makespan_seconds"].as_f64().unwrap());
     // The schedule file re-simulates to the same time, with the budget as
     // the device memory and the bandwidth it was made for.
-    let again = json(&remat(&[
-        "simulate",
-        "example:vgg19",
-        schedule.to_str().unwrap(),
-        "--json",
-    ]));
+    let again = simulate_json("example:vgg19", &schedule, &[]);
     assert_eq!(again["feasible"], true);
     assert_eq!(again["makespan_seconds"], v["makespan_seconds"]);
 }
@@ -347,19 +298,7 @@ fn refused(args: &[&str], expected: &str) {
 /// Solves the teaching chain with store-all into `dir`: the schedule file's
 /// path and its JSON, for tests that edit it into a hand-made one.
 fn store_all_schedule(dir: &tempfile::TempDir) -> (String, Value) {
-    let path = dir.path().join("full.json");
-    let path = path.to_str().unwrap().to_string();
-    json(&remat(&[
-        "solve",
-        "example:teaching",
-        "-a",
-        "store-all",
-        "-b",
-        "2GB",
-        "--json",
-        "-o",
-        &path,
-    ]));
+    let path = solved(dir, "full.json", &["-a", "store-all", "-b", "2GB"]);
     let v = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     (path, v)
 }
@@ -396,19 +335,7 @@ fn errors_are_errors_not_infeasible_budgets() {
     // Issue 9.2: a table over the size limit or a bad option exits 2, for
     // the offloading algorithms too (pofo used to print feasible: false).
     for alg in ["pofo", "offload-only"] {
-        refused(
-            &[
-                "solve",
-                "example:teaching",
-                "-a",
-                alg,
-                "-b",
-                "600MiB",
-                "--slots",
-                "70000",
-            ],
-            "slots",
-        );
+        teaching_refused(alg, "600MiB", &["--slots", "70000"], "slots");
         refused(
             &[
                 "sweep",
@@ -439,30 +366,16 @@ fn errors_are_errors_not_infeasible_budgets() {
             "limit",
         );
     }
-    refused(
-        &[
-            "solve",
-            "example:teaching",
-            "-a",
-            "sequential",
-            "-b",
-            "1GB",
-            "--segments",
-            "11",
-        ],
+    teaching_refused(
+        "sequential",
+        "1GB",
+        &["--segments", "11"],
         "segments: 11 segments for a chain of 10 stages",
     );
-    refused(
-        &[
-            "solve",
-            "example:teaching",
-            "-a",
-            "rotor",
-            "-b",
-            "1GB",
-            "--segments",
-            "2",
-        ],
+    teaching_refused(
+        "rotor",
+        "1GB",
+        &["--segments", "2"],
         "--segments: only for -a sequential",
     );
 }
@@ -471,23 +384,13 @@ fn errors_are_errors_not_infeasible_budgets() {
 fn bandwidth_in_bits_is_divided_by_eight_and_echoed() {
     // Issue 9.3: 12Gbps is 1.5 GB/s, not 12 GB/s; --json says what was used.
     for (text, bytes) in [("12Gbps", 1.5e9), ("12Gb/s", 1.5e9), ("12GB/s", 12e9)] {
-        let v = json(&remat(&[
-            "solve",
+        let v = solve_json(
             "example:teaching",
-            "-a",
-            "pofo",
-            "-b",
-            "600MiB",
-            "--bandwidth",
-            text,
-            "--json",
-        ]));
+            &["-a", "pofo", "-b", "600MiB", "--bandwidth", text],
+        );
         assert_eq!(v["bandwidth_bytes_per_s"].as_f64(), Some(bytes), "{text}");
     }
-    refused(
-        &["solve", "example:teaching", "-a", "rotor", "-b", "8Gb"],
-        "in bits",
-    );
+    teaching_refused("rotor", "8Gb", &[], "in bits");
 }
 
 #[test]
@@ -505,19 +408,7 @@ fn every_count_has_a_stated_limit() {
     refused(&["sweep", "example:teaching", "--points", "1"], "2..=1000");
     refused(&["bench", "--stages", "100000000"], "1..=2000");
     refused(&["bench", "--reps", "0"], "1..=1000");
-    refused(
-        &[
-            "solve",
-            "example:teaching",
-            "-a",
-            "rotor",
-            "-b",
-            "1GB",
-            "--slots",
-            "100001",
-        ],
-        "1..=100000",
-    );
+    teaching_refused("rotor", "1GB", &["--slots", "100001"], "1..=100000");
 }
 
 #[test]
@@ -555,18 +446,8 @@ fn scripting_helpers_write_examples_take_relative_budgets_and_report_m_low() {
     let out = remat(&["examples", "--write", "teaching", "-o", path]);
     assert!(out.status.success(), "{}", stderr(&out));
     // The written chain is the built-in one: the same answers.
-    let from_file = json(&remat(&[
-        "solve", path, "-a", "rotor", "-b", "60%", "--json",
-    ]));
-    let built_in = json(&remat(&[
-        "solve",
-        "example:teaching",
-        "-a",
-        "rotor",
-        "-b",
-        "60%",
-        "--json",
-    ]));
+    let from_file = solve_json(path, &["-a", "rotor", "-b", "60%"]);
+    let built_in = solve_json("example:teaching", &["-a", "rotor", "-b", "60%"]);
     assert_eq!(from_file["makespan_seconds"], built_in["makespan_seconds"]);
     // 60 % is of M_high.
     let high = built_in["m_high_bytes"].as_u64().unwrap();
@@ -575,39 +456,21 @@ fn scripting_helpers_write_examples_take_relative_budgets_and_report_m_low() {
         (high as f64 * 0.6).round() as u64
     );
     // Whatever the algorithm, the chain's M_low and M_high come with its own least.
-    let store_all = json(&remat(&[
-        "solve",
-        "example:teaching",
-        "-a",
-        "store-all",
-        "-b",
-        "100%",
-        "--json",
-    ]));
+    let store_all = solve_json("example:teaching", &["-a", "store-all", "-b", "100%"]);
     assert_eq!(store_all["m_low_bytes"], built_in["m_low_bytes"]);
     assert_eq!(store_all["algorithm_min_bytes"].as_u64(), Some(high));
     assert!(built_in["m_low_bytes"].as_u64().unwrap() < high);
     // A chosen number of segments.
-    let seq = json(&remat(&[
-        "solve",
+    let seq = solve_json(
         "example:teaching",
-        "-a",
-        "sequential",
-        "--segments",
-        "2",
-        "-b",
-        "100%",
-        "--json",
-    ]));
+        &["-a", "sequential", "--segments", "2", "-b", "100%"],
+    );
     assert_eq!(seq["detail"], "2 segments");
     refused(
         &["examples", "--write", "nope"],
         "--write: no example named `nope`",
     );
-    refused(
-        &["solve", "example:teaching", "-a", "rotor", "-b", "0%"],
-        "above 0 %",
-    );
+    teaching_refused("rotor", "0%", &[], "above 0 %");
 }
 
 #[test]
@@ -652,30 +515,14 @@ fn solve_meets_the_m_low_it_reports_and_says_exact() {
     // Could fail if the M_low printed came from a different lattice than the
     // one `solve` uses at that budget (issue 9: teaching at 384 MiB).
     for name in ["example:teaching", "example:vgg19"] {
-        let out = remat(&["solve", name, "-a", "rotor", "-b", "1TiB", "--json"]);
-        let low = json(&out)["m_low_bytes"].as_u64().unwrap();
-        let at = remat(&[
-            "solve",
-            name,
-            "-a",
-            "rotor",
-            "-b",
-            &format!("{low}B"),
-            "--json",
-        ]);
-        let v = json(&at);
+        let low = solve_json(name, &["-a", "rotor", "-b", "1TiB"])["m_low_bytes"]
+            .as_u64()
+            .unwrap();
+        let v = solve_json(name, &["-a", "rotor", "-b", &format!("{low}B")]);
         assert_eq!(v["feasible"], true, "{name} at M_low: {}", v["detail"]);
         assert!(v["detail"].as_str().unwrap().starts_with("exact: "));
-        let below = remat(&[
-            "solve",
-            name,
-            "-a",
-            "rotor",
-            "-b",
-            &format!("{}B", low - 1),
-            "--json",
-        ]);
-        assert_eq!(json(&below)["feasible"], false);
+        let below = solve_json(name, &["-a", "rotor", "-b", &format!("{}B", low - 1)]);
+        assert_eq!(below["feasible"], false);
     }
 }
 
@@ -747,30 +594,32 @@ fn a_sweep_of_a_5000_stage_chain_is_refused_at_once() {
 
 /// Solves `example:teaching` with `args` into `dir/name`; the path.
 fn solved(dir: &tempfile::TempDir, name: &str, args: &[&str]) -> String {
+    solved_on("example:teaching", dir, name, args).0
+}
+
+/// `checkpoint_sequential`'s schedule of the teaching chain in `k` segments,
+/// at M_high, in `dir/seq.json`: the path.
+fn sequential_schedule(dir: &tempfile::TempDir, k: &str) -> String {
+    solved(
+        dir,
+        "seq.json",
+        &["-a", "sequential", "--segments", k, "-b", "100%"],
+    )
+}
+
+/// Solves `chain` with `args` into `dir/name`: the path and the report.
+fn solved_on(chain: &str, dir: &tempfile::TempDir, name: &str, args: &[&str]) -> (String, Value) {
     let path = dir.path().join(name).to_str().unwrap().to_string();
-    let mut all = vec!["solve", "example:teaching"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--json", "-o", &path]);
-    json(&remat(&all));
-    path
+    let v = solve_json(chain, &[args, &["-o", &path]].concat());
+    (path, v)
 }
 
 #[test]
 fn export_writes_checkpoint_segments_or_says_why_not() {
     let dir = tempfile::tempdir().unwrap();
     // checkpoint_sequential's own schedule: its segments, k, and a snippet.
-    let seq = solved(
-        &dir,
-        "seq.json",
-        &["-a", "sequential", "--segments", "3", "-b", "100%"],
-    );
-    let v = json(&remat(&[
-        "export",
-        &seq,
-        "--to",
-        "pytorch-segments",
-        "--json",
-    ]));
+    let seq = sequential_schedule(&dir, "3");
+    let v = export_json(&seq);
     assert_eq!(v["stages"], 10);
     assert_eq!(v["checkpoint_sequential_k"], 3);
     let segs: Vec<(u64, u64, bool)> = v["segments"]
@@ -797,13 +646,7 @@ fn export_writes_checkpoint_segments_or_says_why_not() {
     );
     // Store-all: nothing to checkpoint.
     let all = solved(&dir, "all.json", &["-a", "store-all", "-b", "100%"]);
-    let v = json(&remat(&[
-        "export",
-        &all,
-        "--to",
-        "pytorch-segments",
-        "--json",
-    ]));
+    let v = export_json(&all);
     assert!(v["snippet"]
         .as_str()
         .unwrap()
@@ -835,18 +678,8 @@ fn export_writes_checkpoint_segments_or_says_why_not() {
 #[test]
 fn simulate_states_lists_what_is_where_after_each_op() {
     let dir = tempfile::tempdir().unwrap();
-    let seq = solved(
-        &dir,
-        "seq.json",
-        &["-a", "sequential", "--segments", "2", "-b", "100%"],
-    );
-    let v = json(&remat(&[
-        "simulate",
-        "example:teaching",
-        &seq,
-        "--json",
-        "--states",
-    ]));
+    let seq = sequential_schedule(&dir, "2");
+    let v = simulate_json("example:teaching", &seq, &["--states"]);
     let states = v["states"].as_array().unwrap();
     assert_eq!(states.len() as u64, v["ops"].as_u64().unwrap());
     let names = |i: usize, side: &str| -> Vec<String> {
@@ -865,6 +698,94 @@ fn simulate_states_lists_what_is_where_after_each_op() {
     assert_eq!(names(states.len() - 1, "device"), ["δ^0"]);
     assert!(names(0, "host").is_empty());
     // Without --states the JSON has none.
-    let v = json(&remat(&["simulate", "example:teaching", &seq, "--json"]));
+    let v = simulate_json("example:teaching", &seq, &[]);
     assert!(v.get("states").is_none());
+}
+
+/// Checks that every JSON object in `text` (as `to_string_pretty` prints it)
+/// lists its keys in sorted order; the offending pair otherwise.
+fn unsorted_keys(text: &str) -> Option<(String, String)> {
+    let mut last: std::collections::HashMap<usize, String> = Default::default();
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        last.retain(|&at, _| at <= indent);
+        let Some(key) = line.trim_start().strip_prefix('"') else {
+            continue;
+        };
+        let Some((key, _)) = key.split_once("\": ") else {
+            continue;
+        };
+        if let Some(before) = last.get(&indent) {
+            if before.as_str() >= key {
+                return Some((before.clone(), key.to_string()));
+            }
+        }
+        last.insert(indent, key.to_string());
+    }
+    None
+}
+
+#[test]
+fn json_reports_print_their_keys_sorted_as_they_always_have() {
+    // The reports were first built with `json!` (keys sorted, no
+    // preserve_order); scripts may compare bytes. Could fail if a report were
+    // printed in its struct's field order. Mutation tried: printing the
+    // struct directly in report::print (no to_value): `algorithm` came
+    // before `chain`, then `stages` before `budget_bytes`, and this failed.
+    let dir = tempfile::tempdir().unwrap();
+    let seq = sequential_schedule(&dir, "3");
+    let pofo = ["-a", "pofo", "-b", "50%", "--bandwidth", "12GB/s"];
+    let runs: Vec<Vec<&str>> = vec![
+        [&["solve", "example:teaching"], &pofo[..], &["--json"]].concat(),
+        vec!["simulate", "example:teaching", &seq, "--json", "--states"],
+        vec!["export", &seq, "--to", "pytorch-segments", "--json"],
+        vec![
+            "sweep",
+            "example:teaching",
+            "--points",
+            "2",
+            "--format",
+            "json",
+        ],
+        vec![
+            "bench",
+            "--stages",
+            "10",
+            "--slots",
+            "20",
+            "--reps",
+            "1",
+            "--no-pofo",
+            "--json",
+        ],
+    ];
+    for args in runs {
+        let out = remat(&args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains("\": "), "{args:?}: {text}");
+        assert_eq!(unsorted_keys(&text), None, "{args:?}: {text}");
+    }
+    assert_eq!(
+        unsorted_keys("{\n  \"b\": 1,\n  \"a\": 2\n}"),
+        Some(("b".into(), "a".into()))
+    );
+}
+
+#[test]
+fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
+    // Could fail if the suggestion were dropped or offered for anything
+    // (mutation tried: a similarity threshold of 0 suggested a name for
+    // `magic`, and the second assertion failed).
+    refused(
+        &["solve", "example:teaching", "-a", "rotr", "-b", "1GB"],
+        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, pofo, offload-only, opportunist, autocapper; did you mean `rotor`?",
+    );
+    let out = remat(&["sweep", "example:teaching", "--algorithms", "rotor,magic"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!stderr(&out).contains("did you mean"), "{}", stderr(&out));
+    refused(
+        &["sweep", "example:teaching", "--algorithms", "rotor,Pofo"],
+        "did you mean `pofo`?",
+    );
 }

@@ -1,0 +1,444 @@
+//! The command line as typed values. Every flag is parsed by clap into the
+//! type its command uses (a [`Size`] in bytes, a [`Rate`] in bytes/s, an
+//! [`Algorithm`], a [`Budget`], a count within its stated range) before any
+//! command runs; a value that does not parse is refused by clap with the
+//! flag's name (`invalid value 'lots' for '--budget <BUDGET>': …`) and exit 2.
+//! What cannot be judged one flag at a time (`--segments` only with
+//! `sequential`) is checked by the command, first.
+
+use clap::{Args, ValueEnum};
+use remat_core::model::units::{parse_rate, parse_size};
+use remat_core::solvers::pofo::LossStep;
+use remat_core::solvers::Algorithm;
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// The most memory slots any DP is asked for: past it a table is either over
+/// the size limit or slower than a user waits for.
+pub const MAX_SLOTS: u64 = 100_000;
+/// The most budgets one sweep visits.
+pub const MAX_POINTS: u64 = 1000;
+/// The longest synthetic chain of `bench`: a rotor table for it at 500 slots
+/// is already near the default size limit.
+pub const MAX_BENCH_STAGES: u64 = 2000;
+/// The most repetitions of one `bench` measurement.
+pub const MAX_REPS: u64 = 1000;
+
+/// A count in `lo..=hi`, as a `usize`; out of range, clap's message states
+/// the range (`0 is not in 1..=100000`).
+fn count(lo: u64, hi: u64) -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(lo..=hi)
+}
+
+/// Why a flag's value does not parse; clap prints it after the flag's name.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ArgError {
+    /// A size or a rate the core's unit parser refuses (its message).
+    #[error("{0}")]
+    Units(String),
+    #[error("`{0}` is below 1 byte/s")]
+    BelowOneBytePerSecond(String),
+    #[error("`{0}` is not a percentage of M_high (write 60%)")]
+    NotAPercentage(String),
+    #[error("`{0}`: a share of M_high must be above 0 % and at most 1000 %")]
+    ShareOutOfRange(String),
+    #[error(transparent)]
+    NotANumber(#[from] std::num::ParseFloatError),
+    #[error("a memory ratio from 0 to 1, got {0}")]
+    RatioOutOfRange(f64),
+    /// The core's message (the names to choose from), and the name meant.
+    #[error("{message}{}", meant.map(|m| format!("; did you mean `{m}`?")).unwrap_or_default())]
+    UnknownAlgorithm {
+        message: String,
+        meant: Option<&'static str>,
+    },
+}
+
+/// A number of bytes: `1048576`, `3.5GB`, `8GiB` (see `docs/cli.md`, SIZE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl FromStr for Size {
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<Size, ArgError> {
+        parse_size(text)
+            .map(Size)
+            .map_err(|e| ArgError::Units(e.to_string()))
+    }
+}
+
+/// Bytes per second: `12e9`, `12GB/s`, or bits, `12Gbps` (see RATE).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate(pub f64);
+
+impl FromStr for Rate {
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<Rate, ArgError> {
+        let rate = parse_rate(text).map_err(|e| ArgError::Units(e.to_string()))?;
+        if rate > 0.0 && rate < 1.0 {
+            return Err(ArgError::BelowOneBytePerSecond(text.to_string()));
+        }
+        Ok(Rate(rate))
+    }
+}
+
+/// The bytes/s of an optional `--bandwidth`.
+pub fn bytes_per_s(rate: Option<Rate>) -> Option<f64> {
+    rate.map(|r| r.0)
+}
+
+/// A memory budget: bytes, or a share of the chain's M_high (`60%`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Budget {
+    Bytes(u64),
+    /// Fraction of M_high, the peak of store-all.
+    OfHigh(f64),
+}
+
+impl Budget {
+    /// In bytes, for a chain whose store-all peak is `m_high`.
+    pub fn bytes(self, m_high: u64) -> u64 {
+        match self {
+            Budget::Bytes(b) => b,
+            Budget::OfHigh(f) => (m_high as f64 * f).round() as u64,
+        }
+    }
+}
+
+impl FromStr for Budget {
+    type Err = ArgError;
+    /// `8GiB`, `3e9` or `60%` (of M_high, above 0 % and at most 1000 %).
+    fn from_str(text: &str) -> Result<Budget, ArgError> {
+        match text.trim().strip_suffix('%') {
+            Some(number) => {
+                let pct: f64 = number
+                    .trim()
+                    .parse()
+                    .map_err(|_| ArgError::NotAPercentage(text.to_string()))?;
+                if !(pct > 0.0 && pct <= 1000.0) {
+                    return Err(ArgError::ShareOutOfRange(text.to_string()));
+                }
+                Ok(Budget::OfHigh(pct / 100.0))
+            }
+            None => Size::from_str(text).map(|s| Budget::Bytes(s.0)),
+        }
+    }
+}
+
+/// The memory ratio α of a sweep: budget = (1 − α) M_low + α M_high.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Alpha(pub f64);
+
+impl FromStr for Alpha {
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<Alpha, ArgError> {
+        let x: f64 = text.parse()?;
+        if !(0.0..=1.0).contains(&x) {
+            return Err(ArgError::RatioOutOfRange(x));
+        }
+        Ok(Alpha(x))
+    }
+}
+
+/// An algorithm by its name (`remat algorithms`); a near miss (`rotr`,
+/// `Rotor`, `storeall`) adds the name meant.
+pub fn algorithm(text: &str) -> Result<Algorithm, ArgError> {
+    let text = text.trim();
+    Algorithm::from_name(text).map_err(|e| ArgError::UnknownAlgorithm {
+        message: e.to_string(),
+        meant: did_you_mean(text),
+    })
+}
+
+/// The algorithm name closest to `text` when it is close enough to be a
+/// slip (Jaro–Winkler similarity of at least 0.8, ignoring case), else None.
+fn did_you_mean(text: &str) -> Option<&'static str> {
+    let typed = text.to_ascii_lowercase();
+    Algorithm::ALL
+        .iter()
+        .map(|a| (strsim::jaro_winkler(&typed, a.name()), a.name()))
+        .filter(|&(score, _)| score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
+}
+
+/// What CHAIN names: a built-in example (`example:NAME`) or a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChainArg {
+    Example(String),
+    File(PathBuf),
+}
+
+impl From<&OsStr> for ChainArg {
+    fn from(arg: &OsStr) -> ChainArg {
+        match arg.to_str().and_then(|s| s.strip_prefix("example:")) {
+            Some(name) => ChainArg::Example(name.to_string()),
+            None => ChainArg::File(PathBuf::from(arg)),
+        }
+    }
+}
+
+/// What every planning command shares: memory slots, the table limit, the link.
+#[derive(Args)]
+pub struct PlanFlags {
+    /// Memory slots of the DPs (default 500 for revolve and rotor, 50 for
+    /// pofo and offload-only, as their papers); 1 to 100000.
+    #[arg(long, value_parser = count(1, MAX_SLOTS))]
+    pub slots: Option<usize>,
+    /// Refuse any DP table larger than this (e.g. 8GiB).
+    #[arg(long, default_value = "2GiB")]
+    pub max_table: Size,
+    /// How pofo and offload-only time the loss step: `paper` (POFO
+    /// Appendix B.2: leftover transfers wait after F_all^L) or `overlap`
+    /// (offloads drain during F_all^L, prefetches overlap B^L).
+    #[arg(long, value_enum, default_value = "paper")]
+    pub loss_step: LossStepFlag,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LossStepFlag {
+    Paper,
+    Overlap,
+}
+
+impl From<LossStepFlag> for LossStep {
+    fn from(flag: LossStepFlag) -> LossStep {
+        match flag {
+            LossStepFlag::Paper => LossStep::Paper,
+            LossStepFlag::Overlap => LossStep::Overlap,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct SolveArgs {
+    /// Chain file or example:NAME.
+    pub chain: ChainArg,
+    /// Algorithm (see `remat algorithms`).
+    #[arg(long, short, value_parser = algorithm)]
+    pub algorithm: Algorithm,
+    /// Memory budget for activations (a^0 included): 8GiB, 3e9, or 60% of
+    /// the chain's M_high (store-all's peak).
+    #[arg(long, short)]
+    pub budget: Budget,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    /// `sequential` only: exactly K segments instead of the best K.
+    #[arg(long, value_name = "K")]
+    pub segments: Option<usize>,
+    /// Host↔device bandwidth, overriding the chain's (12GB/s, 16GiB/s,
+    /// or bits: 100Gbps).
+    #[arg(long)]
+    pub bandwidth: Option<Rate>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the schedule (remat-schedule/1) to this file.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// Chain file or example:NAME.
+    pub chain: ChainArg,
+    /// Schedule file (remat-schedule/1).
+    pub schedule: PathBuf,
+    /// Host↔device bandwidth, overriding the schedule's and the chain's.
+    #[arg(long)]
+    pub bandwidth: Option<Rate>,
+    #[arg(long)]
+    pub json: bool,
+    /// Add, per operation, which tensors are on the device and on the host
+    /// after it (in list order, transfers complete): `"states"` in the JSON,
+    /// one line per operation in the text.
+    #[arg(long)]
+    pub states: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepMemory {
+    Auto,
+    Exact,
+    Grid,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum SweepFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Chain file or example:NAME.
+    pub chain: ChainArg,
+    /// Comma-separated algorithms (default: all).
+    #[arg(long, value_delimiter = ',', value_parser = algorithm)]
+    pub algorithms: Vec<Algorithm>,
+    /// Number of budgets from M_low to M_high (memory ratio α from 0 to 1:
+    /// budget = (1 − α) M_low + α M_high, POFO Section 5.2); 2 to 1000.
+    #[arg(long, default_value_t = 20, value_parser = count(2, MAX_POINTS))]
+    pub points: usize,
+    /// One budget at this α instead (for a sweep over bandwidths).
+    #[arg(long)]
+    pub alpha: Option<Alpha>,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    /// How every algorithm at a budget treats memory: `exact` (rotor and
+    /// revolve on an exact lattice where the sizes allow; store-all and
+    /// sequential are always exact), `grid` (every DP, rotor and revolve
+    /// included, on POFO's grid of ⌊budget/slots⌋-byte slots, `--slots`
+    /// default 50), or `auto`: `grid` when an offloading algorithm is
+    /// swept, else `exact`. The `memory` column says what each row used.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub memory: SweepMemory,
+    /// Bandwidth, or a comma-separated list to sweep (12GB/s,24GB/s,36GB/s).
+    #[arg(long, value_delimiter = ',')]
+    pub bandwidth: Vec<Rate>,
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: SweepFormat,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Unit {
+    Ms,
+    S,
+}
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// A JSON file with rotor's fw, bw, cw, cbw, ftmp, btmp lists.
+    pub input: PathBuf,
+    /// Unit of fw and bw (rotor measures milliseconds).
+    #[arg(long, value_enum, default_value = "ms")]
+    pub time_unit: Unit,
+    /// Name of the chain.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Host↔device bandwidth to record in the chain (e.g. 12GB/s).
+    #[arg(long)]
+    pub bandwidth: Option<Rate>,
+    /// Output file (default: stdout).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ExamplesArgs {
+    /// Write this built-in chain (remat-chain/1) instead of listing them.
+    #[arg(long, value_name = "NAME")]
+    pub write: Option<String>,
+    /// File to write it to (default: stdout).
+    #[arg(long, short, requires = "write")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ExportTarget {
+    /// `torch.utils.checkpoint` segments and a snippet to paste.
+    PytorchSegments,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// Schedule file (remat-schedule/1), as `remat solve -o` writes it.
+    pub schedule: PathBuf,
+    /// The form to write.
+    #[arg(long, value_enum)]
+    pub to: ExportTarget,
+    /// One JSON object: `segments` (1-based stages) and `snippet`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Stages of the synthetic heterogeneous chain (1 to 2000).
+    #[arg(long, default_value_t = 200, value_parser = count(1, MAX_BENCH_STAGES))]
+    pub stages: usize,
+    /// Memory slots of the rotor table (1 to 100000; the table must stay
+    /// under the default size limit).
+    #[arg(long, default_value_t = 500, value_parser = count(1, MAX_SLOTS))]
+    pub slots: usize,
+    /// Repetitions of each measurement, the median is reported (1 to 1000).
+    #[arg(long, default_value_t = 5, value_parser = count(1, MAX_REPS))]
+    pub reps: usize,
+    #[arg(long)]
+    pub json: bool,
+    /// Skip the pofo measurements (seconds at L = 100).
+    #[arg(long)]
+    pub no_pofo: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_rates_and_budgets_parse_to_bytes() {
+        assert_eq!("8GiB".parse::<Size>(), Ok(Size(8 << 30)));
+        assert_eq!("12Gbps".parse::<Rate>(), Ok(Rate(1.5e9)));
+        assert_eq!("60%".parse::<Budget>(), Ok(Budget::OfHigh(0.6)));
+        assert_eq!("1KiB".parse::<Budget>(), Ok(Budget::Bytes(1024)));
+        assert_eq!(Budget::OfHigh(0.6).bytes(1000), 600);
+        assert_eq!("0.25".parse::<Alpha>(), Ok(Alpha(0.25)));
+    }
+
+    #[test]
+    fn bad_values_say_what_is_wrong() {
+        // Could fail if a parser accepted these (mutation tried: dropping the
+        // range check of `Alpha` made the `1.5` and `NaN` cases pass).
+        let message = |e: ArgError| e.to_string();
+        assert!(message("8Gb".parse::<Size>().unwrap_err()).contains("in bits"));
+        assert!(message("fast".parse::<Rate>().unwrap_err()).contains("bandwidth"));
+        for (text, expected) in [
+            ("0%", ArgError::ShareOutOfRange("0%".into())),
+            ("1001%", ArgError::ShareOutOfRange("1001%".into())),
+            ("x%", ArgError::NotAPercentage("x%".into())),
+        ] {
+            assert_eq!(text.parse::<Budget>(), Err(expected));
+        }
+        assert_eq!("1.5".parse::<Alpha>(), Err(ArgError::RatioOutOfRange(1.5)));
+        assert!("NaN".parse::<Alpha>().is_err());
+        assert_eq!(
+            message(ArgError::ShareOutOfRange("0%".into())),
+            "`0%`: a share of M_high must be above 0 % and at most 1000 %"
+        );
+    }
+
+    #[test]
+    fn a_near_miss_of_an_algorithm_name_is_named() {
+        // Could fail if the suggestion were the first name or any name
+        // (mutation tried: threshold 0.0 suggested a name for `magic`).
+        assert_eq!(algorithm(" rotor "), Ok(Algorithm::Rotor));
+        for (typed, meant) in [
+            ("rotr", "rotor"),
+            ("Rotor", "rotor"),
+            ("storeall", "store-all"),
+            ("offload", "offload-only"),
+            ("revolv", "revolve"),
+        ] {
+            let e = algorithm(typed).unwrap_err().to_string();
+            assert!(e.starts_with("algorithm: unknown algorithm"), "{e}");
+            assert!(e.ends_with(&format!("did you mean `{meant}`?")), "{e}");
+        }
+        assert!(!algorithm("magic")
+            .unwrap_err()
+            .to_string()
+            .contains("did you mean"));
+    }
+
+    #[test]
+    fn chain_args_name_an_example_or_a_file() {
+        assert_eq!(
+            ChainArg::from(OsStr::new("example:vgg19")),
+            ChainArg::Example("vgg19".into())
+        );
+        assert_eq!(
+            ChainArg::from(OsStr::new("net.json")),
+            ChainArg::File("net.json".into())
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! `remat solve`: one algorithm's schedule for one budget, judged by the
+//! simulator, with the chain's M_low and M_high and the algorithm's least.
+
+use super::{plan_options, rotor_m_low};
+use crate::args::{bytes_per_s, SolveArgs};
+use crate::error::{CliError, Result};
+use crate::input;
+use crate::report::{self, Run, SolveReport};
+use remat_core::format::{write_schedule, Predicted, ScheduleFile};
+use remat_core::model::units::{format_bytes, format_rate, format_seconds};
+use remat_core::schedule::format_ops;
+use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
+use remat_core::Chain;
+
+/// The longest chain whose M_low `solve` computes: rotor's minimum-memory
+/// recursion is O(L³) (about 1.7·10⁸ steps at this length, a second or two).
+const MAX_M_LOW_STAGES: usize = 1000;
+
+/// A solved budget: the planner's answer, the simulator's verdict on it,
+/// and the bounds it is reported against.
+struct Solved {
+    budget: u64,
+    bandwidth: Option<f64>,
+    solution: Solution,
+    trace: Option<Trace>,
+    memory: String,
+    m_low: Option<u64>,
+    m_high: u64,
+    /// The algorithm's own least budget (a lower bound for the offloading ones).
+    own_min: u64,
+}
+
+pub fn run(a: &SolveArgs) -> Result<()> {
+    let chain = input::chain(&a.chain)?;
+    let algorithm = a.algorithm;
+    if a.segments.is_some() && algorithm != Algorithm::Sequential {
+        return Err(CliError::SegmentsNotSequential(algorithm));
+    }
+    let s = solve(&chain, a)?;
+    if let Some(path) = &a.output {
+        match (&s.solution.ops, &s.trace) {
+            (Some(ops), Some(t)) => {
+                let predicted = Predicted {
+                    makespan_seconds: t.makespan_seconds,
+                    peak_bytes: t.peak_bytes,
+                };
+                let file = ScheduleFile::new(
+                    &chain,
+                    algorithm.name(),
+                    s.budget,
+                    s.bandwidth,
+                    predicted,
+                    ops.clone(),
+                );
+                input::write_text(path, &write_schedule(&file))?;
+            }
+            _ => eprintln!("note: no schedule written: the budget is infeasible for {algorithm}"),
+        }
+    }
+    if a.json {
+        report::print(&json_report(&chain, algorithm, &s));
+    } else {
+        print_text(&chain, algorithm, &s);
+    }
+    Ok(())
+}
+
+/// Plans `a.budget` on `chain` and judges the schedule.
+fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
+    let algorithm = a.algorithm;
+    let m_high = max_useful_budget(chain);
+    let budget = a.budget.bytes(m_high);
+    let bandwidth = bytes_per_s(a.bandwidth).or(chain.bandwidth_bytes_per_s);
+    let opts = Options {
+        segments: a.segments,
+        ..plan_options(&a.plan, bandwidth)
+    };
+    let planner = Planner::build(chain, algorithm, budget, &opts, &mut no_progress())?;
+    let solution = planner.plan(chain, budget)?;
+    let trace = match &solution.ops {
+        Some(ops) => Some(
+            judge(chain, ops, budget, bandwidth)
+                .map_err(|source| CliError::InvalidSolution { algorithm, source })?,
+        ),
+        None => None,
+    };
+    let own_min = planner.min_budget_bytes();
+    // Rotor's planner has just computed the chain's M_low (the same O(L³)
+    // search with the same options): no second pass for it.
+    let m_low = if algorithm == Algorithm::Rotor {
+        Some(own_min.min(m_high))
+    } else {
+        (chain.len() <= MAX_M_LOW_STAGES).then(|| rotor_m_low(chain, &opts, m_high))
+    };
+    Ok(Solved {
+        budget,
+        bandwidth,
+        memory: planner.memory(budget).to_string(),
+        solution,
+        trace,
+        m_low,
+        m_high,
+        own_min,
+    })
+}
+
+fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> SolveReport<'a> {
+    SolveReport {
+        run: Run::new(
+            chain,
+            algorithm.name(),
+            s.budget,
+            s.bandwidth,
+            s.trace.as_ref(),
+        )
+        .predicted(
+            s.solution.predicted_seconds,
+            s.solution.predicted_peak_bytes,
+        ),
+        detail: &s.solution.detail,
+        memory: s.memory.clone(),
+        m_low_bytes: s.m_low,
+        m_high_bytes: s.m_high,
+        algorithm_min_bytes: s.own_min,
+        algorithm_min_is_lower_bound: algorithm.offloads(),
+        ops: s.solution.ops.as_deref().unwrap_or_default(),
+    }
+}
+
+fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
+    say!("chain      {} ({} stages)", chain.name, chain.len());
+    say!("algorithm  {algorithm} ({})", s.solution.detail);
+    say!(
+        "budget     {}   (M_low {}, {algorithm}'s least {}{}, M_high {})",
+        format_bytes(s.budget),
+        s.m_low.map_or_else(
+            || format!("not computed: O(L³) for {} stages", chain.len()),
+            format_bytes
+        ),
+        if algorithm.offloads() { "≥ " } else { "" },
+        format_bytes(s.own_min),
+        format_bytes(s.m_high)
+    );
+    if let Some(bw) = s.bandwidth {
+        say!("link       {}", format_rate(bw));
+    }
+    match (&s.solution.ops, &s.trace) {
+        (Some(ops), Some(t)) => {
+            say!(
+                "makespan   {}   (+{:.1}% over {} with no limit)",
+                format_seconds(t.makespan_seconds),
+                100.0 * t.overhead(),
+                format_seconds(t.sequential_seconds)
+            );
+            say!("peak       {}", format_bytes(t.peak_bytes));
+            say!("recomputed {} forward operations", t.recomputations);
+            say!("schedule   {}", format_ops(ops));
+        }
+        _ => say!("infeasible: {}", s.solution.detail),
+    }
+}

@@ -1,0 +1,263 @@
+//! `remat sweep`: every algorithm at every budget from M_low to M_high
+//! (memory ratio α) and every bandwidth (β), each solved for that budget
+//! with the same memory treatment (see [`SweepMemory`]).
+//!
+//! [`compute`] is the whole computation; the rest reads flags and prints.
+
+use super::{plan_options, rotor_m_low};
+use crate::args::{SweepArgs, SweepFormat, SweepMemory};
+use crate::error::{CliError, Result};
+use crate::input;
+use crate::report::{self, Run, SweepPoint, SweepReport};
+use remat_core::model::units::format_bytes;
+use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::persistent::PersistentTable;
+use remat_core::solvers::{
+    budget_at_ratio, max_useful_budget, no_progress, Algorithm, Memory, Options, Planner,
+    SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
+};
+use remat_core::Chain;
+
+/// The most steps rotor's minimum-memory recursion (O(L³/6)) may take in
+/// a sweep before it is refused: about ten seconds.
+const SWEEP_MAX_MIN_BUDGET_STEPS: u128 = 1 << 33;
+
+/// What a sweep visits, as typed values.
+pub struct SweepPlan {
+    pub algorithms: Vec<Algorithm>,
+    /// Memory ratios α in 0..=1.
+    pub alphas: Vec<f64>,
+    /// None: the chain has no link.
+    pub bandwidths: Vec<Option<f64>>,
+    pub memory: SweepMemory,
+    /// `--slots`, `--max-table`, `--loss-step`.
+    pub base: Options,
+    /// `--slots` as given (the grid's default is POFO's 50).
+    pub slots: Option<usize>,
+}
+
+/// One algorithm at one budget and bandwidth.
+pub struct Row {
+    pub budget: u64,
+    pub alpha: f64,
+    pub bandwidth: Option<f64>,
+    pub algorithm: Algorithm,
+    /// The simulator's verdict; None when the planner found no schedule.
+    pub trace: Option<Trace>,
+    pub memory: Memory,
+}
+
+/// A finished sweep: the budget range and its rows, bandwidth by bandwidth,
+/// then α by α, then algorithm by algorithm.
+pub struct Sweep {
+    pub m_low: u64,
+    pub m_high: u64,
+    pub rows: Vec<Row>,
+}
+
+pub fn run(a: &SweepArgs) -> Result<()> {
+    let chain = input::chain(&a.chain)?;
+    let plan = SweepPlan {
+        algorithms: if a.algorithms.is_empty() {
+            Algorithm::ALL.to_vec()
+        } else {
+            a.algorithms.clone()
+        },
+        alphas: match a.alpha {
+            Some(alpha) => vec![alpha.0],
+            None => (0..a.points)
+                .map(|i| i as f64 / (a.points - 1) as f64)
+                .collect(),
+        },
+        bandwidths: if a.bandwidth.is_empty() {
+            vec![chain.bandwidth_bytes_per_s]
+        } else {
+            a.bandwidth.iter().map(|b| Some(b.0)).collect()
+        },
+        memory: a.memory,
+        base: plan_options(&a.plan, None),
+        slots: a.plan.slots,
+    };
+    let sweep = compute(&chain, &plan)?;
+    match a.format {
+        SweepFormat::Csv => print_csv(&sweep),
+        SweepFormat::Json => report::print(&json_report(&chain, &sweep)),
+    }
+    Ok(())
+}
+
+/// The sweep's knobs at one bandwidth: one memory treatment for every
+/// algorithm at a budget.
+fn options(plan: &SweepPlan, bandwidth: Option<f64>) -> Options {
+    let offloading = plan.algorithms.iter().any(|alg| alg.offloads());
+    let grid = match plan.memory {
+        SweepMemory::Grid => true,
+        SweepMemory::Exact => false,
+        SweepMemory::Auto => offloading,
+    };
+    let mut o = Options {
+        bandwidth_bytes_per_s: bandwidth,
+        ..plan.base.clone()
+    };
+    if grid {
+        // POFO's grid for everyone: rotor and revolve (also inside pofo and
+        // the heuristics) on the same ⌊budget/N⌋-byte slots as pofo's DP.
+        let n = plan.slots.unwrap_or(DEFAULT_OFFLOAD_SLOTS);
+        o.slots = n;
+        o.offload_slots = n;
+        o.slot_policy = SlotPolicy::Fixed;
+    } else {
+        o.slot_policy = SlotPolicy::Exact;
+    }
+    o
+}
+
+/// Refuses, before any work, a sweep whose tables or M_low cannot finish:
+/// a persistent table of `slots` slots over the size limit, or rotor's
+/// O(L³) minimum-memory recursion past [`SWEEP_MAX_MIN_BUDGET_STEPS`].
+fn check_bounds(chain: &Chain, algorithms: &[Algorithm], o: &Options) -> Result<()> {
+    let n = chain.len() as u128;
+    let steps = n * (n + 1) * (n + 2) / 6;
+    if steps > SWEEP_MAX_MIN_BUDGET_STEPS {
+        return Err(CliError::SweepTooLong {
+            stages: chain.len(),
+            steps,
+            limit: SWEEP_MAX_MIN_BUDGET_STEPS,
+        });
+    }
+    if algorithms.iter().any(|alg| alg.uses_slots()) {
+        // The exact lattice is capped well below the limit; the fallback
+        // (or the fixed grid) has at most `slots` slots.
+        let need = PersistentTable::table_bytes(chain.len(), o.slots);
+        if need > o.max_table_bytes as u128 {
+            return Err(CliError::SweepTable {
+                stages: chain.len(),
+                slots: o.slots,
+                need: format_bytes(need.min(u64::MAX as u128) as u64),
+                limit: format_bytes(o.max_table_bytes),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The sweep: every algorithm of `plan` at every α and bandwidth.
+///
+/// Complexity: P budgets × B bandwidths × (rotor/revolve: one table per
+/// budget, O(L³·S) with S ≤ the exact cap or `--slots`; pofo/offload-only:
+/// their DP per budget; store-all and sequential: built once, O(L²)), plus
+/// rotor's M_low, O(L³) per lattice step. Chains past the bounds of
+/// [`check_bounds`] are refused before any work.
+pub fn compute(chain: &Chain, plan: &SweepPlan) -> Result<Sweep> {
+    let base = options(plan, chain.bandwidth_bytes_per_s);
+    check_bounds(chain, &plan.algorithms, &base)?;
+    // The paper's range: M_low recomputes as much as rotor can (the least
+    // budget rotor meets under this sweep's memory treatment, so α = 0 is
+    // feasible for rotor), M_high keeps all.
+    let m_high = max_useful_budget(chain);
+    let m_low = rotor_m_low(chain, &base, m_high);
+    let mut rows = Vec::new();
+    for &bandwidth in &plan.bandwidths {
+        let opts = options(plan, bandwidth);
+        let planner = |alg: Algorithm, budget: u64, at: Option<f64>| {
+            Planner::build(chain, alg, budget, &opts, &mut no_progress()).map_err(|source| {
+                CliError::Planner {
+                    algorithm: alg,
+                    at,
+                    source,
+                }
+            })
+        };
+        // Budget-independent planners (store-all, sequential) once; the
+        // others are built for each budget, so each is solved for it.
+        let mut fixed = Vec::new();
+        for &alg in &plan.algorithms {
+            fixed.push(match alg {
+                Algorithm::StoreAll | Algorithm::Sequential => Some(planner(alg, m_high, None)?),
+                _ => None,
+            });
+        }
+        for &alpha in &plan.alphas {
+            let budget = budget_at_ratio(m_low, m_high, alpha);
+            for (&algorithm, built) in plan.algorithms.iter().zip(&fixed) {
+                let fresh;
+                let p = match built {
+                    Some(p) => p,
+                    None => {
+                        fresh = planner(algorithm, budget, Some(alpha))?;
+                        &fresh
+                    }
+                };
+                let sol = p.plan(chain, budget).map_err(|source| CliError::Planner {
+                    algorithm,
+                    at: Some(alpha),
+                    source,
+                })?;
+                let trace = match &sol.ops {
+                    Some(ops) => Some(judge(chain, ops, budget, bandwidth)?),
+                    None => None,
+                };
+                rows.push(Row {
+                    budget,
+                    alpha,
+                    bandwidth,
+                    algorithm,
+                    trace,
+                    memory: p.memory(budget),
+                });
+            }
+        }
+    }
+    Ok(Sweep {
+        m_low,
+        m_high,
+        rows,
+    })
+}
+
+fn print_csv(sweep: &Sweep) {
+    say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes,memory");
+    for r in &sweep.rows {
+        let (budget, alpha, alg, memory) = (r.budget, r.alpha, r.algorithm, r.memory);
+        let ratio = budget as f64 / sweep.m_high as f64;
+        let bw = r.bandwidth.map(|b| b.to_string()).unwrap_or_default();
+        match &r.trace {
+            Some(t) if t.fits(budget) => say!(
+                "{budget},{ratio:.4},{alg},true,{},{:.6},{},{},{alpha:.4},{bw},{},{memory}",
+                t.makespan_seconds,
+                t.overhead(),
+                t.peak_bytes,
+                t.recomputations,
+                t.offloaded_bytes
+            ),
+            _ => say!("{budget},{ratio:.4},{alg},false,,,,,{alpha:.4},{bw},,{memory}"),
+        }
+    }
+}
+
+fn json_report<'a>(chain: &'a Chain, sweep: &Sweep) -> SweepReport<'a> {
+    let point = |r: &Row| SweepPoint {
+        run: Run::new(
+            chain,
+            r.algorithm.name(),
+            r.budget,
+            r.bandwidth,
+            r.trace.as_ref(),
+        ),
+        alpha: r.alpha,
+        memory_ratio: r.budget as f64 / sweep.m_high as f64,
+        memory: r.memory.to_string(),
+        memory_lost_bytes: match r.memory {
+            Memory::Grid { lost_bytes, .. } => lost_bytes,
+            Memory::Exact => None,
+        },
+    };
+    SweepReport {
+        chain: &chain.name,
+        m_high_bytes: sweep.m_high,
+        m_low_algorithm: "rotor",
+        m_low_bytes: sweep.m_low,
+        points: sweep.rows.iter().map(point).collect(),
+        sequential_seconds: chain.sequential_seconds(),
+    }
+}

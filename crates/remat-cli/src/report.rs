@@ -1,0 +1,225 @@
+//! The JSON contract of `docs/cli.md`, one struct per `--json` output.
+//!
+//! [`print`] writes a report with its keys sorted, at every level: the
+//! reports were first built with `serde_json::json!`, whose objects (no
+//! `preserve_order`) print that way, and scripts may compare the bytes. So
+//! the structs are free to share fields through `#[serde(flatten)]`.
+
+use remat_core::format::pytorch::Segment;
+use remat_core::simulator::{OpState, TensorId, Trace};
+use remat_core::{Chain, Op};
+use serde::Serialize;
+
+/// Prints a report as pretty JSON on stdout, keys sorted.
+pub fn print(report: &impl Serialize) {
+    let sorted = serde_json::to_value(report).expect("a report serializes");
+    say!(
+        "{}",
+        serde_json::to_string_pretty(&sorted).expect("a JSON value prints")
+    );
+}
+
+/// What the simulator measured of a schedule at a budget (all null when
+/// there is no schedule).
+#[derive(Clone, Copy, Serialize)]
+pub struct Measured {
+    /// A schedule was found and its simulated peak is within the budget.
+    pub feasible: bool,
+    /// The simulated time of the step and its peak.
+    pub makespan_seconds: Option<f64>,
+    pub peak_bytes: Option<u64>,
+    /// makespan / sequential − 1.
+    pub overhead: Option<f64>,
+    /// Forward operations beyond the first of each stage.
+    pub recomputations: Option<usize>,
+    /// Time the compute lane waits.
+    pub idle_seconds: Option<f64>,
+    /// Bytes moved to and from the host.
+    pub offloaded_bytes: Option<u64>,
+    pub prefetched_bytes: Option<u64>,
+}
+
+impl Measured {
+    pub fn new(trace: Option<&Trace>, budget: u64) -> Measured {
+        Measured {
+            feasible: trace.is_some_and(|t| t.fits(budget)),
+            makespan_seconds: trace.map(|t| t.makespan_seconds),
+            peak_bytes: trace.map(|t| t.peak_bytes),
+            overhead: trace.map(|t| t.overhead()),
+            recomputations: trace.map(|t| t.recomputations),
+            idle_seconds: trace.map(|t| t.idle_seconds),
+            offloaded_bytes: trace.map(|t| t.offloaded_bytes),
+            prefetched_bytes: trace.map(|t| t.prefetched_bytes),
+        }
+    }
+}
+
+/// The fields every report of a schedule run shares: `solve`, `simulate`
+/// and each point of `sweep`.
+#[derive(Serialize)]
+pub struct Run<'a> {
+    pub algorithm: &'a str,
+    pub chain: &'a str,
+    pub stages: usize,
+    pub budget_bytes: u64,
+    pub bandwidth_bytes_per_s: Option<f64>,
+    #[serde(flatten)]
+    pub measured: Measured,
+    /// Σ u_f + u_b, the time with no memory limit.
+    pub sequential_seconds: f64,
+    /// The solver's own prediction, to compare with the simulated values.
+    pub predicted_seconds: Option<f64>,
+    pub predicted_peak_bytes: Option<u64>,
+}
+
+impl<'a> Run<'a> {
+    pub fn new(
+        chain: &'a Chain,
+        algorithm: &'a str,
+        budget: u64,
+        bandwidth: Option<f64>,
+        trace: Option<&Trace>,
+    ) -> Run<'a> {
+        Run {
+            algorithm,
+            chain: &chain.name,
+            stages: chain.len(),
+            budget_bytes: budget,
+            bandwidth_bytes_per_s: bandwidth,
+            measured: Measured::new(trace, budget),
+            sequential_seconds: chain.sequential_seconds(),
+            predicted_seconds: None,
+            predicted_peak_bytes: None,
+        }
+    }
+
+    /// With the solver's prediction of time and peak.
+    pub fn predicted(self, seconds: Option<f64>, peak_bytes: Option<u64>) -> Run<'a> {
+        Run {
+            predicted_seconds: seconds,
+            predicted_peak_bytes: peak_bytes,
+            ..self
+        }
+    }
+}
+
+/// `remat solve --json`.
+#[derive(Serialize)]
+pub struct SolveReport<'a> {
+    #[serde(flatten)]
+    pub run: Run<'a>,
+    /// One line for people: the grid used, the segments, why infeasible.
+    pub detail: &'a str,
+    /// `exact` or `grid:<slot bytes>`.
+    pub memory: String,
+    pub m_low_bytes: Option<u64>,
+    pub m_high_bytes: u64,
+    pub algorithm_min_bytes: u64,
+    /// The offloading algorithms' least is a bound no schedule can beat
+    /// (an op's own inputs and outputs), not a budget they were seen to meet.
+    pub algorithm_min_is_lower_bound: bool,
+    /// The schedule (empty when infeasible).
+    pub ops: &'a [Op],
+}
+
+/// `remat simulate --json`.
+#[derive(Serialize)]
+pub struct SimulateReport<'a> {
+    #[serde(flatten)]
+    pub run: Run<'a>,
+    /// The number of operations.
+    pub ops: usize,
+    /// With `--states` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states: Option<Vec<StateReport>>,
+}
+
+/// One entry of `"states"`: tensors named as people and the papers write
+/// them (`a^3`, `ā^3`, `δ^3`), which is also how a runtime's bookkeeping
+/// names them.
+#[derive(Serialize)]
+pub struct StateReport {
+    pub device: Vec<String>,
+    pub host: Vec<String>,
+    pub op: usize,
+}
+
+impl From<&OpState> for StateReport {
+    fn from(s: &OpState) -> StateReport {
+        StateReport {
+            device: tensor_names(&s.device),
+            host: tensor_names(&s.host),
+            op: s.op,
+        }
+    }
+}
+
+pub fn tensor_names(tensors: &[TensorId]) -> Vec<String> {
+    tensors.iter().map(|t| t.to_string()).collect()
+}
+
+/// `remat sweep --format json`.
+#[derive(Serialize)]
+pub struct SweepReport<'a> {
+    pub chain: &'a str,
+    pub sequential_seconds: f64,
+    /// The least budget rotor meets under the sweep's memory treatment (α = 0).
+    pub m_low_bytes: u64,
+    pub m_low_algorithm: &'static str,
+    /// Store-all's peak (α = 1).
+    pub m_high_bytes: u64,
+    pub points: Vec<SweepPoint<'a>>,
+}
+
+/// One algorithm at one budget and bandwidth of a sweep.
+#[derive(Serialize)]
+pub struct SweepPoint<'a> {
+    #[serde(flatten)]
+    pub run: Run<'a>,
+    pub alpha: f64,
+    /// budget / M_high.
+    pub memory_ratio: f64,
+    pub memory: String,
+    /// Bytes the grid's rounding may hide, when it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_lost_bytes: Option<u64>,
+}
+
+/// `remat export --to pytorch-segments --json`.
+#[derive(Serialize)]
+pub struct ExportReport<'a> {
+    pub format: &'static str,
+    pub stages: usize,
+    /// 1-based stages.
+    pub segments: &'a [Segment],
+    /// `checkpoint_sequential`'s k, when the segments are its.
+    pub checkpoint_sequential_k: Option<usize>,
+    pub snippet: &'a str,
+}
+
+/// `remat bench --json`.
+#[derive(Serialize)]
+pub struct BenchReport {
+    /// The synthetic chain's L and the rotor table's slots.
+    pub stages: usize,
+    pub slots: usize,
+    /// Median seconds to build the rotor table, and its size.
+    pub table_build_seconds: f64,
+    pub table_bytes: usize,
+    /// Median seconds to read one budget's schedule out of the table.
+    pub readout_seconds: f64,
+    /// The simulator's speed on the longest schedule read out.
+    pub simulated_ops: usize,
+    pub simulator_ops_per_second: f64,
+    /// Empty, and null, with `--no-pofo`.
+    pub pofo_dp_seconds: Vec<PofoDpTime>,
+    pub pofo_solve_50_stages_seconds: Option<f64>,
+}
+
+/// Median seconds of pofo's DP at L stages and N slots.
+#[derive(Serialize)]
+pub struct PofoDpTime {
+    pub stages: usize,
+    pub slots: usize,
+    pub seconds: f64,
+}
