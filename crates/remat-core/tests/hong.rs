@@ -53,7 +53,11 @@ fn assert_valid(set: &[usize], n: usize, what: &str) {
         set.windows(2).all(|w| w[0] < w[1]),
         "{what}: not ascending {set:?}"
     );
-    assert_eq!(set.last(), Some(&n), "{what}: must end with n = {n}: {set:?}");
+    assert_eq!(
+        set.last(),
+        Some(&n),
+        "{what}: must end with n = {n}: {set:?}"
+    );
     assert!(set[0] >= 1, "{what}: 0 is not written: {set:?}");
 }
 
@@ -90,12 +94,11 @@ fn chain_of(d: &[u64]) -> Chain {
 // chains, n = 1 … 40, with ties (equal sizes, sizes in 0..=2); each returned
 // set is valid and its Eq. 12 peak is the value returned. How it could fail:
 // a pointer that skips the crossing of U and Q, a queue that keeps or drops
-// the wrong entries, a set read off the wrong successor. Mutations tried,
-// each caught here: popping Q only on `m[t] > m[i]` passed (equal entries are
-// harmless), but dropping the `falling` candidate (line 13's M(j) side),
+// the wrong entries, a set read off the wrong successor. Mutations tried:
+// dropping the `falling` candidate (the M(j) side of the paper's line 13)
 // and omitting the clamp `cross = cross.min(q.len())` (index out of bounds)
-// both failed; so did starting the walk at `cross = 0` only once per chain
-// with `cross` reset to `q.len()` after each push.
+// were both caught; popping Q only on `m[t] > m[i]` instead of `>=`
+// survived, as it should (an equal entry is dominated but harmless).
 #[test]
 fn algorithm6_equals_algorithm5_on_100000_chains() {
     let mut rng = Lcg(14);
@@ -129,8 +132,11 @@ fn algorithm6_equals_algorithm5_on_100000_chains() {
 // is not the one the peak function states. Mutations tried, each caught:
 // Algorithm 3 taking segment memories only up to d_{n−2} (`&d[a..n - 1]`),
 // Algorithm 3 adding i to Q after reading the head (the paper's literal
-// order: Q empties when d_i > s), Algorithm 5 with j < n only (Eq. 13's
-// range, which cannot end at d_n).
+// order: Q is empty when d_i > s), Algorithm 5 with the buffer leaving out
+// the left checkpoint (`largest` starting at 0, not d_i). Algorithm 5 with
+// j < n for i < n − 1 (Eq. 13's literal range) survived, and must: putting a
+// checkpoint at n − 1 never raises the peak in this model (the last segment
+// empties and the buffer shrinks to d_{n−1}), so some optimum always has it.
 #[test]
 fn algorithms_3_5_6_equal_exhaustive_search_up_to_16_stages() {
     let mut rng = Lcg(3);
@@ -182,7 +188,11 @@ fn curves_peak_where_the_closed_forms_say_and_fall_within_each_segment() {
             assert_eq!(c[0], d[0]);
             assert_eq!(c[2 * n + 1], d[0]);
             let peak = hong::peak(&chain, model, &set).unwrap();
-            assert_eq!(c.iter().max(), Some(&peak), "{model}: d = {d:?} set {set:?}");
+            assert_eq!(
+                c.iter().max(),
+                Some(&peak),
+                "{model}: d = {d:?} set {set:?}"
+            );
         }
         let c = curve::pytorch(&d, &set);
         let index = |i: usize| 2 * n + 1 - i;
@@ -233,17 +243,25 @@ fn any_set_becomes_a_schedule_the_simulator_accepts() {
 // Bad sets are refused with the stage and the reason; n may be left out.
 // How it could fail: a set accepted that the algorithms would index out of
 // bounds (stage n + 1), a duplicate that double-counts a checkpoint.
+// Mutations tried, each caught: the range check `stage > n` loosened to
+// `stage > n + 1`; the order check `stage <= previous` to `stage < previous`.
 #[test]
 fn bad_sets_are_named() {
     let chain = chain_of(&[4, 8, 1, 8, 1, 8]);
     let peak = |set: &[usize]| hong::peak(&chain, Model::PyTorch, set);
     assert_eq!(
         peak(&[2, 6]),
-        Err(CheckpointError::StageOutOfRange { stage: 6, stages: 5 })
+        Err(CheckpointError::StageOutOfRange {
+            stage: 6,
+            stages: 5
+        })
     );
     assert_eq!(
         peak(&[0, 2]),
-        Err(CheckpointError::StageOutOfRange { stage: 0, stages: 5 })
+        Err(CheckpointError::StageOutOfRange {
+            stage: 0,
+            stages: 5
+        })
     );
     assert_eq!(
         peak(&[4, 2]),
@@ -261,12 +279,22 @@ fn bad_sets_are_named() {
     let msg = peak(&[2, 9]).unwrap_err().to_string();
     assert!(msg.contains("stage 9") && msg.contains("1..=5"), "{msg}");
     assert_eq!("chen".parse::<Model>(), Ok(Model::Chen));
-    assert!("torch".parse::<Model>().unwrap_err().to_string().contains("pytorch or chen"));
+    assert!("torch"
+        .parse::<Model>()
+        .unwrap_err()
+        .to_string()
+        .contains("pytorch or chen"));
     let mut empty = chain.clone();
     empty.stages.clear();
-    assert_eq!(hong::optimal(&empty, Model::PyTorch), Err(CheckpointError::NoStage));
+    assert_eq!(
+        hong::optimal(&empty, Model::PyTorch),
+        Err(CheckpointError::NoStage)
+    );
     let huge = chain_of(&[u64::MAX / 2, u64::MAX / 2, 1]);
-    assert_eq!(hong::optimal(&huge, Model::Chen), Err(CheckpointError::TooLarge));
+    assert_eq!(
+        hong::optimal(&huge, Model::Chen),
+        Err(CheckpointError::TooLarge)
+    );
 }
 
 #[test]
@@ -306,8 +334,9 @@ fn vgg19_table2() -> Vec<u64> {
 // set − Algorithm 6's: 6835 − 6444 = 391 MiB; the √n set's: 8404 − 6444 =
 // 1960 MiB) within a few MiB. How it could fail: a model without the
 // output-gradient buffer (it picks Chen's {3, 6, 24} and the differences
-// vanish), pools not counted as stages, or the wrong √n set. Mutation tried:
-// the buffer term removed from `pytorch::peak` made it fail.
+// vanish), pools not counted as stages, or the wrong √n set. Mutations
+// tried, each caught: the buffer term removed from `pytorch::peak`; the
+// replayed buffer zeroed for the first segment (the peak leaves index 46).
 #[test]
 fn vgg19_table2_differences_match_the_paper() {
     let d = vgg19_table2();
@@ -330,10 +359,31 @@ fn vgg19_table2_differences_match_the_paper() {
     assert_eq!(chen_set, vec![3, 6, 24], "Algorithm 3's set is the paper's");
     assert_eq!(optimal.peak_bytes, peak(&optimal.checkpoints));
     let paper_set = [2, 4, 6, 9, 11, 14, 16, 19, 21, 23, 24];
-    assert_eq!(peak(&paper_set), optimal.peak_bytes, "the paper's set is optimal too");
+    assert_eq!(
+        peak(&paper_set),
+        optimal.peak_bytes,
+        "the paper's set is optimal too"
+    );
     let within = |ours: u64, paper: f64| (mib(ours) - paper).abs() <= 4.0;
     let chen_gap = peak(&chen_set) - optimal.peak_bytes;
     let sqrt_gap = peak(&sqrt) - optimal.peak_bytes;
-    assert!(within(chen_gap, 391.0), "algorithm 3 − algorithm 6: {:.1} MiB, paper 391", mib(chen_gap));
-    assert!(within(sqrt_gap, 1960.0), "√n − algorithm 6: {:.1} MiB, paper 1960", mib(sqrt_gap));
+    assert!(
+        within(chen_gap, 391.0),
+        "algorithm 3 − algorithm 6: {:.1} MiB, paper 391",
+        mib(chen_gap)
+    );
+    assert!(
+        within(sqrt_gap, 1960.0),
+        "√n − algorithm 6: {:.1} MiB, paper 1960",
+        mib(sqrt_gap)
+    );
+    // Section 5.4: with {3, 6, 24} the peak "occurs at the start of the last
+    // segment in the backward phase": the backward of checkpoint 3, with
+    // conv1_1 and conv1_2 (1568 MiB each) just recomputed; training phase
+    // index 2 · 24 + 1 − 3 = 46.
+    let c = curve::pytorch(&d, &chen_set);
+    let argmax = (0..c.len())
+        .max_by_key(|&k| (c[k], std::cmp::Reverse(k)))
+        .unwrap();
+    assert_eq!(argmax, 46, "curve {c:?}");
 }

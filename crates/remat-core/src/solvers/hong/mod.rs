@@ -202,10 +202,7 @@ pub fn sqrt_set(n: usize) -> Vec<usize> {
         return Vec::new();
     }
     let step = (1..=n).find(|s| s * s >= n).unwrap_or(n);
-    let mut set: Vec<usize> = (1..)
-        .map(|k| k * step)
-        .take_while(|&c| c < n)
-        .collect();
+    let mut set: Vec<usize> = (1..).map(|k| k * step).take_while(|&c| c < n).collect();
     set.push(n);
     set
 }

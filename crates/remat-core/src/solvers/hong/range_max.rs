@@ -91,15 +91,18 @@ mod tests {
     use super::*;
 
     // Fails if a query misses part of its range (an off-by-one at a block
-    // edge, the wrong sparse-table level); mutation tried: `u64::MAX << (l -
-    // start)` replaced by `u64::MAX << (l - start + 1)` made it fail.
+    // edge, the wrong sparse-table level); mutation tried: the in-block mask
+    // `u64::MAX << (l - start)` shifted one further (`(l - start + 1) % 64`)
+    // made it fail.
     #[test]
     fn equals_a_plain_scan_on_every_range() {
         let mut seed = 7u64;
         for len in [1usize, 2, 63, 64, 65, 130, 300] {
             let values: Vec<u64> = (0..len)
                 .map(|_| {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     (seed >> 33) % 50
                 })
                 .collect();
