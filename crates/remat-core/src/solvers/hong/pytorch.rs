@@ -85,10 +85,22 @@ pub fn algorithm5(d: &[u64]) -> Selection {
 /// once per entry pushed plus once per entry popped: O(n) in all. U(i, j)
 /// is two prefix sums and one O(1) range maximum.
 pub fn algorithm6(d: &[u64]) -> Selection {
+    algorithm6_counted(d).0
+}
+
+/// Algorithm 6, and how many times it evaluated U(i, j): at most 4n (the
+/// pointer moves up at most 2n times, and each i adds the check that stops
+/// it and one candidate), which the tests check so that
+/// a change that keeps the answer but loses linearity is caught.
+fn algorithm6_counted(d: &[u64]) -> (Selection, usize) {
     let n = d.len() - 1;
     let prefix = prefix_sums(d);
     let range = RangeMax::new(d);
-    let u = |i: usize, j: usize| prefix[j] - prefix[i + 1] + range.max(i, j - 1) + d[j];
+    let evaluations = std::cell::Cell::new(0usize);
+    let u = |i: usize, j: usize| {
+        evaluations.set(evaluations.get() + 1);
+        prefix[j] - prefix[i + 1] + range.max(i, j - 1) + d[j]
+    };
     let mut m = vec![0u64; n + 1];
     let mut next = vec![n; n + 1];
     m[n] = d[n];
@@ -113,10 +125,11 @@ pub fn algorithm6(d: &[u64]) -> Selection {
         cross = cross.min(q.len());
         q.push(i);
     }
-    Selection {
+    let selection = Selection {
         checkpoints: follow(&next),
         peak_bytes: m[0],
-    }
+    };
+    (selection, evaluations.get())
 }
 
 /// prefix[k] = d_0 + … + d_{k−1}.
@@ -141,4 +154,45 @@ fn follow(next: &[usize]) -> Vec<usize> {
         set.push(i);
     }
     set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Algorithm 6 stays linear: at most 4n evaluations of U on 10⁵ stages of
+    // random, rising, falling and equal sizes (the answers are checked against
+    // Algorithm 5 in tests/hong.rs; this checks the cost, which those tests
+    // cannot see). How it could fail: a pointer restarted each step, or
+    // moved back after the queue changes. Mutation tried: `cross = 0` in
+    // place of `cross = cross.min(q.len())` (still correct, but quadratic)
+    // made it fail.
+    #[test]
+    fn algorithm6_evaluates_u_at_most_4n_times() {
+        let n = 100_000usize;
+        let mut state = 1u64;
+        let random: Vec<u64> = (0..=n)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                1 + (state >> 34)
+            })
+            .collect();
+        let rising: Vec<u64> = (0..=n as u64).map(|k| k + 1).collect();
+        let falling: Vec<u64> = rising.iter().rev().copied().collect();
+        let equal = vec![7u64; n + 1];
+        for (name, d) in [
+            ("random", random),
+            ("rising", rising),
+            ("falling", falling),
+            ("equal", equal),
+        ] {
+            let (_, evaluations) = algorithm6_counted(&d);
+            assert!(
+                evaluations <= 4 * n,
+                "{name}: {evaluations} evaluations of U for n = {n}"
+            );
+        }
+    }
 }
