@@ -48,6 +48,14 @@ fn random_set(rng: &mut Lcg, n: usize) -> Vec<usize> {
     set
 }
 
+/// Positive sizes (n in 1..=max_n), a random set on them, and their chain.
+fn random_case(rng: &mut Lcg, max_n: usize) -> (Vec<u64>, Vec<usize>, Chain) {
+    let d: Vec<u64> = sizes(rng, max_n).iter().map(|x| x + 1).collect();
+    let set = random_set(rng, d.len() - 1);
+    let chain = chain_of(&d);
+    (d, set, chain)
+}
+
 fn assert_valid(set: &[usize], n: usize, what: &str) {
     assert!(
         set.windows(2).all(|w| w[0] < w[1]),
@@ -178,10 +186,8 @@ fn algorithms_3_5_6_equal_exhaustive_search_up_to_16_stages() {
 fn curves_peak_where_the_closed_forms_say_and_fall_within_each_segment() {
     let mut rng = Lcg(9);
     for _ in 0..5000 {
-        let d: Vec<u64> = sizes(&mut rng, 30).iter().map(|x| x + 1).collect();
+        let (d, set, chain) = random_case(&mut rng, 30);
         let n = d.len() - 1;
-        let set = random_set(&mut rng, n);
-        let chain = chain_of(&d);
         for model in Model::ALL {
             let c = hong::curve(&chain, model, &set).unwrap();
             assert_eq!(c.len(), 2 * n + 2);
@@ -221,10 +227,8 @@ fn curves_peak_where_the_closed_forms_say_and_fall_within_each_segment() {
 fn any_set_becomes_a_schedule_the_simulator_accepts() {
     let mut rng = Lcg(21);
     for _ in 0..2000 {
-        let d: Vec<u64> = sizes(&mut rng, 25).iter().map(|x| x + 1).collect();
+        let (d, set, chain) = random_case(&mut rng, 25);
         let n = d.len() - 1;
-        let set = random_set(&mut rng, n);
-        let chain = chain_of(&d);
         let segs = hong::segments(n, &set).unwrap();
         assert_eq!(segs.len(), set.len());
         assert_eq!(segs[0].first, 1);

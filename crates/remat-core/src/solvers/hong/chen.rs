@@ -10,21 +10,17 @@
 //! checkpoint memory c_s whose segments all fit in s (a DP over a sliding
 //! window with a monotone queue, O(n)); then the least s + c_s. O(n³) in all.
 
-use super::Selection;
+use super::{spans, Selection};
 use std::collections::VecDeque;
 
 /// The peak of a checkpoint set (Eq. 6). `set` is ascending, ends with n and
 /// does not contain 0; `d` is d_0 … d_n.
 pub fn peak(d: &[u64], set: &[usize]) -> u64 {
-    let mut kept = d[0];
-    let mut largest = 0;
-    let mut h = 0;
-    for &i in set {
-        kept += d[i];
-        largest = largest.max(d[h + 1..i].iter().sum());
-        h = i;
-    }
-    kept + largest
+    let kept: u64 = d[0] + set.iter().map(|&i| d[i]).sum::<u64>();
+    let largest = spans(set)
+        .map(|(h, i)| d[h + 1..i].iter().sum::<u64>())
+        .max();
+    kept + largest.unwrap_or(0)
 }
 
 /// Algorithm 3.

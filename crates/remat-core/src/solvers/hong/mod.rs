@@ -24,7 +24,7 @@
 //!   ([`pytorch::algorithm5`]) and Algorithm 6 in O(n)
 //!   ([`pytorch::algorithm6`], what [`optimal`] runs).
 //!
-//! [`curve`] gives either model's memory over the paper's training phase
+//! [`curve()`] gives either model's memory over the paper's training phase
 //! index 0 … 2n + 1, replaying its pseudo-code; [`peak`] the closed-form peak
 //! of any set, which equals the curve's maximum.
 //!
@@ -173,21 +173,17 @@ pub fn optimal_for_sizes(d: &[u64], model: Model) -> Result<Selection, Checkpoin
 
 /// The peak of `set` in `model` (Eq. 12 or Eq. 6).
 pub fn peak(chain: &Chain, model: Model, set: &[usize]) -> Result<u64, CheckpointError> {
-    let d = sizes(chain);
-    check_sizes(&d)?;
-    let set = normalize(chain.len(), set)?;
+    let (d, set) = checked(chain, set)?;
     Ok(match model {
         Model::PyTorch => pytorch::peak(&d, &set),
         Model::Chen => chen::peak(&d, &set),
     })
 }
 
-/// The memory over the training phase index 0 … 2n + 1 (see [`curve`]'s
+/// The memory over the training phase index 0 … 2n + 1 (see the [`curve`](mod@curve)
 /// module): 2n + 2 values.
 pub fn curve(chain: &Chain, model: Model, set: &[usize]) -> Result<Vec<u64>, CheckpointError> {
-    let d = sizes(chain);
-    check_sizes(&d)?;
-    let set = normalize(chain.len(), set)?;
+    let (d, set) = checked(chain, set)?;
     Ok(match model {
         Model::PyTorch => curve::pytorch(&d, &set),
         Model::Chen => curve::chen(&d, &set),
@@ -275,6 +271,21 @@ pub fn normalize(n: usize, set: &[usize]) -> Result<Vec<usize>, CheckpointError>
         set.push(n);
     }
     Ok(set)
+}
+
+/// The sizes and the normalized set, both checked.
+fn checked(chain: &Chain, set: &[usize]) -> Result<(Vec<u64>, Vec<usize>), CheckpointError> {
+    let d = sizes(chain);
+    check_sizes(&d)?;
+    Ok((d, normalize(chain.len(), set)?))
+}
+
+/// Each checkpoint of a normalized set with the one before it (0 first):
+/// the segment between them is h + 1 … i − 1.
+fn spans(set: &[usize]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    std::iter::once(0)
+        .chain(set.iter().copied())
+        .zip(set.iter().copied())
 }
 
 /// At least one stage, and every sum the models form fits in 64 bits.

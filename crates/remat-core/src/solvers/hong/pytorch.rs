@@ -19,22 +19,21 @@
 //! O(n²); [`algorithm6`] in O(n).
 
 use super::range_max::RangeMax;
-use super::Selection;
+use super::{spans, Selection};
 
 /// The peak of a checkpoint set (Eq. 12 maximised over C). `set` is
 /// ascending, ends with n, and does not contain 0; `d` is d_0 … d_n.
 pub fn peak(d: &[u64], set: &[usize]) -> u64 {
     let mut kept = d[0];
-    let mut h = 0;
-    let mut peak = 0;
-    for &i in set {
-        kept += d[i];
-        let segment: u64 = d[h + 1..i].iter().sum();
-        let buffer = d[h..i].iter().copied().max().unwrap_or(0);
-        peak = peak.max(kept + segment + buffer);
-        h = i;
-    }
-    peak
+    spans(set)
+        .map(|(h, i)| {
+            kept += d[i];
+            let segment: u64 = d[h + 1..i].iter().sum();
+            let buffer = d[h..i].iter().copied().max().unwrap_or(0);
+            kept + segment + buffer
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Algorithm 5: the recursion of Eq. 13 in O(n²), s(i, j) kept as a running
