@@ -219,7 +219,8 @@ fn curves_peak_where_the_closed_forms_say_and_fall_within_each_segment() {
 
 // Any set becomes a schedule the simulator accepts (valid and complete),
 // whose forward pass keeps exactly the set's outputs; segments cover 1..=n
-// in order, each ending at a checkpoint. How it could fail: a segment off by
+// in order, each ending at a checkpoint, and the exporter reads them back
+// from the schedule. How it could fail: a segment off by
 // one (a stage run twice or never: the simulator refuses), the last segment
 // checkpointed (then F_all^n recomputes a resident a^n: refused). Mutation
 // tried: `checkpointed: true` for every segment made the simulator refuse.
@@ -241,6 +242,8 @@ fn any_set_becomes_a_schedule_the_simulator_accepts() {
         }
         let ops = hong::schedule(&chain, &set).unwrap();
         simulate(&chain, &ops).unwrap_or_else(|e| panic!("set {set:?} on n = {n}: {e}"));
+        // `remat export --to pytorch-segments` reads the same segments back.
+        assert_eq!(remat_core::format::pytorch::segments(&ops).unwrap(), segs);
     }
 }
 

@@ -8,7 +8,9 @@
 //! m(i) = Σ_{c ∈ C, c ≤ i} d_c + s(h, i),  s(h, i) = Σ_{k=h+1}^{i−1} d_k + max_{h≤k<i} d_k (Eq. 11),
 //!
 //! and the peak of C is the largest m(i) over i ∈ C \ {0}: inside a segment
-//! the memory only falls (Eq. 10), and the forward pass never exceeds m(n).
+//! the memory only falls (Eq. 10), and forward step k (the checkpoints
+//! before k, and d_k) is at most m(c) for the checkpoint c that ends k's
+//! segment.
 //!
 //! The optimum is M(0) of the recursion (Eq. 13–16, extended to i = 0 since
 //! d_0 is always a checkpoint here)
