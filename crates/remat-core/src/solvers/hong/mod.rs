@@ -180,7 +180,7 @@ pub fn peak(chain: &Chain, model: Model, set: &[usize]) -> Result<u64, Checkpoin
     })
 }
 
-/// The memory over the training phase index 0 … 2n + 1 (see the [`curve`](mod@curve)
+/// The memory over the training phase index 0 … 2n + 1 (see the [`mod@curve`]
 /// module): 2n + 2 values.
 pub fn curve(chain: &Chain, model: Model, set: &[usize]) -> Result<Vec<u64>, CheckpointError> {
     let (d, set) = checked(chain, set)?;
