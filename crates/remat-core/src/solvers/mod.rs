@@ -8,6 +8,7 @@
 //! budget (a DP table, the k candidates of `sequential`), and
 //! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
 
+pub mod hong;
 pub mod offload;
 pub mod persistent;
 pub mod pofo;
