@@ -133,26 +133,35 @@ pub struct Table {
 /// bandwidths at one α, for the offloading algorithms and rotor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
+    /// The bandwidth of the α figure (bytes/s).
     pub bandwidth: f64,
+    /// α = 0 and α = 1.
     pub m_low: u64,
     pub m_high: u64,
+    /// The step with no memory limit: what the overheads are relative to.
     pub sequential_seconds: f64,
+    /// Every algorithm at every α, at `bandwidth`.
     pub by_alpha: Vec<SweepPoint>,
+    /// Every algorithm at every bandwidth, at the fixed α.
     pub by_bandwidth: Vec<SweepPoint>,
 }
 
+/// One solve of the sweep, measured by the simulator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     #[serde(with = "algorithm_name")]
     pub algorithm: Algorithm,
     pub alpha: f64,
     pub bandwidth: f64,
+    /// None where the algorithm has no schedule within the budget.
     pub makespan_seconds: Option<f64>,
 }
 
+/// The schedule for one budget (the answer to a `Plan`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Planned {
     pub generation: u64,
+    /// The request's id: the page shows only the latest plan.
     pub id: u64,
     #[serde(with = "algorithm_name")]
     pub algorithm: Algorithm,

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, nextPlan, planId, text, waitForPlan, syntheticChain } from './helpers.mjs';
+import { launch, open, nextPlan, planId, text, importLongChain } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 
@@ -119,12 +119,7 @@ test('the sweep draws both POFO figures, and can be cancelled', async () => {
 
 test('a chain too long for pofo\'s tables says so and the page keeps planning', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
-  await page.locator('#import-input').setInputFiles({
-    name: 'synthetic-300.json', mimeType: 'application/json',
-    buffer: Buffer.from(JSON.stringify(syntheticChain(300))),
-  });
-  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('300 stages'));
-  await waitForPlan(page, 120000);
+  await importLongChain(page, 300);
   const id = await planId(page);
   await page.locator('#algorithm-select').selectOption('pofo');
   await nextPlan(page, id);

@@ -60,9 +60,9 @@ impl AppState {
             loaded: Loaded::new(chain, source),
             controls: Controls::new(),
             tables: Tables::new(),
-            shown: Shown::new(),
-            offloading: Offloading::new(),
-            view: ViewState::new(),
+            shown: Shown::default(),
+            offloading: Offloading::default(),
+            view: ViewState::default(),
             requests: Requests::new(backend.clone()),
         };
         backend.set_handler(move |r| state.on_response(r));

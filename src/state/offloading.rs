@@ -4,7 +4,7 @@
 use crate::protocol::{Summary, Sweep};
 use leptos::prelude::*;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Offloading {
     /// The offloading algorithms at the current budget (solved in the worker).
     pub summaries: RwSignal<Vec<Summary>>,
@@ -16,15 +16,6 @@ pub struct Offloading {
 }
 
 impl Offloading {
-    pub(super) fn new() -> Offloading {
-        Offloading {
-            summaries: RwSignal::new(Vec::new()),
-            comparing: RwSignal::new(None),
-            sweep: RwSignal::new(None),
-            sweeping: RwSignal::new(None),
-        }
-    }
-
     /// Forgets the rows and the figures (a new chain).
     pub(super) fn reset(self) {
         self.summaries.set(Vec::new());

@@ -27,7 +27,7 @@ impl Current {
     }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct Shown {
     pub current: RwSignal<Option<Arc<Current>>>,
     /// The table-built algorithms at the current budget (the compare rows).
@@ -40,15 +40,6 @@ pub struct Shown {
 }
 
 impl Shown {
-    pub(super) fn new() -> Shown {
-        Shown {
-            current: RwSignal::new(None),
-            summaries: RwSignal::new(Vec::new()),
-            id: RwSignal::new(0),
-            replanning: RwSignal::new(None),
-        }
-    }
-
     /// Shows nothing (a new chain).
     pub(super) fn reset(self) {
         self.current.set(None);

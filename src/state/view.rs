@@ -9,7 +9,7 @@ pub enum Notice {
     Info(String),
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub struct ViewState {
     /// A time shared by the memory chart and the timelines (hover or step).
     pub cursor: RwSignal<Option<f64>>,
@@ -22,16 +22,6 @@ pub struct ViewState {
 }
 
 impl ViewState {
-    pub(super) fn new() -> ViewState {
-        ViewState {
-            cursor: RwSignal::new(None),
-            step: RwSignal::new(None),
-            playing: RwSignal::new(false),
-            uniform: RwSignal::new(false),
-            notice: RwSignal::new(None),
-        }
-    }
-
     /// Leaves the step-through (a new chain).
     pub(super) fn reset(self) {
         self.playing.set(false);

@@ -2,7 +2,8 @@
 //! by what the schedule does with it in the forward phase.
 
 use super::chart::{
-    bytes, chart_point, ms, palette, tooltip_style, PathBatch, Swatch, MARGIN_L, PLOT_W,
+    bytes, chart_point, layer_of, ms, palette, tooltip_style, CardHead, ChartSvg, PathBatch,
+    Swatch, MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
 use crate::state::{use_app, Current};
@@ -157,17 +158,8 @@ fn layer(c: &Current, uniform: bool) -> String {
 pub fn ChainView() -> impl IntoView {
     let state = use_app();
     let hover = RwSignal::new(None::<(usize, f64)>);
-    let heavy = move || {
-        let s = {
-            let uniform = state.view.uniform.get();
-            state
-                .shown
-                .current
-                .with(|c| c.as_ref().map(|c| layer(c, uniform)).unwrap_or_default())
-        };
-        crate::state::mark("chain");
-        s
-    };
+    let uniform = state.view.uniform;
+    let heavy = layer_of("chain", move |c| layer(c, uniform.get()));
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {
             return;
@@ -220,30 +212,24 @@ pub fn ChainView() -> impl IntoView {
         })
     };
     view! {
-        <div class="card-head">
-            <h2>"Layer chain"</h2>
-            <div class="legend">
-                <Swatch color=palette::KEPT label="kept (F_all)" />
-                <Swatch color=palette::CHECKPOINT label="checkpointed input (F_ck)" />
-                <Swatch color=palette::RECOMPUTE label="dropped, recomputed (F_∅)" />
-                <Swatch color=palette::OFFLOAD label="offloaded" />
-                <span class="muted">"↻n = recomputations"</span>
-                <label class="toggle">
-                    <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
-                        on:change=move |ev| state.view.uniform.set(event_target_checked(&ev)) />
-                    "equal boxes"
-                </label>
-            </div>
-        </div>
+        <CardHead title="Layer chain">
+            <Swatch color=palette::KEPT label="kept (F_all)" />
+            <Swatch color=palette::CHECKPOINT label="checkpointed input (F_ck)" />
+            <Swatch color=palette::RECOMPUTE label="dropped, recomputed (F_∅)" />
+            <Swatch color=palette::OFFLOAD label="offloaded" />
+            <span class="muted">"↻n = recomputations"</span>
+            <label class="toggle">
+                <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
+                    on:change=move |ev| state.view.uniform.set(event_target_checked(&ev)) />
+                "equal boxes"
+            </label>
+        </CardHead>
         <p class="hint">{move || math_text(if state.view.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
         <div class="chart-wrap">
-            <svg id="chain-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
-                font-family="Inter, system-ui, sans-serif"
-                on:mousemove=on_move on:mouseleave=move |_| hover.set(None)>
-                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
-                <g inner_html=heavy></g>
+            <ChartSvg id="chain-svg" height=H layer=heavy
+                on_move=Callback::new(on_move) on_leave=Callback::new(move |_| hover.set(None))>
                 {highlight}
-            </svg>
+            </ChartSvg>
             {tooltip}
         </div>
     }

@@ -2,7 +2,7 @@
 //! number formatting, batched SVG paths, and the pointer.
 
 use super::notation::math_text;
-use crate::state::{use_app, AppState, Current};
+use crate::state::{mark, use_app, AppState, Current};
 use leptos::prelude::*;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::Op;
@@ -328,5 +328,67 @@ impl TimeHover {
         let c = self.state.shown.current.get()?;
         c.ok_trace()?;
         Some((fx, t, c))
+    }
+}
+
+/// A chart card's heading: the title, then the legend.
+#[component]
+pub fn CardHead(title: &'static str, children: Children) -> impl IntoView {
+    view! {
+        <div class="card-head">
+            <h2>{title}</h2>
+            <div class="legend">{children()}</div>
+        </div>
+    }
+}
+
+/// A full-width chart against the page's coordinates: a white ground, the
+/// heavy `layer` (one string of SVG, redrawn when the schedule changes),
+/// then `children` (cursors, highlights) over it.
+#[component]
+pub fn ChartSvg(
+    id: &'static str,
+    height: f64,
+    #[prop(into)] layer: Signal<String>,
+    on_move: Callback<leptos::ev::MouseEvent>,
+    on_leave: Callback<()>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <svg id=id xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {height}")
+            font-family="Inter, system-ui, sans-serif"
+            on:mousemove=move |ev| on_move.run(ev) on:mouseleave=move |_| on_leave.run(())>
+            <rect x="0" y="0" width="1200" height=height fill="#ffffff" />
+            <g inner_html=layer></g>
+            {children()}
+        </svg>
+    }
+}
+
+/// A chart's heavy layer: drawn from the schedule shown (empty while there
+/// is none), with a timing mark named `name` (`?timing`).
+pub fn layer_of(
+    name: &'static str,
+    draw: impl Fn(&Current) -> String + Send + Sync + 'static,
+) -> impl Fn() -> String + Send + Sync + Copy + 'static {
+    let state = use_app();
+    let draw = StoredValue::new(draw);
+    move || {
+        let s = state.shown.current.with(|c| {
+            c.as_deref()
+                .map(|c| draw.with_value(|d| d(c)))
+                .unwrap_or_default()
+        });
+        mark(name);
+        s
+    }
+}
+
+/// How far some work is: a bar and a percentage.
+#[component]
+pub fn ProgressBar(id: &'static str, fraction: Signal<f64>) -> impl IntoView {
+    view! {
+        <progress id=id max="1" value=fraction></progress>
+        <span>{move || format!("{:.0} %", fraction.get() * 100.0)}</span>
     }
 }

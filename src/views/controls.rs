@@ -1,7 +1,7 @@
 //! The header (chain choice, import, export) and the budget panel (slider,
 //! typed budget, algorithm, bandwidth, totals, build progress).
 
-use super::chart::{bytes, ms, pct};
+use super::chart::{bytes, ms, pct, ProgressBar};
 use crate::io;
 use crate::state::{use_app, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
@@ -317,99 +317,150 @@ pub fn BudgetPanel() -> impl IntoView {
     }
 }
 
+/// Which status line shows. Progress is read inside the line, so a report
+/// moves the bar without rebuilding the line and its Cancel button (a
+/// click must not land on a button that is being replaced).
+#[derive(Clone, PartialEq)]
+enum Line {
+    Building,
+    NotBuilt,
+    Failed(String),
+    Replanning,
+    Ready { build_ms: f64 },
+}
+
 /// Build progress, infeasibility and the exact re-plan action.
 #[component]
 fn PlanStatus() -> impl IntoView {
     let state = use_app();
-    move || {
+    let line = Memo::new(move |_| {
         let alg = state.controls.algorithm.get();
         match state.tables.build_of(alg) {
-            Build::Building(f) => view! {
-                <div class="status building">
-                    <span>{format!("Building the {} table for budgets up to {} {}…", alg.name(), bytes(state.loaded.m_high.get()),
-                        if state.tables.remote.get() { "in a Web Worker" } else { "" })}</span>
-                    <progress id="build-progress" max="1" value=f></progress>
-                    <span>{format!("{:.0} %", f * 100.0)}</span>
-                    <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
-                </div>
+            Build::Building(_) => Line::Building,
+            Build::Cancelled | Build::Idle => Line::NotBuilt,
+            Build::Failed(e) => Line::Failed(e),
+            Build::Ready { .. } if state.shown.replanning.get().is_some() => Line::Replanning,
+            Build::Ready { build_ms, .. } => Line::Ready { build_ms },
+        }
+    });
+    move || {
+        let alg = state.controls.algorithm.get();
+        match line.get() {
+            Line::Building => {
+                let what = move || {
+                    format!(
+                        "Building the {} table for budgets up to {} {}…",
+                        alg.name(),
+                        bytes(state.loaded.m_high.get()),
+                        if state.tables.remote.get() {
+                            "in a Web Worker"
+                        } else {
+                            ""
+                        }
+                    )
+                };
+                let fraction = move || match state.tables.build_of(alg) {
+                    Build::Building(f) => f,
+                    _ => 0.0,
+                };
+                view! { <Working what=Signal::derive(what) fraction=Signal::derive(fraction) /> }
+                    .into_any()
             }
-            .into_any(),
-            Build::Cancelled | Build::Idle => view! {
+            Line::NotBuilt => view! {
                 <div class="status warn">
                     <span>{format!("The {} table was not built.", alg.name())}</span>
                     <button on:click=move |_| state.rebuild(alg)>"Build it"</button>
                 </div>
             }
             .into_any(),
-            Build::Failed(e) => view! {
+            Line::Failed(e) => view! {
                 <div class="status warn"><span>{format!("{}: {e}", alg.name())}</span></div>
             }
             .into_any(),
-            Build::Ready { .. } if state.shown.replanning.get().is_some() => {
-                let f = state.shown.replanning.get().unwrap_or(0.0);
-                let what = if alg.offloads() {
-                    format!("Solving {} at {} and {} in a Web Worker…", alg.name(),
-                        bytes(state.controls.budget.get()), format_rate(state.controls.bandwidth.get()))
-                } else {
-                    format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
+            Line::Replanning => {
+                let what = move || {
+                    if alg.offloads() {
+                        format!(
+                            "Solving {} at {} and {} in a Web Worker…",
+                            alg.name(),
+                            bytes(state.controls.budget.get()),
+                            format_rate(state.controls.bandwidth.get())
+                        )
+                    } else {
+                        format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
                         bytes(state.controls.budget.get()), alg.name())
-                };
-                view! {
-                    <div class="status building" id="plan-status">
-                        <span>{what}</span>
-                        <progress id="build-progress" max="1" value=f></progress>
-                        <span>{format!("{:.0} %", f * 100.0)}</span>
-                        <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
-                    </div>
-                }
-                .into_any()
-            }
-            Build::Ready { build_ms, .. } => {
-                let current = state.shown.current.get();
-                let (detail, feasible, exact, trace_err, error) = match &current {
-                    Some(c) => (
-                        c.planned.detail.clone(),
-                        c.planned.ops.is_some(),
-                        c.planned.exact,
-                        c.trace.as_ref().and_then(|t| t.as_ref().err().cloned()),
-                        c.planned.error.clone(),
-                    ),
-                    None => (String::new(), true, false, None, None),
-                };
-                if let Some(error) = error {
-                    // No answer at all (a table over the size limit): an
-                    // error, never "infeasible".
-                    return view! {
-                        <div class="status err" id="plan-status" role="alert">
-                            <span>{format!("✗ error: {error}")}</span>
-                        </div>
                     }
-                    .into_any();
-                }
-                let grid = detail.contains("grid");
-                view! {
-                    <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">
-                        <span>
-                            {if feasible { "✓ ".to_string() } else { "✗ infeasible: ".to_string() }}
-                            {detail}
-                            {if exact { " (re-planned exactly at this budget)" } else { "" }}
-                        </span>
-                        {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
-                        {(alg.uses_slots() && (grid || !feasible)).then(|| view! {
-                            <button id="replan-exact" on:click=move |_| state.send_plan(true)
-                                title="Build a table for exactly this budget: no rounding to the M_high grid">
-                                "Re-plan exactly at this budget"
-                            </button>
-                        })}
-                        {(!alg.offloads()).then(|| view! {
-                            <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.tables.remote.get() { " (worker)" } else { "" })}</span>
-                        })}
-                    </div>
-                }
-                .into_any()
+                };
+                let fraction = move || state.shown.replanning.get().unwrap_or(0.0);
+                view! { <Working id="plan-status" what=Signal::derive(what) fraction=Signal::derive(fraction) /> }.into_any()
             }
+            Line::Ready { build_ms } => (move || plan_line(alg, build_ms)).into_any(),
         }
     }
+}
+
+/// Work under way: what, how far, and Cancel.
+#[component]
+fn Working(
+    #[prop(optional)] id: Option<&'static str>,
+    what: Signal<String>,
+    fraction: Signal<f64>,
+) -> impl IntoView {
+    let state = use_app();
+    view! {
+        <div class="status building" id=id>
+            <span>{what}</span>
+            <ProgressBar id="build-progress" fraction />
+            <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
+        </div>
+    }
+}
+
+/// The plan's line: feasible or not, how, and the exact re-plan action.
+fn plan_line(alg: Algorithm, build_ms: f64) -> AnyView {
+    let state = use_app();
+    let current = state.shown.current.get();
+    let (detail, feasible, exact, trace_err, error) = match &current {
+        Some(c) => (
+            c.planned.detail.clone(),
+            c.planned.ops.is_some(),
+            c.planned.exact,
+            c.trace.as_ref().and_then(|t| t.as_ref().err().cloned()),
+            c.planned.error.clone(),
+        ),
+        None => (String::new(), true, false, None, None),
+    };
+    if let Some(error) = error {
+        // No answer at all (a table over the size limit): an
+        // error, never "infeasible".
+        return view! {
+            <div class="status err" id="plan-status" role="alert">
+                <span>{format!("✗ error: {error}")}</span>
+            </div>
+        }
+        .into_any();
+    }
+    let grid = detail.contains("grid");
+    view! {
+        <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">
+            <span>
+                {if feasible { "✓ ".to_string() } else { "✗ infeasible: ".to_string() }}
+                {detail}
+                {if exact { " (re-planned exactly at this budget)" } else { "" }}
+            </span>
+            {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
+            {(alg.uses_slots() && (grid || !feasible)).then(|| view! {
+                <button id="replan-exact" on:click=move |_| state.send_plan(true)
+                    title="Build a table for exactly this budget: no rounding to the M_high grid">
+                    "Re-plan exactly at this budget"
+                </button>
+            })}
+            {(!alg.offloads()).then(|| view! {
+                <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.tables.remote.get() { " (worker)" } else { "" })}</span>
+            })}
+        </div>
+    }
+    .into_any()
 }
 
 /// Lets the whole page take a dropped chain file.

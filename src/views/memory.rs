@@ -2,8 +2,8 @@
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
 use super::chart::{
-    byte_ticks, bytes, ms, num, palette, time_axis_svg, tooltip_style, x_of, PathBatch, Swatch,
-    TimeHover, MARGIN_L, PLOT_W,
+    byte_ticks, bytes, layer_of, ms, num, palette, time_axis_svg, tooltip_style, x_of, CardHead,
+    ChartSvg, PathBatch, Swatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
 use crate::state::use_app;
@@ -152,21 +152,11 @@ fn describe(r: &Residency) -> String {
 pub fn MemoryChart() -> impl IntoView {
     let state = use_app();
     let hover = TimeHover::new(H);
-    let heavy = move || {
-        let s = {
-            state.shown.current.with(|c| {
-                match c
-                    .as_ref()
-                    .and_then(|c| c.ok_trace().map(|t| (t, c.planned.budget)))
-                {
-                    Some((t, budget)) => layer(t, budget.max(1)),
-                    None => String::new(),
-                }
-            })
-        };
-        crate::state::mark("memory");
-        s
-    };
+    let heavy = layer_of("memory", |c| {
+        (c.ok_trace())
+            .map(|t| layer(t, c.planned.budget.max(1)))
+            .unwrap_or_default()
+    });
     let cursor = move || {
         let x = hover.cursor_x()?;
         Some(view! {
@@ -201,24 +191,18 @@ pub fn MemoryChart() -> impl IntoView {
         })
     };
     view! {
-        <div class="card-head">
-            <h2>"Memory over time"</h2>
-            <div class="legend">
-                <Swatch color=palette::SAVED[0] label="ā^ℓ saved for backward" />
-                <Swatch color=palette::ACTIVATION[0] label="a^ℓ activation / checkpoint" />
-                <Swatch color=palette::GRADIENT[0] label="δ^ℓ gradient" />
-                <Swatch color=palette::WORKSPACE label="workspace" />
-                <span class="swatch"><i class="dash"></i>"budget"</span>
-            </div>
-        </div>
+        <CardHead title="Memory over time">
+            <Swatch color=palette::SAVED[0] label="ā^ℓ saved for backward" />
+            <Swatch color=palette::ACTIVATION[0] label="a^ℓ activation / checkpoint" />
+            <Swatch color=palette::GRADIENT[0] label="δ^ℓ gradient" />
+            <Swatch color=palette::WORKSPACE label="workspace" />
+            <span class="swatch"><i class="dash"></i>"budget"</span>
+        </CardHead>
         <div class="chart-wrap">
-            <svg id="memory-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
-                font-family="Inter, system-ui, sans-serif"
-                on:mousemove=move |ev| hover.moved(&ev) on:mouseleave=move |_| hover.left()>
-                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
-                <g inner_html=heavy></g>
+            <ChartSvg id="memory-svg" height=H layer=heavy
+                on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {cursor}
-            </svg>
+            </ChartSvg>
             {tooltip}
             {move || state.shown.current.get().and_then(|c| if c.ok_trace().is_none() {
                 Some(view! { <div class="empty">"No schedule at this budget: nothing to draw. Raise the budget or re-plan exactly."</div> })

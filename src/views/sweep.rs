@@ -3,9 +3,9 @@
 //! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
 //! demand, with progress and a cancel button.
 
-use super::chart::{bytes, pct, Frame, Swatch};
+use super::chart::{bytes, pct, Frame, ProgressBar, Swatch};
 use super::compare::alg_color;
-use crate::protocol::SweepPoint;
+use crate::protocol::{Sweep, SweepPoint};
 use crate::service::{SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
 use crate::state::use_app;
 use leptos::prelude::*;
@@ -78,71 +78,72 @@ fn chart(
     s
 }
 
+/// Overhead against the memory ratio α.
+fn alpha_figure(sw: &Sweep) -> String {
+    let ticks: Vec<(f64, String)> = (0..=5)
+        .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
+        .collect();
+    chart(
+        &sw.by_alpha,
+        |p| p.alpha,
+        &ticks,
+        "memory ratio α (0 = M_low, 1 = M_high)",
+        sw.sequential_seconds,
+    )
+}
+
+/// Overhead against the bandwidth at α = [`SWEEP_FIXED_ALPHA`].
+fn beta_figure(sw: &Sweep) -> String {
+    let mut bws: Vec<f64> = sw.by_bandwidth.iter().map(|p| p.bandwidth).collect();
+    bws.dedup();
+    let ticks: Vec<(f64, String)> = bws
+        .iter()
+        .map(|b| (b / 1e9, format!("{:.0}", b / 1e9)))
+        .collect();
+    chart(
+        &sw.by_bandwidth,
+        |p| p.bandwidth / 1e9,
+        &ticks,
+        "bandwidth β (GB/s)",
+        sw.sequential_seconds,
+    )
+}
+
+fn caption(sw: &Sweep) -> String {
+    format!(
+        "M_low {} … M_high {}; left at {}, right at α = {SWEEP_FIXED_ALPHA} (budget {}).",
+        bytes(sw.m_low),
+        bytes(sw.m_high),
+        format_rate(sw.bandwidth),
+        bytes(budget_at_ratio(sw.m_low, sw.m_high, SWEEP_FIXED_ALPHA))
+    )
+}
+
 #[component]
 pub fn SweepView() -> impl IntoView {
     let state = use_app();
-    let alpha_svg = move || {
-        state.offloading.sweep.with(|sw| {
-            sw.as_ref().map(|sw| {
-                let ticks: Vec<(f64, String)> = (0..=5)
-                    .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
-                    .collect();
-                chart(
-                    &sw.by_alpha,
-                    |p| p.alpha,
-                    &ticks,
-                    "memory ratio α (0 = M_low, 1 = M_high)",
-                    sw.sequential_seconds,
-                )
-            })
-        })
-    };
-    let beta_svg = move || {
-        state.offloading.sweep.with(|sw| {
-            sw.as_ref().map(|sw| {
-                let mut bws: Vec<f64> = sw.by_bandwidth.iter().map(|p| p.bandwidth).collect();
-                bws.dedup();
-                let ticks: Vec<(f64, String)> = bws
-                    .iter()
-                    .map(|b| (b / 1e9, format!("{:.0}", b / 1e9)))
-                    .collect();
-                chart(
-                    &sw.by_bandwidth,
-                    |p| p.bandwidth / 1e9,
-                    &ticks,
-                    "bandwidth β (GB/s)",
-                    sw.sequential_seconds,
-                )
-            })
-        })
-    };
-    let caption = move || {
-        state.offloading.sweep.with(|sw| {
-            sw.as_ref().map(|sw| {
-                format!(
-                    "M_low {} … M_high {}; left at {}, right at α = {SWEEP_FIXED_ALPHA} (budget {}).",
-                    bytes(sw.m_low),
-                    bytes(sw.m_high),
-                    format_rate(sw.bandwidth),
-                    bytes(budget_at_ratio(sw.m_low, sw.m_high, SWEEP_FIXED_ALPHA))
-                )
-            })
-        })
-    };
+    // The bar moves without rebuilding the Cancel button under the pointer.
+    let sweeping = state.offloading.sweeping;
+    let running = Memo::new(move |_| sweeping.get().is_some());
+    let fraction = move || sweeping.get().unwrap_or(0.0);
+    // Each drawn from the sweep, once there is one.
+    let sweep = state.offloading.sweep;
+    let figure = move |draw: fn(&Sweep) -> String| move || sweep.with(|sw| sw.as_ref().map(draw));
+    let (alpha_svg, beta_svg, caption) =
+        (figure(alpha_figure), figure(beta_figure), figure(caption));
     view! {
         <section class="card sweep">
             <div class="card-head">
                 <h2>"Offloading sweep"</h2>
                 <span class="muted">"POFO's figures for this chain: each point is a solve of every offloading algorithm, measured by the simulator"</span>
-                {move || match state.offloading.sweeping.get() {
-                    Some(f) => view! {
+                {move || match running.get() {
+                    true => view! {
                         <span class="status building">
-                            <progress id="sweep-progress" max="1" value=f></progress>
-                            <span>{format!("{:.0} %", f * 100.0)}</span>
+                            <ProgressBar id="sweep-progress" fraction=Signal::derive(fraction) />
                             <button id="sweep-cancel" on:click=move |_| state.cancel_build()>"Cancel"</button>
                         </span>
                     }.into_any(),
-                    None => view! {
+                    false => view! {
                         <button id="sweep-run" on:click=move |_| state.send_sweep()
                             title="Runs in a Web Worker">
                             {move || if state.offloading.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" }}

@@ -2,8 +2,8 @@
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
 use super::chart::{
-    ms, op_color, palette, time_axis_svg, tooltip_style, x_of, PathBatch, Swatch, TimeHover,
-    MARGIN_L, PLOT_W,
+    layer_of, ms, op_color, palette, time_axis_svg, tooltip_style, x_of, CardHead, ChartSvg,
+    PathBatch, Swatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::{math_text, svg_math};
 use super::recompute_flags;
@@ -78,16 +78,7 @@ fn layer(c: &Current) -> String {
 pub fn Timelines() -> impl IntoView {
     let state = use_app();
     let hover = TimeHover::new(H);
-    let heavy = move || {
-        let s = {
-            state
-                .shown
-                .current
-                .with(|c| c.as_ref().map(|c| layer(c)).unwrap_or_default())
-        };
-        crate::state::mark("timeline");
-        s
-    };
+    let heavy = layer_of("timeline", layer);
     // The step-through's op, outlined.
     let highlight = move || {
         let i = state.view.step.get()?;
@@ -146,27 +137,21 @@ pub fn Timelines() -> impl IntoView {
         })
     };
     view! {
-        <div class="card-head">
-            <h2>"Timelines"</h2>
-            <div class="legend">
-                <Swatch color=palette::FORWARD label="forward" />
-                <Swatch color=palette::RECOMPUTE label="recompute" />
-                <Swatch color=palette::BACKWARD label="backward" />
-                <Swatch color=palette::OFFLOAD label="offload" />
-                <Swatch color=palette::PREFETCH label="prefetch" />
-                <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
-                <span class="muted">{idle}</span>
-            </div>
-        </div>
+        <CardHead title="Timelines">
+            <Swatch color=palette::FORWARD label="forward" />
+            <Swatch color=palette::RECOMPUTE label="recompute" />
+            <Swatch color=palette::BACKWARD label="backward" />
+            <Swatch color=palette::OFFLOAD label="offload" />
+            <Swatch color=palette::PREFETCH label="prefetch" />
+            <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
+            <span class="muted">{idle}</span>
+        </CardHead>
         <div class="chart-wrap">
-            <svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
-                font-family="Inter, system-ui, sans-serif"
-                on:mousemove=move |ev| hover.moved(&ev) on:mouseleave=move |_| hover.left()>
-                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
-                <g inner_html=heavy></g>
+            <ChartSvg id="timeline-svg" height=H layer=heavy
+                on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {highlight}
                 {cursor}
-            </svg>
+            </ChartSvg>
             {tooltip}
         </div>
     }
