@@ -74,6 +74,7 @@ fn middle(chain: &Chain) -> u64 {
 
 // Fails if the page's service handed its table out (no plan after a
 // build), or reported progress under another task than the build.
+// Mutation tried: tables exported by `Role::Page` instead of `Role::Worker`.
 #[test]
 fn the_page_keeps_what_it_builds_and_plans_from_it() {
     let chain = examples::teaching();
@@ -118,6 +119,8 @@ fn the_page_keeps_what_it_builds_and_plans_from_it() {
 // Fails if the worker kept its table (the page would wait forever), if the
 // envelope lost the values, or if the installed table planned differently
 // from one built in the page (e.g. installed under another generation).
+// Mutations tried: `receive` dropping the table instead of installing it;
+// `put_values` not putting the values back; the worker keeping its tables.
 #[test]
 fn a_table_built_in_the_worker_plans_in_the_page_as_one_built_there() {
     let chain = examples::teaching();
@@ -162,6 +165,7 @@ fn a_table_built_in_the_worker_plans_in_the_page_as_one_built_there() {
 }
 
 // Fails if an answer about an old chain were shown over the new one.
+// Mutation tried: `receive` installing a table whatever its generation.
 #[test]
 fn requests_and_tables_of_an_old_chain_get_no_answer() {
     let chain = examples::teaching();
@@ -207,7 +211,7 @@ fn a_chain_that_cannot_be_read_fails_without_a_task() {
 
 // Fails if the compare rows came in another order than
 // `Algorithm::OFFLOADING`, skipped an algorithm, or were measured against
-// another budget.
+// another budget. Mutation tried: compare progress reported as the sweep's.
 #[test]
 fn compare_solves_every_offloading_algorithm_at_the_budget() {
     let chain = examples::teaching();
@@ -245,7 +249,7 @@ fn compare_solves_every_offloading_algorithm_at_the_budget() {
 
 // Fails if the sweep's points were split at the wrong place between the two
 // figures, or a point's makespan were taken from a schedule that does not
-// fit its budget.
+// fit its budget. Mutation tried: the split one point early.
 #[test]
 fn the_sweep_draws_every_algorithm_at_every_alpha_and_bandwidth() {
     let chain = examples::teaching();
@@ -282,6 +286,7 @@ fn the_sweep_draws_every_algorithm_at_every_alpha_and_bandwidth() {
 
 // Fails if a rule of where a request runs changed: a DP build of a short
 // chain sent to the worker, an offloading solve kept in the page.
+// Mutation tried: DP builds sent to the worker whatever the chain's length.
 #[test]
 fn where_each_request_runs() {
     let plan = |algorithm, exact| Request::Plan {

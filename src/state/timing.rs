@@ -1,19 +1,23 @@
 //! Timestamps for measuring a slider move.
 
 use crate::backend::now_ms;
+use std::sync::OnceLock;
 use wasm_bindgen::JsValue;
 
-thread_local! {
-    /// `?timing` in the URL turns the marks on (read once: it never changes).
-    static TIMING: bool = web_sys::window()
-        .and_then(|w| w.location().search().ok())
-        .is_some_and(|q| q.contains("timing"));
+/// Whether `?timing` is in the URL (read once: it never changes).
+fn timing() -> bool {
+    static TIMING: OnceLock<bool> = OnceLock::new();
+    *TIMING.get_or_init(|| {
+        web_sys::window()
+            .and_then(|w| w.location().search().ok())
+            .is_some_and(|q| q.contains("timing"))
+    })
 }
 
 /// Read by tests/measure-slider.mjs from `window.__rematMarks`; only with
 /// `?timing` in the URL.
 pub fn mark(name: &str) {
-    if !TIMING.with(|t| *t) {
+    if !timing() {
         return;
     }
     let Some(w) = web_sys::window() else { return };

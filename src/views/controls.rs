@@ -394,7 +394,7 @@ fn PlanStatus() -> impl IntoView {
                 let fraction = move || state.shown.replanning.get().unwrap_or(0.0);
                 view! { <Working id="plan-status" what=Signal::derive(what) fraction=Signal::derive(fraction) /> }.into_any()
             }
-            Line::Ready { build_ms } => (move || plan_line(alg, build_ms)).into_any(),
+            Line::Ready { build_ms } => (move || plan_line(state, alg, build_ms)).into_any(),
         }
     }
 }
@@ -417,8 +417,7 @@ fn Working(
 }
 
 /// The plan's line: feasible or not, how, and the exact re-plan action.
-fn plan_line(alg: Algorithm, build_ms: f64) -> AnyView {
-    let state = use_app();
+fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
     let current = state.shown.current.get();
     let (detail, feasible, exact, trace_err, error) = match &current {
         Some(c) => (
