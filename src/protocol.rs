@@ -375,7 +375,7 @@ mod tests {
 
     // Fails if the algorithm were written by its Debug name (`OffloadOnly`)
     // or the task lost its kind: the page would read every progress report
-    // as some other work.
+    // as some other work. Mutation tried: the name written as `{:?}`.
     #[test]
     fn algorithms_and_tasks_cross_by_name_and_come_back_equal() {
         let messages = [
@@ -413,7 +413,8 @@ mod tests {
         assert!(text.contains(r#""algorithm":"offload-only""#), "{text}");
     }
 
-    // Fails if an unknown name were read as some default algorithm.
+    // Fails if an unknown name were read as some default algorithm (the
+    // deserializer ignoring `from_name`'s error).
     #[test]
     fn an_unknown_algorithm_name_is_an_error_naming_it() {
         let text = r#"{"type":"Build","generation":1,"algorithm":"rotr","max_budget":5}"#;
@@ -427,7 +428,8 @@ mod tests {
     }
 
     // Fails if the values went into the JSON (a copy of megabytes of
-    // text) or were not put back when the message is read.
+    // text) or were not put back when the message is read. Mutation tried:
+    // `put_values` ignoring the values.
     #[test]
     fn a_built_table_travels_beside_the_json_and_is_put_back() {
         let chain = examples::teaching();
