@@ -133,26 +133,25 @@ pub struct Table {
 /// bandwidths at one α, for the offloading algorithms and rotor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
-    /// The bandwidth of the α figure (bytes/s).
+    /// The α figure's bandwidth (bytes/s), the budgets at α = 0 and α = 1,
+    /// and the step with no memory limit, which the overheads are over.
     pub bandwidth: f64,
-    /// α = 0 and α = 1.
     pub m_low: u64,
     pub m_high: u64,
-    /// The step with no memory limit: what the overheads are relative to.
     pub sequential_seconds: f64,
-    /// Every algorithm at every α, at `bandwidth`.
+    /// Every algorithm at every α at `bandwidth`, then at every bandwidth
+    /// at the fixed α.
     pub by_alpha: Vec<SweepPoint>,
-    /// Every algorithm at every bandwidth, at the fixed α.
     pub by_bandwidth: Vec<SweepPoint>,
 }
 
 /// One solve of the sweep, measured by the simulator.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
-    #[serde(with = "algorithm_name")]
-    pub algorithm: Algorithm,
     pub alpha: f64,
     pub bandwidth: f64,
+    #[serde(with = "algorithm_name")]
+    pub algorithm: Algorithm,
     /// None where the algorithm has no schedule within the budget.
     pub makespan_seconds: Option<f64>,
 }
