@@ -94,7 +94,13 @@ impl Backend {
     /// Stops a long build: the only way to interrupt a busy worker is to
     /// end it. Tables already moved to the page stay, so planning goes on.
     pub fn cancel(&self) {
-        if let Some(r) = self.0.remote.borrow_mut().take() {
+        let remote = self.0.remote.borrow_mut().take();
+        if let Some(r) = remote {
+            // Messages the worker posted before it ended may still be
+            // delivered: they must find no handler rather than the
+            // closures dropped with `r` (a page error).
+            r.worker.set_onmessage(None);
+            r.worker.set_onerror(None);
             r.worker.terminate();
         }
     }

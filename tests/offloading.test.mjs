@@ -95,10 +95,18 @@ test('compare lists the four offloading algorithms at the current budget', async
 
 test('the sweep draws both POFO figures, and can be cancelled', async () => {
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
-  // Cancel first: the worker stops, the page keeps planning.
-  await page.locator('#sweep-run').click();
-  await page.locator('#sweep-progress').waitFor();
-  await page.locator('#sweep-cancel').click();
+  // Cancel first: the worker stops, the page keeps planning. The teaching
+  // chain's sweep takes ~0.2 s, often less than Playwright's checks that a
+  // button holds still (the compare rows are still landing), so the sweep
+  // is started and cancelled within one frame, in the page.
+  const progressShown = await page.evaluate(async () => {
+    document.querySelector('#sweep-run').click();
+    await new Promise((frame) => requestAnimationFrame(frame));
+    const shown = document.querySelector('#sweep-progress') !== null;
+    document.querySelector('#sweep-cancel').click();
+    return shown;
+  });
+  assert.ok(progressShown, 'the sweep shows its progress');
   await page.locator('#sweep-run').waitFor();
   const id = await planId(page);
   await page.locator('#budget-slider').fill('300');
