@@ -133,11 +133,11 @@ pub struct Table {
 /// bandwidths at one α, for the offloading algorithms and rotor.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Sweep {
-    /// The α figure's bandwidth (bytes/s), the budgets at α = 0 and α = 1,
-    /// and the step with no memory limit, which the overheads are over.
+    /// The α figure's bandwidth (bytes/s).
     pub bandwidth: f64,
-    pub m_low: u64,
-    pub m_high: u64,
+    /// M_low and M_high: the budgets at α = 0 and α = 1.
+    pub range: (u64, u64),
+    /// The step with no memory limit, which the overheads are over.
     pub sequential_seconds: f64,
     /// Every algorithm at every α at `bandwidth`, then at every bandwidth
     /// at the fixed α.

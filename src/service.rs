@@ -48,8 +48,14 @@ const CURVE_POINTS: usize = 48;
 pub const WORKER_THRESHOLD: f64 = 2.0e7;
 
 /// M_low for the slider: the least memory any persistent schedule needs.
-pub fn min_budget(chain: &Chain) -> u64 {
+fn min_budget(chain: &Chain) -> u64 {
     persistent::min_budget(chain, persistent::Variant::Rotor)
+}
+
+/// The slider's range, M_low to M_high (the most memory worth giving).
+pub fn budget_range(chain: &Chain) -> (u64, u64) {
+    let low = min_budget(chain);
+    (low, max_useful_budget(chain).max(low))
 }
 
 /// Rough cost of building the rotor table (inner-loop steps), to decide
@@ -478,8 +484,7 @@ fn sweep(
     bandwidth: f64,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<Sweep, SolveError> {
-    let m_low = min_budget(chain);
-    let m_high = max_useful_budget(chain).max(m_low);
+    let range @ (m_low, m_high) = budget_range(chain);
     let at = |alpha: f64| budget_at_ratio(m_low, m_high, alpha);
     let mut runs: Vec<(f64, f64)> = SWEEP_ALPHAS.iter().map(|&a| (a, bandwidth)).collect();
     runs.extend(SWEEP_BANDWIDTHS.iter().map(|&b| (SWEEP_FIXED_ALPHA, b)));
@@ -511,8 +516,7 @@ fn sweep(
     let by_bandwidth = points.split_off(split);
     Ok(Sweep {
         bandwidth,
-        m_low,
-        m_high,
+        range,
         sequential_seconds: chain.sequential_seconds(),
         by_alpha: points,
         by_bandwidth,
@@ -554,8 +558,7 @@ fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
     if planner.algorithm().offloads() {
         return Vec::new();
     }
-    let low = min_budget(chain);
-    let high = max_useful_budget(chain).max(low);
+    let (low, high) = budget_range(chain);
     let mut budgets: Vec<u64> = (0..CURVE_POINTS)
         .map(|i| low + ((high - low) as f64 * i as f64 / (CURVE_POINTS - 1) as f64) as u64)
         .collect();

@@ -1,8 +1,6 @@
 //! The chain on the page and its budget range.
 
-use crate::service::min_budget;
 use leptos::prelude::*;
-use remat_core::solvers::max_useful_budget;
 use remat_core::Chain;
 use std::sync::Arc;
 
@@ -48,10 +46,4 @@ impl Loaded {
         self.chain.set(Arc::new(chain));
         self.source.set(source);
     }
-}
-
-/// M_low and M_high of `chain`.
-pub fn range(chain: &Chain) -> (u64, u64) {
-    let low = min_budget(chain);
-    (low, max_useful_budget(chain).max(low))
 }

@@ -4,7 +4,7 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::protocol::Request;
-use crate::service::wants_worker;
+use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
 use remat_core::format::write_chain;
 use remat_core::solvers::Algorithm;
@@ -88,7 +88,7 @@ impl AppState {
         self.shown.reset();
         self.offloading.reset();
         r.land_all();
-        let (low, high) = super::loaded::range(&chain);
+        let (low, high) = budget_range(&chain);
         if let (Some(bandwidth), None) = (chain.bandwidth_bytes_per_s, budget) {
             self.controls.bandwidth.set(bandwidth);
         }

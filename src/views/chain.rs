@@ -2,8 +2,8 @@
 //! by what the schedule does with it in the forward phase.
 
 use super::chart::{
-    bytes, chart_point, layer_of, ms, palette, tooltip_style, CardHead, ChartSvg, PathBatch,
-    Swatch, MARGIN_L, PLOT_W,
+    bytes, chart_point, layer_of, ms, palette, swatches, tooltip_style, CardHead, ChartSvg,
+    PathBatch, MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
 use crate::state::{use_app, Current};
@@ -213,10 +213,8 @@ pub fn ChainView() -> impl IntoView {
     };
     view! {
         <CardHead title="Layer chain">
-            <Swatch color=palette::KEPT label="kept (F_all)" />
-            <Swatch color=palette::CHECKPOINT label="checkpointed input (F_ck)" />
-            <Swatch color=palette::RECOMPUTE label="dropped, recomputed (F_∅)" />
-            <Swatch color=palette::OFFLOAD label="offloaded" />
+            {swatches(&[(palette::KEPT, "kept (F_all)"), (palette::CHECKPOINT, "checkpointed input (F_ck)"),
+                (palette::RECOMPUTE, "dropped, recomputed (F_∅)"), (palette::OFFLOAD, "offloaded")])}
             <span class="muted">"↻n = recomputations"</span>
             <label class="toggle">
                 <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()

@@ -169,6 +169,13 @@ pub fn Swatch(color: &'static str, label: &'static str) -> impl IntoView {
     }
 }
 
+/// A legend's entries: (colour, label in caret notation).
+pub fn swatches(entries: &[(&'static str, &'static str)]) -> impl IntoView {
+    (entries.iter())
+        .map(|&(color, label)| view! { <Swatch color label /> })
+        .collect_view()
+}
+
 /// Where the mouse is over a chart, in chart units (x, y) and as a
 /// fraction of the element's width (to place the tooltip).
 pub fn chart_point(ev: &leptos::ev::MouseEvent, height: f64) -> Option<(f64, f64, f64)> {

@@ -218,10 +218,9 @@ pub fn Compare() -> impl IntoView {
                 </table>
                 <div class="curves">
                     <div class="legend">
-                        <Swatch color=alg_color(Algorithm::StoreAll) label="store-all" />
-                        <Swatch color=alg_color(Algorithm::Sequential) label="sequential" />
-                        <Swatch color=alg_color(Algorithm::Revolve) label="revolve" />
-                        <Swatch color=alg_color(Algorithm::Rotor) label="rotor" />
+                        // The curves: every algorithm but the offloading ones.
+                        {Algorithm::ALL.into_iter().filter(|a| !a.offloads())
+                            .map(|a| view! { <Swatch color=alg_color(a) label=a.name() /> }).collect_view()}
                         <span class="muted">"offloading: see the sweep"</span>
                     </div>
                     <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()

@@ -2,8 +2,8 @@
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
 use super::chart::{
-    byte_ticks, bytes, layer_of, ms, num, palette, time_axis_svg, tooltip_style, x_of, CardHead,
-    ChartSvg, PathBatch, Swatch, TimeHover, MARGIN_L, PLOT_W,
+    byte_ticks, bytes, layer_of, ms, num, palette, swatches, time_axis_svg, tooltip_style, x_of,
+    CardHead, ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
 use crate::state::use_app;
@@ -192,10 +192,8 @@ pub fn MemoryChart() -> impl IntoView {
     };
     view! {
         <CardHead title="Memory over time">
-            <Swatch color=palette::SAVED[0] label="ā^ℓ saved for backward" />
-            <Swatch color=palette::ACTIVATION[0] label="a^ℓ activation / checkpoint" />
-            <Swatch color=palette::GRADIENT[0] label="δ^ℓ gradient" />
-            <Swatch color=palette::WORKSPACE label="workspace" />
+            {swatches(&[(palette::SAVED[0], "ā^ℓ saved for backward"), (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
+                (palette::GRADIENT[0], "δ^ℓ gradient"), (palette::WORKSPACE, "workspace")])}
             <span class="swatch"><i class="dash"></i>"budget"</span>
         </CardHead>
         <div class="chart-wrap">

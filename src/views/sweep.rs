@@ -110,12 +110,13 @@ fn beta_figure(sw: &Sweep) -> String {
 }
 
 fn caption(sw: &Sweep) -> String {
+    let (m_low, m_high) = sw.range;
     format!(
         "M_low {} … M_high {}; left at {}, right at α = {SWEEP_FIXED_ALPHA} (budget {}).",
-        bytes(sw.m_low),
-        bytes(sw.m_high),
+        bytes(m_low),
+        bytes(m_high),
         format_rate(sw.bandwidth),
-        bytes(budget_at_ratio(sw.m_low, sw.m_high, SWEEP_FIXED_ALPHA))
+        bytes(budget_at_ratio(m_low, m_high, SWEEP_FIXED_ALPHA))
     )
 }
 

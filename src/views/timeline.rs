@@ -2,8 +2,8 @@
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
 use super::chart::{
-    layer_of, ms, op_color, palette, time_axis_svg, tooltip_style, x_of, CardHead, ChartSvg,
-    PathBatch, Swatch, TimeHover, MARGIN_L, PLOT_W,
+    layer_of, ms, op_color, palette, swatches, time_axis_svg, tooltip_style, x_of, CardHead,
+    ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::{math_text, svg_math};
 use super::recompute_flags;
@@ -138,11 +138,8 @@ pub fn Timelines() -> impl IntoView {
     };
     view! {
         <CardHead title="Timelines">
-            <Swatch color=palette::FORWARD label="forward" />
-            <Swatch color=palette::RECOMPUTE label="recompute" />
-            <Swatch color=palette::BACKWARD label="backward" />
-            <Swatch color=palette::OFFLOAD label="offload" />
-            <Swatch color=palette::PREFETCH label="prefetch" />
+            {swatches(&[(palette::FORWARD, "forward"), (palette::RECOMPUTE, "recompute"), (palette::BACKWARD, "backward"),
+                (palette::OFFLOAD, "offload"), (palette::PREFETCH, "prefetch")])}
             <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
             <span class="muted">{idle}</span>
         </CardHead>
