@@ -28,6 +28,9 @@ cargo build -p remat-core --target wasm32-unknown-unknown
 step "cargo clippy (explorer, wasm32) -D warnings"
 cargo clippy -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
 
+step "explorer: protocol and planning service, natively (no browser)"
+cargo test -p remat-explorer --lib
+
 step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
 cargo test --release -p remat-core -p remat-cli
 

@@ -1,16 +1,30 @@
 //! Remat explorer: the page where the memory slider re-plans a training
 //! step's checkpointing schedule and every view follows.
 //!
-//! `state` holds everything; `planning` + `worker` run the solvers (in the
-//! page or in a Web Worker); `io` handles files and the URL; `views` draw.
+//! - `protocol`: the typed messages between the page and the planning
+//!   service, and their one codec;
+//! - `service`: the planners (in the page, and in a Web Worker for long
+//!   chains); plain Rust, tested on the host;
+//! - `backend`: where each request runs (the page's service or the worker);
+//! - `state`: the page's signals, by concern, and the answers' effects;
+//! - `io`: files, the URL, localStorage;
+//! - `views`: the root `App`, one component per view, chart and notation
+//!   helpers.
 
+pub mod protocol;
+pub mod service;
+
+#[cfg(target_arch = "wasm32")]
+pub mod backend;
+#[cfg(target_arch = "wasm32")]
 pub mod io;
-pub mod planning;
+#[cfg(target_arch = "wasm32")]
 pub mod state;
+#[cfg(target_arch = "wasm32")]
 pub mod views;
-pub mod worker;
 
 /// The page's entry point (the `remat-explorer` bin calls it).
+#[cfg(target_arch = "wasm32")]
 pub fn run() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(views::App);

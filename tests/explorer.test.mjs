@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, waitForPlan, nextPlan, planId, text, BASE } from './helpers.mjs';
+import { launch, open, waitForPlan, nextPlan, planId, text, importFile, BASE } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 let context;
@@ -77,9 +77,7 @@ test('a bad chain file shows the error naming the field and keeps the old chain'
       { name: 'b', forward_seconds: 0.001, backward_seconds: 0.002, output_bytes: 300, saved_bytes: 200 },
     ],
   };
-  await page.locator('#import-input').setInputFiles({
-    name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(bad)),
-  });
+  await importFile(page, 'broken.json', bad);
   const notice = page.locator('#notice');
   await notice.waitFor();
   assert.match(await notice.innerText(), /stages\[1\]\.saved_bytes/);
@@ -154,9 +152,7 @@ test('the URL round-trips algorithm, budget, bandwidth and chain', async () => {
 test('an imported chain survives a reload', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
   const chain = JSON.parse(readFileSync(new URL('./fixtures/six-stages.json', import.meta.url), 'utf8'));
-  await page.locator('#import-input').setInputFiles({
-    name: 'six.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(chain)),
-  });
+  await importFile(page, 'six.json', chain);
   await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('six stages'));
   await page.waitForFunction(() => location.hash.includes('chain=imported'));
   await page.reload();

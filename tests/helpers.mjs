@@ -59,6 +59,21 @@ export function text(page, sel) {
   return page.locator(sel).innerText();
 }
 
+/// Imports `doc` as the JSON file `name` through the page's Import button.
+export function importFile(page, name, doc) {
+  return page.locator('#import-input').setInputFiles({
+    name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(doc)),
+  });
+}
+
+/// Imports a synthetic chain of `n` stages (its tables are built in the
+/// worker) and waits for its first plan.
+export async function importLongChain(page, n = 300, timeout = 120000) {
+  await importFile(page, `synthetic-${n}.json`, syntheticChain(n));
+  await page.waitForFunction((n) => document.querySelector('.chain-about').textContent.includes(`${n} stages`), n);
+  await waitForPlan(page, timeout);
+}
+
 /// A chain of `n` stages in remat-chain/1, shaped like VGG blocks.
 export function syntheticChain(n, name = `synthetic ${n}`) {
   const stages = [];

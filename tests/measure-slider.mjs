@@ -5,16 +5,14 @@
 // from the input event until the page has shown the new plan (the root's
 // data-plan-id changed, set in the same update as the charts) and the next
 // animation frame has started, i.e. the DOM work is done.
-import { launch, open, waitForPlan, syntheticChain } from './helpers.mjs';
+import { launch, open, waitForPlan, syntheticChain, importFile } from './helpers.mjs';
 
 const N = Number(process.env.SAMPLES ?? 40);
 const context = await launch();
 const { page, errors } = await open(context, '?timing#chain=teaching');
 const chain = syntheticChain(300);
 const t0 = Date.now();
-await page.locator('#import-input').setInputFiles({
-  name: 'synthetic-300.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(chain)),
-});
+await importFile(page, 'synthetic-300.json', chain);
 await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('300 stages'));
 await waitForPlan(page, 600000);
 console.log(`rotor table for L=300 built and first plan shown in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

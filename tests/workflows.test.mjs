@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, waitForPlan, nextPlan, planId, text, syntheticChain, BASE } from './helpers.mjs';
+import { launch, open, waitForPlan, nextPlan, planId, text, importFile, importLongChain, BASE } from './helpers.mjs';
 
 let context;
 before(async () => { context = await launch(); });
@@ -15,12 +15,7 @@ after(async () => { await context?.close(); });
 test('a long build shows progress; Cancel stops it and the page keeps planning', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
   // L = 300: every rotor/revolve table is built in the worker (seconds).
-  await page.locator('#import-input').setInputFiles({
-    name: 'synthetic-300.json', mimeType: 'application/json',
-    buffer: Buffer.from(JSON.stringify(syntheticChain(300))),
-  });
-  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('300 stages'));
-  await waitForPlan(page, 120000);
+  await importLongChain(page, 300);
   assert.match(await text(page, '#plan-status'), /\(worker\)/);
   const shown = { id: await planId(page), makespan: await text(page, '#stat-makespan') };
 
@@ -188,9 +183,7 @@ test('an imported schedule is judged like `remat simulate`: incomplete ones are 
   // the first missing backward, and keeps the current plan.
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&budget=900000000');
   const opsBefore = await text(page, '#stat-ops');
-  const upload = (name, doc) => page.locator('#import-input').setInputFiles({
-    name, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(doc)),
-  });
+  const upload = (name, doc) => importFile(page, name, doc);
   const fwd = Array.from({ length: 10 }, (_, i) => ({ op: 'forward_all', stage: i + 1 }));
   const bwd = Array.from({ length: 10 }, (_, i) => ({ op: 'backward', stage: 10 - i }));
   await upload('truncated.json', { format: 'remat-schedule/1', budget_bytes: 2e9, ops: [...fwd, ...bwd.slice(0, 9)] });

@@ -1,8 +1,12 @@
 //! The layer chain: one box per stage (width ∝ time, height ∝ ā^ℓ), coloured
 //! by what the schedule does with it in the forward phase.
 
-use super::{bytes, chart_point, ms, palette, PathBatch, Swatch, CHART_W, MARGIN_L, PLOT_W};
-use crate::state::{AppState, Current};
+use super::chart::{
+    bytes, chart_point, layer_of, ms, palette, swatches, tooltip_style, CardHead, ChartSvg,
+    PathBatch, MARGIN_L, PLOT_W,
+};
+use super::notation::math_text;
+use crate::state::{use_app, Current};
 use leptos::prelude::*;
 use remat_core::{Chain, Op};
 
@@ -151,36 +155,29 @@ fn layer(c: &Current, uniform: bool) -> String {
 }
 
 #[component]
-pub fn ChainView(state: AppState) -> impl IntoView {
+pub fn ChainView() -> impl IntoView {
+    let state = use_app();
     let hover = RwSignal::new(None::<(usize, f64)>);
-    let heavy = move || {
-        let s = {
-            let uniform = state.uniform.get();
-            state
-                .current
-                .with(|c| c.as_ref().map(|c| layer(c, uniform)).unwrap_or_default())
-        };
-        crate::state::mark("chain");
-        s
-    };
+    let uniform = state.view.uniform;
+    let heavy = layer_of("chain", move |c| layer(c, uniform.get()));
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {
             return;
         };
-        let chain = state.chain.get_untracked();
-        let e = edges(&chain, state.uniform.get_untracked());
+        let chain = state.loaded.chain.get_untracked();
+        let e = edges(&chain, state.view.uniform.get_untracked());
         let l = (1..=chain.len()).find(|&l| x >= e[l] && x < e[l + 1]);
         hover.set(l.map(|l| (l, fx)));
     };
     let highlight = move || {
-        let i = state.step.get()?;
-        let c = state.current.get()?;
+        let i = state.view.step.get()?;
+        let c = state.shown.current.get()?;
         let op = c.ops().get(i)?;
         let l = op.stage();
         if l == 0 || l > c.chain.len() {
             return None;
         }
-        let e = edges(&c.chain, state.uniform.get());
+        let e = edges(&c.chain, state.view.uniform.get());
         let w = (e[l + 1] - e[l]).max(3.0);
         Some(view! {
             <rect id="chain-current" x=e[l] - 2.0 y="6" width=w + 4.0 height=BASE_Y - 2.0 fill="none"
@@ -189,17 +186,12 @@ pub fn ChainView(state: AppState) -> impl IntoView {
     };
     let tooltip = move || {
         let (l, fx) = hover.get()?;
-        let c = state.current.get()?;
+        let c = state.shown.current.get()?;
         let chain = &c.chain;
         let s = chain.stage(l);
         let (fate, rec) = fates(chain, c.planned.ops.as_deref())[l];
-        let style = if fx > 0.6 {
-            format!("right:{:.1}%", (1.0 - fx) * 100.0 + 1.0)
-        } else {
-            format!("left:{:.1}%", fx * 100.0 + 1.0)
-        };
         Some(view! {
-            <div class="tooltip" style=style>
+            <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("stage {l}: {}", s.name)}</b>
                 <table class="kv">
                     <tr><td>"forward u_f"</td><td>{ms(s.forward_seconds)}</td></tr>
@@ -219,32 +211,23 @@ pub fn ChainView(state: AppState) -> impl IntoView {
             </div>
         })
     };
-    let _ = CHART_W;
     view! {
-        <div class="card-head">
-            <h2>"Layer chain"</h2>
-            <div class="legend">
-                <Swatch color=palette::KEPT label="kept (F_all)" />
-                <Swatch color=palette::CHECKPOINT label="checkpointed input (F_ck)" />
-                <Swatch color=palette::RECOMPUTE label="dropped, recomputed (F_∅)" />
-                <Swatch color=palette::OFFLOAD label="offloaded" />
-                <span class="muted">"↻n = recomputations"</span>
-                <label class="toggle">
-                    <input id="uniform-toggle" type="checkbox" prop:checked=move || state.uniform.get()
-                        on:change=move |ev| state.uniform.set(event_target_checked(&ev)) />
-                    "equal boxes"
-                </label>
-            </div>
-        </div>
-        <p class="hint">{move || super::math_text(if state.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
+        <CardHead title="Layer chain">
+            {swatches(&[(palette::KEPT, "kept (F_all)"), (palette::CHECKPOINT, "checkpointed input (F_ck)"),
+                (palette::RECOMPUTE, "dropped, recomputed (F_∅)"), (palette::OFFLOAD, "offloaded")])}
+            <span class="muted">"↻n = recomputations"</span>
+            <label class="toggle">
+                <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
+                    on:change=move |ev| state.view.uniform.set(event_target_checked(&ev)) />
+                "equal boxes"
+            </label>
+        </CardHead>
+        <p class="hint">{move || math_text(if state.view.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
         <div class="chart-wrap">
-            <svg id="chain-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
-                font-family="Inter, system-ui, sans-serif"
-                on:mousemove=on_move on:mouseleave=move |_| hover.set(None)>
-                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
-                <g inner_html=heavy></g>
+            <ChartSvg id="chain-svg" height=H layer=heavy
+                on_move=Callback::new(on_move) on_leave=Callback::new(move |_| hover.set(None))>
                 {highlight}
-            </svg>
+            </ChartSvg>
             {tooltip}
         </div>
     }

@@ -1,24 +1,18 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
-use super::{byte_ticks, bytes, ms, pct, Frame, Swatch};
-use crate::planning::Summary;
-use crate::state::{AppState, Build};
+use super::chart::{byte_ticks, bytes, ms, pct, Frame, Swatch};
+use crate::protocol::Summary;
+use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 
-const W: f64 = 640.0;
-const H: f64 = 300.0;
-const L: f64 = 64.0;
-const R: f64 = 16.0;
-const T: f64 = 14.0;
-const B: f64 = 40.0;
 const FRAME: Frame = Frame {
-    w: W,
-    h: H,
-    left: L,
-    right: R,
-    top: T,
-    bottom: B,
+    w: 640.0,
+    h: 300.0,
+    left: 64.0,
+    right: 16.0,
+    top: 14.0,
+    bottom: 40.0,
 };
 
 pub fn alg_color(a: Algorithm) -> &'static str {
@@ -35,10 +29,17 @@ pub fn alg_color(a: Algorithm) -> &'static str {
 }
 
 fn curves_svg(state: AppState) -> String {
-    let (lo, hi) = (state.m_low.get() as f64, state.m_high.get() as f64);
-    let seq = state.chain.with(|c| c.sequential_seconds()).max(1e-12);
+    let (lo, hi) = (
+        state.loaded.m_low.get() as f64,
+        state.loaded.m_high.get() as f64,
+    );
+    let seq = state
+        .loaded
+        .chain
+        .with(|c| c.sequential_seconds())
+        .max(1e-12);
     let span = (hi - lo).max(1.0);
-    let builds = state.builds.get();
+    let builds = state.tables.builds.get();
     let mut max_over: f64 = 0.05;
     for b in &builds {
         if let Build::Ready { curve, .. } = b {
@@ -50,7 +51,7 @@ fn curves_svg(state: AppState) -> String {
         }
     }
     let max_over = max_over * 1.1;
-    let x = |b: f64| L + (b - lo) / span * (W - L - R);
+    let x = |b: f64| FRAME.x((b - lo) / span);
     let y = |o: f64| FRAME.y(o, max_over);
     let x_ticks: Vec<(f64, String)> = byte_ticks(hi, 6)
         .into_iter()
@@ -92,7 +93,7 @@ fn curves_svg(state: AppState) -> String {
                 alg_color(*alg)
             ));
         }
-        let current = *alg == state.algorithm.get();
+        let current = *alg == state.controls.algorithm.get();
         s.push_str(&format!(
             r##"<path d="{d}" fill="none" stroke="{}" stroke-width="{}" stroke-linejoin="round"/>"##,
             alg_color(*alg),
@@ -105,36 +106,41 @@ fn curves_svg(state: AppState) -> String {
 /// The budget line on the curves: redrawn on every slider move, apart from
 /// the curves, which change only when a table is built.
 fn budget_marker_svg(state: AppState) -> String {
-    let (lo, hi) = (state.m_low.get() as f64, state.m_high.get() as f64);
+    let (lo, hi) = (
+        state.loaded.m_low.get() as f64,
+        state.loaded.m_high.get() as f64,
+    );
     let span = (hi - lo).max(1.0);
-    let bx = L + ((state.budget.get() as f64).clamp(lo, hi) - lo) / span * (W - L - R);
+    let bx = FRAME.x(((state.controls.budget.get() as f64).clamp(lo, hi) - lo) / span);
     format!(
-        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{T}" y2="{:.1}" stroke="#d64545" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#d64545" text-anchor="{}" font-weight="600">budget</text>"##,
-        H - B,
-        bx + if bx > W * 0.8 { -5.0 } else { 5.0 },
-        T + 12.0,
-        if bx > W * 0.8 { "end" } else { "start" }
+        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#d64545" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#d64545" text-anchor="{}" font-weight="600">budget</text>"##,
+        FRAME.top,
+        FRAME.h - FRAME.bottom,
+        bx + if bx > FRAME.w * 0.8 { -5.0 } else { 5.0 },
+        FRAME.top + 12.0,
+        if bx > FRAME.w * 0.8 { "end" } else { "start" }
     )
 }
 
 #[component]
-pub fn Compare(state: AppState) -> impl IntoView {
+pub fn Compare() -> impl IntoView {
+    let state = use_app();
     let rows = move || {
-        let summaries = state.summaries.get();
-        let offloading = state.offload_summaries.get();
-        let comparing = state.comparing.get();
-        let seq = state.chain.with(|c| c.sequential_seconds());
-        let current = state.algorithm.get();
+        let summaries = state.shown.summaries.get();
+        let offloading = state.offloading.summaries.get();
+        let comparing = state.offloading.comparing.get();
+        let seq = state.loaded.chain.with(|c| c.sequential_seconds());
+        let current = state.controls.algorithm.get();
         Algorithm::ALL
             .iter()
             .map(|alg| {
                 let alg = *alg;
                 // Offloading rows come from the worker's solves at this budget.
                 let from = if alg.offloads() { &offloading } else { &summaries };
-                let summary = from.iter().find(|s| s.algorithm == alg.name()).cloned();
+                let summary = from.iter().find(|s| s.algorithm == alg).cloned();
                 let build = match (alg.offloads(), comparing) {
                     (true, Some(f)) => Build::Building(f),
-                    _ => state.build_of(alg),
+                    _ => state.tables.build_of(alg),
                 };
                 let cells = match (build, summary) {
                     (Build::Ready { .. }, Some(Summary { error: Some(e), .. })) => view! {
@@ -180,7 +186,7 @@ pub fn Compare(state: AppState) -> impl IntoView {
                 };
                 view! {
                     <tr class=if alg == current { "current" } else { "" }
-                        on:click=move |_| state.algorithm.set(alg)
+                        on:click=move |_| state.controls.algorithm.set(alg)
                         title="Click to show this algorithm's schedule">
                         <td><i class="dot" style=format!("background:{}", alg_color(alg))></i>{alg.name()}</td>
                         {cells}
@@ -190,7 +196,7 @@ pub fn Compare(state: AppState) -> impl IntoView {
             .collect_view()
     };
     let missing = move || {
-        state.builds.with(|b| {
+        state.tables.builds.with(|b| {
             b.iter()
                 .any(|x| matches!(x, Build::Idle | Build::Cancelled))
         })
@@ -199,7 +205,7 @@ pub fn Compare(state: AppState) -> impl IntoView {
         <section class="card compare">
             <div class="card-head">
                 <h2>"Compare algorithms"</h2>
-                <span class="muted">{move || format!("at {} — each schedule measured by the simulator", bytes(state.budget.get()))}</span>
+                <span class="muted">{move || format!("at {} — each schedule measured by the simulator", bytes(state.controls.budget.get()))}</span>
                 {move || missing().then(|| view! {
                     <button id="build-all" on:click=move |_| state.build_all()
                         title="Long chains build one table at a time in the worker">"Build all tables"</button>
@@ -212,15 +218,14 @@ pub fn Compare(state: AppState) -> impl IntoView {
                 </table>
                 <div class="curves">
                     <div class="legend">
-                        <Swatch color=alg_color(Algorithm::StoreAll) label="store-all" />
-                        <Swatch color=alg_color(Algorithm::Sequential) label="sequential" />
-                        <Swatch color=alg_color(Algorithm::Revolve) label="revolve" />
-                        <Swatch color=alg_color(Algorithm::Rotor) label="rotor" />
+                        // The curves: every algorithm but the offloading ones.
+                        {Algorithm::ALL.into_iter().filter(|a| !a.offloads())
+                            .map(|a| view! { <Swatch color=alg_color(a) label=a.name() /> }).collect_view()}
                         <span class="muted">"offloading: see the sweep"</span>
                     </div>
-                    <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                    <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
                         font-family="Inter, system-ui, sans-serif">
-                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=move || curves_svg(state)></g>
                         <g inner_html=move || budget_marker_svg(state)></g>
                     </svg>

@@ -1,9 +1,9 @@
 //! The header (chain choice, import, export) and the budget panel (slider,
 //! typed budget, algorithm, bandwidth, totals, build progress).
 
-use super::{bytes, ms, pct};
+use super::chart::{bytes, ms, pct, ProgressBar};
 use crate::io;
-use crate::state::{AppState, Build, ChainSource, Notice};
+use crate::state::{use_app, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
 use remat_core::examples::{self, Provenance};
 use remat_core::model::units::{format_rate, parse_rate, parse_size};
@@ -13,11 +13,12 @@ use wasm_bindgen::JsCast;
 const SLIDER_STEPS: f64 = 1000.0;
 
 #[component]
-pub fn Header(state: AppState) -> impl IntoView {
+pub fn Header() -> impl IntoView {
+    let state = use_app();
     let on_chain = move |ev: leptos::ev::Event| {
         let name = event_target_value(&ev);
         if let Some(chain) = examples::by_name(&name) {
-            state.notice.set(None);
+            state.view.notice.set(None);
             state.load_chain(chain, ChainSource::Example(name), None);
         }
     };
@@ -29,10 +30,7 @@ pub fn Header(state: AppState) -> impl IntoView {
         // Choosing the same file again must fire `change` again.
         input.set_value("");
     };
-    let selected = move || match state.source.get() {
-        ChainSource::Example(n) => n,
-        ChainSource::Imported => "imported".into(),
-    };
+    let selected = move || state.loaded.source.get().name();
     view! {
         <header class="top">
             <div class="brand">
@@ -64,8 +62,8 @@ pub fn Header(state: AppState) -> impl IntoView {
                         .collect_view()}
                     <option value="imported" disabled=true>
                         {move || {
-                            if state.source.get() == ChainSource::Imported {
-                                format!("imported: {}", state.chain.get().name)
+                            if state.loaded.source.get() == ChainSource::Imported {
+                                format!("imported: {}", state.loaded.chain.get().name)
                             } else {
                                 "imported (use Import)".to_string()
                             }
@@ -94,18 +92,18 @@ pub fn Header(state: AppState) -> impl IntoView {
             </div>
         </header>
         <div class="chain-about">
-            <strong>{move || state.chain.get().name.clone()}</strong>
+            <strong>{move || state.loaded.chain.get().name.clone()}</strong>
             {move || {
-                let c = state.chain.get();
+                let c = state.loaded.chain.get();
                 format!(
                     " — {} stages · no-limit step {} · M_low {} · M_high {}",
                     c.len(),
                     ms(c.sequential_seconds()),
-                    bytes(state.m_low.get()),
-                    bytes(state.m_high.get())
+                    bytes(state.loaded.m_low.get()),
+                    bytes(state.loaded.m_high.get())
                 )
             }}
-            <ChainSourceLine state />
+            <ChainSourceLine />
         </div>
     }
 }
@@ -113,8 +111,9 @@ pub fn Header(state: AppState) -> impl IntoView {
 /// Where the loaded chain's numbers come from (its `source`), tagged
 /// measured / analytic / hand-made: one line, the whole text on demand.
 #[component]
-fn ChainSourceLine(state: AppState) -> impl IntoView {
-    let source = move || state.chain.get().source.clone();
+fn ChainSourceLine() -> impl IntoView {
+    let state = use_app();
+    let source = move || state.loaded.chain.get().source.clone();
     let tag = move || source_kind(&source());
     view! {
         <details id="chain-source" class="chain-source">
@@ -137,9 +136,10 @@ fn source_kind(source: &str) -> String {
 }
 
 #[component]
-pub fn NoticeBar(state: AppState) -> impl IntoView {
+pub fn NoticeBar() -> impl IntoView {
+    let state = use_app();
     move || {
-        state.notice.get().map(|n| {
+        state.view.notice.get().map(|n| {
             let (class, text) = match n {
                 Notice::Error(t) => ("notice error", t),
                 Notice::Info(t) => ("notice info", t),
@@ -147,7 +147,7 @@ pub fn NoticeBar(state: AppState) -> impl IntoView {
             view! {
                 <div id="notice" class=class role="alert">
                     <span>{text}</span>
-                    <button class="plain" on:click=move |_| state.notice.set(None)>"×"</button>
+                    <button class="plain" on:click=move |_| state.view.notice.set(None)>"×"</button>
                 </div>
             }
         })
@@ -156,7 +156,10 @@ pub fn NoticeBar(state: AppState) -> impl IntoView {
 
 /// Slider position (0..=1000) ↔ budget in bytes.
 fn to_slider(state: AppState, budget: u64) -> f64 {
-    let (lo, hi) = (state.m_low.get() as f64, state.m_high.get() as f64);
+    let (lo, hi) = (
+        state.loaded.m_low.get() as f64,
+        state.loaded.m_high.get() as f64,
+    );
     if hi <= lo {
         return SLIDER_STEPS;
     }
@@ -167,8 +170,8 @@ fn to_slider(state: AppState, budget: u64) -> f64 {
 
 fn from_slider(state: AppState, v: f64) -> u64 {
     let (lo, hi) = (
-        state.m_low.get_untracked() as f64,
-        state.m_high.get_untracked() as f64,
+        state.loaded.m_low.get_untracked() as f64,
+        state.loaded.m_high.get_untracked() as f64,
     );
     (lo + (hi - lo) * v / SLIDER_STEPS).round() as u64
 }
@@ -190,45 +193,47 @@ fn preset_of(rate: f64) -> String {
 }
 
 #[component]
-pub fn BudgetPanel(state: AppState) -> impl IntoView {
+pub fn BudgetPanel() -> impl IntoView {
+    let state = use_app();
     let typed = RwSignal::new(String::new());
     let typed_error = RwSignal::new(None::<String>);
     // The text box follows the slider unless the user is typing in it.
     Effect::new(move |_| {
-        typed.set(bytes(state.budget.get()));
+        typed.set(bytes(state.controls.budget.get()));
         typed_error.set(None);
     });
     let bw_text = RwSignal::new(String::new());
-    Effect::new(move |_| bw_text.set(format_rate(state.bandwidth.get())));
+    Effect::new(move |_| bw_text.set(format_rate(state.controls.bandwidth.get())));
     let bw_error = RwSignal::new(None::<String>);
 
     let on_slide = move |ev: leptos::ev::Event| {
         if let Ok(v) = event_target_value(&ev).parse::<f64>() {
-            state.budget.set(from_slider(state, v));
+            state.controls.budget.set(from_slider(state, v));
         }
     };
     let commit_typed = move || match parse_size(&typed.get_untracked()) {
-        Ok(b) if b > 0 => state.budget.set(b),
+        Ok(b) if b > 0 => state.controls.budget.set(b),
         Ok(_) => typed_error.set(Some("the budget must be above 0".into())),
         Err(e) => typed_error.set(Some(e)),
     };
     let commit_bw = move || match parse_rate(&bw_text.get_untracked()) {
         Ok(r) if r > 0.0 => {
             bw_error.set(None);
-            state.bandwidth.set(r)
+            state.controls.bandwidth.set(r)
         }
         Ok(_) => bw_error.set(Some("must be above 0".into())),
         Err(e) => bw_error.set(Some(e)),
     };
     let on_alg = move |ev: leptos::ev::Event| {
         if let Ok(a) = Algorithm::from_name(&event_target_value(&ev)) {
-            state.algorithm.set(a);
+            state.controls.algorithm.set(a);
         }
     };
 
     let stat = move |f: fn(&crate::state::Current) -> Option<String>| {
         move || {
             state
+                .shown
                 .current
                 .get()
                 .and_then(|c| f(&c))
@@ -242,22 +247,22 @@ pub fn BudgetPanel(state: AppState) -> impl IntoView {
                 <div class="field alg">
                     <label for="algorithm-select">"Algorithm"</label>
                     <select id="algorithm-select" on:change=on_alg
-                        prop:value=move || state.algorithm.get().name().to_string()>
+                        prop:value=move || state.controls.algorithm.get().name().to_string()>
                         {Algorithm::ALL
                             .iter()
                             .map(|a| view! { <option value=a.name() title=a.description()>{a.name()}</option> })
                             .collect_view()}
                     </select>
-                    <small>{move || state.algorithm.get().description()}</small>
+                    <small>{move || state.controls.algorithm.get().description()}</small>
                 </div>
                 <div class="field slider">
                     <label for="budget-slider">
                         "Memory budget "
-                        <span class="range">{move || format!("M_low {} … M_high {}", bytes(state.m_low.get()), bytes(state.m_high.get()))}</span>
+                        <span class="range">{move || format!("M_low {} … M_high {}", bytes(state.loaded.m_low.get()), bytes(state.loaded.m_high.get()))}</span>
                     </label>
                     <div class="slider-line">
                         <input id="budget-slider" type="range" min="0" max="1000" step="1"
-                            prop:value=move || to_slider(state, state.budget.get()).to_string()
+                            prop:value=move || to_slider(state, state.controls.budget.get()).to_string()
                             on:input=on_slide />
                         <input id="budget-input" class="typed" type="text"
                             prop:value=move || typed.get()
@@ -277,11 +282,11 @@ pub fn BudgetPanel(state: AppState) -> impl IntoView {
                             on:change=move |_| commit_bw()
                             title="Host↔device rate for offload and prefetch, e.g. 12 GB/s" />
                         <select id="bandwidth-preset" title="Common host links"
-                            prop:value=move || preset_of(state.bandwidth.get())
+                            prop:value=move || preset_of(state.controls.bandwidth.get())
                             on:change=move |ev| {
                                 if let Ok(r) = event_target_value(&ev).parse::<f64>() {
                                     bw_error.set(None);
-                                    state.bandwidth.set(r);
+                                    state.controls.bandwidth.set(r);
                                 }
                             }>
                             <option value="">"custom"</option>
@@ -307,103 +312,154 @@ pub fn BudgetPanel(state: AppState) -> impl IntoView {
                 <div class="stat"><span>"Ops"</span>
                     <b id="stat-ops">{stat(|c| c.planned.ops.as_ref().map(|o| o.len().to_string()))}</b></div>
             </div>
-            <PlanStatus state />
+            <PlanStatus />
         </section>
     }
 }
 
+/// Which status line shows. Progress is read inside the line, so a report
+/// moves the bar without rebuilding the line and its Cancel button (a
+/// click must not land on a button that is being replaced).
+#[derive(Clone, PartialEq)]
+enum Line {
+    Building,
+    NotBuilt,
+    Failed(String),
+    Replanning,
+    Ready { build_ms: f64 },
+}
+
 /// Build progress, infeasibility and the exact re-plan action.
 #[component]
-fn PlanStatus(state: AppState) -> impl IntoView {
+fn PlanStatus() -> impl IntoView {
+    let state = use_app();
+    let line = Memo::new(move |_| {
+        let alg = state.controls.algorithm.get();
+        match state.tables.build_of(alg) {
+            Build::Building(_) => Line::Building,
+            Build::Cancelled | Build::Idle => Line::NotBuilt,
+            Build::Failed(e) => Line::Failed(e),
+            Build::Ready { .. } if state.shown.replanning.get().is_some() => Line::Replanning,
+            Build::Ready { build_ms, .. } => Line::Ready { build_ms },
+        }
+    });
     move || {
-        let alg = state.algorithm.get();
-        match state.build_of(alg) {
-            Build::Building(f) => view! {
-                <div class="status building">
-                    <span>{format!("Building the {} table for budgets up to {} {}…", alg.name(), bytes(state.m_high.get()),
-                        if state.remote.get() { "in a Web Worker" } else { "" })}</span>
-                    <progress id="build-progress" max="1" value=f></progress>
-                    <span>{format!("{:.0} %", f * 100.0)}</span>
-                    <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
-                </div>
+        let alg = state.controls.algorithm.get();
+        match line.get() {
+            Line::Building => {
+                let what = move || {
+                    format!(
+                        "Building the {} table for budgets up to {} {}…",
+                        alg.name(),
+                        bytes(state.loaded.m_high.get()),
+                        if state.tables.remote.get() {
+                            "in a Web Worker"
+                        } else {
+                            ""
+                        }
+                    )
+                };
+                let fraction = move || match state.tables.build_of(alg) {
+                    Build::Building(f) => f,
+                    _ => 0.0,
+                };
+                view! { <Working what=Signal::derive(what) fraction=Signal::derive(fraction) /> }
+                    .into_any()
             }
-            .into_any(),
-            Build::Cancelled | Build::Idle => view! {
+            Line::NotBuilt => view! {
                 <div class="status warn">
                     <span>{format!("The {} table was not built.", alg.name())}</span>
                     <button on:click=move |_| state.rebuild(alg)>"Build it"</button>
                 </div>
             }
             .into_any(),
-            Build::Failed(e) => view! {
+            Line::Failed(e) => view! {
                 <div class="status warn"><span>{format!("{}: {e}", alg.name())}</span></div>
             }
             .into_any(),
-            Build::Ready { .. } if state.replanning.get().is_some() => {
-                let f = state.replanning.get().unwrap_or(0.0);
-                let what = if alg.offloads() {
-                    format!("Solving {} at {} and {} in a Web Worker…", alg.name(),
-                        bytes(state.budget.get()), format_rate(state.bandwidth.get()))
-                } else {
-                    format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
-                        bytes(state.budget.get()), alg.name())
-                };
-                view! {
-                    <div class="status building" id="plan-status">
-                        <span>{what}</span>
-                        <progress id="build-progress" max="1" value=f></progress>
-                        <span>{format!("{:.0} %", f * 100.0)}</span>
-                        <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
-                    </div>
-                }
-                .into_any()
-            }
-            Build::Ready { build_ms, .. } => {
-                let current = state.current.get();
-                let (detail, feasible, exact, trace_err, error) = match &current {
-                    Some(c) => (
-                        c.planned.detail.clone(),
-                        c.planned.ops.is_some(),
-                        c.planned.exact,
-                        c.trace.as_ref().and_then(|t| t.as_ref().err().cloned()),
-                        c.planned.error.clone(),
-                    ),
-                    None => (String::new(), true, false, None, None),
-                };
-                if let Some(error) = error {
-                    // No answer at all (a table over the size limit): an
-                    // error, never "infeasible".
-                    return view! {
-                        <div class="status err" id="plan-status" role="alert">
-                            <span>{format!("✗ error: {error}")}</span>
-                        </div>
+            Line::Replanning => {
+                let what = move || {
+                    if alg.offloads() {
+                        format!(
+                            "Solving {} at {} and {} in a Web Worker…",
+                            alg.name(),
+                            bytes(state.controls.budget.get()),
+                            format_rate(state.controls.bandwidth.get())
+                        )
+                    } else {
+                        format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",
+                        bytes(state.controls.budget.get()), alg.name())
                     }
-                    .into_any();
-                }
-                let grid = detail.contains("grid");
-                view! {
-                    <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">
-                        <span>
-                            {if feasible { "✓ ".to_string() } else { "✗ infeasible: ".to_string() }}
-                            {detail}
-                            {if exact { " (re-planned exactly at this budget)" } else { "" }}
-                        </span>
-                        {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
-                        {(alg.uses_slots() && (grid || !feasible)).then(|| view! {
-                            <button id="replan-exact" on:click=move |_| state.send_plan(true)
-                                title="Build a table for exactly this budget: no rounding to the M_high grid">
-                                "Re-plan exactly at this budget"
-                            </button>
-                        })}
-                        {(!alg.offloads()).then(|| view! {
-                            <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.remote.get() { " (worker)" } else { "" })}</span>
-                        })}
-                    </div>
-                }
-                .into_any()
+                };
+                let fraction = move || state.shown.replanning.get().unwrap_or(0.0);
+                view! { <Working id="plan-status" what=Signal::derive(what) fraction=Signal::derive(fraction) /> }.into_any()
             }
+            Line::Ready { build_ms } => (move || plan_line(state, alg, build_ms)).into_any(),
         }
     }
+}
+
+/// Work under way: what, how far, and Cancel.
+#[component]
+fn Working(
+    #[prop(optional)] id: Option<&'static str>,
+    what: Signal<String>,
+    fraction: Signal<f64>,
+) -> impl IntoView {
+    let state = use_app();
+    view! {
+        <div class="status building" id=id>
+            <span>{what}</span>
+            <ProgressBar id="build-progress" fraction />
+            <button id="cancel-build" on:click=move |_| state.cancel_build()>"Cancel"</button>
+        </div>
+    }
+}
+
+/// The plan's line: feasible or not, how, and the exact re-plan action.
+fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
+    let current = state.shown.current.get();
+    let (detail, feasible, exact, trace_err, error) = match &current {
+        Some(c) => (
+            c.planned.detail.clone(),
+            c.planned.ops.is_some(),
+            c.planned.exact,
+            c.trace.as_ref().and_then(|t| t.as_ref().err().cloned()),
+            c.planned.error.clone(),
+        ),
+        None => (String::new(), true, false, None, None),
+    };
+    if let Some(error) = error {
+        // No answer at all (a table over the size limit): an
+        // error, never "infeasible".
+        return view! {
+            <div class="status err" id="plan-status" role="alert">
+                <span>{format!("✗ error: {error}")}</span>
+            </div>
+        }
+        .into_any();
+    }
+    let grid = detail.contains("grid");
+    view! {
+        <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">
+            <span>
+                {if feasible { "✓ ".to_string() } else { "✗ infeasible: ".to_string() }}
+                {detail}
+                {if exact { " (re-planned exactly at this budget)" } else { "" }}
+            </span>
+            {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
+            {(alg.uses_slots() && (grid || !feasible)).then(|| view! {
+                <button id="replan-exact" on:click=move |_| state.send_plan(true)
+                    title="Build a table for exactly this budget: no rounding to the M_high grid">
+                    "Re-plan exactly at this budget"
+                </button>
+            })}
+            {(!alg.offloads()).then(|| view! {
+                <span class="muted">{format!("table built in {build_ms:.0} ms{}", if state.tables.remote.get() { " (worker)" } else { "" })}</span>
+            })}
+        </div>
+    }
+    .into_any()
 }
 
 /// Lets the whole page take a dropped chain file.

@@ -1,7 +1,7 @@
 //! A short built-in guide to the operations, told with the teaching chain
 //! (10 equal stages: F 10 ms, B 20 ms, a^ℓ 64 MiB, ā^ℓ 128 MiB).
 
-use crate::state::{AppState, ChainSource};
+use crate::state::{use_app, ChainSource};
 use leptos::prelude::*;
 use remat_core::examples;
 
@@ -15,7 +15,8 @@ fn OpName(base: &'static str, sub: &'static str, sup: &'static str) -> impl Into
 }
 
 #[component]
-pub fn Guide(state: AppState) -> impl IntoView {
+pub fn Guide() -> impl IntoView {
+    let state = use_app();
     let load_teaching = move |play: bool| {
         state.load_chain(
             examples::teaching(),
@@ -23,7 +24,7 @@ pub fn Guide(state: AppState) -> impl IntoView {
             Some(TIGHT_BUDGET),
         );
         if play {
-            state.playing.set(true);
+            state.view.playing.set(true);
             // Show the charts the step-through highlights (below the sticky stepper).
             if let (Some(w), Some(el)) = (
                 web_sys::window(),

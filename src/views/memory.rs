@@ -1,11 +1,12 @@
 //! Memory over time, stacked by tensor (`Trace.residency`): which a^ℓ, ā^ℓ,
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
-use super::{
-    byte_ticks, bytes, chart_point, ms, palette, time_axis_svg, x_of, Swatch, MARGIN_L, PLOT_W,
+use super::chart::{
+    byte_ticks, bytes, layer_of, ms, num, palette, swatches, time_axis_svg, tooltip_style, x_of,
+    CardHead, ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
-use super::{num, PathBatch};
-use crate::state::AppState;
+use super::notation::math_text;
+use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::simulator::{Residency, TensorId, Trace};
 
@@ -148,54 +149,22 @@ fn describe(r: &Residency) -> String {
 }
 
 #[component]
-pub fn MemoryChart(state: AppState) -> impl IntoView {
-    let hover_fx = RwSignal::new(None::<f64>);
-    let heavy = move || {
-        let s = {
-            state.current.with(|c| {
-                match c
-                    .as_ref()
-                    .and_then(|c| c.ok_trace().map(|t| (t, c.planned.budget)))
-                {
-                    Some((t, budget)) => layer(t, budget.max(1)),
-                    None => String::new(),
-                }
-            })
-        };
-        crate::state::mark("memory");
-        s
-    };
-    let on_move = move |ev: leptos::ev::MouseEvent| {
-        let Some((x, _, fx)) = chart_point(&ev, H) else {
-            return;
-        };
-        state.current.with_untracked(|c| {
-            if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
-                let time = ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * t.makespan_seconds;
-                state.cursor.set(Some(time));
-                hover_fx.set(Some(fx));
-            }
-        });
-    };
-    let on_leave = move |_| {
-        hover_fx.set(None);
-        if state.step.get_untracked().is_none() {
-            state.cursor.set(None);
-        }
-    };
+pub fn MemoryChart() -> impl IntoView {
+    let state = use_app();
+    let hover = TimeHover::new(H);
+    let heavy = layer_of("memory", |c| {
+        (c.ok_trace())
+            .map(|t| layer(t, c.planned.budget.max(1)))
+            .unwrap_or_default()
+    });
     let cursor = move || {
-        let t = state.cursor.get()?;
-        let c = state.current.get()?;
-        let trace = c.ok_trace()?;
-        let x = x_of(t, trace.makespan_seconds);
+        let x = hover.cursor_x()?;
         Some(view! {
             <line x1=x x2=x y1=TOP y2=TOP + PLOT_H stroke=palette::CURSOR stroke-width="1.5" />
         })
     };
     let tooltip = move || {
-        let fx = hover_fx.get()?;
-        let t = state.cursor.get()?;
-        let c = state.current.get()?;
+        let (fx, t, c) = hover.at()?;
         let trace = c.ok_trace()?;
         let mut res = trace.resident_at(t);
         res.sort_by_key(|r| std::cmp::Reverse(r.bytes));
@@ -207,19 +176,14 @@ pub fn MemoryChart(state: AppState) -> impl IntoView {
             .map(|s| c.ops()[s.op].to_string())
             .unwrap_or_else(|| "idle".into());
         let more = res.len().saturating_sub(8);
-        let style = if fx > 0.6 {
-            format!("right:{:.1}%", (1.0 - fx) * 100.0 + 1.0)
-        } else {
-            format!("left:{:.1}%", fx * 100.0 + 1.0)
-        };
         Some(view! {
-            <div class="tooltip" style=style>
+            <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("at {} — {} resident", ms(t), bytes(total))}</b>
-                <div class="muted">{super::math_text(&format!("running: {running}"))}</div>
+                <div class="muted">{math_text(&format!("running: {running}"))}</div>
                 <ul>
                     {res.into_iter().take(8).map(|r| view! {
                         <li><i style=format!("background:{}", tensor_color(&r.tensor))></i>
-                            {super::math_text(&format!("{} — {}", describe(&r), bytes(r.bytes)))}</li>
+                            {math_text(&format!("{} — {}", describe(&r), bytes(r.bytes)))}</li>
                     }).collect_view()}
                 </ul>
                 {(more > 0).then(|| view! { <div class="muted">{format!("… and {more} smaller")}</div> })}
@@ -227,26 +191,18 @@ pub fn MemoryChart(state: AppState) -> impl IntoView {
         })
     };
     view! {
-        <div class="card-head">
-            <h2>"Memory over time"</h2>
-            <div class="legend">
-                <Swatch color=palette::SAVED[0] label="ā^ℓ saved for backward" />
-                <Swatch color=palette::ACTIVATION[0] label="a^ℓ activation / checkpoint" />
-                <Swatch color=palette::GRADIENT[0] label="δ^ℓ gradient" />
-                <Swatch color=palette::WORKSPACE label="workspace" />
-                <span class="swatch"><i class="dash"></i>"budget"</span>
-            </div>
-        </div>
+        <CardHead title="Memory over time">
+            {swatches(&[(palette::SAVED[0], "ā^ℓ saved for backward"), (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
+                (palette::GRADIENT[0], "δ^ℓ gradient"), (palette::WORKSPACE, "workspace")])}
+            <span class="swatch"><i class="dash"></i>"budget"</span>
+        </CardHead>
         <div class="chart-wrap">
-            <svg id="memory-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
-                font-family="Inter, system-ui, sans-serif"
-                on:mousemove=on_move on:mouseleave=on_leave>
-                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
-                <g inner_html=heavy></g>
+            <ChartSvg id="memory-svg" height=H layer=heavy
+                on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {cursor}
-            </svg>
+            </ChartSvg>
             {tooltip}
-            {move || state.current.get().and_then(|c| if c.ok_trace().is_none() {
+            {move || state.shown.current.get().and_then(|c| if c.ok_trace().is_none() {
                 Some(view! { <div class="empty">"No schedule at this budget: nothing to draw. Raise the budget or re-plan exactly."</div> })
             } else { None })}
         </div>

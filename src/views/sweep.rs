@@ -3,27 +3,23 @@
 //! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
 //! demand, with progress and a cancel button.
 
+use super::chart::{bytes, pct, Frame, ProgressBar, Swatch};
 use super::compare::alg_color;
-use super::{bytes, pct, Frame, Swatch};
-use crate::planning::{SweepPoint, SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
-use crate::state::AppState;
+use crate::protocol::{Sweep, SweepPoint};
+use crate::service::{SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
+use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::model::units::format_rate;
+use remat_core::solvers::budget_at_ratio;
 use remat_core::solvers::Algorithm;
 
-const W: f64 = 520.0;
-const H: f64 = 280.0;
-const L: f64 = 60.0;
-const R: f64 = 14.0;
-const T: f64 = 14.0;
-const B: f64 = 40.0;
 const FRAME: Frame = Frame {
-    w: W,
-    h: H,
-    left: L,
-    right: R,
-    top: T,
-    bottom: B,
+    w: 520.0,
+    h: 280.0,
+    left: 60.0,
+    right: 14.0,
+    top: 14.0,
+    bottom: 40.0,
 };
 
 /// One line per algorithm over `x`; a gap where it has no schedule.
@@ -47,14 +43,14 @@ fn chart(
         .map(|m| m / seq - 1.0)
         .fold(0.05f64, f64::max)
         * 1.1;
-    let x = |v: f64| L + (v - x0) / span * (W - L - R);
+    let x = |v: f64| FRAME.x((v - x0) / span);
     let y = |o: f64| FRAME.y(o, max_over);
     let ticks: Vec<(f64, String)> = x_ticks.iter().map(|(v, l)| (x(*v), l.clone())).collect();
     let mut s = FRAME.overhead_axes(max_over, &ticks, x_label);
     for alg in SWEEP_ALGORITHMS {
         let mut d = String::new();
         let mut pen_up = true;
-        for p in points.iter().filter(|p| p.algorithm == alg.name()) {
+        for p in points.iter().filter(|p| p.algorithm == alg) {
             match p.makespan_seconds {
                 Some(m) => {
                     let (px, py) = (x(x_of(p)), y(m / seq - 1.0));
@@ -82,73 +78,76 @@ fn chart(
     s
 }
 
+/// Overhead against the memory ratio α.
+fn alpha_figure(sw: &Sweep) -> String {
+    let ticks: Vec<(f64, String)> = (0..=5)
+        .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
+        .collect();
+    chart(
+        &sw.by_alpha,
+        |p| p.alpha,
+        &ticks,
+        "memory ratio α (0 = M_low, 1 = M_high)",
+        sw.sequential_seconds,
+    )
+}
+
+/// Overhead against the bandwidth at α = [`SWEEP_FIXED_ALPHA`].
+fn beta_figure(sw: &Sweep) -> String {
+    let mut bws: Vec<f64> = sw.by_bandwidth.iter().map(|p| p.bandwidth).collect();
+    bws.dedup();
+    let ticks: Vec<(f64, String)> = bws
+        .iter()
+        .map(|b| (b / 1e9, format!("{:.0}", b / 1e9)))
+        .collect();
+    chart(
+        &sw.by_bandwidth,
+        |p| p.bandwidth / 1e9,
+        &ticks,
+        "bandwidth β (GB/s)",
+        sw.sequential_seconds,
+    )
+}
+
+fn caption(sw: &Sweep) -> String {
+    let (m_low, m_high) = sw.range;
+    format!(
+        "M_low {} … M_high {}; left at {}, right at α = {SWEEP_FIXED_ALPHA} (budget {}).",
+        bytes(m_low),
+        bytes(m_high),
+        format_rate(sw.bandwidth),
+        bytes(budget_at_ratio(m_low, m_high, SWEEP_FIXED_ALPHA))
+    )
+}
+
 #[component]
-pub fn SweepView(state: AppState) -> impl IntoView {
-    let alpha_svg = move || {
-        state.sweep.with(|sw| {
-            sw.as_ref().map(|sw| {
-                let ticks: Vec<(f64, String)> = (0..=5)
-                    .map(|i| (i as f64 / 5.0, format!("{:.1}", i as f64 / 5.0)))
-                    .collect();
-                chart(
-                    &sw.by_alpha,
-                    |p| p.alpha,
-                    &ticks,
-                    "memory ratio α (0 = M_low, 1 = M_high)",
-                    sw.sequential_seconds,
-                )
-            })
-        })
-    };
-    let beta_svg = move || {
-        state.sweep.with(|sw| {
-            sw.as_ref().map(|sw| {
-                let mut bws: Vec<f64> = sw.by_bandwidth.iter().map(|p| p.bandwidth).collect();
-                bws.dedup();
-                let ticks: Vec<(f64, String)> = bws
-                    .iter()
-                    .map(|b| (b / 1e9, format!("{:.0}", b / 1e9)))
-                    .collect();
-                chart(
-                    &sw.by_bandwidth,
-                    |p| p.bandwidth / 1e9,
-                    &ticks,
-                    "bandwidth β (GB/s)",
-                    sw.sequential_seconds,
-                )
-            })
-        })
-    };
-    let caption = move || {
-        state.sweep.with(|sw| {
-            sw.as_ref().map(|sw| {
-                format!(
-                    "M_low {} … M_high {}; left at {}, right at α = {SWEEP_FIXED_ALPHA} (budget {}).",
-                    bytes(sw.m_low),
-                    bytes(sw.m_high),
-                    format_rate(sw.bandwidth),
-                    bytes(sw.m_low + ((sw.m_high - sw.m_low) as f64 * SWEEP_FIXED_ALPHA).round() as u64)
-                )
-            })
-        })
-    };
+pub fn SweepView() -> impl IntoView {
+    let state = use_app();
+    // The bar moves without rebuilding the Cancel button under the pointer.
+    let sweeping = state.offloading.sweeping;
+    let running = Memo::new(move |_| sweeping.get().is_some());
+    let fraction = move || sweeping.get().unwrap_or(0.0);
+    // Each drawn from the sweep, once there is one.
+    let sweep = state.offloading.sweep;
+    let figure = move |draw: fn(&Sweep) -> String| move || sweep.with(|sw| sw.as_ref().map(draw));
+    let (alpha_svg, beta_svg, caption) =
+        (figure(alpha_figure), figure(beta_figure), figure(caption));
     view! {
         <section class="card sweep">
             <div class="card-head">
                 <h2>"Offloading sweep"</h2>
                 <span class="muted">"POFO's figures for this chain: each point is a solve of every offloading algorithm, measured by the simulator"</span>
-                {move || match state.sweeping.get() {
-                    Some(f) => view! {
+                {move || match running.get() {
+                    true => view! {
                         <span class="status building">
-                            <progress id="sweep-progress" max="1" value=f></progress>
-                            <span>{format!("{:.0} %", f * 100.0)}</span>
+                            <ProgressBar id="sweep-progress" fraction=Signal::derive(fraction) />
                             <button id="sweep-cancel" on:click=move |_| state.cancel_build()>"Cancel"</button>
                         </span>
                     }.into_any(),
-                    None => view! {
+                    false => view! {
                         <button id="sweep-run" on:click=move |_| state.send_sweep()
                             title="Runs in a Web Worker">
-                            {move || if state.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" }}
+                            {move || if state.offloading.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" }}
                         </button>
                     }.into_any(),
                 }}
@@ -156,16 +155,16 @@ pub fn SweepView(state: AppState) -> impl IntoView {
             <div class="legend">
                 {SWEEP_ALGORITHMS.iter().map(|a| view! { <Swatch color=alg_color(*a) label=a.name() /> }).collect_view()}
             </div>
-            {move || state.sweep.with(|s| s.is_some()).then(|| view! {
+            {move || state.offloading.sweep.with(|s| s.is_some()).then(|| view! {
                 <div class="sweep-grid">
-                    <svg id="sweep-alpha" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                    <svg id="sweep-alpha" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
                         font-family="Inter, system-ui, sans-serif">
-                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=alpha_svg></g>
                     </svg>
-                    <svg id="sweep-beta" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {W} {H}")
+                    <svg id="sweep-beta" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
                         font-family="Inter, system-ui, sans-serif">
-                        <rect x="0" y="0" width=W height=H fill="#ffffff" />
+                        <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=beta_svg></g>
                     </svg>
                 </div>

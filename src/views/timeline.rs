@@ -1,21 +1,26 @@
 //! The two lanes of the simulator: GPU compute (forward, recompute,
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
-use super::PathBatch;
-use super::{
-    chart_point, ms, op_color, palette, recompute_flags, time_axis_svg, x_of, Swatch, MARGIN_L,
-    PLOT_W,
+use super::chart::{
+    layer_of, ms, op_color, palette, swatches, time_axis_svg, tooltip_style, x_of, CardHead,
+    ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
-use crate::state::{AppState, Current};
+use super::notation::{math_text, svg_math};
+use super::recompute_flags;
+use crate::state::{use_app, Current};
 use leptos::prelude::*;
 use remat_core::simulator::Lane;
 
 const H: f64 = 150.0;
-const COMPUTE_Y: f64 = 14.0;
-const COMPUTE_H: f64 = 46.0;
-const COPY_Y: f64 = 74.0;
-const COPY_H: f64 = 30.0;
 const AXIS_Y: f64 = 114.0;
+
+/// The top and the height of a lane's band.
+fn band(lane: Lane) -> (f64, f64) {
+    match lane {
+        Lane::Compute => (14.0, 46.0),
+        Lane::Copy => (74.0, 30.0),
+    }
+}
 
 fn layer(c: &Current) -> String {
     let Some(trace) = c.ok_trace() else {
@@ -24,20 +29,21 @@ fn layer(c: &Current) -> String {
     let ops = c.ops();
     let makespan = trace.makespan_seconds;
     let flags = recompute_flags(ops, c.chain.len());
+    let ((compute_y, compute_h), (copy_y, copy_h)) = (band(Lane::Compute), band(Lane::Copy));
     let mut s = String::with_capacity(ops.len() * 90);
     s.push_str(
         r##"<defs><pattern id="idle-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e7b7b7" stroke-width="2"/></pattern></defs>"##,
     );
     // Idle is what is left of the compute lane: draw it underneath.
     s.push_str(&format!(
-        r##"<rect x="{MARGIN_L}" y="{COMPUTE_Y}" width="{PLOT_W}" height="{COMPUTE_H}" fill="url(#idle-hatch)"/><rect x="{MARGIN_L}" y="{COPY_Y}" width="{PLOT_W}" height="{COPY_H}" fill="#f3f5f8"/>"##
+        r##"<rect x="{MARGIN_L}" y="{compute_y}" width="{PLOT_W}" height="{compute_h}" fill="url(#idle-hatch)"/><rect x="{MARGIN_L}" y="{copy_y}" width="{PLOT_W}" height="{copy_h}" fill="#f3f5f8"/>"##
     ));
     s.push_str(&format!(
         r##"<text x="{:.1}" y="{:.1}" font-size="12.5" text-anchor="end" fill="#2b3442" font-weight="600">GPU</text><text x="{:.1}" y="{:.1}" font-size="12.5" text-anchor="end" fill="#2b3442" font-weight="600">PCIe</text>"##,
         MARGIN_L - 8.0,
-        COMPUTE_Y + COMPUTE_H / 2.0 + 4.0,
+        compute_y + compute_h / 2.0 + 4.0,
         MARGIN_L - 8.0,
-        COPY_Y + COPY_H / 2.0 + 4.0
+        copy_y + copy_h / 2.0 + 4.0
     ));
     s.push_str(&time_axis_svg(makespan, AXIS_Y, 5.0));
     let label_room = PLOT_W / ops.len().max(1) as f64 > 26.0;
@@ -47,10 +53,7 @@ fn layer(c: &Current) -> String {
         let op = &ops[span.op];
         let x0 = x_of(span.start, makespan);
         let w = (x_of(span.end, makespan) - x0).max(0.6);
-        let (y, h) = match span.lane {
-            Lane::Compute => (COMPUTE_Y, COMPUTE_H),
-            Lane::Copy => (COPY_Y, COPY_H),
-        };
+        let (y, h) = band(span.lane);
         batch.rect(op_color(op, flags[span.op]), x0, y, w, h);
         // Label a box only when its name fits inside it (about 6.5 units per character).
         if !label_room {
@@ -62,7 +65,7 @@ fn layer(c: &Current) -> String {
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#fff">{}</text>"##,
                 x0 + w / 2.0,
                 y + h / 2.0 + 4.0,
-                super::svg_math(&label)
+                svg_math(&label)
             ));
         }
     }
@@ -72,64 +75,32 @@ fn layer(c: &Current) -> String {
 }
 
 #[component]
-pub fn Timelines(state: AppState) -> impl IntoView {
-    let hover_fx = RwSignal::new(None::<f64>);
-    let heavy = move || {
-        let s = {
-            state
-                .current
-                .with(|c| c.as_ref().map(|c| layer(c)).unwrap_or_default())
-        };
-        crate::state::mark("timeline");
-        s
-    };
-    let on_move = move |ev: leptos::ev::MouseEvent| {
-        let Some((x, _, fx)) = chart_point(&ev, H) else {
-            return;
-        };
-        state.current.with_untracked(|c| {
-            if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
-                let time = ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * t.makespan_seconds;
-                state.cursor.set(Some(time));
-                hover_fx.set(Some(fx));
-            }
-        });
-    };
-    let on_leave = move |_| {
-        hover_fx.set(None);
-        if state.step.get_untracked().is_none() {
-            state.cursor.set(None);
-        }
-    };
+pub fn Timelines() -> impl IntoView {
+    let state = use_app();
+    let hover = TimeHover::new(H);
+    let heavy = layer_of("timeline", layer);
     // The step-through's op, outlined.
     let highlight = move || {
-        let i = state.step.get()?;
-        let c = state.current.get()?;
+        let i = state.view.step.get()?;
+        let c = state.shown.current.get()?;
         let trace = c.ok_trace()?;
         let span = trace.spans.get(i)?;
         let x0 = x_of(span.start, trace.makespan_seconds);
         let w = (x_of(span.end, trace.makespan_seconds) - x0).max(3.0);
-        let (y, h) = match span.lane {
-            Lane::Compute => (COMPUTE_Y, COMPUTE_H),
-            Lane::Copy => (COPY_Y, COPY_H),
-        };
+        let (y, h) = band(span.lane);
         Some(view! {
             <rect id="timeline-current" x=x0 - 2.0 y=y - 3.0 width=w + 4.0 height=h + 6.0 fill="none"
                 stroke=palette::CURSOR stroke-width="2.5" rx="2" />
         })
     };
     let cursor = move || {
-        let t = state.cursor.get()?;
-        let c = state.current.get()?;
-        let x = x_of(t, c.ok_trace()?.makespan_seconds);
+        let x = hover.cursor_x()?;
         Some(
             view! { <line x1=x x2=x y1="6" y2=AXIS_Y stroke=palette::CURSOR stroke-width="1.5" /> },
         )
     };
     let tooltip = move || {
-        let fx = hover_fx.get()?;
-        let t = state.cursor.get()?;
-        let c = state.current.get()?;
+        let (fx, t, c) = hover.at()?;
         let trace = c.ok_trace()?;
         let on = |lane: Lane| {
             trace
@@ -142,25 +113,20 @@ pub fn Timelines(state: AppState) -> impl IntoView {
             Some((op, a, b)) => format!("{label}: {op} ({} → {})", ms(a), ms(b)),
             None => format!("{label}: idle"),
         };
-        let style = if fx > 0.6 {
-            format!("right:{:.1}%", (1.0 - fx) * 100.0 + 1.0)
-        } else {
-            format!("left:{:.1}%", fx * 100.0 + 1.0)
-        };
         let explain = on(Lane::Compute)
             .map(|(op, _, _)| op.explain())
             .unwrap_or_default();
         Some(view! {
-            <div class="tooltip" style=style>
+            <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("at {}", ms(t))}</b>
-                <div>{super::math_text(&line("GPU", on(Lane::Compute)))}</div>
-                <div>{super::math_text(&line("PCIe", on(Lane::Copy)))}</div>
-                <div class="muted">{super::math_text(&explain)}</div>
+                <div>{math_text(&line("GPU", on(Lane::Compute)))}</div>
+                <div>{math_text(&line("PCIe", on(Lane::Copy)))}</div>
+                <div class="muted">{math_text(&explain)}</div>
             </div>
         })
     };
     let idle = move || {
-        state.current.get().and_then(|c| {
+        state.shown.current.get().and_then(|c| {
             c.ok_trace().map(|t| {
                 format!(
                     "GPU idle {} of {}",
@@ -171,27 +137,18 @@ pub fn Timelines(state: AppState) -> impl IntoView {
         })
     };
     view! {
-        <div class="card-head">
-            <h2>"Timelines"</h2>
-            <div class="legend">
-                <Swatch color=palette::FORWARD label="forward" />
-                <Swatch color=palette::RECOMPUTE label="recompute" />
-                <Swatch color=palette::BACKWARD label="backward" />
-                <Swatch color=palette::OFFLOAD label="offload" />
-                <Swatch color=palette::PREFETCH label="prefetch" />
-                <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
-                <span class="muted">{idle}</span>
-            </div>
-        </div>
+        <CardHead title="Timelines">
+            {swatches(&[(palette::FORWARD, "forward"), (palette::RECOMPUTE, "recompute"), (palette::BACKWARD, "backward"),
+                (palette::OFFLOAD, "offload"), (palette::PREFETCH, "prefetch")])}
+            <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
+            <span class="muted">{idle}</span>
+        </CardHead>
         <div class="chart-wrap">
-            <svg id="timeline-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {H}")
-                font-family="Inter, system-ui, sans-serif"
-                on:mousemove=on_move on:mouseleave=on_leave>
-                <rect x="0" y="0" width="1200" height=H fill="#ffffff" />
-                <g inner_html=heavy></g>
+            <ChartSvg id="timeline-svg" height=H layer=heavy
+                on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {highlight}
                 {cursor}
-            </svg>
+            </ChartSvg>
             {tooltip}
         </div>
     }

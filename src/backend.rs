@@ -1,0 +1,223 @@
+//! Where planning runs. The page always keeps a [`PlannerService`] and
+//! answers every slider move from it, synchronously. For long chains the
+//! expensive part — building a rotor/revolve table (seconds at L = 300) —
+//! runs in a Web Worker, so the page never freezes and the build can be
+//! cancelled; the finished table then moves to the page (a transferred
+//! `Float64Array`, not a copy) and the worker forgets it.
+//!
+//! Offloading algorithms have no table: each of their plans, the compare
+//! rows and the sweeps are solves of their own, so they always go to the
+//! worker, whatever the chain's length; a worker is kept for every chain.
+//!
+//! Both sides answer with the same `Response`s, so the app state does not
+//! care where a request ran. The [`Backend`] is owned by the app state (a
+//! cheap handle; the worker's callbacks hold a weak one).
+
+use crate::protocol::{Envelope, Request, Response, ANY_GENERATION};
+use crate::service::{runs_in_worker, PlannerService, Role};
+use std::cell::{Cell, RefCell};
+use std::rc::{Rc, Weak};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker, WorkerOptions};
+
+type Handler = Rc<dyn Fn(Response)>;
+
+/// The page's planners, the worker while there is one, and who receives
+/// the answers.
+#[derive(Clone)]
+pub struct Backend(Rc<Inner>);
+
+struct Inner {
+    /// The page's planners: every table ends up here.
+    local: RefCell<PlannerService>,
+    /// The builder of long tables and solver of offloading plans.
+    remote: RefCell<Option<Remote>>,
+    /// Whether tables are built in the worker (long chains).
+    tables_remote: Cell<bool>,
+    handler: RefCell<Option<Handler>>,
+}
+
+struct Remote {
+    worker: Worker,
+    ready: bool,
+    queue: Vec<Envelope>,
+    _onmessage: Closure<dyn FnMut(MessageEvent)>,
+    _onerror: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+impl Default for Backend {
+    fn default() -> Backend {
+        Backend(Rc::new(Inner {
+            local: RefCell::new(PlannerService::new(Role::Page)),
+            remote: RefCell::new(None),
+            tables_remote: Cell::new(false),
+            handler: RefCell::new(None),
+        }))
+    }
+}
+
+impl Backend {
+    /// Sets who receives responses (the app state).
+    pub fn set_handler(&self, handler: impl Fn(Response) + 'static) {
+        *self.0.handler.borrow_mut() = Some(Rc::new(handler));
+    }
+
+    fn dispatch(&self, response: Response) {
+        let handler = self.0.handler.borrow().clone();
+        if let Some(h) = handler {
+            h(response);
+        }
+    }
+
+    /// Whether long builds go to the worker; starts one if there is none.
+    pub fn use_worker(&self, tables_remote: bool) {
+        self.0.tables_remote.set(tables_remote);
+        if self.0.remote.borrow().is_some() {
+            return;
+        }
+        match self.spawn() {
+            Ok(r) => *self.0.remote.borrow_mut() = Some(r),
+            Err(e) => web_sys::console::warn_1(&e),
+        }
+    }
+
+    /// Whether this chain's tables are built in the worker.
+    pub fn tables_remote(&self) -> bool {
+        self.0.tables_remote.get()
+    }
+
+    pub fn is_remote(&self) -> bool {
+        self.0.remote.borrow().is_some()
+    }
+
+    /// Stops a long build: the only way to interrupt a busy worker is to
+    /// end it. Tables already moved to the page stay, so planning goes on.
+    pub fn cancel(&self) {
+        let remote = self.0.remote.borrow_mut().take();
+        if let Some(r) = remote {
+            // Messages the worker posted before it ended may still be
+            // delivered: they must find no handler rather than the
+            // closures dropped with `r` (a page error).
+            r.worker.set_onmessage(None);
+            r.worker.set_onerror(None);
+            r.worker.terminate();
+        }
+    }
+
+    /// Starts a fresh worker after a cancel and gives it the chain, without
+    /// touching the page's tables.
+    pub fn respawn(&self, generation: u64, chain: String) {
+        self.use_worker(self.tables_remote());
+        self.post_remote(Request::Load { generation, chain });
+    }
+
+    /// Sends a request; answers from the page are dispatched before this
+    /// returns.
+    pub fn send(&self, request: Request) {
+        if let Request::Load { .. } = &request {
+            // Both sides need the chain.
+            self.post_remote(request.clone());
+        } else if self.is_remote() && runs_in_worker(&request, self.tables_remote()) {
+            self.post_remote(request);
+            return;
+        }
+        let mut answers = Vec::new();
+        self.0
+            .local
+            .borrow_mut()
+            .handle(request, &now_ms, &mut |r| answers.push(r));
+        // Dispatch after the borrow ends: handlers may send again.
+        for a in answers {
+            self.dispatch(a);
+        }
+    }
+
+    fn spawn(&self) -> Result<Remote, JsValue> {
+        let options = WorkerOptions::new();
+        let worker = Worker::new_with_options("./worker_loader.js", &options)?;
+        let me = Rc::downgrade(&self.0);
+        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            if let Some(b) = upgrade(&me) {
+                b.on_worker_message(&event.data());
+            }
+        });
+        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+        let me = Rc::downgrade(&self.0);
+        let onerror =
+            Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |e: web_sys::ErrorEvent| {
+                if let Some(b) = upgrade(&me) {
+                    b.dispatch(Response::Failed {
+                        generation: ANY_GENERATION,
+                        task: None,
+                        error: format!("planner worker failed: {}", e.message()),
+                    });
+                }
+            });
+        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+        Ok(Remote {
+            worker,
+            ready: false,
+            queue: Vec::new(),
+            _onmessage: onmessage,
+            _onerror: onerror,
+        })
+    }
+
+    fn on_worker_message(&self, data: &JsValue) {
+        let response = match Envelope::from_js(data).and_then(Envelope::decode::<Response>) {
+            Ok(r) => r,
+            Err(e) => {
+                web_sys::console::error_1(&format!("worker reply: {e}").into());
+                return;
+            }
+        };
+        if let Response::Ready = response {
+            return self.flush_queue();
+        }
+        // A table is installed here (copied into the page's memory once);
+        // from then on its algorithm plans in the page.
+        let received = self.0.local.borrow_mut().receive(response);
+        if let Some(response) = received {
+            self.dispatch(response);
+        }
+    }
+
+    fn flush_queue(&self) {
+        if let Some(remote) = self.0.remote.borrow_mut().as_mut() {
+            remote.ready = true;
+            for envelope in remote.queue.drain(..) {
+                post(&remote.worker, envelope);
+            }
+        }
+    }
+
+    /// Posts to the worker (queued until it is ready); nothing if there is
+    /// none.
+    fn post_remote(&self, request: Request) {
+        if let Some(remote) = self.0.remote.borrow_mut().as_mut() {
+            let envelope = Envelope::encode(request);
+            if remote.ready {
+                post(&remote.worker, envelope);
+            } else {
+                remote.queue.push(envelope);
+            }
+        }
+    }
+}
+
+fn upgrade(inner: &Weak<Inner>) -> Option<Backend> {
+    inner.upgrade().map(Backend)
+}
+
+fn post(worker: &Worker, envelope: Envelope) {
+    // Requests carry no table: nothing to transfer.
+    let _ = worker.post_message(&envelope.into_js().0);
+}
+
+pub fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or_else(js_sys::Date::now)
+}

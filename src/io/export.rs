@@ -1,0 +1,113 @@
+//! Downloads: the schedule, its Chrome trace, the chain, the charts.
+
+use crate::state::AppState;
+use leptos::prelude::*;
+use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
+use remat_core::simulator::chrome_trace_json;
+use wasm_bindgen::JsCast;
+
+/// Starts a download of `text`.
+fn download(file_name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    let document = leptos::prelude::document();
+    if let Ok(a) = document.create_element("a") {
+        let a: web_sys::HtmlAnchorElement = a.unchecked_into();
+        a.set_href(&url);
+        a.set_download(file_name);
+        a.click();
+    }
+    let _ = web_sys::Url::revoke_object_url(&url);
+}
+
+fn slug(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    s.split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+pub fn export_schedule(state: AppState) {
+    let Some(current) = state.shown.current.get_untracked() else {
+        return;
+    };
+    let (Some(ops), Some(trace)) = (current.planned.ops.clone(), current.ok_trace()) else {
+        state
+            .view
+            .error("No schedule to export: this budget is infeasible for the algorithm.".into());
+        return;
+    };
+    let file = ScheduleFile::new(
+        &current.chain,
+        &current.algorithm,
+        current.planned.budget,
+        Some(state.controls.bandwidth.get_untracked()),
+        Predicted {
+            makespan_seconds: trace.makespan_seconds,
+            peak_bytes: trace.peak_bytes,
+        },
+        ops,
+    );
+    download(
+        &format!(
+            "{}.{}.schedule.json",
+            slug(&current.chain.name),
+            current.algorithm
+        ),
+        "application/json",
+        &write_schedule(&file),
+    );
+}
+
+pub fn export_trace(state: AppState) {
+    let Some(current) = state.shown.current.get_untracked() else {
+        return;
+    };
+    if let Some(trace) = current.ok_trace() {
+        download(
+            &format!("{}.trace.json", slug(&current.chain.name)),
+            "application/json",
+            &chrome_trace_json(&current.chain, current.ops(), trace),
+        );
+    }
+}
+
+pub fn export_chain(state: AppState) {
+    let chain = state.loaded.chain.get_untracked();
+    download(
+        &format!("{}.chain.json", slug(&chain.name)),
+        "application/json",
+        &write_chain(&chain),
+    );
+}
+
+/// Saves one chart (an inline `<svg>` with presentation attributes, so it
+/// looks the same outside the page).
+pub fn export_svg(element_id: &str, file_name: &str) {
+    let Some(el) = leptos::prelude::document().get_element_by_id(element_id) else {
+        return;
+    };
+    let Ok(serializer) = web_sys::XmlSerializer::new() else {
+        return;
+    };
+    if let Ok(text) = serializer.serialize_to_string(&el) {
+        download(file_name, "image/svg+xml", &text);
+    }
+}

@@ -1,0 +1,117 @@
+//! Imported files: a chain (kept in localStorage across reloads), or a
+//! schedule for the loaded chain.
+
+use crate::protocol::Planned;
+use crate::state::{AppState, ChainSource, Current};
+use leptos::prelude::*;
+use remat_core::format::{read_any_chain, read_schedule, write_chain, SCHEDULE_FORMAT};
+use remat_core::model::units::format_bytes;
+use remat_core::simulator::judge;
+use std::sync::Arc;
+
+const STORAGE_KEY: &str = "remat.imported-chain";
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
+}
+
+pub(super) fn load_stored() -> Option<String> {
+    storage().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
+}
+
+/// Reads an imported file — a chain, or a schedule for the loaded chain; a
+/// bad file leaves the loaded chain and plan in place.
+pub fn import_text(state: AppState, file_name: &str, text: &str) {
+    if text.contains(SCHEDULE_FORMAT) {
+        return import_schedule(state, file_name, text);
+    }
+    match read_any_chain(text) {
+        Ok(chain) => {
+            if let Some(s) = storage() {
+                // Survives a reload; quota errors only cost that convenience.
+                let _ = s.set_item(STORAGE_KEY, &write_chain(&chain));
+            }
+            state
+                .view
+                .info(format!("Imported {file_name}: {} stages.", chain.len()));
+            state.load_chain(chain, ChainSource::Imported, None);
+        }
+        Err(e) => state.view.error(format!(
+            "Could not import {file_name}: {e}. The previous chain stays loaded."
+        )),
+    }
+}
+
+/// Shows a `remat-schedule/1` file for the loaded chain once the simulator
+/// (the same judge as `remat simulate`) accepts it: complete, valid, with the
+/// file's budget as memory limit. It stays shown until the next plan.
+fn import_schedule(state: AppState, file_name: &str, text: &str) {
+    let refuse = |why: String| {
+        state.view.error(format!(
+            "Refused {file_name}: {why}. The current plan stays shown."
+        ))
+    };
+    let schedule = match read_schedule(text) {
+        Ok(s) => s,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let chain = state.loaded.chain.get_untracked();
+    let warning = match schedule.check_chain(&chain) {
+        Ok(w) => w,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let bandwidth = schedule
+        .bandwidth_bytes_per_s
+        .or(Some(state.controls.bandwidth.get_untracked()));
+    let trace = match judge(&chain, &schedule.ops, schedule.budget_bytes, bandwidth) {
+        Ok(t) => t,
+        Err(e) => return refuse(format!("invalid schedule: {e}")),
+    };
+    let previous = state.shown.current.get_untracked();
+    let shown_algorithm = state.controls.algorithm.get_untracked();
+    let algorithm = if schedule.algorithm.is_empty() {
+        shown_algorithm.name().to_string()
+    } else {
+        schedule.algorithm.clone()
+    };
+    state.view.info(format!(
+        "Showing {file_name}: {} ops, peak {} within {}.{}",
+        schedule.ops.len(),
+        format_bytes(trace.peak_bytes),
+        format_bytes(schedule.budget_bytes),
+        warning
+            .map(|w| format!(" Warning: {w}"))
+            .unwrap_or_default()
+    ));
+    state.shown.current.set(Some(Arc::new(Current {
+        chain,
+        algorithm,
+        planned: Planned {
+            generation: previous.as_ref().map_or(0, |c| c.planned.generation),
+            id: previous.as_ref().map_or(0, |c| c.planned.id),
+            // Not a planner's answer: the file's name travels in `Current`.
+            algorithm: shown_algorithm,
+            budget: schedule.budget_bytes,
+            bandwidth,
+            exact: false,
+            predicted_seconds: schedule.predicted.as_ref().map(|p| p.makespan_seconds),
+            predicted_peak_bytes: schedule.predicted.as_ref().map(|p| p.peak_bytes),
+            detail: format!("schedule from {file_name}"),
+            error: None,
+            summaries: Vec::new(),
+            ops: Some(schedule.ops),
+        },
+        trace: Some(Ok(trace)),
+    })));
+}
+
+pub fn import_file(state: AppState, file: web_sys::File) {
+    let name = file.name();
+    let promise = file.text();
+    leptos::task::spawn_local(async move {
+        match wasm_bindgen_futures::JsFuture::from(promise).await {
+            Ok(text) => import_text(state, &name, &text.as_string().unwrap_or_default()),
+            Err(_) => state.view.error(format!("Could not read {name}.")),
+        }
+    });
+}

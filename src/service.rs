@@ -1,0 +1,589 @@
+//! The planning service: one [`PlannerService`] answers [`Request`]s in the
+//! page, another inside the Web Worker.
+//!
+//! The worker only *builds* the rotor/revolve tables of long chains (seconds
+//! at L = 300) and hands each finished table out with its [`Built`]
+//! ([`Role::Worker`]); the page's service installs it ([`receive`]) and
+//! answers every slider move from it synchronously (O(L)), with no round
+//! trip. Offloading algorithms (pofo, offload-only, opportunist, autocapper)
+//! have no table: every budget and bandwidth is a new solve (up to
+//! seconds), so their plans, the compare rows and the sweeps run in the
+//! worker ([`runs_in_worker`]).
+//!
+//! Plain Rust, no browser: the tests below run on the host.
+//!
+//! [`receive`]: PlannerService::receive
+
+use crate::protocol::{
+    Built, CurvePoint, Planned, Request, Response, Summary, Sweep, SweepPoint, Table, Task,
+};
+use remat_core::format::read_any_chain;
+use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::offload;
+use remat_core::solvers::{
+    budget_at_ratio, max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy,
+    Solution, SolveError,
+};
+use remat_core::Chain;
+
+/// Memory ratios of the α figure (the paper's range, 0 = M_low, 1 = M_high).
+pub const SWEEP_ALPHAS: [f64; 11] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0];
+/// α of the bandwidth figure, as in the paper.
+pub const SWEEP_FIXED_ALPHA: f64 = 0.2;
+/// Bandwidths of the β figure: PCIe 3 (12 GB/s) to the paper's 36 GB/s and beyond.
+pub const SWEEP_BANDWIDTHS: [f64; 6] = [6e9, 12e9, 18e9, 24e9, 36e9, 48e9];
+/// The algorithms drawn in the sweep: the offloading ones and rotor.
+pub const SWEEP_ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::Rotor,
+    Algorithm::Pofo,
+    Algorithm::OffloadOnly,
+    Algorithm::Opportunist,
+    Algorithm::Autocapper,
+];
+
+/// Points per trade-off curve: enough to show the steps, cheap at L = 300.
+const CURVE_POINTS: usize = 48;
+
+/// Tables whose build costs more than this (≈ 50 ms of wasm) go to the worker.
+pub const WORKER_THRESHOLD: f64 = 2.0e7;
+
+/// M_low for the slider: the least memory any persistent schedule needs.
+fn min_budget(chain: &Chain) -> u64 {
+    persistent::min_budget(chain, persistent::Variant::Rotor)
+}
+
+/// The slider's range, M_low to M_high (the most memory worth giving).
+pub fn budget_range(chain: &Chain) -> (u64, u64) {
+    let low = min_budget(chain);
+    (low, max_useful_budget(chain).max(low))
+}
+
+/// Rough cost of building the rotor table (inner-loop steps), to decide
+/// whether it may run on the page's thread.
+pub fn build_cost(chain: &Chain) -> f64 {
+    let n = chain.len() as f64;
+    n * n * n / 6.0 * remat_core::solvers::DEFAULT_SLOTS as f64
+}
+
+/// Whether this chain's tables are built in the worker.
+pub fn wants_worker(chain: &Chain) -> bool {
+    build_cost(chain) > WORKER_THRESHOLD
+}
+
+/// Whether a request goes to the worker (when there is one): builds of DP
+/// tables (and exact re-plans, which build one) of long chains, and every
+/// offloading solve. A `Load` goes to both sides (see the backend).
+pub fn runs_in_worker(request: &Request, tables_remote: bool) -> bool {
+    match request {
+        Request::Load { .. } => false,
+        Request::Build { algorithm, .. } => algorithm.uses_slots() && tables_remote,
+        Request::Plan {
+            algorithm, exact, ..
+        } => algorithm.offloads() || (*exact && algorithm.uses_slots() && tables_remote),
+        Request::Compare { .. } | Request::Sweep { .. } => true,
+    }
+}
+
+/// Where a service runs, which decides where its built tables stay.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Role {
+    /// In the page: every table stays here.
+    #[default]
+    Page,
+    /// In the worker: a finished table leaves with its `Built`.
+    Worker,
+}
+
+#[derive(Default)]
+pub struct PlannerService {
+    role: Role,
+    generation: u64,
+    chain: Option<Chain>,
+    planners: Vec<Planner>,
+}
+
+/// Receives the service's progress reports and answers, in order.
+pub type Emit<'a> = dyn FnMut(Response) + 'a;
+
+impl PlannerService {
+    pub fn new(role: Role) -> PlannerService {
+        PlannerService {
+            role,
+            ..PlannerService::default()
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn has(&self, alg: Algorithm) -> bool {
+        self.planners.iter().any(|p| p.algorithm() == alg)
+    }
+
+    /// Answers one request; `emit` receives progress and results in order.
+    pub fn handle(&mut self, request: Request, now: &dyn Fn() -> f64, emit: &mut Emit<'_>) {
+        match request {
+            Request::Load { generation, chain } => self.load(generation, &chain, emit),
+            Request::Build {
+                generation,
+                algorithm,
+                max_budget,
+            } => self.build(generation, algorithm, max_budget, now, emit),
+            Request::Plan {
+                generation,
+                id,
+                algorithm,
+                budget,
+                bandwidth,
+                exact,
+            } => {
+                let ask = Ask {
+                    id,
+                    algorithm,
+                    budget,
+                    bandwidth,
+                    exact,
+                };
+                self.plan(generation, ask, emit)
+            }
+            Request::Compare {
+                generation,
+                id,
+                budget,
+                bandwidth,
+            } => self.compare(generation, id, budget, bandwidth, emit),
+            Request::Sweep {
+                generation,
+                bandwidth,
+            } => self.sweep(generation, bandwidth, emit),
+        }
+    }
+
+    fn load(&mut self, generation: u64, text: &str, emit: &mut Emit<'_>) {
+        self.generation = generation;
+        self.planners.clear();
+        self.chain = match read_any_chain(text) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                emit(failed(generation, None, e));
+                None
+            }
+        };
+    }
+
+    fn build(
+        &mut self,
+        generation: u64,
+        algorithm: Algorithm,
+        max_budget: u64,
+        now: &dyn Fn() -> f64,
+        emit: &mut Emit<'_>,
+    ) {
+        let Some(chain) = self.chain_of(generation) else {
+            return;
+        };
+        let task = Task::Build { algorithm };
+        let started = now();
+        let mut progress = reporter(generation, task, emit);
+        let built = build(
+            chain,
+            algorithm,
+            max_budget,
+            SlotPolicy::Fixed,
+            &mut progress,
+        );
+        drop(progress);
+        let planner = match built {
+            Ok(p) => p,
+            Err(e) => return emit(failed(generation, Some(task), e)),
+        };
+        let mut built = Built {
+            generation,
+            algorithm,
+            min_budget: planner.min_budget_bytes(),
+            build_ms: now() - started,
+            curve: curve(chain, &planner),
+            table: None,
+        };
+        if self.role == Role::Worker && algorithm.uses_slots() {
+            built.table = planner
+                .into_table()
+                .map(|(grid, values)| Table { grid, values });
+        } else {
+            self.keep(planner);
+        }
+        emit(Response::Built(built));
+    }
+
+    fn plan(&mut self, generation: u64, ask: Ask, emit: &mut Emit<'_>) {
+        let Some(chain) = self.chain_of(generation) else {
+            return;
+        };
+        let Ask {
+            algorithm,
+            budget,
+            bandwidth,
+            exact,
+            ..
+        } = ask;
+        let task = Task::Plan { algorithm };
+        // Offloading algorithms and exact re-plans solve anew (and may
+        // fail); otherwise the built table answers.
+        let result = if algorithm.offloads() {
+            let mut progress = reporter(generation, task, emit);
+            solve_offloading(chain, algorithm, budget, bandwidth, &mut progress)
+        } else if exact {
+            let mut progress = reporter(generation, task, emit);
+            build(chain, algorithm, budget, SlotPolicy::Exact, &mut progress)
+                .and_then(|p| p.plan(chain, budget))
+        } else {
+            match self.planners.iter().find(|p| p.algorithm() == algorithm) {
+                Some(p) => p.plan(chain, budget),
+                None => return,
+            }
+        };
+        match result {
+            Ok(solution) => {
+                let summaries = self.summaries(algorithm, budget, bandwidth);
+                emit(Response::Planned(Box::new(
+                    ask.answer(generation, solution, summaries),
+                )))
+            }
+            Err(e) => emit(failed(generation, Some(task), e)),
+        }
+    }
+
+    fn compare(
+        &self,
+        generation: u64,
+        id: u64,
+        budget: u64,
+        bandwidth: Option<f64>,
+        emit: &mut Emit<'_>,
+    ) {
+        let Some(chain) = self.chain_of(generation) else {
+            return;
+        };
+        let mut progress = reporter(generation, Task::Compare, emit);
+        let n = Algorithm::OFFLOADING.len() as f64;
+        let summaries: Vec<Summary> = Algorithm::OFFLOADING
+            .into_iter()
+            .enumerate()
+            .map(|(k, alg)| {
+                let mut part = |f: f64| progress((k as f64 + f) / n);
+                match solve_offloading(chain, alg, budget, bandwidth, &mut part) {
+                    Ok(s) => summary_of(chain, &s, budget, bandwidth),
+                    Err(e) => Summary::failed(alg, e.to_string()),
+                }
+            })
+            .collect();
+        drop(progress);
+        emit(Response::Compared {
+            generation,
+            id,
+            budget,
+            summaries,
+        });
+    }
+
+    fn sweep(&self, generation: u64, bandwidth: f64, emit: &mut Emit<'_>) {
+        let Some(chain) = self.chain_of(generation) else {
+            return;
+        };
+        let swept = sweep(
+            chain,
+            bandwidth,
+            &mut reporter(generation, Task::Sweep, emit),
+        );
+        emit(match swept {
+            Ok(sweep) => Response::Swept { generation, sweep },
+            Err(e) => failed(generation, Some(Task::Sweep), e),
+        });
+    }
+
+    /// Takes in an answer from the worker before the page sees it: a built
+    /// table is installed here (so this algorithm now plans in the page),
+    /// and an exact re-plan gets the summaries of the tables that live here.
+    /// None for a table of a chain no longer shown.
+    pub fn receive(&mut self, response: Response) -> Option<Response> {
+        match response {
+            Response::Built(Built {
+                table: Some(table),
+                generation,
+                algorithm,
+                min_budget,
+                build_ms,
+                curve,
+            }) => {
+                if generation != self.generation {
+                    return None;
+                }
+                Some(match self.install(table) {
+                    Ok(()) => Response::Built(Built {
+                        generation,
+                        algorithm,
+                        min_budget,
+                        build_ms,
+                        curve,
+                        table: None,
+                    }),
+                    Err(error) => Response::Failed {
+                        generation,
+                        task: Some(Task::Build { algorithm }),
+                        error,
+                    },
+                })
+            }
+            Response::Planned(mut planned) => {
+                planned.summaries =
+                    self.summaries(planned.algorithm, planned.budget, planned.bandwidth);
+                Some(Response::Planned(planned))
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Rebuilds a planner from a table built elsewhere for this chain.
+    fn install(&mut self, table: Table) -> Result<(), String> {
+        let chain = self.chain.as_ref().ok_or("no chain loaded")?;
+        let planner =
+            Planner::from_table(chain, table.grid, table.values).map_err(|e| e.to_string())?;
+        self.keep(planner);
+        Ok(())
+    }
+
+    fn keep(&mut self, planner: Planner) {
+        self.planners
+            .retain(|p| p.algorithm() != planner.algorithm());
+        self.planners.push(planner);
+    }
+
+    /// The chain a request of `generation` is about; None for a request
+    /// about a chain no longer loaded (or none loaded at all).
+    fn chain_of(&self, generation: u64) -> Option<&Chain> {
+        (generation == self.generation)
+            .then_some(self.chain.as_ref())
+            .flatten()
+    }
+
+    /// A summary of every built algorithm but `except` at `budget` (the page
+    /// simulates the shown one itself).
+    pub fn summaries(
+        &self,
+        except: Algorithm,
+        budget: u64,
+        bandwidth: Option<f64>,
+    ) -> Vec<Summary> {
+        let Some(chain) = self.chain.as_ref() else {
+            return Vec::new();
+        };
+        // Offloading algorithms are solved per budget in the worker (Compare).
+        self.planners
+            .iter()
+            .filter(|p| p.algorithm() != except && !p.algorithm().offloads())
+            .map(|p| match p.plan(chain, budget) {
+                Ok(solution) => summary_of(chain, &solution, budget, bandwidth),
+                Err(e) => Summary::failed(p.algorithm(), e.to_string()),
+            })
+            .collect()
+    }
+}
+
+/// What a `Plan` request asks, kept to answer it.
+struct Ask {
+    id: u64,
+    algorithm: Algorithm,
+    budget: u64,
+    bandwidth: Option<f64>,
+    exact: bool,
+}
+
+impl Ask {
+    fn answer(self, generation: u64, solution: Solution, summaries: Vec<Summary>) -> Planned {
+        Planned {
+            generation,
+            id: self.id,
+            algorithm: self.algorithm,
+            budget: self.budget,
+            bandwidth: self.bandwidth,
+            exact: self.exact,
+            ops: solution.ops,
+            predicted_seconds: solution.predicted_seconds,
+            predicted_peak_bytes: solution.predicted_peak_bytes,
+            detail: solution.detail,
+            error: None,
+            summaries,
+        }
+    }
+}
+
+fn failed(generation: u64, task: Option<Task>, error: impl ToString) -> Response {
+    Response::Failed {
+        generation,
+        task,
+        error: error.to_string(),
+    }
+}
+
+/// Progress every 2 % of the way (more messages only cost the page time).
+fn reporter<'a, 'e: 'a>(
+    generation: u64,
+    task: Task,
+    emit: &'a mut Emit<'e>,
+) -> impl FnMut(f64) -> bool + use<'a, 'e> {
+    let mut last = -1.0f64;
+    move |fraction: f64| {
+        if fraction - last >= 0.02 {
+            last = fraction;
+            emit(Response::Progress {
+                generation,
+                task,
+                fraction,
+            });
+        }
+        true
+    }
+}
+
+/// Builds a planner for budgets up to `max_budget`. The slider's tables use
+/// the papers' fixed grid (one table answers every budget below it); an
+/// exact re-plan uses the exact lattice of its one budget where the sizes
+/// allow (`SlotPolicy::Exact`).
+fn build(
+    chain: &Chain,
+    alg: Algorithm,
+    max_budget: u64,
+    slot_policy: SlotPolicy,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Planner, SolveError> {
+    let options = Options {
+        slot_policy,
+        ..Options::default()
+    };
+    Planner::build(chain, alg, max_budget, &options, progress)
+}
+
+fn solve_offloading(
+    chain: &Chain,
+    alg: Algorithm,
+    budget: u64,
+    bandwidth: Option<f64>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Solution, SolveError> {
+    let options = Options {
+        bandwidth_bytes_per_s: bandwidth,
+        ..Options::default()
+    };
+    offload::solve(chain, alg, budget, &options, progress)
+}
+
+/// The two figures of POFO Section 5 for `chain`.
+fn sweep(
+    chain: &Chain,
+    bandwidth: f64,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Sweep, SolveError> {
+    let range @ (m_low, m_high) = budget_range(chain);
+    let at = |alpha: f64| budget_at_ratio(m_low, m_high, alpha);
+    let mut runs: Vec<(f64, f64)> = SWEEP_ALPHAS.iter().map(|&a| (a, bandwidth)).collect();
+    runs.extend(SWEEP_BANDWIDTHS.iter().map(|&b| (SWEEP_FIXED_ALPHA, b)));
+    let total = (runs.len() * SWEEP_ALGORITHMS.len()) as f64;
+    let mut points = Vec::new();
+    let mut done = 0.0;
+    for &(alpha, bw) in &runs {
+        let budget = at(alpha);
+        for alg in SWEEP_ALGORITHMS {
+            let mut part = |f: f64| progress((done + f) / total);
+            // A failed solve stops the sweep with its error: a point left
+            // out would read as "infeasible".
+            let solution = solve_offloading(chain, alg, budget, Some(bw), &mut part)
+                .map_err(|e| SolveError::BadOption(format!("{alg} at α = {alpha}: {e}")))?;
+            let makespan_seconds = solution
+                .ops
+                .and_then(|ops| measure(chain, &ops, budget, Some(bw)))
+                .map(|t| t.makespan_seconds);
+            points.push(SweepPoint {
+                algorithm: alg,
+                alpha,
+                bandwidth: bw,
+                makespan_seconds,
+            });
+            done += 1.0;
+        }
+    }
+    let split = SWEEP_ALPHAS.len() * SWEEP_ALGORITHMS.len();
+    let by_bandwidth = points.split_off(split);
+    Ok(Sweep {
+        bandwidth,
+        range,
+        sequential_seconds: chain.sequential_seconds(),
+        by_alpha: points,
+        by_bandwidth,
+    })
+}
+
+/// The simulator's measure of `ops` with the budget as device memory; None
+/// when the schedule is invalid or does not fit.
+fn measure(
+    chain: &Chain,
+    ops: &[remat_core::Op],
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Option<Trace> {
+    judge(chain, ops, budget, bandwidth)
+        .ok()
+        .filter(|t| t.fits(budget))
+}
+
+/// One solution measured by the simulator, with the budget as memory limit.
+fn summary_of(chain: &Chain, solution: &Solution, budget: u64, bandwidth: Option<f64>) -> Summary {
+    let measured = solution
+        .ops
+        .as_ref()
+        .and_then(|ops| measure(chain, ops, budget, bandwidth));
+    Summary {
+        algorithm: solution.algorithm,
+        feasible: measured.is_some(),
+        makespan_seconds: measured.as_ref().map(|t| t.makespan_seconds),
+        peak_bytes: measured.as_ref().map(|t| t.peak_bytes),
+        detail: solution.detail.clone(),
+        error: None,
+    }
+}
+
+/// Makespan over the slider's range, simulated (the simulator is the judge).
+/// Empty for offloading algorithms: their curves are the sweep's.
+fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
+    if planner.algorithm().offloads() {
+        return Vec::new();
+    }
+    let (low, high) = budget_range(chain);
+    let mut budgets: Vec<u64> = (0..CURVE_POINTS)
+        .map(|i| low + ((high - low) as f64 * i as f64 / (CURVE_POINTS - 1) as f64) as u64)
+        .collect();
+    let own_min = planner.min_budget_bytes();
+    if own_min > low && own_min < high {
+        budgets.push(own_min);
+        budgets.sort_unstable();
+    }
+    budgets
+        .into_iter()
+        .map(|budget| {
+            // Table planners (the only ones here) read out and cannot fail.
+            let solution = planner.plan(chain, budget).ok();
+            let makespan_seconds = solution.and_then(|s| s.ops).and_then(|ops| {
+                judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
+                    .ok()
+                    .map(|t| t.makespan_seconds)
+            });
+            CurvePoint {
+                budget,
+                makespan_seconds,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

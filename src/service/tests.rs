@@ -1,0 +1,320 @@
+//! The planning service on the host: what the page and the worker answer,
+//! and that a table built in the worker plans in the page exactly as one
+//! built there.
+
+use super::*;
+use crate::protocol::{Envelope, ANY_GENERATION};
+use remat_core::examples;
+use remat_core::format::write_chain;
+
+fn loaded(role: Role, chain: &Chain) -> PlannerService {
+    let mut service = PlannerService::new(role);
+    let answers = ask(
+        &mut service,
+        Request::Load {
+            generation: 1,
+            chain: write_chain(chain),
+        },
+    );
+    assert!(answers.is_empty(), "{answers:?}");
+    service
+}
+
+fn ask(service: &mut PlannerService, request: Request) -> Vec<Response> {
+    let mut answers = Vec::new();
+    service.handle(request, &|| 0.0, &mut |r| answers.push(r));
+    answers
+}
+
+fn build(alg: Algorithm, chain: &Chain) -> Request {
+    Request::Build {
+        generation: 1,
+        algorithm: alg,
+        max_budget: max_useful_budget(chain),
+    }
+}
+
+fn plan(alg: Algorithm, budget: u64) -> Request {
+    Request::Plan {
+        generation: 1,
+        id: 7,
+        algorithm: alg,
+        budget,
+        bandwidth: Some(12e9),
+        exact: false,
+    }
+}
+
+/// The one answer that is not a progress report.
+fn only(answers: Vec<Response>) -> Response {
+    let mut rest = results(answers);
+    assert_eq!(rest.len(), 1, "{rest:?}");
+    rest.remove(0)
+}
+
+/// The answers that are not progress reports.
+fn results(answers: Vec<Response>) -> Vec<Response> {
+    answers
+        .into_iter()
+        .filter(|r| !matches!(r, Response::Progress { .. }))
+        .collect()
+}
+
+fn planned(answers: Vec<Response>) -> Planned {
+    match results(answers).as_slice() {
+        [Response::Planned(p)] => (**p).clone(),
+        other => panic!("expected one plan, got {other:?}"),
+    }
+}
+
+fn middle(chain: &Chain) -> u64 {
+    let low = min_budget(chain);
+    low + (max_useful_budget(chain) - low) / 2
+}
+
+// Fails if the page's service handed its table out (no plan after a
+// build), or reported progress under another task than the build.
+// Mutation tried: tables exported by `Role::Page` instead of `Role::Worker`.
+#[test]
+fn the_page_keeps_what_it_builds_and_plans_from_it() {
+    let chain = examples::teaching();
+    let mut page = loaded(Role::Page, &chain);
+    let answers = ask(&mut page, build(Algorithm::Rotor, &chain));
+    let fractions: Vec<f64> = answers
+        .iter()
+        .filter_map(|r| match r {
+            Response::Progress { task, fraction, .. } => {
+                assert_eq!(
+                    *task,
+                    Task::Build {
+                        algorithm: Algorithm::Rotor
+                    }
+                );
+                Some(*fraction)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(!fractions.is_empty());
+    assert!(fractions.windows(2).all(|w| w[0] < w[1]), "{fractions:?}");
+    let Response::Built(built) = only(answers) else {
+        panic!("no Built");
+    };
+    assert_eq!(built.table, None, "the page keeps its table");
+    assert!(built.curve.len() >= CURVE_POINTS);
+    assert!(page.has(Algorithm::Rotor));
+
+    ask(&mut page, build(Algorithm::StoreAll, &chain));
+    let budget = middle(&chain);
+    let p = planned(ask(&mut page, plan(Algorithm::Rotor, budget)));
+    assert_eq!((p.id, p.algorithm, p.budget), (7, Algorithm::Rotor, budget));
+    let ops = p.ops.expect("rotor plans the middle of the range");
+    let trace = judge(&chain, &ops, budget, Some(12e9)).unwrap();
+    assert!(trace.fits(budget));
+    // The other built algorithm comes as a summary; the shown one does not.
+    let names: Vec<Algorithm> = p.summaries.iter().map(|s| s.algorithm).collect();
+    assert_eq!(names, vec![Algorithm::StoreAll]);
+}
+
+// Fails if the worker kept its table (the page would wait forever), if the
+// envelope lost the values, or if the installed table planned differently
+// from one built in the page (e.g. installed under another generation).
+// Mutations tried: `receive` dropping the table instead of installing it;
+// `put_values` not putting the values back; the worker keeping its tables.
+#[test]
+fn a_table_built_in_the_worker_plans_in_the_page_as_one_built_there() {
+    let chain = examples::teaching();
+    let mut worker = loaded(Role::Worker, &chain);
+    let mut page = loaded(Role::Page, &chain);
+    let mut reference = loaded(Role::Page, &chain);
+    for alg in [Algorithm::Rotor, Algorithm::Revolve] {
+        let Response::Built(built) = only(ask(&mut worker, build(alg, &chain))) else {
+            panic!("no Built");
+        };
+        assert!(built.table.is_some(), "{alg}: the table leaves the worker");
+        assert!(!worker.has(alg));
+        let wire = Envelope::encode(Response::Built(built));
+        assert!(wire.values.is_some());
+        let arrived = wire.decode::<Response>().unwrap();
+        let Some(Response::Built(installed)) = page.receive(arrived) else {
+            panic!("not installed");
+        };
+        assert_eq!((installed.algorithm, installed.table), (alg, None));
+        assert!(page.has(alg));
+
+        ask(&mut reference, build(alg, &chain));
+        let low = min_budget(&chain);
+        let high = max_useful_budget(&chain);
+        for budget in [low, middle(&chain), high, (low + high) / 3] {
+            let mine = planned(ask(&mut page, plan(alg, budget)));
+            let theirs = planned(ask(&mut reference, plan(alg, budget)));
+            // Not `detail`: a table rebuilt from its values states the
+            // least budget of the exact lattice (`Planner::from_table`
+            // takes the default options), one built in place that of its
+            // fixed grid (384 vs 385 MiB here); the schedules are the same.
+            let answer = |p: &Planned| {
+                let rows: Vec<_> = (p.summaries.iter())
+                    .map(|s| (s.algorithm, s.feasible, s.makespan_seconds, s.peak_bytes))
+                    .collect();
+                let plan = (p.ops.clone(), p.predicted_seconds, p.predicted_peak_bytes);
+                (plan, rows)
+            };
+            assert_eq!(answer(&mine), answer(&theirs), "{alg} at {budget}");
+        }
+    }
+}
+
+// Fails if an answer about an old chain were shown over the new one.
+// Mutation tried: `receive` installing a table whatever its generation.
+#[test]
+fn requests_and_tables_of_an_old_chain_get_no_answer() {
+    let chain = examples::teaching();
+    let mut worker = loaded(Role::Worker, &chain);
+    let table = results(ask(&mut worker, build(Algorithm::Rotor, &chain))).remove(0);
+    let mut page = loaded(Role::Page, &chain);
+    ask(
+        &mut page,
+        Request::Load {
+            generation: 2,
+            chain: write_chain(&chain),
+        },
+    );
+    assert_eq!(page.receive(table), None);
+    assert!(!page.has(Algorithm::Rotor));
+    assert!(ask(&mut page, build(Algorithm::Rotor, &chain)).is_empty());
+    assert!(ask(&mut page, plan(Algorithm::Pofo, middle(&chain))).is_empty());
+}
+
+// Fails if a chain that cannot be read were kept, or its error were filed
+// under some task (the page shows task-less failures as a notice).
+#[test]
+fn a_chain_that_cannot_be_read_fails_without_a_task() {
+    let mut page = PlannerService::new(Role::Page);
+    let answers = ask(
+        &mut page,
+        Request::Load {
+            generation: 4,
+            chain: "{\"format\": \"remat-chain/1\"}".into(),
+        },
+    );
+    match answers.as_slice() {
+        [Response::Failed {
+            generation: 4,
+            task: None,
+            error,
+        }] => assert!(!error.is_empty()),
+        other => panic!("{other:?}"),
+    }
+    assert_ne!(4, ANY_GENERATION);
+    assert!(ask(&mut page, build(Algorithm::Rotor, &examples::teaching())).is_empty());
+}
+
+// Fails if the compare rows came in another order than
+// `Algorithm::OFFLOADING`, skipped an algorithm, or were measured against
+// another budget. Mutation tried: compare progress reported as the sweep's.
+#[test]
+fn compare_solves_every_offloading_algorithm_at_the_budget() {
+    let chain = examples::teaching();
+    let mut worker = loaded(Role::Worker, &chain);
+    let budget = middle(&chain);
+    let answers = ask(
+        &mut worker,
+        Request::Compare {
+            generation: 1,
+            id: 3,
+            budget,
+            bandwidth: Some(12e9),
+        },
+    );
+    assert!(answers.iter().any(|r| matches!(
+        r,
+        Response::Progress {
+            task: Task::Compare,
+            ..
+        }
+    )));
+    let Response::Compared {
+        id: 3, summaries, ..
+    } = only(answers)
+    else {
+        panic!("no Compared");
+    };
+    let names: Vec<Algorithm> = summaries.iter().map(|s| s.algorithm).collect();
+    assert_eq!(names, Algorithm::OFFLOADING.to_vec());
+    assert!(summaries[0].feasible, "pofo plans the middle of the range");
+    for s in summaries.iter().filter(|s| s.feasible) {
+        assert!(s.peak_bytes.unwrap() <= budget, "{s:?}");
+    }
+}
+
+// Fails if the sweep's points were split at the wrong place between the two
+// figures, or a point's makespan were taken from a schedule that does not
+// fit its budget. Mutation tried: the split one point early.
+#[test]
+fn the_sweep_draws_every_algorithm_at_every_alpha_and_bandwidth() {
+    let chain = examples::teaching();
+    let mut worker = loaded(Role::Worker, &chain);
+    let answers = ask(
+        &mut worker,
+        Request::Sweep {
+            generation: 1,
+            bandwidth: 12e9,
+        },
+    );
+    let Response::Swept { sweep, .. } = only(answers) else {
+        panic!("no Swept");
+    };
+    assert_eq!(
+        sweep.by_alpha.len(),
+        SWEEP_ALPHAS.len() * SWEEP_ALGORITHMS.len()
+    );
+    assert!(sweep.by_alpha.iter().all(|p| p.bandwidth == 12e9));
+    assert_eq!(
+        sweep.by_bandwidth.len(),
+        SWEEP_BANDWIDTHS.len() * SWEEP_ALGORITHMS.len()
+    );
+    assert!(sweep
+        .by_bandwidth
+        .iter()
+        .all(|p| p.alpha == SWEEP_FIXED_ALPHA));
+    // At α = 1 (M_high) every algorithm keeps everything: no overhead.
+    for p in sweep.by_alpha.iter().filter(|p| p.alpha == 1.0) {
+        let m = p.makespan_seconds.expect("M_high is feasible");
+        assert!((m - chain.sequential_seconds()).abs() < 1e-9, "{p:?}");
+    }
+}
+
+// Fails if a rule of where a request runs changed: a DP build of a short
+// chain sent to the worker, an offloading solve kept in the page.
+// Mutation tried: DP builds sent to the worker whatever the chain's length.
+#[test]
+fn where_each_request_runs() {
+    let plan = |algorithm, exact| Request::Plan {
+        generation: 1,
+        id: 1,
+        algorithm,
+        budget: 1,
+        bandwidth: None,
+        exact,
+    };
+    let build = |algorithm| Request::Build {
+        generation: 1,
+        algorithm,
+        max_budget: 1,
+    };
+    for long in [false, true] {
+        assert_eq!(runs_in_worker(&build(Algorithm::Rotor), long), long);
+        assert_eq!(runs_in_worker(&plan(Algorithm::Rotor, true), long), long);
+        assert!(!runs_in_worker(&build(Algorithm::Pofo), long));
+        assert!(!runs_in_worker(&build(Algorithm::StoreAll), long));
+        assert!(!runs_in_worker(&plan(Algorithm::Rotor, false), long));
+        assert!(!runs_in_worker(&plan(Algorithm::Sequential, true), long));
+        assert!(runs_in_worker(&plan(Algorithm::Pofo, false), long));
+        let sweep = Request::Sweep {
+            generation: 1,
+            bandwidth: 1.0,
+        };
+        assert!(runs_in_worker(&sweep, long));
+    }
+    assert!(!wants_worker(&examples::teaching()));
+}

@@ -1,0 +1,108 @@
+//! All of the page's state, grouped by concern, and the transitions between
+//! states. The root component provides one [`AppState`] as context; views
+//! take it with [`use_app`], read signals and call the methods here;
+//! nothing else talks to the planner. The flow is one-way: chain → build
+//! tables → plan(budget) → simulate → `Current`, which every chart draws.
+//!
+//! - `loaded`: the chain and its budget range;
+//! - `controls`: what the user chose (algorithm, budget, bandwidth);
+//! - `tables`: where each algorithm's table stands;
+//! - `shown`: the schedule on screen and the compare rows;
+//! - `offloading`: the worker's compare rows and POFO's sweep;
+//! - `view`: cursor, step-through, notice, chart options;
+//! - `requests`: what is sent to the planner; `responses`: what comes back.
+
+mod controls;
+mod loaded;
+mod offloading;
+mod requests;
+mod responses;
+mod shown;
+mod tables;
+mod timing;
+mod view;
+
+pub use controls::{Controls, DEFAULT_BANDWIDTH};
+pub use loaded::{ChainSource, Loaded};
+pub use offloading::Offloading;
+pub use shown::{Current, Shown};
+pub use tables::{Build, Tables};
+pub use timing::mark;
+pub use view::{Notice, ViewState};
+
+use crate::backend::Backend;
+use leptos::prelude::*;
+use remat_core::Chain;
+use requests::Requests;
+
+#[derive(Clone, Copy)]
+pub struct AppState {
+    pub loaded: Loaded,
+    pub controls: Controls,
+    pub tables: Tables,
+    pub shown: Shown,
+    pub offloading: Offloading,
+    pub view: ViewState,
+    requests: Requests,
+}
+
+/// The page's state, as the root component provided it.
+pub fn use_app() -> AppState {
+    expect_context::<AppState>()
+}
+
+impl AppState {
+    /// The state of a page showing `chain`, with its own planner backend;
+    /// answers from the planner come back to [`on_response`](Self::on_response).
+    pub fn new(chain: Chain, source: ChainSource) -> AppState {
+        let backend = Backend::default();
+        let state = AppState {
+            loaded: Loaded::new(chain, source),
+            controls: Controls::new(),
+            tables: Tables::new(),
+            shown: Shown::default(),
+            offloading: Offloading::default(),
+            view: ViewState::default(),
+            requests: Requests::new(backend.clone()),
+        };
+        backend.set_handler(move |r| state.on_response(r));
+        state
+    }
+
+    /// Starts the effects that keep the schedule in step with the controls.
+    pub fn start(self) {
+        let Controls {
+            algorithm,
+            budget,
+            bandwidth,
+            ..
+        } = self.controls;
+        // A new budget, bandwidth or algorithm, or a table that became
+        // ready, asks for a new plan (O(L) on a built table).
+        Effect::new(move |_| {
+            let ready = self.tables.is_ready(algorithm.get());
+            let _ = (budget.get(), bandwidth.get());
+            if ready {
+                self.send_plan(false);
+            }
+        });
+        // The compare rows of the offloading algorithms follow the budget,
+        // the bandwidth and the chain; for long chains (their solves take
+        // long and the worker also builds tables) only when asked.
+        Effect::new(move |_| {
+            let _ = (budget.get(), bandwidth.get(), self.loaded.chain.get());
+            if self.tables.remote.get() {
+                self.offloading.summaries.set(Vec::new());
+            } else {
+                self.send_compare();
+            }
+        });
+        // Choosing an algorithm whose table is not built yet builds it.
+        Effect::new(move |_| {
+            let alg = algorithm.get();
+            if self.tables.build_of_untracked(alg) == Build::Idle {
+                self.request_build(alg);
+            }
+        });
+    }
+}

@@ -1,0 +1,31 @@
+//! What the worker solves on the side: the offloading algorithms' compare
+//! rows at the current budget, and POFO's sweep.
+
+use crate::protocol::{Summary, Sweep};
+use leptos::prelude::*;
+
+#[derive(Clone, Copy, Default)]
+pub struct Offloading {
+    /// The offloading algorithms at the current budget (solved in the worker).
+    pub summaries: RwSignal<Vec<Summary>>,
+    /// How far the worker is with those rows, while it works on them.
+    pub comparing: RwSignal<Option<f64>>,
+    /// POFO's two figures for this chain, once computed.
+    pub sweep: RwSignal<Option<Sweep>>,
+    pub sweeping: RwSignal<Option<f64>>,
+}
+
+impl Offloading {
+    /// Forgets the rows and the figures (a new chain).
+    pub(super) fn reset(self) {
+        self.summaries.set(Vec::new());
+        self.sweep.set(None);
+        self.sweeping.set(None);
+    }
+
+    /// Stops showing progress (a cancel).
+    pub(super) fn stop(self) {
+        self.comparing.set(None);
+        self.sweeping.set(None);
+    }
+}

@@ -1,0 +1,219 @@
+//! What the page asks the planner, and how often: offloading solves take a
+//! while, so at most one of a kind is in flight and the latest one waits.
+
+use super::{AppState, Build, ChainSource};
+use crate::backend::Backend;
+use crate::protocol::Request;
+use crate::service::{budget_range, wants_worker};
+use leptos::prelude::*;
+use remat_core::format::write_chain;
+use remat_core::solvers::Algorithm;
+use remat_core::Chain;
+
+#[derive(Clone, Copy)]
+pub(super) struct Requests {
+    /// Where requests run; owned here, shared with the worker's callbacks.
+    backend: StoredValue<Backend, LocalStorage>,
+    /// The chain's number: answers about an older chain are dropped.
+    pub(super) generation: StoredValue<u64>,
+    /// The latest plan's id: older plans are not shown.
+    pub(super) next_id: StoredValue<u64>,
+    pub(super) plan_flight: StoredValue<Flight>,
+    pub(super) compare_flight: StoredValue<Flight>,
+}
+
+impl Requests {
+    pub(super) fn new(backend: Backend) -> Requests {
+        Requests {
+            backend: StoredValue::new_local(backend),
+            generation: StoredValue::new(0),
+            next_id: StoredValue::new(0),
+            plan_flight: StoredValue::new(Flight::default()),
+            compare_flight: StoredValue::new(Flight::default()),
+        }
+    }
+
+    /// The backend, as a handle (answers may send again while one is used).
+    pub(super) fn backend(self) -> Backend {
+        self.backend.get_value()
+    }
+
+    fn send(self, request: Request) {
+        self.backend().send(request);
+    }
+
+    pub(super) fn land_all(self) {
+        self.plan_flight.set_value(Flight::default());
+        self.compare_flight.set_value(Flight::default());
+    }
+}
+
+/// A request kind that keeps at most one in the worker and one waiting, so
+/// a slider drag does not queue a solve per pixel.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Flight {
+    busy: bool,
+    waiting: bool,
+}
+
+/// Marks a request as sent if none is in flight; otherwise notes that a newer
+/// one waits and returns false.
+fn take_off(flight: StoredValue<Flight>) -> bool {
+    let mut f = flight.get_value();
+    let go = !f.busy;
+    if go {
+        f.busy = true;
+    } else {
+        f.waiting = true;
+    }
+    flight.set_value(f);
+    go
+}
+
+/// Marks the answer as arrived; true if a newer request waits to be sent.
+pub(super) fn land(flight: StoredValue<Flight>) -> bool {
+    let f = flight.get_value();
+    flight.set_value(Flight::default());
+    f.waiting
+}
+
+impl AppState {
+    /// Replaces the chain; `budget` keeps a budget (from the URL) if given.
+    pub fn load_chain(self, chain: Chain, source: ChainSource, budget: Option<u64>) {
+        let r = self.requests;
+        let generation = r.generation.get_value() + 1;
+        r.generation.set_value(generation);
+        let remote = wants_worker(&chain);
+        self.view.reset();
+        self.shown.reset();
+        self.offloading.reset();
+        r.land_all();
+        let (low, high) = budget_range(&chain);
+        if let (Some(bandwidth), None) = (chain.bandwidth_bytes_per_s, budget) {
+            self.controls.bandwidth.set(bandwidth);
+        }
+        // Half-way down is where checkpointing is most interesting to see.
+        self.controls
+            .budget
+            .set(budget.unwrap_or(low + (high - low) / 2));
+        self.tables.reset(remote);
+        r.backend().use_worker(remote);
+        let text = write_chain(&chain);
+        self.loaded.set(chain, source, (low, high));
+        r.send(Request::Load {
+            generation,
+            chain: text,
+        });
+        self.request_build(self.controls.algorithm.get_untracked());
+        if !remote {
+            // Cheap in the page: build every table now so Compare is complete.
+            self.build_all();
+        } else {
+            // Offloading planners hold no table: ready at once.
+            for alg in Algorithm::OFFLOADING {
+                self.request_build(alg);
+            }
+        }
+    }
+
+    /// Builds the tables not built yet (Compare needs all of them).
+    pub fn build_all(self) {
+        for alg in Algorithm::ALL {
+            if self.tables.build_of_untracked(alg) == Build::Idle {
+                self.request_build(alg);
+            }
+        }
+    }
+
+    /// A long chain whose worker was cancelled gets a fresh one before it
+    /// builds again (building its table in the page would freeze it).
+    fn ensure_worker(self) {
+        let backend = self.requests.backend();
+        if !backend.is_remote() {
+            let text = write_chain(&self.loaded.chain.get_untracked());
+            backend.respawn(self.requests.generation.get_value(), text);
+        }
+    }
+
+    pub fn request_build(self, alg: Algorithm) {
+        self.ensure_worker();
+        self.tables.set(alg, Build::Building(0.0));
+        self.requests.send(Request::Build {
+            generation: self.requests.generation.get_value(),
+            algorithm: alg,
+            max_budget: self.loaded.m_high.get_untracked(),
+        });
+    }
+
+    /// Builds a table again after a cancel (a fresh worker gets the chain;
+    /// tables already moved to the page stay there).
+    pub fn rebuild(self, alg: Algorithm) {
+        self.request_build(alg);
+    }
+
+    /// Asks for the schedule at the current budget; `exact` re-plans with a
+    /// table made for exactly this budget (no rounding to the M_high grid).
+    pub fn send_plan(self, exact: bool) {
+        super::mark("sent");
+        let r = self.requests;
+        let algorithm = self.controls.algorithm.get_untracked();
+        if algorithm.offloads() {
+            if !take_off(r.plan_flight) {
+                return;
+            }
+            self.ensure_worker();
+            self.shown.replanning.set(Some(0.0));
+        } else if exact {
+            self.ensure_worker();
+            if r.backend().tables_remote() && algorithm.uses_slots() {
+                self.shown.replanning.set(Some(0.0));
+            }
+        }
+        let id = r.next_id.get_value() + 1;
+        r.next_id.set_value(id);
+        r.send(Request::Plan {
+            generation: r.generation.get_value(),
+            id,
+            algorithm,
+            budget: self.controls.budget.get_untracked(),
+            bandwidth: Some(self.controls.bandwidth.get_untracked()),
+            exact,
+        });
+    }
+
+    /// The offloading algorithms' compare rows at the current budget.
+    pub fn send_compare(self) {
+        let r = self.requests;
+        if !take_off(r.compare_flight) {
+            return;
+        }
+        self.ensure_worker();
+        self.offloading.comparing.set(Some(0.0));
+        // Plans own `next_id` (the shown plan must be the latest one).
+        r.send(Request::Compare {
+            generation: r.generation.get_value(),
+            id: r.next_id.get_value(),
+            budget: self.controls.budget.get_untracked(),
+            bandwidth: Some(self.controls.bandwidth.get_untracked()),
+        });
+    }
+
+    /// Computes POFO's two figures for this chain in the worker.
+    pub fn send_sweep(self) {
+        self.ensure_worker();
+        self.offloading.sweeping.set(Some(0.0));
+        self.requests.send(Request::Sweep {
+            generation: self.requests.generation.get_value(),
+            bandwidth: self.controls.bandwidth.get_untracked(),
+        });
+    }
+
+    /// Ends a long build or solve (terminates the worker); `rebuild` starts over.
+    pub fn cancel_build(self) {
+        self.requests.backend().cancel();
+        self.requests.land_all();
+        self.offloading.stop();
+        self.shown.replanning.set(None);
+        self.tables.cancel();
+    }
+}

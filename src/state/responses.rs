@@ -1,0 +1,186 @@
+//! What the planner's answers do to the page: one small function a kind.
+
+use super::requests::land;
+use super::{AppState, Build, Current};
+use crate::protocol::{Built, Planned, Response, Summary, Sweep, Task, ANY_GENERATION};
+use leptos::prelude::*;
+use remat_core::simulator::judge;
+use remat_core::solvers::Algorithm;
+use std::sync::Arc;
+
+impl AppState {
+    pub(super) fn on_response(self, response: Response) {
+        match response {
+            Response::Ready => {}
+            Response::Progress {
+                generation,
+                task,
+                fraction,
+            } => {
+                if self.is_current(generation) {
+                    self.on_progress(task, fraction)
+                }
+            }
+            Response::Built(built) => self.on_built(built),
+            Response::Failed {
+                generation,
+                task,
+                error,
+            } => {
+                if self.is_current(generation) || generation == ANY_GENERATION {
+                    self.on_failed(task, error)
+                }
+            }
+            Response::Compared {
+                generation,
+                summaries,
+                ..
+            } => self.on_compared(generation, summaries),
+            Response::Swept { generation, sweep } => self.on_swept(generation, sweep),
+            Response::Planned(planned) => self.on_planned(*planned),
+        }
+    }
+
+    /// Whether an answer is about the chain on the page.
+    fn is_current(self, generation: u64) -> bool {
+        generation == self.requests.generation.get_value()
+    }
+
+    fn on_progress(self, task: Task, fraction: f64) {
+        match task {
+            Task::Compare => self.offloading.comparing.set(Some(fraction)),
+            Task::Sweep => self.offloading.sweeping.set(Some(fraction)),
+            Task::Build { algorithm } => {
+                if matches!(
+                    self.tables.build_of_untracked(algorithm),
+                    Build::Building(_)
+                ) {
+                    self.tables.set(algorithm, Build::Building(fraction));
+                }
+            }
+            Task::Plan { .. } => {
+                if self.shown.replanning.get_untracked().is_some() {
+                    self.shown.replanning.set(Some(fraction));
+                }
+            }
+        }
+    }
+
+    fn on_built(self, built: Built) {
+        if self.is_current(built.generation) {
+            let ready = Build::Ready {
+                min_budget: built.min_budget,
+                build_ms: built.build_ms,
+                curve: built.curve,
+            };
+            self.tables.set(built.algorithm, ready);
+        }
+    }
+
+    fn on_failed(self, task: Option<Task>, error: String) {
+        match task {
+            // An offloading solve failed (too large a chain for its
+            // tables): this budget has no answer, shown as an error; the
+            // next budget may have one.
+            Some(Task::Build { algorithm } | Task::Plan { algorithm }) if algorithm.offloads() => {
+                self.show_unanswered(algorithm, error)
+            }
+            Some(Task::Build { algorithm } | Task::Plan { algorithm }) => {
+                self.tables.set(algorithm, Build::Failed(error))
+            }
+            Some(Task::Sweep) => {
+                self.offloading.sweeping.set(None);
+                self.view.error(error);
+            }
+            Some(Task::Compare) | None => self.view.error(error),
+        }
+    }
+
+    /// Shows a budget the algorithm could not answer: an error in place of
+    /// the schedule, the other algorithms' rows kept.
+    fn show_unanswered(self, algorithm: Algorithm, error: String) {
+        let summaries = (self.shown.summaries.get_untracked().into_iter())
+            .filter(|s| s.algorithm != algorithm)
+            .collect();
+        self.on_planned(Planned {
+            generation: self.requests.generation.get_value(),
+            id: self.requests.next_id.get_value(),
+            algorithm,
+            budget: self.controls.budget.get_untracked(),
+            bandwidth: Some(self.controls.bandwidth.get_untracked()),
+            exact: false,
+            ops: None,
+            predicted_seconds: None,
+            predicted_peak_bytes: None,
+            detail: String::new(),
+            error: Some(error),
+            summaries,
+        })
+    }
+
+    fn on_compared(self, generation: u64, summaries: Vec<Summary>) {
+        if self.is_current(generation) {
+            self.offloading.summaries.set(summaries);
+        }
+        self.offloading.comparing.set(None);
+        if land(self.requests.compare_flight) {
+            self.send_compare();
+        }
+    }
+
+    fn on_swept(self, generation: u64, sweep: Sweep) {
+        if self.is_current(generation) {
+            self.offloading.sweep.set(Some(sweep));
+        }
+        self.offloading.sweeping.set(None);
+    }
+
+    fn on_planned(self, planned: Planned) {
+        let offloads = planned.algorithm.offloads();
+        if planned.exact || offloads {
+            self.shown.replanning.set(None);
+        }
+        if offloads && land(self.requests.plan_flight) {
+            self.send_plan(false);
+            return; // a newer budget is being solved
+        }
+        if !self.is_current(planned.generation) || planned.id != self.requests.next_id.get_value() {
+            return; // an answer to a budget the slider has already left
+        }
+        super::mark("received");
+        self.show(planned);
+    }
+
+    /// Simulates the plan (the budget is the device memory: transfers wait
+    /// for room) and puts it on screen with its compare row.
+    fn show(self, planned: Planned) {
+        let chain = self.loaded.chain.get_untracked();
+        let bandwidth = self.controls.bandwidth.get_untracked();
+        let trace = planned.ops.as_ref().map(|ops| {
+            judge(&chain, ops, planned.budget, Some(bandwidth)).map_err(|e| e.to_string())
+        });
+        super::mark("simulated");
+        let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
+        if self.view.step.get_untracked().is_some_and(|s| s >= n_ops) {
+            self.view.step.set(None);
+        }
+        let measured = trace.as_ref().and_then(|t| t.as_ref().ok());
+        let mut summaries = planned.summaries.clone();
+        summaries.push(Summary {
+            algorithm: planned.algorithm,
+            feasible: measured.is_some(),
+            makespan_seconds: measured.map(|t| t.makespan_seconds),
+            peak_bytes: measured.map(|t| t.peak_bytes),
+            detail: planned.detail.clone(),
+            error: planned.error.clone(),
+        });
+        self.shown.summaries.set(summaries);
+        self.shown.id.set(planned.id);
+        self.shown.current.set(Some(Arc::new(Current {
+            chain,
+            algorithm: planned.algorithm.name().to_string(),
+            planned,
+            trace,
+        })));
+    }
+}

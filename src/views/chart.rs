@@ -1,0 +1,401 @@
+//! What the charts share: colours, the coordinate system, axes and ticks,
+//! number formatting, batched SVG paths, and the pointer.
+
+use super::notation::math_text;
+use crate::state::{mark, use_app, AppState, Current};
+use leptos::prelude::*;
+use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::Op;
+use std::sync::Arc;
+
+/// One colour per meaning, used by every view and legend.
+pub mod palette {
+    pub const FORWARD: &str = "#3b7dd8";
+    pub const RECOMPUTE: &str = "#e0703c";
+    pub const BACKWARD: &str = "#2e9e6b";
+    pub const OFFLOAD: &str = "#8a63d2";
+    pub const PREFETCH: &str = "#c19ef0";
+    /// Chain: F_all in the forward phase (ā kept).
+    pub const KEPT: &str = "#3b7dd8";
+    /// Chain: F_ck (input kept as a checkpoint).
+    pub const CHECKPOINT: &str = "#f2b233";
+    /// Memory: ā^ℓ, a^ℓ, δ^ℓ, workspace (two shades to tell neighbours apart).
+    pub const SAVED: [&str; 2] = ["#3b7dd8", "#6a9ce6"];
+    pub const ACTIVATION: [&str; 2] = ["#f2b233", "#f7cb6b"];
+    pub const GRADIENT: [&str; 2] = ["#2e9e6b", "#5cbb8e"];
+    pub const WORKSPACE: &str = "#a4adb8";
+    pub const BUDGET: &str = "#d64545";
+    pub const CURSOR: &str = "#1d2430";
+}
+
+/// The chart coordinate system: every chart is 1200 units wide and scales
+/// with the page, so text stays proportional at 1024 px and at 1400 px.
+pub const CHART_W: f64 = 1200.0;
+pub const MARGIN_L: f64 = 78.0;
+pub const MARGIN_R: f64 = 16.0;
+pub const PLOT_W: f64 = CHART_W - MARGIN_L - MARGIN_R;
+
+pub fn pct(x: f64) -> String {
+    if x.abs() < 0.0005 {
+        "0 %".into()
+    } else {
+        format!("{:+.1} %", x * 100.0)
+    }
+}
+
+pub fn op_color(op: &Op, recompute: bool) -> &'static str {
+    match op {
+        Op::Backward { .. } => palette::BACKWARD,
+        Op::Offload { .. } => palette::OFFLOAD,
+        Op::Prefetch { .. } => palette::PREFETCH,
+        _ if recompute => palette::RECOMPUTE,
+        _ => palette::FORWARD,
+    }
+}
+
+/// Axis ticks: about `n` round values in [0, max].
+pub fn ticks(max: f64, n: usize) -> Vec<f64> {
+    if max <= 0.0 || !max.is_finite() {
+        return vec![0.0];
+    }
+    let raw = max / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    (0..)
+        .map(|i| i as f64 * step)
+        .take_while(|v| *v <= max * 1.0001)
+        .collect()
+}
+
+/// Byte ticks on binary boundaries (so labels read 512 MiB, 1.00 GiB).
+pub fn byte_ticks(max: f64, n: usize) -> Vec<f64> {
+    if max <= 0.0 {
+        return vec![0.0];
+    }
+    let raw = max / n as f64;
+    let mut step = 1.0f64;
+    while step * 2.0 <= raw {
+        step *= 2.0;
+    }
+    if step < raw {
+        step *= 2.0;
+    }
+    (0..)
+        .map(|i| i as f64 * step)
+        .take_while(|v| *v <= max * 1.0001)
+        .collect()
+}
+
+/// The plot box of an overhead-vs-something chart, in SVG units.
+#[derive(Clone, Copy)]
+pub struct Frame {
+    pub w: f64,
+    pub h: f64,
+    pub left: f64,
+    pub right: f64,
+    pub top: f64,
+    pub bottom: f64,
+}
+
+impl Frame {
+    /// The x of `fraction` (0 to 1) of the way across the plot.
+    pub fn x(&self, fraction: f64) -> f64 {
+        self.left + fraction * (self.w - self.left - self.right)
+    }
+
+    pub fn view_box(&self) -> String {
+        format!("0 0 {} {}", self.w, self.h)
+    }
+
+    /// The y of an overhead `o` on an axis from 0 to `max_over`.
+    pub fn y(&self, o: f64, max_over: f64) -> f64 {
+        let span = self.h - self.top - self.bottom;
+        self.top + span - o / max_over * span
+    }
+
+    /// Grid lines with percent labels up to `max_over`, x ticks (at their
+    /// x, with a label) and both axis titles.
+    pub fn overhead_axes(&self, max_over: f64, x_ticks: &[(f64, String)], x_label: &str) -> String {
+        let Frame {
+            w,
+            h,
+            left,
+            right,
+            top,
+            bottom,
+        } = *self;
+        let mut s = String::new();
+        for o in ticks(max_over, 5) {
+            s.push_str(&format!(
+                r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
+                w - right, left - 6.0, self.y(o, max_over) + 4.0, o * 100.0, yy = self.y(o, max_over)
+            ));
+        }
+        for (xx, label) in x_ticks {
+            s.push_str(&format!(
+                r##"<line x1="{xx:.1}" x2="{xx:.1}" y1="{:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{xx:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{label}</text>"##,
+                h - bottom, h - bottom + 5.0, h - bottom + 18.0
+            ));
+        }
+        s.push_str(&format!(
+            r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#2b3442">{x_label}</text><text x="14" y="{:.1}" font-size="12" fill="#2b3442" transform="rotate(-90 14 {:.1})" text-anchor="middle">overhead vs no limit</text>"##,
+            (left + w - right) / 2.0, h - 6.0, (top + h - bottom) / 2.0, (top + h - bottom) / 2.0
+        ));
+        s
+    }
+}
+
+pub fn ms(seconds: f64) -> String {
+    format_seconds(seconds)
+}
+
+pub fn bytes(b: u64) -> String {
+    format_bytes(b)
+}
+
+/// A little legend entry.
+#[component]
+pub fn Swatch(color: &'static str, label: &'static str) -> impl IntoView {
+    view! {
+        <span class="swatch">
+            <i style=format!("background:{color}")></i>
+            // One flex item: the sub/superscripts must not get the gap.
+            <span>{math_text(label)}</span>
+        </span>
+    }
+}
+
+/// A legend's entries: (colour, label in caret notation).
+pub fn swatches(entries: &[(&'static str, &'static str)]) -> impl IntoView {
+    (entries.iter())
+        .map(|&(color, label)| view! { <Swatch color label /> })
+        .collect_view()
+}
+
+/// Where the mouse is over a chart, in chart units (x, y) and as a
+/// fraction of the element's width (to place the tooltip).
+pub fn chart_point(ev: &leptos::ev::MouseEvent, height: f64) -> Option<(f64, f64, f64)> {
+    use wasm_bindgen::JsCast;
+    let el: web_sys::Element = ev.current_target()?.dyn_into().ok()?;
+    let rect = el.get_bounding_client_rect();
+    if rect.width() <= 0.0 {
+        return None;
+    }
+    let fx = (ev.client_x() as f64 - rect.left()) / rect.width();
+    let fy = (ev.client_y() as f64 - rect.top()) / rect.height();
+    Some((fx * CHART_W, fy * height, fx))
+}
+
+/// The time axis shared by the memory chart and the timelines.
+pub fn time_axis_svg(makespan: f64, y: f64, tick_h: f64) -> String {
+    let mut s = String::new();
+    for t in ticks(makespan, 10) {
+        let x = MARGIN_L + t / makespan.max(1e-12) * PLOT_W;
+        s.push_str(&format!(
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
+            y + tick_h,
+            y + tick_h + 13.0,
+            ms(t)
+        ));
+    }
+    s
+}
+
+pub fn x_of(t: f64, makespan: f64) -> f64 {
+    MARGIN_L + t / makespan.max(1e-12) * PLOT_W
+}
+
+/// Writes `x` with at most one decimal (1/10 of a chart unit, under a tenth
+/// of a pixel), through integer formatting: float formatting (`{:.1}`) was a
+/// visible share of a slider move at L = 300, with thousands of numbers.
+pub fn num(out: &mut String, x: f64) {
+    use std::fmt::Write;
+    if !x.is_finite() {
+        out.push('0');
+        return;
+    }
+    let v = (x * 10.0).round() as i64;
+    if v < 0 {
+        out.push('-');
+    }
+    let a = v.unsigned_abs();
+    let _ = match a % 10 {
+        0 => write!(out, "{}", a / 10),
+        f => write!(out, "{}.{f}", a / 10),
+    };
+}
+
+/// Shapes gathered into one `<path>` per colour: a chart with thousands of
+/// boxes becomes a handful of DOM nodes, which keeps a slider move within a
+/// frame at L = 300 (parsing thousands of `<rect>`s alone took ~15 ms).
+#[derive(Default)]
+pub struct PathBatch {
+    groups: Vec<(&'static str, String)>,
+}
+
+impl PathBatch {
+    pub fn d(&mut self, color: &'static str) -> &mut String {
+        let i = match self.groups.iter().position(|(c, _)| *c == color) {
+            Some(i) => i,
+            None => {
+                self.groups.push((color, String::new()));
+                self.groups.len() - 1
+            }
+        };
+        &mut self.groups[i].1
+    }
+
+    pub fn rect(&mut self, color: &'static str, x: f64, y: f64, w: f64, h: f64) {
+        let d = self.d(color);
+        d.push('M');
+        num(d, x);
+        d.push(' ');
+        num(d, y);
+        d.push('h');
+        num(d, w);
+        d.push('v');
+        num(d, h);
+        d.push('h');
+        num(d, -w);
+        d.push('z');
+    }
+
+    /// The paths; `extra` goes on every one (e.g. a stroke).
+    pub fn finish(self, extra: &str) -> String {
+        self.groups
+            .into_iter()
+            .map(|(color, d)| format!(r#"<path fill="{color}" {extra} d="{d}"/>"#))
+            .collect()
+    }
+}
+
+/// Where a tooltip goes: beside the pointer, on the side with room.
+pub fn tooltip_style(fx: f64) -> String {
+    if fx > 0.6 {
+        format!("right:{:.1}%", (1.0 - fx) * 100.0 + 1.0)
+    } else {
+        format!("left:{:.1}%", fx * 100.0 + 1.0)
+    }
+}
+
+/// The pointer over a chart drawn against the schedule's time (the memory
+/// chart, the timelines): it moves the cursor every such chart shares, and
+/// keeps where this chart's tooltip goes.
+#[derive(Clone, Copy)]
+pub struct TimeHover {
+    state: AppState,
+    height: f64,
+    /// Where the pointer is, as a fraction of the chart's width.
+    fx: RwSignal<Option<f64>>,
+}
+
+impl TimeHover {
+    pub fn new(height: f64) -> TimeHover {
+        TimeHover {
+            state: use_app(),
+            height,
+            fx: RwSignal::new(None),
+        }
+    }
+
+    pub fn moved(self, ev: &leptos::ev::MouseEvent) {
+        let Some((x, _, fx)) = chart_point(ev, self.height) else {
+            return;
+        };
+        self.state.shown.current.with_untracked(|c| {
+            if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
+                let time = ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * t.makespan_seconds;
+                self.state.view.hover(time);
+                self.fx.set(Some(fx));
+            }
+        });
+    }
+
+    pub fn left(self) {
+        self.fx.set(None);
+        self.state.view.leave();
+    }
+
+    /// The cursor's x on the chart, while there is a cursor.
+    pub fn cursor_x(self) -> Option<f64> {
+        let t = self.state.view.cursor.get()?;
+        let c = self.state.shown.current.get()?;
+        Some(x_of(t, c.ok_trace()?.makespan_seconds))
+    }
+
+    /// While the pointer is over this chart: where (fraction of the width),
+    /// the time under it, and the schedule shown.
+    pub fn at(self) -> Option<(f64, f64, Arc<Current>)> {
+        let fx = self.fx.get()?;
+        let t = self.state.view.cursor.get()?;
+        let c = self.state.shown.current.get()?;
+        c.ok_trace()?;
+        Some((fx, t, c))
+    }
+}
+
+/// A chart card's heading: the title, then the legend.
+#[component]
+pub fn CardHead(title: &'static str, children: Children) -> impl IntoView {
+    view! {
+        <div class="card-head">
+            <h2>{title}</h2>
+            <div class="legend">{children()}</div>
+        </div>
+    }
+}
+
+/// A full-width chart against the page's coordinates: a white ground, the
+/// heavy `layer` (one string of SVG, redrawn when the schedule changes),
+/// then `children` (cursors, highlights) over it.
+#[component]
+pub fn ChartSvg(
+    id: &'static str,
+    height: f64,
+    #[prop(into)] layer: Signal<String>,
+    on_move: Callback<leptos::ev::MouseEvent>,
+    on_leave: Callback<()>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <svg id=id xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {height}")
+            font-family="Inter, system-ui, sans-serif"
+            on:mousemove=move |ev| on_move.run(ev) on:mouseleave=move |_| on_leave.run(())>
+            <rect x="0" y="0" width="1200" height=height fill="#ffffff" />
+            <g inner_html=layer></g>
+            {children()}
+        </svg>
+    }
+}
+
+/// A chart's heavy layer: drawn from the schedule shown (empty while there
+/// is none), with a timing mark named `name` (`?timing`).
+pub fn layer_of(
+    name: &'static str,
+    draw: impl Fn(&Current) -> String + Send + Sync + 'static,
+) -> impl Fn() -> String + Send + Sync + Copy + 'static {
+    let state = use_app();
+    let draw = StoredValue::new(draw);
+    move || {
+        let s = state.shown.current.with(|c| {
+            c.as_deref()
+                .map(|c| draw.with_value(|d| d(c)))
+                .unwrap_or_default()
+        });
+        mark(name);
+        s
+    }
+}
+
+/// How far some work is: a bar and a percentage.
+#[component]
+pub fn ProgressBar(id: &'static str, fraction: Signal<f64>) -> impl IntoView {
+    view! {
+        <progress id=id max="1" value=fraction></progress>
+        <span>{move || format!("{:.0} %", fraction.get() * 100.0)}</span>
+    }
+}
