@@ -46,7 +46,7 @@ pub use judge::judge;
 pub use trace::{Lane, MemoryStep, Residency, Span, TensorId, Trace};
 
 use crate::model::Chain;
-use crate::schedule::{Op, TensorKind};
+use crate::schedule::{analysis, Op, TensorKind};
 use std::fmt;
 
 /// Why a schedule cannot run: which operation, which tensor, and why.
@@ -143,7 +143,7 @@ pub fn simulate_with(chain: &Chain, ops: &[Op], options: SimOptions) -> Result<T
         sim.step(index, *op)?;
     }
     sim.check_complete(ops.len())?;
-    Ok(sim.finish())
+    Ok(sim.finish(ops))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -190,7 +190,6 @@ struct Simulation<'a> {
     saved: Vec<Where>,
     /// δ^ℓ for ℓ in 0..=L.
     grad: Vec<Where>,
-    forwards_per_stage: Vec<u32>,
     /// How many backward operations ran: they can only run as B^L, …, B^1,
     /// since B^ℓ reads the δ^ℓ that B^{ℓ+1} produced.
     backwards_done: usize,
@@ -234,7 +233,6 @@ impl<'a> Simulation<'a> {
             act: vec![Where::Absent { freed_by: None }; l + 1],
             saved: vec![Where::Absent { freed_by: None }; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
-            forwards_per_stage: vec![0; l + 1],
             backwards_done: 0,
             compute_free: 0.0,
             copy_free: 0.0,
@@ -568,7 +566,6 @@ impl<'a> Simulation<'a> {
         self.allocate(out, start, end, index as u32);
         self.workspace(overhead, start, end, index);
         self.mark_used(input, end);
-        self.forwards_per_stage[l] += 1;
         if let (Slot::Act(_), Where::Device { checkpoint, .. }) = (input, self.state(input)) {
             match op {
                 Op::ForwardCheckpoint { .. } => self.set_checkpoint(input),
@@ -747,7 +744,7 @@ impl<'a> Simulation<'a> {
         Ok(())
     }
 
-    fn finish(mut self) -> Trace {
+    fn finish(mut self, ops: &[Op]) -> Trace {
         let makespan = self.compute_free.max(self.copy_free);
         let mut events = std::mem::take(&mut self.events);
         let in_order = events
@@ -780,11 +777,8 @@ impl<'a> Simulation<'a> {
                 r.end = makespan;
             }
         }
-        let recomputations = self
-            .forwards_per_stage
-            .iter()
-            .map(|&c| c.saturating_sub(1) as usize)
-            .sum();
+        // The one definition, shared with the explorer's marks.
+        let recomputations = analysis::recomputations(ops, self.chain.len());
         Trace {
             spans: self.spans,
             memory,
