@@ -161,7 +161,7 @@ fn invalid_schedules_say_which_op_which_tensor_and_why() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("has no copy on the host"), "{err}");
-    let err = simulate_with_bandwidth(
+    let err = simulate_with(
         &c,
         &[
             ForwardAll { stage: 1 },
@@ -170,7 +170,7 @@ fn invalid_schedules_say_which_op_which_tensor_and_why() {
                 tensor: TensorKind::Saved,
             },
         ],
-        None,
+        SimOptions::default(),
     )
     .unwrap_err();
     assert!(
@@ -239,7 +239,15 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     assert_eq!(t.makespan_seconds, 13.0);
     // A slower link (3 B/s): the offload takes 1–11 s and the prefetch
     // follows it, 11–21 s; F_all^2 waits from 5 s to 21 s.
-    let slow = simulate_with_bandwidth(&c, &ops, Some(3.0)).unwrap();
+    let slow = simulate_with(
+        &c,
+        &ops,
+        SimOptions {
+            bandwidth: Some(3.0),
+            memory_limit: None,
+        },
+    )
+    .unwrap();
     assert_eq!(slow.makespan_seconds, 26.0);
     assert_eq!(slow.idle_seconds, 16.0);
 

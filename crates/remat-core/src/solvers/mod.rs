@@ -17,7 +17,7 @@ pub mod store_all;
 
 use crate::model::Chain;
 use crate::schedule::Op;
-use crate::simulator::simulate_with_bandwidth;
+use crate::simulator::{simulate_with, SimOptions};
 use persistent::{PersistentTable, Variant};
 pub use slots::{Memory, SlotPolicy};
 use std::fmt;
@@ -264,7 +264,7 @@ impl Planner {
         match algorithm {
             Algorithm::StoreAll => {
                 let ops = store_all::schedule(chain);
-                let trace = simulate_with_bandwidth(chain, &ops, None)
+                let trace = simulate_with(chain, &ops, SimOptions::default())
                     .expect("store-all is valid on every chain");
                 Ok(Planner::StoreAll {
                     ops,
@@ -286,7 +286,7 @@ impl Planner {
                 let mut candidates = Vec::with_capacity(n);
                 for k in ks.clone() {
                     let ops = sequential::schedule(chain, k);
-                    let trace = simulate_with_bandwidth(chain, &ops, None)
+                    let trace = simulate_with(chain, &ops, SimOptions::default())
                         .expect("checkpoint_sequential is valid on every chain");
                     candidates.push(Candidate {
                         k,
@@ -622,7 +622,7 @@ pub fn budget_at_ratio(m_low: u64, m_high: u64, alpha: f64) -> u64 {
 
 /// M_high: the peak of `store-all`, the most memory worth giving.
 pub fn max_useful_budget(chain: &Chain) -> u64 {
-    simulate_with_bandwidth(chain, &store_all::schedule(chain), None)
+    simulate_with(chain, &store_all::schedule(chain), SimOptions::default())
         .expect("store-all is valid on every chain")
         .peak_bytes
 }
