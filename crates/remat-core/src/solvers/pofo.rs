@@ -48,8 +48,8 @@
 //! O(L²N³); splits that cannot beat the best so far are pruned exactly.
 //! Memory: about 10 bytes per entry of both tables (`table_bytes`).
 
+use super::api::{Progress, SolveError};
 use super::slots::{grid, SlotSizes};
-use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
 
@@ -62,16 +62,7 @@ pub enum Mode {
     OffloadOnly,
 }
 
-/// How OC times the loss step (F_all^L, B^L) when transfers are left over;
-/// see the module doc.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LossStep {
-    /// POFO Appendix B.2: ε_G = (Δ_F' + Δ_B') / β between F_all^L and B^L.
-    #[default]
-    Paper,
-    /// Offloads drain during F_all^L, prefetches overlap B^L.
-    Overlap,
-}
+pub use super::api::LossStep;
 
 /// What the DP returns for one budget.
 #[derive(Clone, Debug, PartialEq)]
