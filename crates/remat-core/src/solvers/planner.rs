@@ -46,7 +46,26 @@ pub enum Planner {
 }
 
 impl Planner {
-    /// Does the expensive part once, for budgets up to `max_budget_bytes`.
+    /// Does the expensive part once, for budgets up to `max_budget_bytes`:
+    /// a persistent table (rotor, revolve), every number of segments
+    /// measured (sequential), store-all's peak; offloading algorithms keep
+    /// their options and solve each budget in [`plan`](Self::plan).
+    ///
+    /// ```
+    /// use remat_core::examples::teaching;
+    /// use remat_core::solvers::{no_progress, Algorithm, Options, Planner};
+    ///
+    /// let chain = teaching();
+    /// let mut calls = 0;
+    /// let sequential = Planner::build(&chain, Algorithm::Sequential, u64::MAX,
+    ///                                 &Options::default(), &mut |_| { calls += 1; true })
+    ///     .unwrap();
+    /// assert_eq!(calls, chain.len()); // one k = 1..=L at a time
+    /// // The least memory of the k measured is exactly where it starts fitting.
+    /// let low = sequential.min_budget_bytes();
+    /// assert!(sequential.plan(&chain, low).unwrap().feasible());
+    /// assert!(!sequential.plan(&chain, low - 1).unwrap().feasible());
+    /// ```
     pub fn build(
         chain: &Chain,
         algorithm: Algorithm,
