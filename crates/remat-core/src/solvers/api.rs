@@ -4,6 +4,7 @@
 //! speaks it; none of it calls an algorithm.
 
 use super::slots::SlotPolicy;
+use crate::model::Chain;
 use crate::schedule::Op;
 use std::fmt;
 
@@ -15,15 +16,43 @@ pub fn no_progress() -> impl FnMut(f64) -> bool {
     |_| true
 }
 
-/// The list of algorithms: one row each, `Variant => "cli-name", "what it
-/// does";`, grouped by family. Adding an algorithm adds its row here (the
-/// enum, [`Algorithm::ALL`], the family lists, [`Algorithm::name`] and
-/// [`Algorithm::description`] all come from it) and its arm in
-/// [`Planner::build`](super::Planner::build) (`docs/architecture.md`).
-macro_rules! algorithms {
+/// The list of algorithms, the one place where they are named: one row
+/// each, `Variant => "cli-name", "what it does", how;`, grouped by family.
+/// `how` is `built` (a [`Planner`](super::Planner) variant of its own does
+/// the budget-independent work once) or `per_budget(path::to::solve)` (a
+/// function with [`SolveFn`]'s signature answers each budget). The enum,
+/// [`Algorithm::ALL`], the family lists, [`Algorithm::name`],
+/// [`Algorithm::description`] and the planner's dispatch to per-budget
+/// solvers are all expanded from this list (`$then` receives it), so adding
+/// an algorithm is one module and one row (`docs/architecture.md`).
+macro_rules! algorithm_list {
+    ($then:ident) => {
+        $then! {
+            rematerialization {
+                StoreAll => "store-all", "keep every activation (PyTorch default); its peak is M_high", built;
+                Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget", built;
+                Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)", built;
+                Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)", built;
+            }
+            offloading {
+                Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::pofo);
+                OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)", per_budget(super::offload::offload_only);
+                Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group", per_budget(super::offload::opportunist);
+                Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept", per_budget(super::offload::autocapper);
+            }
+        }
+    };
+}
+pub(crate) use algorithm_list;
+
+/// A solver that answers one budget (a `per_budget` row of `algorithm_list!` in this file).
+pub type SolveFn = fn(&Chain, u64, &Options, &mut Progress<'_>) -> Result<Solution, SolveError>;
+
+/// Expands [`algorithm_list`] into [`Algorithm`] and its lists and names.
+macro_rules! define_algorithms {
     (
-        rematerialization { $($r:ident => $rname:literal, $rdesc:literal;)* }
-        offloading { $($o:ident => $oname:literal, $odesc:literal;)* }
+        rematerialization { $($r:ident => $rname:literal, $rdesc:literal, $rhow:ident $(($rsolve:path))?;)* }
+        offloading { $($o:ident => $oname:literal, $odesc:literal, $ohow:ident $(($osolve:path))?;)* }
     ) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Algorithm {
@@ -60,20 +89,7 @@ macro_rules! algorithms {
     };
 }
 
-algorithms! {
-    rematerialization {
-        StoreAll => "store-all", "keep every activation (PyTorch default); its peak is M_high";
-        Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget";
-        Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)";
-        Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)";
-    }
-    offloading {
-        Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)";
-        OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)";
-        Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group";
-        Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept";
-    }
-}
+algorithm_list!(define_algorithms);
 
 impl Algorithm {
     /// Whether it moves activations over the host link.

@@ -6,13 +6,19 @@
 //! budget (a DP table, the k candidates of `sequential`), and
 //! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
 //! Offloading algorithms depend on the budget throughout: their planner
-//! solves each budget anew ([`offload::solve`]).
+//! solves each budget anew with the function their row of the algorithm
+//! list names (`algorithm_list!` in `api.rs`), e.g. [`offload::pofo`].
+//!
+//! [`offload::pofo`]: super::offload::pofo
 
-use super::api::{no_progress, Algorithm, Candidate, Options, Progress, Solution, SolveError};
+use super::api::{
+    algorithm_list, no_progress, Algorithm, Candidate, Options, Progress, Solution, SolveError,
+    SolveFn,
+};
 use super::bounds::{max_useful_budget, offload_min_budget};
 use super::persistent::{self, PersistentTable, Variant};
 use super::slots::Memory;
-use super::{offload, sequential, store_all};
+use super::{sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -36,10 +42,12 @@ pub enum Planner {
         /// slot grid's rounding at budgets where nothing needs recomputing.
         store_all: Option<(f64, u64)>,
     },
-    /// Offloading algorithms depend on the budget throughout: each budget
-    /// is solved anew ([`offload::solve`]).
-    Offloading {
+    /// Algorithms that depend on the budget throughout (the offloading
+    /// ones): each budget is solved anew by `solve`, the function their row
+    /// of the list names (`algorithm_list!` in `api.rs`).
+    PerBudget {
         algorithm: Algorithm,
+        solve: SolveFn,
         options: Options,
         min_budget: u64,
     },
@@ -73,6 +81,14 @@ impl Planner {
         options: &Options,
         progress: &mut Progress<'_>,
     ) -> Result<Planner, SolveError> {
+        if let Some(solve) = per_budget(algorithm) {
+            return Ok(Planner::PerBudget {
+                algorithm,
+                solve,
+                options: options.clone(),
+                min_budget: offload_min_budget(chain),
+            });
+        }
         match algorithm {
             Algorithm::StoreAll => Ok(Planner::StoreAll {
                 ops: store_all::schedule(chain),
@@ -106,14 +122,6 @@ impl Planner {
                 }
                 Ok(Planner::Sequential { candidates })
             }
-            Algorithm::Pofo
-            | Algorithm::OffloadOnly
-            | Algorithm::Opportunist
-            | Algorithm::Autocapper => Ok(Planner::Offloading {
-                algorithm,
-                options: options.clone(),
-                min_budget: offload_min_budget(chain),
-            }),
             Algorithm::Revolve | Algorithm::Rotor => {
                 let variant = if algorithm == Algorithm::Rotor {
                     Variant::Rotor
@@ -137,6 +145,10 @@ impl Planner {
                     store_all,
                 })
             }
+            // Listed as `built` without a variant here: say so, never panic.
+            other => Err(SolveError::BadOption(format!(
+                "algorithm: {other} is listed as built but has no planner"
+            ))),
         }
     }
 
@@ -173,7 +185,7 @@ impl Planner {
         match self {
             Planner::StoreAll { .. } => Algorithm::StoreAll,
             Planner::Sequential { .. } => Algorithm::Sequential,
-            Planner::Persistent { algorithm, .. } | Planner::Offloading { algorithm, .. } => {
+            Planner::Persistent { algorithm, .. } | Planner::PerBudget { algorithm, .. } => {
                 *algorithm
             }
         }
@@ -191,7 +203,7 @@ impl Planner {
             Planner::Sequential { candidates } => {
                 candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
             }
-            Planner::Persistent { min_budget, .. } | Planner::Offloading { min_budget, .. } => {
+            Planner::Persistent { min_budget, .. } | Planner::PerBudget { min_budget, .. } => {
                 *min_budget
             }
         }
@@ -230,9 +242,9 @@ impl Planner {
         progress: &mut Progress<'_>,
     ) -> Result<Solution, SolveError> {
         match self {
-            Planner::Offloading {
-                algorithm, options, ..
-            } => offload::solve(chain, *algorithm, budget_bytes, options, progress),
+            Planner::PerBudget { solve, options, .. } => {
+                solve(chain, budget_bytes, options, progress)
+            }
             _ => Ok(self.read_out(chain, budget_bytes)),
         }
     }
@@ -250,7 +262,7 @@ impl Planner {
             detail,
         };
         match self {
-            Planner::Offloading { .. } => unreachable!("offloading planners solve each budget"),
+            Planner::PerBudget { .. } => unreachable!("offloading planners solve each budget"),
             Planner::StoreAll {
                 ops,
                 seconds,
@@ -362,7 +374,7 @@ impl Planner {
                     },
                 }
             }
-            Planner::Offloading { options, .. } => Memory::Grid {
+            Planner::PerBudget { options, .. } => Memory::Grid {
                 slot_bytes: (budget_bytes / options.offload_slots.max(1) as u64).max(1),
                 lost_bytes: None,
             },
@@ -438,3 +450,29 @@ pub fn solve(
     let planner = Planner::build(chain, algorithm, budget_bytes, options, &mut progress)?;
     planner.plan(chain, budget_bytes)
 }
+
+/// Expands [`algorithm_list`] into [`per_budget`]: the dispatch to the
+/// algorithms that answer each budget with a function of their own.
+macro_rules! define_per_budget {
+    (
+        rematerialization { $($r:ident => $rname:literal, $rdesc:literal, $rhow:ident $(($rsolve:path))?;)* }
+        offloading { $($o:ident => $oname:literal, $odesc:literal, $ohow:ident $(($osolve:path))?;)* }
+    ) => {
+        /// The function that answers each budget for `algorithm`; None for
+        /// the algorithms with a [`Planner`] variant of their own.
+        fn per_budget(algorithm: Algorithm) -> Option<SolveFn> {
+            match algorithm {
+                $(Algorithm::$r => define_per_budget!(@solver $rhow $(($rsolve))?),)*
+                $(Algorithm::$o => define_per_budget!(@solver $ohow $(($osolve))?),)*
+            }
+        }
+    };
+    (@solver built) => {
+        None
+    };
+    (@solver per_budget ($solve:path)) => {
+        Some($solve as SolveFn)
+    };
+}
+
+algorithm_list!(define_per_budget);
