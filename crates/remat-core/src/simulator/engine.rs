@@ -1,7 +1,7 @@
 //! The state machine behind [`simulate_with`](super::simulate_with) and
 //! [`states`](super::states): where each tensor is (device, host, absent),
 //! the two lanes' clocks and the memory events. The model it implements is
-//! the module documentation of [`simulator`](super).
+//! the module documentation of `simulator` (`mod.rs`).
 
 use super::trace::{Lane, MemoryStep, Residency, Span, TensorId, Trace};
 use super::{OpState, SimError, SimOptions};

@@ -1,6 +1,6 @@
 //! `autocapper` (POFO Section 5.1): `capper(M')` for 40 budgets M' from the
-//! budget to M_high, the best simulated schedule kept. See the [family's
-//! doc](super).
+//! budget to M_high, the best simulated schedule kept. See the family's
+//! doc (`mod.rs`).
 
 use super::prefetch::replace_prefetches;
 use super::{check_heuristic_size, run, solution};

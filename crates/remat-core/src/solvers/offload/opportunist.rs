@@ -1,5 +1,5 @@
 //! `opportunist` (POFO Section 5.1): keep the link busy offloading groups,
-//! recompute inside each group with rotor. See the [family's doc](super).
+//! recompute inside each group with rotor. See the family's doc (`mod.rs`).
 
 use super::prefetch::replace_prefetches;
 use super::{

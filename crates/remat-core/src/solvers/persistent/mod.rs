@@ -790,8 +790,8 @@ pub fn store_all_wins(
     })
 }
 
-/// `table`'s answer at `budget_bytes`, or store-all's where it
-/// [wins](store_all_wins); the flag says store-all answered.
+/// `table`'s answer at `budget_bytes`, or store-all's where it wins
+/// ([`store_all_wins`]); the flag says store-all answered.
 pub fn plan_or_store_all(
     table: &PersistentTable,
     chain: &Chain,
