@@ -299,38 +299,24 @@ mod tests {
                 bandwidth: Some(4e9),
             })
             .collect();
+        let algs = [Algorithm::Sequential, Algorithm::Rotor, Algorithm::Pofo];
+        let options = Options::default();
+        let run = |progress: &mut Progress<'_>| {
+            sweep(&chain, &algs, &runs, low, high, &options, progress)
+        };
         let mut seen = Vec::new();
-        let mut record = |f: f64| {
+        run(&mut |f| {
             seen.push(f);
             true
-        };
-        let algs = [Algorithm::Sequential, Algorithm::Rotor, Algorithm::Pofo];
-        sweep(
-            &chain,
-            &algs,
-            &runs,
-            low,
-            high,
-            &Options::default(),
-            &mut record,
-        )
+        })
         .unwrap();
         assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
         assert_eq!(seen.last(), Some(&1.0));
         let mut calls = 0;
-        let mut stop = |_: f64| {
+        let cancelled = run(&mut |_| {
             calls += 1;
             false
-        };
-        let cancelled = sweep(
-            &chain,
-            &algs,
-            &runs,
-            low,
-            high,
-            &Options::default(),
-            &mut stop,
-        );
+        });
         assert_eq!(cancelled, Err(SweepError::Cancelled));
         assert_eq!(calls, 1);
     }
@@ -345,41 +331,24 @@ mod tests {
             alpha: 0.5,
             bandwidth: None,
         }];
-        let no_slots = Options {
-            slots: 0,
-            ..Options::default()
+        let error = |algorithms: &[Algorithm], change: fn(&mut Options)| {
+            let mut options = Options::default();
+            change(&mut options);
+            sweep(
+                &chain,
+                algorithms,
+                &runs,
+                low,
+                high,
+                &options,
+                &mut no_progress(),
+            )
+            .unwrap_err()
+            .to_string()
         };
-        let err = sweep(
-            &chain,
-            &[Algorithm::StoreAll, Algorithm::Rotor],
-            &runs,
-            low,
-            high,
-            &no_slots,
-            &mut no_progress(),
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string().starts_with("rotor at α = 0.5: slots:"),
-            "{err}"
-        );
-        let bad_k = Options {
-            segments: Some(99),
-            ..Options::default()
-        };
-        let err = sweep(
-            &chain,
-            &[Algorithm::Sequential],
-            &runs,
-            low,
-            high,
-            &bad_k,
-            &mut no_progress(),
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string().starts_with("sequential: segments: 99"),
-            "{err}"
-        );
+        let err = error(&[Algorithm::StoreAll, Algorithm::Rotor], |o| o.slots = 0);
+        assert!(err.starts_with("rotor at α = 0.5: slots:"), "{err}");
+        let err = error(&[Algorithm::Sequential], |o| o.segments = Some(99));
+        assert!(err.starts_with("sequential: segments: 99"), "{err}");
     }
 }

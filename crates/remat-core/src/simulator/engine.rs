@@ -150,12 +150,16 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    fn set(&mut self, slot: Slot, w: Where) {
+    fn state_mut(&mut self, slot: Slot) -> &mut Where {
         match slot {
-            Slot::Act(l) => self.act[l] = w,
-            Slot::Saved(l) => self.saved[l] = w,
-            Slot::Grad(l) => self.grad[l] = w,
+            Slot::Act(l) => &mut self.act[l],
+            Slot::Saved(l) => &mut self.saved[l],
+            Slot::Grad(l) => &mut self.grad[l],
         }
+    }
+
+    fn set(&mut self, slot: Slot, w: Where) {
+        *self.state_mut(slot) = w;
     }
 
     fn event(&mut self, time: f64, alloc: bool, bytes: u64, op: u32) {
@@ -320,22 +324,8 @@ impl<'a> Simulation<'a> {
     }
 
     fn mark_used(&mut self, slot: Slot, until: f64) {
-        if let Where::Device {
-            ready,
-            last_use,
-            checkpoint,
-            residency,
-        } = self.state(slot)
-        {
-            self.set(
-                slot,
-                Where::Device {
-                    ready,
-                    last_use: last_use.max(until),
-                    checkpoint,
-                    residency,
-                },
-            );
+        if let Where::Device { last_use, .. } = self.state_mut(slot) {
+            *last_use = last_use.max(until);
         }
     }
 
@@ -404,8 +394,14 @@ impl<'a> Simulation<'a> {
                 self.forward(index, op, l)
             }
             Op::Backward { .. } => self.backward(index, op, l),
-            Op::Offload { tensor, .. } => self.offload(index, op, l, tensor),
-            Op::Prefetch { tensor, .. } => self.prefetch(index, op, l, tensor),
+            Op::Offload { tensor, .. } | Op::Prefetch { tensor, .. } => {
+                let slot = self.transferred(index, op, l, tensor)?;
+                if matches!(op, Op::Offload { .. }) {
+                    self.offload(index, op, slot)
+                } else {
+                    self.prefetch(index, op, slot)
+                }
+            }
         }
     }
 
@@ -439,22 +435,8 @@ impl<'a> Simulation<'a> {
     }
 
     fn set_checkpoint(&mut self, slot: Slot) {
-        if let Where::Device {
-            ready,
-            last_use,
-            residency,
-            ..
-        } = self.state(slot)
-        {
-            self.set(
-                slot,
-                Where::Device {
-                    ready,
-                    last_use,
-                    checkpoint: true,
-                    residency,
-                },
-            );
+        if let Where::Device { checkpoint, .. } = self.state_mut(slot) {
+            *checkpoint = true;
         }
     }
 
@@ -514,9 +496,11 @@ impl<'a> Simulation<'a> {
         ))
     }
 
-    fn transfer_seconds(&self, index: usize, op: Op, bytes: u64) -> Result<f64, SimError> {
+    /// The bytes of `slot` and the seconds the link takes to move them.
+    fn link_time(&self, index: usize, op: Op, slot: Slot) -> Result<(u64, f64), SimError> {
+        let bytes = self.bytes(slot);
         match self.bandwidth {
-            Some(bw) if bw > 0.0 => Ok(bytes as f64 / bw),
+            Some(bw) if bw > 0.0 => Ok((bytes, bytes as f64 / bw)),
             _ => Err(self.error(
                 index,
                 op,
@@ -541,14 +525,7 @@ impl<'a> Simulation<'a> {
         }
     }
 
-    fn offload(
-        &mut self,
-        index: usize,
-        op: Op,
-        l: usize,
-        kind: TensorKind,
-    ) -> Result<(), SimError> {
-        let slot = self.transferred(index, op, l, kind)?;
+    fn offload(&mut self, index: usize, op: Op, slot: Slot) -> Result<(), SimError> {
         let Where::Device {
             ready,
             last_use,
@@ -558,8 +535,7 @@ impl<'a> Simulation<'a> {
         else {
             return Err(self.missing(index, op, slot));
         };
-        let bytes = self.bytes(slot);
-        let seconds = self.transfer_seconds(index, op, bytes)?;
+        let (bytes, seconds) = self.link_time(index, op, slot)?;
         let (_, end) = self.copy_lane(index, ready, seconds);
         // The device copy lives until the copy ends and its last reader is done.
         self.free(slot, end.max(last_use), index);
@@ -575,14 +551,7 @@ impl<'a> Simulation<'a> {
         Ok(())
     }
 
-    fn prefetch(
-        &mut self,
-        index: usize,
-        op: Op,
-        l: usize,
-        kind: TensorKind,
-    ) -> Result<(), SimError> {
-        let slot = self.transferred(index, op, l, kind)?;
+    fn prefetch(&mut self, index: usize, op: Op, slot: Slot) -> Result<(), SimError> {
         let Where::Host {
             ready, checkpoint, ..
         } = self.state(slot)
@@ -593,8 +562,7 @@ impl<'a> Simulation<'a> {
             };
             return Err(self.error(index, op, Some(slot), reason));
         };
-        let bytes = self.bytes(slot);
-        let seconds = self.transfer_seconds(index, op, bytes)?;
+        let (bytes, seconds) = self.link_time(index, op, slot)?;
         // Issued after the compute op listed before it, once memory allows.
         let issued = self.copy_free.max(ready).max(self.last_compute_end);
         let (start, end) = self.copy_lane(index, self.fit_start(issued, bytes), seconds);

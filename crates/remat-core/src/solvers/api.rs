@@ -20,7 +20,8 @@ pub fn no_progress() -> impl FnMut(f64) -> bool {
 /// each, `Variant => "cli-name", "what it does", how;`, grouped by family.
 /// `how` is `built` (a [`Planner`](super::Planner) variant of its own does
 /// the budget-independent work once) or `per_budget(path::to::solve)` (a
-/// function with [`SolveFn`]'s signature answers each budget). The enum,
+/// function with [`SolveFn`]'s signature answers each budget; a family
+/// module may serve several rows, told apart by the algorithm it is given). The enum,
 /// [`Algorithm::ALL`], the family lists, [`Algorithm::name`],
 /// [`Algorithm::description`] and the planner's dispatch to per-budget
 /// solvers are all expanded from this list (`$then` receives it), so adding
@@ -35,10 +36,10 @@ macro_rules! algorithm_list {
                 Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)", built;
             }
             offloading {
-                Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::pofo);
-                OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)", per_budget(super::offload::offload_only);
-                Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group", per_budget(super::offload::opportunist);
-                Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept", per_budget(super::offload::autocapper);
+                Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::solve);
+                OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)", per_budget(super::offload::solve);
+                Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group", per_budget(super::offload::solve);
+                Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept", per_budget(super::offload::solve);
             }
         }
     };
@@ -46,7 +47,8 @@ macro_rules! algorithm_list {
 pub(crate) use algorithm_list;
 
 /// A solver that answers one budget (a `per_budget` row of `algorithm_list!` in this file).
-pub type SolveFn = fn(&Chain, u64, &Options, &mut Progress<'_>) -> Result<Solution, SolveError>;
+pub type SolveFn =
+    fn(&Chain, Algorithm, u64, &Options, &mut Progress<'_>) -> Result<Solution, SolveError>;
 
 /// Expands [`algorithm_list`] into [`Algorithm`] and its lists and names.
 macro_rules! define_algorithms {

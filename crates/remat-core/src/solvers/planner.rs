@@ -7,9 +7,9 @@
 //! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
 //! Offloading algorithms depend on the budget throughout: their planner
 //! solves each budget anew with the function their row of the algorithm
-//! list names (`algorithm_list!` in `api.rs`), e.g. [`offload::pofo`].
+//! list names (`algorithm_list!` in `api.rs`), e.g. [`offload::solve`].
 //!
-//! [`offload::pofo`]: super::offload::pofo
+//! [`offload::solve`]: super::offload::solve
 
 use super::api::{
     algorithm_list, no_progress, Algorithm, Candidate, Options, Progress, Solution, SolveError,
@@ -242,9 +242,12 @@ impl Planner {
         progress: &mut Progress<'_>,
     ) -> Result<Solution, SolveError> {
         match self {
-            Planner::PerBudget { solve, options, .. } => {
-                solve(chain, budget_bytes, options, progress)
-            }
+            Planner::PerBudget {
+                algorithm,
+                solve,
+                options,
+                ..
+            } => solve(chain, *algorithm, budget_bytes, options, progress),
             _ => Ok(self.read_out(chain, budget_bytes)),
         }
     }

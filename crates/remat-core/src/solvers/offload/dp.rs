@@ -13,26 +13,6 @@ use crate::solvers::persistent::{self, Variant};
 use crate::solvers::pofo::{self, Mode, Pofo, PofoPlan};
 use crate::solvers::store_all;
 
-/// `pofo` for one budget (its row in the algorithm list).
-pub fn pofo(
-    chain: &Chain,
-    budget: u64,
-    options: &Options,
-    progress: &mut Progress<'_>,
-) -> Result<Solution, SolveError> {
-    solve_dp(chain, Algorithm::Pofo, budget, options, progress)
-}
-
-/// `offload-only` for one budget (its row in the algorithm list).
-pub fn offload_only(
-    chain: &Chain,
-    budget: u64,
-    options: &Options,
-    progress: &mut Progress<'_>,
-) -> Result<Solution, SolveError> {
-    solve_dp(chain, Algorithm::OffloadOnly, budget, options, progress)
-}
-
 /// `pofo` or `offload-only` for one budget.
 pub fn solve_dp(
     chain: &Chain,

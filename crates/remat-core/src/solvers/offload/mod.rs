@@ -44,7 +44,7 @@ mod opportunist;
 mod prefetch;
 
 pub use autocapper::{autocapper, AUTOCAPPER_TRIES};
-pub use dp::{offload_only, pofo, solve_dp};
+pub use dp::solve_dp;
 pub use opportunist::opportunist;
 pub use prefetch::place_prefetches;
 
@@ -71,10 +71,9 @@ pub(super) fn solution(
     }
 }
 
-/// Any offloading algorithm for one budget, for callers that hold an
-/// [`Algorithm`] of this family (the planner calls [`pofo`],
-/// [`offload_only`], [`opportunist`] and [`autocapper`] directly, from the
-/// algorithm list); `progress` sees the DP's table
+/// Any offloading algorithm for one budget: the function the rows of this
+/// family name in the algorithm list (`solvers/api.rs`), which the
+/// [`Planner`](super::Planner) calls; `progress` sees the DP's table
 /// (pofo) or autocapper's 40 tries, and can cancel them.
 pub fn solve(
     chain: &Chain,
@@ -87,7 +86,7 @@ pub fn solve(
         Algorithm::Pofo | Algorithm::OffloadOnly => {
             solve_dp(chain, algorithm, budget, options, progress)
         }
-        Algorithm::Opportunist => opportunist(chain, budget, options, progress),
+        Algorithm::Opportunist => opportunist(chain, budget, options),
         Algorithm::Autocapper => autocapper(chain, budget, options, progress),
         other => Err(SolveError::BadOption(format!(
             "algorithm: {other} does not offload; solve it with solvers::solve"

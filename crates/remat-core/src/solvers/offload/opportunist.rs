@@ -9,17 +9,11 @@ use crate::model::units::format_bytes;
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
 use crate::simulator::Lane;
-use crate::solvers::api::{Algorithm, Options, Progress, Solution, SolveError};
+use crate::solvers::api::{Algorithm, Options, Solution, SolveError};
 use crate::solvers::bounds::max_useful_budget;
 
-/// `opportunist` (POFO Section 5.1) for one budget. It reports no
-/// progress: its work is O(L) short simulations and small rotor tables.
-pub fn opportunist(
-    chain: &Chain,
-    budget: u64,
-    options: &Options,
-    _progress: &mut Progress<'_>,
-) -> Result<Solution, SolveError> {
+/// `opportunist` (POFO Section 5.1) for one budget.
+pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Result<Solution, SolveError> {
     let bandwidth = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
