@@ -330,51 +330,44 @@ impl<'a> Simulation<'a> {
     }
 
     fn must_be_absent(&self, index: usize, op: Op, slot: Slot) -> Result<(), SimError> {
-        match self.state(slot) {
-            Where::Absent { .. } => Ok(()),
-            Where::Device { .. } => Err(self.error(
-                index,
-                op,
-                Some(slot),
-                "is already resident: this operation would compute it twice".to_string(),
-            )),
-            Where::Host { .. } => Err(self.error(
-                index,
-                op,
-                Some(slot),
-                "already has a copy on the host: prefetch it instead of recomputing".to_string(),
-            )),
-        }
+        let reason = match self.state(slot) {
+            Where::Absent { .. } => return Ok(()),
+            Where::Device { .. } => "is already resident: this operation would compute it twice",
+            Where::Host { .. } => {
+                "already has a copy on the host: prefetch it instead of recomputing"
+            }
+        };
+        Err(self.error(index, op, Some(slot), reason.to_string()))
     }
 
     /// Reserves the compute lane from max(lane free, `ready`) for `seconds`.
     fn compute_lane(&mut self, index: usize, ready: f64, seconds: f64) -> (f64, f64) {
         let start = self.compute_free.max(ready);
-        let end = start + seconds;
         self.compute_idle += start - self.compute_free;
         self.compute_busy += seconds;
+        let end = self.span(index, Lane::Compute, start, seconds);
         self.compute_free = end;
         self.last_compute_end = end;
-        self.spans.push(Span {
-            op: index,
-            lane: Lane::Compute,
-            start,
-            end,
-        });
         (start, end)
     }
 
     fn copy_lane(&mut self, index: usize, ready: f64, seconds: f64) -> (f64, f64) {
         let start = self.copy_free.max(ready);
-        let end = start + seconds;
+        let end = self.span(index, Lane::Copy, start, seconds);
         self.copy_free = end;
+        (start, end)
+    }
+
+    /// Records operation `index` on `lane` from `start`; returns its end.
+    fn span(&mut self, index: usize, lane: Lane, start: f64, seconds: f64) -> f64 {
+        let end = start + seconds;
         self.spans.push(Span {
             op: index,
-            lane: Lane::Copy,
+            lane,
             start,
             end,
         });
-        (start, end)
+        end
     }
 
     pub(super) fn step(&mut self, index: usize, op: Op) -> Result<(), SimError> {
