@@ -228,15 +228,9 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     assert_eq!(t.makespan_seconds, 13.0);
     // A slower link (3 B/s): the offload takes 1–11 s and the prefetch
     // follows it, 11–21 s; F_all^2 waits from 5 s to 21 s.
-    let slow = simulate_with(
-        &c,
-        &ops,
-        SimOptions {
-            bandwidth: Some(3.0),
-            memory_limit: None,
-        },
-    )
-    .unwrap();
+    let mut slow_link = c.clone();
+    slow_link.bandwidth_bytes_per_s = Some(3.0);
+    let slow = simulate(&slow_link, &ops).unwrap();
     assert_eq!(slow.makespan_seconds, 26.0);
     assert_eq!(slow.idle_seconds, 16.0);
 
@@ -245,15 +239,8 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     // offload to free ā^1 at 4 s. F_all^2 needs 55 B next to 150 B that stay
     // resident: it can never fit, so it runs over the limit, and so does B^2
     // (δ^1 next to ā^2); the peak says so.
-    let limited = simulate_with(
-        &c,
-        &ops,
-        SimOptions {
-            bandwidth: Some(10.0),
-            memory_limit: Some(160),
-        },
-    )
-    .unwrap();
+    // The judge: the budget as memory limit, at the chain's 10 B/s.
+    let limited = judge(&c, &ops, 160, Some(10.0)).unwrap();
     let b3 = limited.spans[4];
     assert_eq!((b3.start, b3.end), (4.0, 6.0));
     assert_eq!(limited.peak_bytes, 210);
