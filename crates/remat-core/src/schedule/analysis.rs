@@ -44,15 +44,16 @@ impl Fate {
 /// count as one stage `stages + 1`, so a list that does not match the chain
 /// still gets an answer (the simulator rejects it elsewhere).
 pub fn recompute_flags(ops: &[Op], stages: usize) -> Vec<bool> {
-    flags(ops, stages).collect()
+    flags(ops, stages + 1).collect()
 }
 
-/// [`recompute_flags`] as it goes (the simulator counts without a Vec).
-fn flags(ops: &[Op], stages: usize) -> impl Iterator<Item = bool> + '_ {
-    let mut seen = vec![false; stages + 2];
+/// [`recompute_flags`] as it goes (the simulator counts without a Vec),
+/// with stages past `top` counted as `top`.
+fn flags(ops: &[Op], top: usize) -> impl Iterator<Item = bool> + '_ {
+    let mut seen = vec![false; top + 1];
     ops.iter().map(move |op| {
         if op.is_forward() {
-            let l = op.stage().min(stages + 1);
+            let l = op.stage().min(top);
             let again = seen[l];
             seen[l] = true;
             again
@@ -65,7 +66,7 @@ fn flags(ops: &[Op], stages: usize) -> impl Iterator<Item = bool> + '_ {
 /// How many forwards recompute a stage: the true entries of
 /// [`recompute_flags`], i.e. Σ_ℓ max(forwards of ℓ − 1, 0).
 pub fn recomputations(ops: &[Op], stages: usize) -> usize {
-    flags(ops, stages).filter(|&r| r).count()
+    flags(ops, stages + 1).filter(|&r| r).count()
 }
 
 /// Per stage 0..=L: its fate and how many times it is recomputed (index 0,
@@ -77,18 +78,20 @@ pub fn fates(chain: &Chain, ops: Option<&[Op]>) -> Vec<(Fate, usize)> {
     let Some(ops) = ops else {
         return out;
     };
+    // Stages past L are stage L here (the list may not match the chain: the
+    // explorer colours what it is given; the simulator rejects it).
     for (op, again) in ops.iter().zip(flags(ops, n)) {
         let l = op.stage().min(n);
         match op {
             Op::ForwardAll { .. } | Op::ForwardCheckpoint { .. } | Op::ForwardNone { .. } => {
-                if again {
-                    out[l].1 += 1;
-                } else {
+                if !again {
                     out[l].0 = match op {
                         Op::ForwardAll { .. } => Fate::Kept,
                         Op::ForwardCheckpoint { .. } => Fate::Checkpoint,
                         _ => Fate::Dropped,
                     };
+                } else if l >= 1 {
+                    out[l].1 += 1;
                 }
             }
             Op::Offload { .. } => out[l].0 = Fate::Offloaded,
@@ -183,6 +186,44 @@ mod tests {
         assert_eq!(got[1].0, Fate::Offloaded);
         assert_eq!(got[2].0, Fate::Unknown);
         assert_eq!(fates(&chain, None), vec![(Fate::Unknown, 0); 3]);
+    }
+
+    /// Any op list, valid or not (stages 0..=L+2, every kind): the fates
+    /// equal the explorer's old code, stage clamping included. Fails if a
+    /// stage past L is counted apart from L or stage 0's repeats are
+    /// counted (mutations tried: `flags(ops, n + 1)` in `fates`, and
+    /// counting stage 0's repeats: both failed).
+    #[test]
+    fn agrees_with_the_old_code_on_any_list() {
+        let chain = synthetic(4);
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |below: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % below) as usize
+        };
+        for _ in 0..2000 {
+            let ops: Vec<Op> = (0..next(12))
+                .map(|_| {
+                    let stage = next(7);
+                    let tensor = [TensorKind::Output, TensorKind::Saved][next(2)];
+                    match next(6) {
+                        0 => Op::ForwardAll { stage },
+                        1 => Op::ForwardCheckpoint { stage },
+                        2 => Op::ForwardNone { stage },
+                        3 => Op::Backward { stage },
+                        4 => Op::Offload { stage, tensor },
+                        _ => Op::Prefetch { stage, tensor },
+                    }
+                })
+                .collect();
+            assert_eq!(
+                fates(&chain, Some(&ops)),
+                fates_before_the_move(&chain, &ops),
+                "{ops:?}"
+            );
+        }
     }
 
     /// On every schedule the solvers produce for the teaching chain and a
