@@ -6,10 +6,13 @@
 //! * [`format`] — reading and writing `remat-chain/1`, rotor's chain layout and
 //!   `remat-schedule/1`, with errors that name the offending field;
 //! * [`schedule`] — the operations a schedule is made of (`F_all`, `F_ck`,
-//!   `F_∅`, `B`, offload, prefetch);
+//!   `F_∅`, `B`, offload, prefetch) and what they do to each stage;
 //! * [`simulator`] — runs any schedule on a chain (a compute lane and a copy
 //!   lane) and is the single judge of its time, peak memory and validity;
-//! * [`solvers`] — the algorithms that produce schedules;
+//! * [`solvers`] — the algorithms that produce schedules, behind one
+//!   dispatcher ([`solvers::Planner`], [`solvers::solve`]);
+//! * [`sweep`] — overhead over the memory ratio α and the bandwidth β, for
+//!   the CLI's `sweep` and the explorer;
 //! * [`examples`] — built-in chains with their provenance.
 //!
 //! No web and no torch dependencies: this crate builds for native targets and
@@ -21,6 +24,7 @@ pub mod model;
 pub mod schedule;
 pub mod simulator;
 pub mod solvers;
+pub mod sweep;
 
 pub use model::{Chain, Stage};
 pub use schedule::{Op, TensorKind};

@@ -87,6 +87,12 @@ impl Naive {
                 f(chain.stage(l)) as usize
             }
         };
+        // Per stage 0..=L; stage 0 (the input) takes no time.
+        let times = |f: &dyn Fn(&remat_core::Stage) -> f64| -> Vec<f64> {
+            (0..=n)
+                .map(|l| if l == 0 { 0.0 } else { f(chain.stage(l)) })
+                .collect()
+        };
         Naive {
             n,
             slots: budget as usize,
@@ -106,33 +112,9 @@ impl Naive {
                     }
                 })
                 .collect(),
-            ufn: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).nograd_forward_seconds()
-                    }
-                })
-                .collect(),
-            uf: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).forward_seconds
-                    }
-                })
-                .collect(),
-            ub: (0..=n)
-                .map(|l| {
-                    if l == 0 {
-                        0.0
-                    } else {
-                        chain.stage(l).backward_seconds
-                    }
-                })
-                .collect(),
+            ufn: times(&|s| s.nograd_forward_seconds()),
+            uf: times(&|s| s.forward_seconds),
+            ub: times(&|s| s.backward_seconds),
         }
     }
     fn idle(&self, excess: f64) -> f64 {

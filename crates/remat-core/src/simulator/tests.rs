@@ -5,6 +5,28 @@ use crate::model::{Chain, Stage};
 use crate::schedule::Op::*;
 use crate::schedule::TensorKind;
 
+/// F_all^1..3 then B^3..1: every activation kept.
+const STORE_ALL: [Op; 6] = [
+    ForwardAll { stage: 1 },
+    ForwardAll { stage: 2 },
+    ForwardAll { stage: 3 },
+    Backward { stage: 3 },
+    Backward { stage: 2 },
+    Backward { stage: 1 },
+];
+
+/// One checkpoint: stage 1 and 2 recomputed.
+const CHECKPOINTED: [Op; 8] = [
+    ForwardCheckpoint { stage: 1 }, // keeps a^0, makes a^1
+    ForwardNone { stage: 2 },       // drops a^1 (not a checkpoint)
+    ForwardAll { stage: 3 },
+    Backward { stage: 3 }, // frees a^2
+    ForwardAll { stage: 1 },
+    ForwardAll { stage: 2 },
+    Backward { stage: 2 },
+    Backward { stage: 1 },
+];
+
 /// Three stages with distinct sizes so every tensor is recognizable.
 fn chain() -> Chain {
     let mut stages = vec![
@@ -27,14 +49,7 @@ fn chain() -> Chain {
 #[test]
 fn store_all_by_hand() {
     let c = chain();
-    let ops = [
-        ForwardAll { stage: 1 },
-        ForwardAll { stage: 2 },
-        ForwardAll { stage: 3 },
-        Backward { stage: 3 },
-        Backward { stage: 2 },
-        Backward { stage: 1 },
-    ];
+    let ops = STORE_ALL;
     let t = simulate(&c, &ops).unwrap();
     // Start: a^0 100 + δ^3 1. F_all^1: +30; F_all^2: +50 +5 transient;
     // F_all^3: +7 → 188. B^3: +δ^2 (20) +3 → 211, then frees δ^3, ā^3.
@@ -57,14 +72,7 @@ fn negative_backward_overhead_lowers_the_peak_by_hand() {
     // B^3 frees δ^3 (1) and ā^3 (7) early: o_b^3 = −8 is the lowest allowed.
     c.stages[2].backward_overhead_bytes = -8;
     c.validate().unwrap();
-    let ops = [
-        ForwardAll { stage: 1 },
-        ForwardAll { stage: 2 },
-        ForwardAll { stage: 3 },
-        Backward { stage: 3 },
-        Backward { stage: 2 },
-        Backward { stage: 1 },
-    ];
+    let ops = STORE_ALL;
     let t = simulate(&c, &ops).unwrap();
     // 188 before B^3 (see store_all_by_hand); during B^3: 188 + 20 − 8 = 200.
     let at_b3 = t.memory.iter().filter(|m| m.time == 3.0).map(|m| m.bytes);
@@ -92,34 +100,15 @@ fn nograd_forward_time_is_used_for_checkpoint_and_none() {
     for s in &mut c.stages {
         s.forward_nograd_seconds = Some(0.25);
     }
-    let ops = [
-        ForwardCheckpoint { stage: 1 }, // 0.25
-        ForwardNone { stage: 2 },       // 0.25
-        ForwardAll { stage: 3 },        // 1
-        Backward { stage: 3 },          // 2
-        ForwardAll { stage: 1 },        // 1
-        ForwardAll { stage: 2 },        // 1
-        Backward { stage: 2 },          // 2
-        Backward { stage: 1 },          // 2
-    ];
-    let t = simulate(&c, &ops).unwrap();
+    // 0.25 + 0.25 (no-grad F_ck^1, F_∅^2) + 1 + 2 + 1 + 1 + 2 + 2.
+    let t = simulate(&c, &CHECKPOINTED).unwrap();
     assert_eq!(t.makespan_seconds, 9.5);
 }
 
 #[test]
 fn checkpoints_survive_forward_none_and_plain_inputs_do_not() {
     let c = chain();
-    let ops = [
-        ForwardCheckpoint { stage: 1 }, // keeps a^0, makes a^1
-        ForwardNone { stage: 2 },       // drops a^1 (not a checkpoint)
-        ForwardAll { stage: 3 },
-        Backward { stage: 3 }, // frees a^2
-        ForwardAll { stage: 1 },
-        ForwardAll { stage: 2 },
-        Backward { stage: 2 },
-        Backward { stage: 1 },
-    ];
-    let t = simulate(&c, &ops).unwrap();
+    let t = simulate(&c, &CHECKPOINTED).unwrap();
     assert_eq!(t.recomputations, 2);
     assert_eq!(t.makespan_seconds, 11.0);
     // Reading a^1 after F_∅^2 dropped it is an error naming op 1.
@@ -161,7 +150,7 @@ fn invalid_schedules_say_which_op_which_tensor_and_why() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("has no copy on the host"), "{err}");
-    let err = simulate_with_bandwidth(
+    let err = simulate_with(
         &c,
         &[
             ForwardAll { stage: 1 },
@@ -170,7 +159,7 @@ fn invalid_schedules_say_which_op_which_tensor_and_why() {
                 tensor: TensorKind::Saved,
             },
         ],
-        None,
+        SimOptions::default(),
     )
     .unwrap_err();
     assert!(
@@ -239,7 +228,9 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     assert_eq!(t.makespan_seconds, 13.0);
     // A slower link (3 B/s): the offload takes 1–11 s and the prefetch
     // follows it, 11–21 s; F_all^2 waits from 5 s to 21 s.
-    let slow = simulate_with_bandwidth(&c, &ops, Some(3.0)).unwrap();
+    let mut slow_link = c.clone();
+    slow_link.bandwidth_bytes_per_s = Some(3.0);
+    let slow = simulate(&slow_link, &ops).unwrap();
     assert_eq!(slow.makespan_seconds, 26.0);
     assert_eq!(slow.idle_seconds, 16.0);
 
@@ -248,15 +239,8 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     // offload to free ā^1 at 4 s. F_all^2 needs 55 B next to 150 B that stay
     // resident: it can never fit, so it runs over the limit, and so does B^2
     // (δ^1 next to ā^2); the peak says so.
-    let limited = simulate_with(
-        &c,
-        &ops,
-        SimOptions {
-            bandwidth: Some(10.0),
-            memory_limit: Some(160),
-        },
-    )
-    .unwrap();
+    // The judge: the budget as memory limit, at the chain's 10 B/s.
+    let limited = judge(&c, &ops, 160, Some(10.0)).unwrap();
     let b3 = limited.spans[4];
     assert_eq!((b3.start, b3.end), (4.0, 6.0));
     assert_eq!(limited.peak_bytes, 210);
@@ -356,14 +340,8 @@ fn an_incomplete_schedule_is_refused_naming_the_first_missing_backward() {
     assert_eq!(empty.index, 0);
     assert_eq!(empty.op, Backward { stage: 3 });
     assert!(empty.reason.contains("missing"), "{empty}");
-    let truncated = [
-        ForwardAll { stage: 1 },
-        ForwardAll { stage: 2 },
-        ForwardAll { stage: 3 },
-        Backward { stage: 3 },
-        Backward { stage: 2 },
-    ];
-    let err = simulate(&c, &truncated).unwrap_err();
+    let truncated = &STORE_ALL[..5];
+    let err = simulate(&c, truncated).unwrap_err();
     assert_eq!((err.index, err.op), (5, Backward { stage: 1 }));
     assert!(err.to_string().contains("δ^0"), "{err}");
 }

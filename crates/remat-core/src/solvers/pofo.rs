@@ -48,8 +48,8 @@
 //! O(L²N³); splits that cannot beat the best so far are pruned exactly.
 //! Memory: about 10 bytes per entry of both tables (`table_bytes`).
 
+use super::api::{Progress, SolveError};
 use super::slots::{grid, SlotSizes};
-use super::{Progress, SolveError};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
 
@@ -62,15 +62,29 @@ pub enum Mode {
     OffloadOnly,
 }
 
-/// How OC times the loss step (F_all^L, B^L) when transfers are left over;
-/// see the module doc.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LossStep {
-    /// POFO Appendix B.2: ε_G = (Δ_F' + Δ_B') / β between F_all^L and B^L.
-    #[default]
-    Paper,
-    /// Offloads drain during F_all^L, prefetches overlap B^L.
-    Overlap,
+pub use super::api::LossStep;
+
+/// A state of OC_x(i, A, Δ_F, Δ_B): stage i, its input a^{i-1} (x = 0) or
+/// ā^{i-1} (x = 1), A slots of activations kept, Δ_F and Δ_B slots left to
+/// offload and to prefetch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct OcState {
+    i: usize,
+    x: usize,
+    a: usize,
+    df: usize,
+    db: usize,
+}
+
+impl OcState {
+    /// OC_0(1, 0, 0, 0): the whole chain from a^0, nothing kept or in flight.
+    const FIRST: OcState = OcState {
+        i: 1,
+        x: 0,
+        a: 0,
+        df: 0,
+        db: 0,
+    };
 }
 
 /// What the DP returns for one budget.
@@ -590,7 +604,7 @@ impl Pofo {
         let mut report = |computed: usize| {
             progress(start + (1.0 - start) * (computed as f64 / expected).min(0.98))
         };
-        let v = self.oc(1, 0, 0, 0, 0, &mut report);
+        let v = self.oc(OcState::FIRST, &mut report);
         if self.cancelled {
             return Err(SolveError::Cancelled);
         }
@@ -607,16 +621,10 @@ impl Pofo {
         }
     }
 
-    /// OC_x(i, A, Δ_F, Δ_B) (Section B.1, with the loss at stage L).
-    fn oc(
-        &mut self,
-        i: usize,
-        x: usize,
-        a: usize,
-        df: usize,
-        db: usize,
-        report: &mut dyn FnMut(usize) -> bool,
-    ) -> f64 {
+    /// OC_x(i, A, Δ_F, Δ_B) (Section B.1, with the loss at stage L),
+    /// memoized.
+    fn oc(&mut self, state: OcState, report: &mut dyn FnMut(usize) -> bool) -> f64 {
+        let OcState { i, x, a, df, db } = state;
         let Some(at) = self.forward.index(i, x, a, df, db) else {
             return f64::INFINITY;
         };
@@ -627,7 +635,7 @@ impl Pofo {
         if !v.is_nan() {
             return v;
         }
-        let (v, choice) = self.oc_compute(i, x, a, df, db, report);
+        let (v, choice) = self.oc_compute(state, report);
         if self.cancelled {
             return f64::INFINITY;
         }
@@ -640,15 +648,13 @@ impl Pofo {
         v
     }
 
+    /// OC's recursion for one state, and the choice that reached its value.
     fn oc_compute(
         &mut self,
-        i: usize,
-        x: usize,
-        a: usize,
-        df: usize,
-        db: usize,
+        state: OcState,
         report: &mut dyn FnMut(usize) -> bool,
     ) -> (f64, ForwardChoice) {
+        let OcState { i, x, a, df, db } = state;
         let n = self.grid.n;
         let big_n = self.grid.slots;
         let input = self.input(i, x);
@@ -702,8 +708,8 @@ impl Pofo {
                 if offload && !can_offload {
                     continue;
                 }
-                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
-                let sub = self.oc(i + 1, 1, na, ndf, ndb, report);
+                let next = self.next_state(state, (i + 1, 1), input, sent, fetched, offload);
+                let sub = self.oc(next, report);
                 let v = fixed.0 + sub + fixed.1;
                 if v < best.0 {
                     best = (v, ForwardChoice::All { offload });
@@ -751,8 +757,8 @@ impl Pofo {
                 if (offload && !can_offload) || (!offload && !fits_kept) {
                     continue;
                 }
-                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
-                let sub = self.oc(last + 1, 0, na, ndf, ndb, report);
+                let next = self.next_state(state, (last + 1, 0), input, sent, fetched, offload);
+                let sub = self.oc(next, report);
                 let v = (f + sub) + back + eps_f;
                 if v < best.0 {
                     best = (v, ForwardChoice::Checkpoint { last, offload });
@@ -762,25 +768,27 @@ impl Pofo {
         best
     }
 
-    /// Table 2: the state after this step, offloading the input or not.
+    /// Table 2: the state after this step, offloading the input or not, at
+    /// stage i with input kind x.
     #[allow(clippy::too_many_arguments)]
     fn next_state(
         &self,
-        a: usize,
-        df: usize,
-        db: usize,
+        from: OcState,
+        (i, x): (usize, usize),
         input: usize,
         sent: f64,
         fetched: f64,
         offload: bool,
-    ) -> (usize, usize, usize) {
+    ) -> OcState {
         let g = &self.grid;
+        let OcState { a, df, db, .. } = from;
         let left_b = g.leftover(db as f64 - fetched);
-        if offload {
+        let (a, df, db) = if offload {
             (a, g.leftover((df + input) as f64 - sent), left_b + input)
         } else {
             (a + input, g.leftover(df as f64 - sent), left_b)
-        }
+        };
+        OcState { i, x, a, df, db }
     }
 
     /// The schedule of the DP's optimum (compute ops and offloads; the
@@ -795,19 +803,12 @@ impl Pofo {
             loss_index: 0,
             predicted_seconds,
         };
-        self.read_forward(1, 0, 0, 0, 0, &mut out);
+        self.read_forward(OcState::FIRST, &mut out);
         Ok(Some(out))
     }
 
-    fn read_forward(
-        &mut self,
-        i: usize,
-        x: usize,
-        a: usize,
-        df: usize,
-        db: usize,
-        out: &mut PofoPlan,
-    ) {
+    fn read_forward(&mut self, state: OcState, out: &mut PofoPlan) {
+        let OcState { i, x, a, df, db } = state;
         let at = self
             .forward
             .index(i, x, a, df, db)
@@ -844,8 +845,8 @@ impl Pofo {
                         tensor,
                     });
                 }
-                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
-                self.read_forward(i + 1, 1, na, ndf, ndb, out);
+                let next = self.next_state(state, (i + 1, 1), input, sent, fetched, offload);
+                self.read_forward(next, out);
                 if offload {
                     out.needs.push((out.ops.len(), i - 1, tensor));
                 }
@@ -873,8 +874,8 @@ impl Pofo {
                 }
                 out.ops
                     .extend((i + 1..=last).map(|stage| Op::ForwardNone { stage }));
-                let (na, ndf, ndb) = self.next_state(a, df, db, input, sent, fetched, offload);
-                self.read_forward(last + 1, 0, na, ndf, ndb, out);
+                let next = self.next_state(state, (last + 1, 0), input, sent, fetched, offload);
+                self.read_forward(next, out);
                 if offload {
                     out.needs.push((out.ops.len(), i - 1, tensor));
                 }

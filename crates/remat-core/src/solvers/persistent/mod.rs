@@ -45,12 +45,17 @@
 //! backward uses it); the report shows non-persistent ones can be faster on
 //! contrived chains (Figure 2).
 
+use super::api::{Options, Progress, SolveError};
+use super::bounds::max_useful_budget;
 use super::slots::lattice;
 pub use super::slots::{Lattice, SlotPolicy};
-use super::{Progress, SolveError};
+use super::store_all;
 use crate::model::Chain;
 use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
+
+mod min_budget;
+pub use min_budget::{min_budget, min_budget_met, min_budget_on, MinBudget};
 
 /// The largest table an exact lattice may take (the non-exact fallback of
 /// `Options::slots` slots is bounded by `max_table_bytes` only).
@@ -765,112 +770,69 @@ fn relax_kernel() -> Relax {
     relax_portable
 }
 
-/// M_low for persistent schedules: the smallest budget, in exact bytes, for
-/// which C_BP(1, L, M − ω_a^0) is finite. O(L³), no discretization.
-pub fn min_budget(chain: &Chain, variant: Variant) -> u64 {
-    min_budget_holding(chain, variant, |x| x)
+/// Rotor's class contains store-all: its time Σ u and its peak M_high, to
+/// check exactly where the slot grid would round (None for revolve, whose
+/// model keeps F_all right before B).
+pub fn store_all_point(chain: &Chain, variant: Variant) -> Option<(f64, u64)> {
+    (variant == Variant::Rotor).then(|| (chain.sequential_seconds(), max_useful_budget(chain)))
 }
 
-/// The smallest budget at which a table on `lattice`'s slot size is
-/// feasible: [`min_budget`] with the held sizes rounded up to whole slots,
-/// as the table holds them. Exact in bytes for that rounding, because the
-/// lattice is anchored at the budget: the table is feasible at B if and only
-/// if B is at least this. O(L³).
-pub fn min_budget_on(chain: &Chain, variant: Variant, slot_bytes: u64) -> u64 {
-    let u = slot_bytes.max(1);
-    min_budget_holding(chain, variant, |x| x.div_ceil(u).saturating_mul(u))
+/// Whether store-all (`store_all`, from [`store_all_point`]) answers
+/// `budget_bytes` instead of the table: it fits and is faster than the
+/// table's best (`table_seconds`, None when the table has no schedule).
+pub fn store_all_wins(
+    store_all: Option<(f64, u64)>,
+    table_seconds: Option<f64>,
+    budget_bytes: u64,
+) -> bool {
+    store_all.is_some_and(|(seconds, peak)| {
+        peak <= budget_bytes && seconds < table_seconds.unwrap_or(f64::INFINITY)
+    })
 }
 
-/// The recursion of [`min_budget`], with `held` applied to the sizes that
-/// stay resident while a sub-problem runs (a checkpoint, the ā of an F_all).
-fn min_budget_holding(chain: &Chain, variant: Variant, held: impl Fn(u64) -> u64) -> u64 {
-    let n = chain.len();
-    let a = |l: usize| chain.output_bytes(l);
-    let d = |l: usize| chain.gradient_bytes(l);
-    let abar = |l: usize| chain.saved_bytes(l);
-    let of = |l: usize| chain.stage(l).forward_overhead();
-    let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
-    let m_all = |s: usize, t: usize| sum(&[d(t), abar(s), of(s)]).max(chain.backward_bytes(s));
-    // p[s][t]: min memory to process s..t, a^{s-1} excluded.
-    let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
-    for s in (1..=n).rev() {
-        let mut inner = 0u64;
-        for t in s..=n {
-            if s == t {
-                p[s][t] = m_all(s, s);
-                continue;
-            }
-            if t >= s + 2 {
-                inner = inner.max(sum(&[a(t - 2), a(t - 1), of(t - 1)]));
-            }
-            let mut best = u64::MAX;
-            if variant == Variant::Rotor {
-                best = m_all(s, t).max(held(abar(s)).saturating_add(p[s + 1][t]));
-            }
-            let thr = sum(&[d(t), a(s), of(s)]).max(d(t).saturating_add(inner));
-            for next in s + 1..=t {
-                let need = thr
-                    .max(held(a(next - 1)).saturating_add(p[next][t]))
-                    .max(p[s][next - 1]);
-                best = best.min(need);
-            }
-            p[s][t] = best;
-        }
+/// `table`'s answer at `budget_bytes`, or store-all's where it wins
+/// ([`store_all_wins`]); the flag says store-all answered.
+pub fn plan_or_store_all(
+    table: &PersistentTable,
+    chain: &Chain,
+    budget_bytes: u64,
+    store_all: Option<(f64, u64)>,
+) -> Option<(PersistentPlan, bool)> {
+    let from_table = table.plan(chain, budget_bytes);
+    let table_seconds = from_table.as_ref().map(|p| p.predicted_seconds);
+    match store_all {
+        Some((seconds, peak)) if store_all_wins(store_all, table_seconds, budget_bytes) => Some((
+            PersistentPlan {
+                ops: store_all::schedule(chain),
+                predicted_seconds: seconds,
+                predicted_peak_bytes: peak,
+            },
+            true,
+        )),
+        _ => from_table.map(|p| (p, false)),
     }
-    a(0).saturating_add(p[1][n])
 }
 
-/// The least budget `solve` meets with this variant under `policy`, and
-/// whether it is the exact M_low (a budget one byte less is infeasible).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MinBudget {
-    pub bytes: u64,
-    /// True when `solve` at `bytes` ran on an exact lattice, so
-    /// `bytes` = [`min_budget`]; false when rounding made it larger (then
-    /// `bytes` is met, but a smaller budget may be met too).
-    pub exact: bool,
-}
-
-/// The smallest budget that `solvers::solve` with this variant and these
-/// knobs answers feasibly, found as the fixed point B = M_low(lattice(B)):
-/// start at the exact M_low; while the lattice `solve` would use at B is not
-/// feasible there, move B up to that lattice's own minimum
-/// ([`min_budget_on`]). Each step is O(L³) and B only grows; on an exact
-/// lattice the first step ends it. `cap` (M_high for rotor, whose planner
-/// answers store-all there) ends the search; None if it ran 64 steps.
-pub fn min_budget_met(
+/// The schedule `variant` gives for exactly `budget_bytes` under `options`
+/// (a table built for this budget, store-all where it wins): what the
+/// [`Planner`](super::Planner) answers, for the algorithms that run rotor
+/// inside them (pofo's comparison, opportunist's groups, autocapper's M').
+/// None when no persistent schedule meets the budget.
+pub fn solve(
     chain: &Chain,
     variant: Variant,
-    policy: SlotPolicy,
-    slots: usize,
-    max_table_bytes: u64,
-    cap: Option<u64>,
-) -> Option<MinBudget> {
-    let exact = min_budget(chain, variant);
-    let mut b = exact;
-    for _ in 0..64 {
-        if cap.is_some_and(|c| b >= c) {
-            let c = cap.unwrap_or(b);
-            return Some(MinBudget {
-                bytes: c,
-                exact: c == exact,
-            });
-        }
-        let lattice = PersistentTable::lattice_for(chain, b, policy, slots, max_table_bytes);
-        if lattice.exact() {
-            return Some(MinBudget {
-                bytes: b,
-                exact: b == exact,
-            });
-        }
-        let need = min_budget_on(chain, variant, lattice.slot_bytes);
-        if need <= b {
-            return Some(MinBudget {
-                bytes: b,
-                exact: b == exact,
-            });
-        }
-        b = need;
-    }
-    None
+    budget_bytes: u64,
+    options: &Options,
+) -> Result<Option<PersistentPlan>, SolveError> {
+    let table = PersistentTable::build_with(
+        chain,
+        variant,
+        budget_bytes,
+        options.slot_policy,
+        options.slots,
+        options.max_table_bytes,
+        &mut super::api::no_progress(),
+    )?;
+    let store_all = store_all_point(chain, variant);
+    Ok(plan_or_store_all(&table, chain, budget_bytes, store_all).map(|(p, _)| p))
 }

@@ -1,0 +1,14 @@
+//! Schedules: the operations they are made of and what they do to each
+//! stage, read from the list alone (no times, no memory: that is the
+//! [simulator](crate::simulator)'s).
+//!
+//! * [`op`] — [`Op`] and [`TensorKind`] with the papers' notation
+//!   (`F_all^3`, `O(ā^3)`), [`Op::explain`] and [`format_ops`];
+//! * [`analysis`] — per-stage [`Fate`]s and the one definition of a
+//!   recomputation ([`recompute_flags`], [`recomputations`]).
+
+pub mod analysis;
+pub mod op;
+
+pub use analysis::{fates, recomputations, recompute_flags, Fate};
+pub use op::{format_ops, tensor_symbol, Op, TensorKind};

@@ -1,0 +1,219 @@
+//! The solvers' vocabulary: which [`Algorithm`]s exist, the [`Options`]
+//! they share, what they answer ([`Solution`], [`Candidate`]), how they fail
+//! ([`SolveError`]) and how they report [`Progress`]. Every algorithm module
+//! speaks it; none of it calls an algorithm.
+
+use super::slots::SlotPolicy;
+use crate::model::Chain;
+use crate::schedule::Op;
+use std::fmt;
+
+/// A progress callback: receives the fraction done, returns false to cancel.
+pub type Progress<'a> = dyn FnMut(f64) -> bool + 'a;
+
+/// No progress report, never cancels.
+pub fn no_progress() -> impl FnMut(f64) -> bool {
+    |_| true
+}
+
+/// The list of algorithms, the one place where they are named: one row
+/// each, `Variant => "cli-name", "what it does", how;`, grouped by family.
+/// `how` is `built` (a [`Planner`](super::Planner) variant of its own does
+/// the budget-independent work once) or `per_budget(path::to::solve)` (a
+/// function with [`SolveFn`]'s signature answers each budget; a family
+/// module may serve several rows, told apart by the algorithm it is given). The enum,
+/// [`Algorithm::ALL`], the family lists, [`Algorithm::name`],
+/// [`Algorithm::description`] and the planner's dispatch to per-budget
+/// solvers are all expanded from this list (`$then` receives it), so adding
+/// an algorithm is one module and one row (`docs/architecture.md`).
+macro_rules! algorithm_list {
+    ($then:ident) => {
+        $then! {
+            rematerialization {
+                StoreAll => "store-all", "keep every activation (PyTorch default); its peak is M_high", built;
+                Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget", built;
+                Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)", built;
+                Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)", built;
+            }
+            offloading {
+                Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::solve);
+                OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)", per_budget(super::offload::solve);
+                Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group", per_budget(super::offload::solve);
+                Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept", per_budget(super::offload::solve);
+            }
+        }
+    };
+}
+pub(crate) use algorithm_list;
+
+/// A solver that answers one budget (a `per_budget` row of `algorithm_list!` in this file).
+pub type SolveFn =
+    fn(&Chain, Algorithm, u64, &Options, &mut Progress<'_>) -> Result<Solution, SolveError>;
+
+/// Expands [`algorithm_list`] into [`Algorithm`] and its lists and names.
+macro_rules! define_algorithms {
+    (
+        rematerialization { $($r:ident => $rname:literal, $rdesc:literal, $rhow:ident $(($rsolve:path))?;)* }
+        offloading { $($o:ident => $oname:literal, $odesc:literal, $ohow:ident $(($osolve:path))?;)* }
+    ) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Algorithm {
+            $($r,)*
+            $($o,)*
+        }
+
+        impl Algorithm {
+            pub const ALL: [Algorithm; [$($rname,)* $($oname,)*].len()] =
+                [$(Algorithm::$r,)* $(Algorithm::$o,)*];
+
+            /// The algorithms that recompute only (no transfer).
+            pub const REMATERIALIZATION: [Algorithm; [$($rname,)*].len()] =
+                [$(Algorithm::$r,)*];
+
+            /// The algorithms that offload (POFO); each budget is a new solve.
+            pub const OFFLOADING: [Algorithm; [$($oname,)*].len()] = [$(Algorithm::$o,)*];
+
+            /// The name used on the command line and in files.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Algorithm::$r => $rname,)*
+                    $(Algorithm::$o => $oname,)*
+                }
+            }
+
+            pub fn description(self) -> &'static str {
+                match self {
+                    $(Algorithm::$r => $rdesc,)*
+                    $(Algorithm::$o => $odesc,)*
+                }
+            }
+        }
+    };
+}
+
+algorithm_list!(define_algorithms);
+
+impl Algorithm {
+    /// Whether it moves activations over the host link.
+    pub fn offloads(self) -> bool {
+        Algorithm::OFFLOADING.contains(&self)
+    }
+
+    pub fn from_name(name: &str) -> Result<Algorithm, SolveError> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                SolveError::BadOption(format!(
+                    "algorithm: unknown algorithm `{name}`; choose one of {}",
+                    names.join(", ")
+                ))
+            })
+    }
+
+    /// Whether its planner builds a persistent table (revolve, rotor).
+    pub fn uses_slots(self) -> bool {
+        matches!(self, Algorithm::Revolve | Algorithm::Rotor)
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SolveError {
+    #[error("{0}")]
+    BadOption(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// How OC times the loss step (F_all^L, B^L) when transfers are left over;
+/// see [`pofo`](super::pofo)'s module doc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossStep {
+    /// POFO Appendix B.2: ε_G = (Δ_F' + Δ_B') / β between F_all^L and B^L.
+    #[default]
+    Paper,
+    /// Offloads drain during F_all^L, prefetches overlap B^L.
+    Overlap,
+}
+
+/// Knobs shared by the solvers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Memory slots of the persistent DPs when they cannot be exact (the
+    /// rotor report uses 500); with [`SlotPolicy::Fixed`], always.
+    pub slots: usize,
+    /// How `rotor` and `revolve` cut memory into slots.
+    pub slot_policy: SlotPolicy,
+    /// Memory steps N_GPU of the POFO DPs (the paper uses 50).
+    pub offload_slots: usize,
+    /// Overrides the chain's bandwidth for offloading algorithms.
+    pub bandwidth_bytes_per_s: Option<f64>,
+    /// Refuse DP tables larger than this.
+    pub max_table_bytes: u64,
+    /// `sequential` with exactly this many segments k instead of the best k.
+    pub segments: Option<usize>,
+    /// How pofo's DP times the loss step (POFO Appendix B.2 by default).
+    pub loss_step: LossStep,
+}
+
+pub const DEFAULT_SLOTS: usize = 500;
+pub const DEFAULT_OFFLOAD_SLOTS: usize = 50;
+/// The default limit on one DP table (native builds): 2 GiB.
+pub const DEFAULT_MAX_TABLE_BYTES: u64 = 2 << 30;
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            slots: DEFAULT_SLOTS,
+            slot_policy: SlotPolicy::Exact,
+            offload_slots: DEFAULT_OFFLOAD_SLOTS,
+            bandwidth_bytes_per_s: None,
+            // What a laptop can give a table next to everything else.
+            max_table_bytes: if cfg!(target_pointer_width = "32") {
+                1 << 30
+            } else {
+                DEFAULT_MAX_TABLE_BYTES
+            },
+            segments: None,
+            loss_step: LossStep::Paper,
+        }
+    }
+}
+
+/// A solver's answer for one budget.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Solution {
+    pub algorithm: Algorithm,
+    pub budget_bytes: u64,
+    /// None when no schedule of this algorithm fits the budget.
+    pub ops: Option<Vec<Op>>,
+    /// The solver's own prediction of the time (the DP value for DPs).
+    pub predicted_seconds: Option<f64>,
+    /// The solver's own prediction of the peak.
+    pub predicted_peak_bytes: Option<u64>,
+    /// One line for people: "4 segments", "500 slots of 1.20 MiB".
+    pub detail: String,
+}
+
+impl Solution {
+    pub fn feasible(&self) -> bool {
+        self.ops.is_some()
+    }
+}
+
+/// What `sequential` measured for one number of segments k.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub k: usize,
+    pub seconds: f64,
+    pub peak_bytes: u64,
+}

@@ -1,0 +1,481 @@
+//! The only dispatcher: [`Planner`] and [`solve`] pick the algorithm
+//! module for an [`Algorithm`]; no algorithm module calls back up here.
+//!
+//! The explorer's slider asks many budgets of one chain, so solving is split
+//! in two: [`Planner::build`] does the expensive part once for the largest
+//! budget (a DP table, the k candidates of `sequential`), and
+//! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
+//! Offloading algorithms depend on the budget throughout: their planner
+//! solves each budget anew with the function their row of the algorithm
+//! list names (`algorithm_list!` in `api.rs`), e.g. [`offload::solve`].
+//!
+//! [`offload::solve`]: super::offload::solve
+
+use super::api::{
+    algorithm_list, no_progress, Algorithm, Candidate, Options, Progress, Solution, SolveError,
+    SolveFn,
+};
+use super::bounds::{max_useful_budget, offload_min_budget};
+use super::persistent::{self, PersistentTable, Variant};
+use super::slots::Memory;
+use super::{sequential, store_all};
+use crate::model::Chain;
+use crate::schedule::Op;
+use crate::simulator::{simulate_with, SimOptions};
+
+/// Answers budgets for one chain and one algorithm.
+pub enum Planner {
+    StoreAll {
+        ops: Vec<Op>,
+        seconds: f64,
+        peak_bytes: u64,
+    },
+    Sequential {
+        candidates: Vec<Candidate>,
+    },
+    Persistent {
+        algorithm: Algorithm,
+        table: Box<PersistentTable>,
+        /// The least budget `solve` meets with this algorithm and policy.
+        min_budget: u64,
+        /// Rotor's class contains store-all; checking it exactly spares the
+        /// slot grid's rounding at budgets where nothing needs recomputing.
+        store_all: Option<(f64, u64)>,
+    },
+    /// Algorithms that depend on the budget throughout (the offloading
+    /// ones): each budget is solved anew by `solve`, the function their row
+    /// of the list names (`algorithm_list!` in `api.rs`).
+    PerBudget {
+        algorithm: Algorithm,
+        solve: SolveFn,
+        options: Options,
+        min_budget: u64,
+    },
+}
+
+impl Planner {
+    /// Does the expensive part once, for budgets up to `max_budget_bytes`:
+    /// a persistent table (rotor, revolve), every number of segments
+    /// measured (sequential), store-all's peak; offloading algorithms keep
+    /// their options and solve each budget in [`plan`](Self::plan).
+    ///
+    /// ```
+    /// use remat_core::examples::teaching;
+    /// use remat_core::solvers::{no_progress, Algorithm, Options, Planner};
+    ///
+    /// let chain = teaching();
+    /// let mut calls = 0;
+    /// let sequential = Planner::build(&chain, Algorithm::Sequential, u64::MAX,
+    ///                                 &Options::default(), &mut |_| { calls += 1; true })
+    ///     .unwrap();
+    /// assert_eq!(calls, chain.len()); // one k = 1..=L at a time
+    /// // The least memory of the k measured is exactly where it starts fitting.
+    /// let low = sequential.min_budget_bytes();
+    /// assert!(sequential.plan(&chain, low).unwrap().feasible());
+    /// assert!(!sequential.plan(&chain, low - 1).unwrap().feasible());
+    /// ```
+    pub fn build(
+        chain: &Chain,
+        algorithm: Algorithm,
+        max_budget_bytes: u64,
+        options: &Options,
+        progress: &mut Progress<'_>,
+    ) -> Result<Planner, SolveError> {
+        if let Some(solve) = per_budget(algorithm) {
+            return Ok(Planner::PerBudget {
+                algorithm,
+                solve,
+                options: options.clone(),
+                min_budget: offload_min_budget(chain),
+            });
+        }
+        match algorithm {
+            Algorithm::StoreAll => Ok(Planner::StoreAll {
+                ops: store_all::schedule(chain),
+                seconds: chain.sequential_seconds(),
+                peak_bytes: max_useful_budget(chain),
+            }),
+            Algorithm::Sequential => {
+                let n = chain.len();
+                let ks = match options.segments {
+                    Some(k) if k == 0 || k > n => {
+                        return Err(SolveError::BadOption(format!(
+                            "segments: {k} segments for a chain of {n} stages; choose 1 to {n}"
+                        )))
+                    }
+                    Some(k) => k..=k,
+                    None => 1..=n,
+                };
+                let mut candidates = Vec::with_capacity(n);
+                for k in ks.clone() {
+                    let ops = sequential::schedule(chain, k);
+                    let trace = simulate_with(chain, &ops, SimOptions::default())
+                        .expect("checkpoint_sequential is valid on every chain");
+                    candidates.push(Candidate {
+                        k,
+                        seconds: sequential::predicted_seconds(chain, k),
+                        peak_bytes: trace.peak_bytes,
+                    });
+                    if !progress((k + 1 - ks.start()) as f64 / ks.clone().count() as f64) {
+                        return Err(SolveError::Cancelled);
+                    }
+                }
+                Ok(Planner::Sequential { candidates })
+            }
+            Algorithm::Revolve | Algorithm::Rotor => {
+                let variant = if algorithm == Algorithm::Rotor {
+                    Variant::Rotor
+                } else {
+                    Variant::Revolve
+                };
+                let table = PersistentTable::build_with(
+                    chain,
+                    variant,
+                    max_budget_bytes,
+                    options.slot_policy,
+                    options.slots,
+                    options.max_table_bytes,
+                    progress,
+                )?;
+                let store_all = persistent::store_all_point(chain, variant);
+                Ok(Planner::Persistent {
+                    algorithm,
+                    table: Box::new(table),
+                    min_budget: persistent_min_budget(chain, variant, options, store_all),
+                    store_all,
+                })
+            }
+            // Listed as `built` without a variant here: say so, never panic.
+            other => Err(SolveError::BadOption(format!(
+                "algorithm: {other} is listed as built but has no planner"
+            ))),
+        }
+    }
+
+    /// Takes a DP planner apart into its table's grid and values, to move it
+    /// between threads; None for planners without a table.
+    pub fn into_table(self) -> Option<(persistent::TableGrid, Vec<f64>)> {
+        match self {
+            Planner::Persistent { table, .. } => Some(table.into_values()),
+            _ => None,
+        }
+    }
+
+    /// Rebuilds a DP planner for `chain` from [`into_table`](Self::into_table).
+    pub fn from_table(
+        chain: &Chain,
+        grid: persistent::TableGrid,
+        values: Vec<f64>,
+    ) -> Result<Planner, SolveError> {
+        let algorithm = match grid.variant {
+            Variant::Rotor => Algorithm::Rotor,
+            Variant::Revolve => Algorithm::Revolve,
+        };
+        let table = PersistentTable::from_values(chain, grid, values)?;
+        let store_all = persistent::store_all_point(chain, grid.variant);
+        Ok(Planner::Persistent {
+            algorithm,
+            table: Box::new(table),
+            min_budget: persistent_min_budget(chain, grid.variant, &Options::default(), store_all),
+            store_all,
+        })
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        match self {
+            Planner::StoreAll { .. } => Algorithm::StoreAll,
+            Planner::Sequential { .. } => Algorithm::Sequential,
+            Planner::Persistent { algorithm, .. } | Planner::PerBudget { algorithm, .. } => {
+                *algorithm
+            }
+        }
+    }
+
+    /// The smallest budget this algorithm can meet, in exact bytes. For
+    /// `rotor` and `revolve` it is the least budget [`solve`] meets with the
+    /// planner's options ([`persistent::min_budget_met`]): the exact M_low
+    /// whenever the lattice at M_low is exact (every example chain), else
+    /// the first budget the rounded lattice meets. A table built for a
+    /// larger budget and read out lower may need a little more.
+    pub fn min_budget_bytes(&self) -> u64 {
+        match self {
+            Planner::StoreAll { peak_bytes, .. } => *peak_bytes,
+            Planner::Sequential { candidates } => {
+                candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
+            }
+            Planner::Persistent { min_budget, .. } | Planner::PerBudget { min_budget, .. } => {
+                *min_budget
+            }
+        }
+    }
+
+    /// The schedule for `budget_bytes`: `Ok` with `ops: None` when no
+    /// schedule of this algorithm meets the budget, `Err` when the question
+    /// cannot be answered (a table over the size limit, a bad option).
+    ///
+    /// ```
+    /// use remat_core::examples::teaching;
+    /// use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner};
+    ///
+    /// let chain = teaching();
+    /// let high = max_useful_budget(&chain);
+    /// // One table for the largest budget answers every smaller one.
+    /// let rotor = Planner::build(&chain, Algorithm::Rotor, high, &Options::default(), &mut no_progress())
+    ///     .unwrap();
+    /// let roomy = rotor.plan(&chain, high).unwrap();
+    /// let tight = rotor.plan(&chain, high * 7 / 10).unwrap();
+    /// assert!(tight.feasible());
+    /// assert!(roomy.predicted_seconds < tight.predicted_seconds); // it recomputes
+    /// assert!(!rotor.plan(&chain, 0).unwrap().feasible());
+    /// ```
+    pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Result<Solution, SolveError> {
+        self.plan_with_progress(chain, budget_bytes, &mut no_progress())
+    }
+
+    /// [`plan`](Self::plan), with `progress` seeing (and able to cancel) the
+    /// work an offloading algorithm does for this budget; the others answer
+    /// from what [`build`](Self::build) prepared and report nothing.
+    pub fn plan_with_progress(
+        &self,
+        chain: &Chain,
+        budget_bytes: u64,
+        progress: &mut Progress<'_>,
+    ) -> Result<Solution, SolveError> {
+        match self {
+            Planner::PerBudget {
+                algorithm,
+                solve,
+                options,
+                ..
+            } => solve(chain, *algorithm, budget_bytes, options, progress),
+            _ => Ok(self.read_out(chain, budget_bytes)),
+        }
+    }
+
+    /// The answer of a planner that holds everything it needs (a table, the
+    /// candidates): reading it out cannot fail.
+    fn read_out(&self, chain: &Chain, budget_bytes: u64) -> Solution {
+        let algorithm = self.algorithm();
+        let infeasible = |detail: String| Solution {
+            algorithm,
+            budget_bytes,
+            ops: None,
+            predicted_seconds: None,
+            predicted_peak_bytes: None,
+            detail,
+        };
+        match self {
+            Planner::PerBudget { .. } => unreachable!("offloading planners solve each budget"),
+            Planner::StoreAll {
+                ops,
+                seconds,
+                peak_bytes,
+            } => {
+                if *peak_bytes <= budget_bytes {
+                    Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(ops.clone()),
+                        predicted_seconds: Some(*seconds),
+                        predicted_peak_bytes: Some(*peak_bytes),
+                        detail: "every activation kept".into(),
+                    }
+                } else {
+                    infeasible(format!(
+                        "needs {}",
+                        crate::model::units::format_bytes(*peak_bytes)
+                    ))
+                }
+            }
+            Planner::Sequential { candidates } => {
+                let best = candidates
+                    .iter()
+                    .filter(|c| c.peak_bytes <= budget_bytes)
+                    .min_by(|a, b| a.seconds.total_cmp(&b.seconds).then(a.k.cmp(&b.k)));
+                match best {
+                    Some(c) => Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(sequential::schedule(chain, c.k)),
+                        predicted_seconds: Some(c.seconds),
+                        predicted_peak_bytes: Some(c.peak_bytes),
+                        detail: format!("{} segment{}", c.k, if c.k == 1 { "" } else { "s" }),
+                    },
+                    None => infeasible(format!(
+                        "no number of segments fits; the least memory is {}",
+                        crate::model::units::format_bytes(self.min_budget_bytes())
+                    )),
+                }
+            }
+            Planner::Persistent {
+                table, store_all, ..
+            } => {
+                let grid = describe_lattice(table, budget_bytes);
+                let from_table =
+                    persistent::plan_or_store_all(table, chain, budget_bytes, *store_all);
+                if let Some((p, true)) = from_table {
+                    return Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(p.ops),
+                        predicted_seconds: Some(p.predicted_seconds),
+                        predicted_peak_bytes: Some(p.predicted_peak_bytes),
+                        detail: "everything fits: no recomputation".into(),
+                    };
+                }
+                match from_table {
+                    Some((p, _)) => Solution {
+                        algorithm,
+                        budget_bytes,
+                        ops: Some(p.ops),
+                        predicted_seconds: Some(p.predicted_seconds),
+                        predicted_peak_bytes: Some(p.predicted_peak_bytes),
+                        detail: grid,
+                    },
+                    // On an exact lattice the least budget met is M_low;
+                    // on a rounding grid a smaller budget may still be met
+                    // by a table built for it, so say so.
+                    None => infeasible(if table.lost_bytes(budget_bytes) == 0 {
+                        format!(
+                            "below M_low = {}",
+                            crate::model::units::format_bytes(self.min_budget_bytes())
+                        )
+                    } else {
+                        format!(
+                            "infeasible on the grid of {grid}: sizes round up (this grid needs {}); solve for this budget or use more slots",
+                            crate::model::units::format_bytes(self.min_budget_bytes())
+                        )
+                    }),
+                }
+            }
+        }
+    }
+}
+
+impl Planner {
+    /// How the answer for `budget_bytes` treated memory: [`Memory::Exact`]
+    /// for store-all and sequential (measured, no grid) and for a persistent
+    /// table whose lattice is exact at this budget (or whose answer is
+    /// store-all); otherwise the grid's slot and the worst-case bytes its
+    /// rounding hid (none stated for the offloading DPs: POFO's grid rounds
+    /// every size).
+    pub fn memory(&self, budget_bytes: u64) -> Memory {
+        match self {
+            Planner::StoreAll { .. } | Planner::Sequential { .. } => Memory::Exact,
+            Planner::Persistent {
+                table, store_all, ..
+            } => {
+                let table_seconds = table.best_seconds(budget_bytes);
+                if persistent::store_all_wins(*store_all, table_seconds, budget_bytes) {
+                    return Memory::Exact;
+                }
+                match table.lost_bytes(budget_bytes) {
+                    0 => Memory::Exact,
+                    lost => Memory::Grid {
+                        slot_bytes: table.slot_bytes(),
+                        lost_bytes: Some(lost),
+                    },
+                }
+            }
+            Planner::PerBudget { options, .. } => Memory::Grid {
+                slot_bytes: (budget_bytes / options.offload_slots.max(1) as u64).max(1),
+                lost_bytes: None,
+            },
+        }
+    }
+}
+
+/// "exact: 6 slots of 64 MiB" or "500 slots of 1 MiB; rounding may hide up
+/// to 2 MiB (0.5% of the budget)".
+fn describe_lattice(table: &PersistentTable, budget_bytes: u64) -> String {
+    use crate::model::units::format_bytes;
+    let slots = format!(
+        "{} slots of {}",
+        table.slots(),
+        format_bytes(table.slot_bytes())
+    );
+    match table.lost_bytes(budget_bytes) {
+        0 => format!("exact: {slots}"),
+        lost => format!(
+            "{slots}; rounding may hide up to {} ({:.2}% of the budget)",
+            format_bytes(lost),
+            100.0 * lost as f64 / budget_bytes.max(1) as f64
+        ),
+    }
+}
+
+/// M_low for a persistent planner: what [`solve`] meets under `options`,
+/// capped at M_high for rotor (its planner answers store-all there).
+fn persistent_min_budget(
+    chain: &Chain,
+    variant: Variant,
+    options: &Options,
+    store_all: Option<(f64, u64)>,
+) -> u64 {
+    let cap = store_all.map(|(_, peak)| peak);
+    persistent::min_budget_met(
+        chain,
+        variant,
+        options.slot_policy,
+        options.slots,
+        options.max_table_bytes,
+        cap,
+    )
+    .map_or_else(|| cap.unwrap_or(u64::MAX), |m| m.bytes)
+}
+
+/// Solves one budget: builds a planner for exactly this budget and asks it.
+/// The one entry point for "this algorithm, this budget"; every caller
+/// outside the solvers (the CLI, the explorer, the profiler) goes through
+/// it or through [`Planner`].
+///
+/// ```
+/// use remat_core::examples::teaching;
+/// use remat_core::simulator::judge;
+/// use remat_core::solvers::{max_useful_budget, solve, Algorithm, Options};
+///
+/// let chain = teaching();
+/// let budget = max_useful_budget(&chain) * 7 / 10;
+/// let plan = solve(&chain, Algorithm::Rotor, budget, &Options::default()).unwrap();
+/// let ops = plan.ops.expect("rotor fits 70 % of store-all's peak");
+/// // The solver proposes, the simulator judges.
+/// let trace = judge(&chain, &ops, budget, None).unwrap();
+/// assert!(trace.fits(budget));
+/// assert!(trace.recomputations > 0);
+/// ```
+pub fn solve(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget_bytes: u64,
+    options: &Options,
+) -> Result<Solution, SolveError> {
+    let mut progress = no_progress();
+    let planner = Planner::build(chain, algorithm, budget_bytes, options, &mut progress)?;
+    planner.plan(chain, budget_bytes)
+}
+
+/// Expands [`algorithm_list`] into [`per_budget`]: the dispatch to the
+/// algorithms that answer each budget with a function of their own.
+macro_rules! define_per_budget {
+    (
+        rematerialization { $($r:ident => $rname:literal, $rdesc:literal, $rhow:ident $(($rsolve:path))?;)* }
+        offloading { $($o:ident => $oname:literal, $odesc:literal, $ohow:ident $(($osolve:path))?;)* }
+    ) => {
+        /// The function that answers each budget for `algorithm`; None for
+        /// the algorithms with a [`Planner`] variant of their own.
+        fn per_budget(algorithm: Algorithm) -> Option<SolveFn> {
+            match algorithm {
+                $(Algorithm::$r => define_per_budget!(@solver $rhow $(($rsolve))?),)*
+                $(Algorithm::$o => define_per_budget!(@solver $ohow $(($osolve))?),)*
+            }
+        }
+    };
+    (@solver built) => {
+        None
+    };
+    (@solver per_budget ($solve:path)) => {
+        Some($solve as SolveFn)
+    };
+}
+
+algorithm_list!(define_per_budget);
