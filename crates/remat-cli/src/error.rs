@@ -26,15 +26,10 @@ pub enum CliError {
     SegmentsNotSequential(Algorithm),
     #[error(transparent)]
     Solve(#[from] SolveError),
-    /// A planner refused to be built or to plan: which one, and where in a sweep.
-    #[error("{algorithm}{}: {source}", at.map(|a| format!(" at α = {a}")).unwrap_or_default())]
-    Planner {
-        algorithm: Algorithm,
-        at: Option<f64>,
-        source: SolveError,
-    },
     #[error(transparent)]
     Sim(#[from] SimError),
+    #[error(transparent)]
+    Sweep(#[from] remat_core::sweep::SweepError),
     /// A solver's schedule the simulator refuses: a bug, not bad input.
     #[error("internal error: {algorithm} produced an invalid schedule: {source}")]
     InvalidSolution {
@@ -128,17 +123,5 @@ mod tests {
             e.to_string(),
             "--write: no example named `nope`; choose one of teaching"
         );
-        let bad = SolveError::BadOption("slots: too many".into());
-        let at = |at| CliError::Planner {
-            algorithm: Algorithm::Pofo,
-            at,
-            source: bad.clone(),
-        };
-        assert_eq!(at(None).to_string(), "pofo: slots: too many");
-        assert_eq!(
-            at(Some(0.5)).to_string(),
-            "pofo at α = 0.5: slots: too many"
-        );
-        assert_eq!(at(None).exit_code(), 2);
     }
 }

@@ -11,9 +11,7 @@ pub mod solve;
 pub mod sweep;
 
 use crate::args::PlanFlags;
-use remat_core::solvers::persistent::{min_budget_met, Variant};
 use remat_core::solvers::Options;
-use remat_core::Chain;
 
 /// The solver options a planning command's shared flags ask for, with the
 /// link `bandwidth`.
@@ -29,20 +27,4 @@ fn plan_options(flags: &PlanFlags, bandwidth: Option<f64>) -> Options {
         o.offload_slots = slots;
     }
     o
-}
-
-/// The least budget rotor meets with these options (its slot policy and
-/// grid), at most M_high, where its planner answers store-all. O(L³) per
-/// lattice step: callers bound L first.
-fn rotor_m_low(chain: &Chain, opts: &Options, m_high: u64) -> u64 {
-    min_budget_met(
-        chain,
-        Variant::Rotor,
-        opts.slot_policy,
-        opts.slots,
-        opts.max_table_bytes,
-        Some(m_high),
-    )
-    .map_or(m_high, |m| m.bytes)
-    .min(m_high)
 }

@@ -1,7 +1,7 @@
 //! `remat solve`: one algorithm's schedule for one budget, judged by the
 //! simulator, with the chain's M_low and M_high and the algorithm's least.
 
-use super::{plan_options, rotor_m_low};
+use super::plan_options;
 use crate::args::{bytes_per_s, SolveArgs};
 use crate::error::{CliError, Result};
 use crate::input;
@@ -11,6 +11,7 @@ use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
+use remat_core::sweep::rotor_m_low;
 use remat_core::Chain;
 
 /// The longest chain whose M_low `solve` computes: rotor's minimum-memory

@@ -4,18 +4,17 @@
 //!
 //! [`compute`] is the whole computation; the rest reads flags and prints.
 
-use super::{plan_options, rotor_m_low};
+use super::plan_options;
 use crate::args::{SweepArgs, SweepFormat, SweepMemory};
 use crate::error::{CliError, Result};
 use crate::input;
-use crate::report::{self, Run, SweepPoint, SweepReport};
+use crate::report::{self, Run, SweepReport};
 use remat_core::model::units::format_bytes;
-use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::persistent::PersistentTable;
 use remat_core::solvers::{
-    budget_at_ratio, max_useful_budget, no_progress, Algorithm, Memory, Options, Planner,
-    SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
+    max_useful_budget, no_progress, Algorithm, Memory, Options, SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
 };
+use remat_core::sweep::{rotor_m_low, sweep, SweepPoint, SweepRun};
 use remat_core::Chain;
 
 /// The most steps rotor's minimum-memory recursion (O(L³/6)) may take in
@@ -36,23 +35,12 @@ pub struct SweepPlan {
     pub slots: Option<usize>,
 }
 
-/// One algorithm at one budget and bandwidth.
-pub struct Row {
-    pub budget: u64,
-    pub alpha: f64,
-    pub bandwidth: Option<f64>,
-    pub algorithm: Algorithm,
-    /// The simulator's verdict; None when the planner found no schedule.
-    pub trace: Option<Trace>,
-    pub memory: Memory,
-}
-
 /// A finished sweep: the budget range and its rows, bandwidth by bandwidth,
 /// then α by α, then algorithm by algorithm.
 pub struct Sweep {
     pub m_low: u64,
     pub m_high: u64,
-    pub rows: Vec<Row>,
+    pub points: Vec<SweepPoint>,
 }
 
 pub fn run(a: &SweepArgs) -> Result<()> {
@@ -141,7 +129,8 @@ fn check_bounds(chain: &Chain, algorithms: &[Algorithm], o: &Options) -> Result<
     Ok(())
 }
 
-/// The sweep: every algorithm of `plan` at every α and bandwidth.
+/// The sweep: every algorithm of `plan` at every α and bandwidth
+/// ([`remat_core::sweep::sweep`], after the CLI's bounds).
 ///
 /// Complexity: P budgets × B bandwidths × (rotor/revolve: one table per
 /// budget, O(L³·S) with S ≤ the exact cap or `--slots`; pofo/offload-only:
@@ -156,69 +145,35 @@ pub fn compute(chain: &Chain, plan: &SweepPlan) -> Result<Sweep> {
     // feasible for rotor), M_high keeps all.
     let m_high = max_useful_budget(chain);
     let m_low = rotor_m_low(chain, &base, m_high);
-    let mut rows = Vec::new();
-    for &bandwidth in &plan.bandwidths {
-        let opts = options(plan, bandwidth);
-        let planner = |alg: Algorithm, budget: u64, at: Option<f64>| {
-            Planner::build(chain, alg, budget, &opts, &mut no_progress()).map_err(|source| {
-                CliError::Planner {
-                    algorithm: alg,
-                    at,
-                    source,
-                }
-            })
-        };
-        // Budget-independent planners (store-all, sequential) once; the
-        // others are built for each budget, so each is solved for it.
-        let mut fixed = Vec::new();
-        for &alg in &plan.algorithms {
-            fixed.push(match alg {
-                Algorithm::StoreAll | Algorithm::Sequential => Some(planner(alg, m_high, None)?),
-                _ => None,
-            });
-        }
-        for &alpha in &plan.alphas {
-            let budget = budget_at_ratio(m_low, m_high, alpha);
-            for (&algorithm, built) in plan.algorithms.iter().zip(&fixed) {
-                let fresh;
-                let p = match built {
-                    Some(p) => p,
-                    None => {
-                        fresh = planner(algorithm, budget, Some(alpha))?;
-                        &fresh
-                    }
-                };
-                let sol = p.plan(chain, budget).map_err(|source| CliError::Planner {
-                    algorithm,
-                    at: Some(alpha),
-                    source,
-                })?;
-                let trace = match &sol.ops {
-                    Some(ops) => Some(judge(chain, ops, budget, bandwidth)?),
-                    None => None,
-                };
-                rows.push(Row {
-                    budget,
-                    alpha,
-                    bandwidth,
-                    algorithm,
-                    trace,
-                    memory: p.memory(budget),
-                });
-            }
-        }
-    }
+    let runs: Vec<SweepRun> = plan
+        .bandwidths
+        .iter()
+        .flat_map(|&bandwidth| {
+            plan.alphas
+                .iter()
+                .map(move |&alpha| SweepRun { alpha, bandwidth })
+        })
+        .collect();
+    let points = sweep(
+        chain,
+        &plan.algorithms,
+        &runs,
+        m_low,
+        m_high,
+        &base,
+        &mut no_progress(),
+    )?;
     Ok(Sweep {
         m_low,
         m_high,
-        rows,
+        points,
     })
 }
 
 fn print_csv(sweep: &Sweep) {
     say!("budget_bytes,memory_ratio,algorithm,feasible,makespan_seconds,overhead,peak_bytes,recomputations,alpha,bandwidth_bytes_per_s,offloaded_bytes,memory");
-    for r in &sweep.rows {
-        let (budget, alpha, alg, memory) = (r.budget, r.alpha, r.algorithm, r.memory);
+    for r in &sweep.points {
+        let (budget, alpha, alg, memory) = (r.budget_bytes, r.alpha, r.algorithm, r.memory);
         let ratio = budget as f64 / sweep.m_high as f64;
         let bw = r.bandwidth.map(|b| b.to_string()).unwrap_or_default();
         match &r.trace {
@@ -236,16 +191,16 @@ fn print_csv(sweep: &Sweep) {
 }
 
 fn json_report<'a>(chain: &'a Chain, sweep: &Sweep) -> SweepReport<'a> {
-    let point = |r: &Row| SweepPoint {
+    let point = |r: &SweepPoint| report::SweepPoint {
         run: Run::new(
             chain,
             r.algorithm.name(),
-            r.budget,
+            r.budget_bytes,
             r.bandwidth,
             r.trace.as_ref(),
         ),
         alpha: r.alpha,
-        memory_ratio: r.budget as f64 / sweep.m_high as f64,
+        memory_ratio: r.budget_bytes as f64 / sweep.m_high as f64,
         memory: r.memory.to_string(),
         memory_lost_bytes: match r.memory {
             Memory::Grid { lost_bytes, .. } => lost_bytes,
@@ -257,7 +212,7 @@ fn json_report<'a>(chain: &'a Chain, sweep: &Sweep) -> SweepReport<'a> {
         m_high_bytes: sweep.m_high,
         m_low_algorithm: "rotor",
         m_low_bytes: sweep.m_low,
-        points: sweep.rows.iter().map(point).collect(),
+        points: sweep.points.iter().map(point).collect(),
         sequential_seconds: chain.sequential_seconds(),
     }
 }
