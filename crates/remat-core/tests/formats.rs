@@ -183,32 +183,20 @@ fn rotor_import_maps_the_lists() {
     assert!(chain.source.contains("dropped"));
     // read_any_chain recognizes the layout.
     assert_eq!(read_any_chain(text).unwrap().len(), 2);
-    let err = read_rotor(
+    let err = rotor_error(
         r#"{"fw": [1], "bw": [1], "cw": [1], "cbw": [1, 1], "ftmp": [0], "btmp": [0]}"#,
-        TimeUnit::Seconds,
-        "r",
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(err.starts_with("cw: has 1 entries; with 1 stages"), "{err}");
     // Rotor's sizes pass through f64: above 2^53 bytes they would round
     // silently, so they are refused naming the entry.
-    let err = read_rotor(
+    let err = rotor_error(
         r#"{"fw": [1], "bw": [1, 1], "cw": [1, 9007199254740993], "cbw": [0, 9007199254740993],
             "ftmp": [0], "btmp": [0, 0]}"#,
-        TimeUnit::Seconds,
-        "r",
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(err.starts_with("cw[1]:") && err.contains("2^53"), "{err}");
-    let err = read_rotor(
+    let err = rotor_error(
         r#"{"fw": [1], "bw": [1], "cw": [1, 5], "cbw": [0, 2], "ftmp": [0], "btmp": [0]}"#,
-        TimeUnit::Seconds,
-        "r",
-    )
-    .unwrap_err()
-    .to_string();
+    );
     assert!(err.starts_with("cbw[1]: smaller than cw[1]"), "{err}");
 }
 
@@ -600,4 +588,11 @@ fn null_is_absent_only_where_the_format_says_so() {
             expected
         );
     }
+}
+
+/// The message `read_rotor` refuses `text` with (times in seconds).
+fn rotor_error(text: &str) -> String {
+    read_rotor(text, TimeUnit::Seconds, "r")
+        .unwrap_err()
+        .to_string()
 }

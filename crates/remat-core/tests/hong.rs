@@ -56,6 +56,16 @@ fn random_case(rng: &mut Lcg, max_n: usize) -> (Vec<u64>, Vec<usize>, Chain) {
     (d, set, chain)
 }
 
+/// `count` random cases of up to `max_n` stages from the seed `seed`.
+fn random_cases(
+    seed: u64,
+    count: usize,
+    max_n: usize,
+) -> impl Iterator<Item = (Vec<u64>, Vec<usize>, Chain)> {
+    let mut rng = Lcg(seed);
+    (0..count).map(move |_| random_case(&mut rng, max_n))
+}
+
 fn assert_valid(set: &[usize], n: usize, what: &str) {
     assert!(
         set.windows(2).all(|w| w[0] < w[1]),
@@ -184,9 +194,7 @@ fn algorithms_3_5_6_equal_exhaustive_search_up_to_16_stages() {
 // checkpoints with their segment.
 #[test]
 fn curves_peak_where_the_closed_forms_say_and_fall_within_each_segment() {
-    let mut rng = Lcg(9);
-    for _ in 0..5000 {
-        let (d, set, chain) = random_case(&mut rng, 30);
+    for (d, set, chain) in random_cases(9, 5000, 30) {
         let n = d.len() - 1;
         for model in Model::ALL {
             let c = hong::curve(&chain, model, &set).unwrap();
@@ -226,9 +234,7 @@ fn curves_peak_where_the_closed_forms_say_and_fall_within_each_segment() {
 // tried: `checkpointed: true` for every segment made the simulator refuse.
 #[test]
 fn any_set_becomes_a_schedule_the_simulator_accepts() {
-    let mut rng = Lcg(21);
-    for _ in 0..2000 {
-        let (d, set, chain) = random_case(&mut rng, 25);
+    for (d, set, chain) in random_cases(21, 2000, 25) {
         let n = d.len() - 1;
         let segs = hong::segments(n, &set).unwrap();
         assert_eq!(segs.len(), set.len());

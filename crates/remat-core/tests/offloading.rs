@@ -294,6 +294,16 @@ impl Naive {
     }
 }
 
+/// An integer chain of up to 8 stages, a budget fraction and a link speed
+/// β from a quarter to twice the chain's bytes per time unit.
+fn linked_case() -> impl Strategy<Value = (Chain, f64, f64)> {
+    (
+        integer_chain(8, true),
+        0.0f64..1.0,
+        prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
+    )
+}
+
 fn trace_of(chain: &Chain, ops: &[Op], budget: u64, bw: Option<f64>) -> Trace {
     judge(chain, ops, budget, bw).unwrap_or_else(|e| panic!("invalid schedule: {e}"))
 }
@@ -356,9 +366,7 @@ proptest! {
     /// whenever there is a link (fails: DP with a link above rotor's value).
     #[test]
     fn pofo_with_a_link_is_never_slower_than_without(
-        chain in integer_chain(8, true),
-        frac in 0.0f64..1.0,
-        bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
+        (chain, frac, bw) in linked_case(),
     ) {
         let budget = budget_at(&chain, frac);
         let inf = f64::INFINITY;
@@ -381,9 +389,7 @@ proptest! {
     /// over the budget).
     #[test]
     fn the_dps_raw_schedules_run_within_the_budget(
-        chain in integer_chain(8, true),
-        frac in 0.0f64..1.0,
-        bw in prop_oneof![Just(0.25), Just(0.5), Just(1.0), Just(2.0)],
+        (chain, frac, bw) in linked_case(),
     ) {
         let budget = budget_at(&chain, frac);
         let chain = whole_transfers(chain, bw);
