@@ -224,7 +224,8 @@ pub fn Compare() -> impl IntoView {
                         <span class="muted">"offloading: see the sweep"</span>
                     </div>
                     <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif">
+                        font-family="Inter, system-ui, sans-serif" role="img"
+                        aria-label="Overhead against the budget, one curve per algorithm; the table beside it has the numbers">
                         <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=move || curves_svg(state)></g>
                         <g inner_html=move || budget_marker_svg(state)></g>

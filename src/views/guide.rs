@@ -59,10 +59,10 @@ pub fn Guide() -> impl IntoView {
                         <sup>"ℓ"</sup> " frees it. The chain draws such a stage as " <em>"kept"</em> " (blue)."</dd>
                     <dt class="c-ck"><OpName base="F" sub="ck" sup="ℓ" /></dt>
                     <dd>"Forward without saving ā" <sup>"ℓ"</sup> ", but keep the input a" <sup>"ℓ−1"</sup>
-                        " (64 MiB) as a " <em>"checkpoint"</em> " (amber): the stages after it can be recomputed from there."</dd>
+                        " (64 MiB) as a " <em>"checkpoint"</em> " (orange): the stages after it can be recomputed from there."</dd>
                     <dt class="c-rec"><OpName base="F" sub="∅" sup="ℓ" /></dt>
                     <dd>"Forward keeping nothing but the running output: the input is freed. The stage is "
-                        <em>"recomputed"</em> " (orange) when the backward pass comes back to it — another 10 ms each time."</dd>
+                        <em>"recomputed"</em> " (vermilion) when the backward pass comes back to it — another 10 ms each time."</dd>
                     <dt class="c-bwd"><OpName base="B" sub="" sup="ℓ" /></dt>
                     <dd>"Back-propagate through stage ℓ (20 ms): uses δ" <sup>"ℓ"</sup> ", ā" <sup>"ℓ"</sup>
                         " and the input, frees them, produces δ" <sup>"ℓ−1"</sup> "."</dd>
