@@ -113,7 +113,7 @@ fn budget_marker_svg(state: AppState) -> String {
     let span = (hi - lo).max(1.0);
     let bx = FRAME.x(((state.controls.budget.get() as f64).clamp(lo, hi) - lo) / span);
     format!(
-        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#d64545" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#d64545" text-anchor="{}" font-weight="600">budget</text>"##,
+        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#b8322c" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#b8322c" text-anchor="{}" font-weight="600">budget</text>"##,
         FRAME.top,
         FRAME.h - FRAME.bottom,
         bx + if bx > FRAME.w * 0.8 { -5.0 } else { 5.0 },
