@@ -121,12 +121,12 @@ test('plan changes are announced in a polite live region; charts carry a text su
   const { page, errors } = await open(context, TEACHING);
   const live = page.locator('#live-status');
   assert.equal(await live.getAttribute('aria-live'), 'polite');
-  assert.match(await live.textContent(), /^Plan ready: rotor at 572\.00 MiB: makespan 420\.00 ms, peak 512\.00 MiB, 12 recomputations\.$/);
+  assert.match(await live.textContent(), /^Plan ready: rotor at 572 MiB: makespan 420\.00 ms, peak 512 MiB, 12 recomputations\.$/);
   const id = await planId(page);
   await page.locator('#budget-input').fill('100 MiB');
   await page.locator('#budget-input').press('Enter');
   await nextPlan(page, id);
-  await page.waitForFunction(() => /^Infeasible: rotor at 100\.00 MiB\.$/.test(document.querySelector('#live-status').textContent));
+  await page.waitForFunction(() => /^Infeasible: rotor at 100 MiB\.$/.test(document.querySelector('#live-status').textContent));
   // Charts: an image role and one sentence each.
   await page.locator('#budget-input').fill('572 MiB');
   await page.locator('#budget-input').press('Enter');
@@ -135,7 +135,7 @@ test('plan changes are announced in a polite live region; charts carry a text su
     assert.equal(await page.locator(id).getAttribute('role'), 'img', id);
   }
   assert.match(await page.locator('#memory-svg').getAttribute('aria-label'),
-    /^Memory over time: peaks at 512\.00 MiB during \S+, at [\d.]+ ms; budget 572\.00 MiB\.$/);
+    /^Memory over time: peaks at 512 MiB during \S+, at [\d.]+ ms; budget 572 MiB\.$/);
   assert.match(await page.locator('#timeline-svg').getAttribute('aria-label'), /^Timelines: \d+ ops in 420\.00 ms; .*12 recomputations/);
   assert.match(await page.locator('#chain-svg').getAttribute('aria-label'), /^Layer chain: 10 stages; \d+ kept, \d+ checkpointed, \d+ dropped and recomputed, 0 offloaded\.$/);
   assert.deepEqual(errors, []);
