@@ -25,7 +25,8 @@ async function tabOrder(page, presses = 60) {
 }
 
 // Fails if "Import chain…" goes back to a label around a hidden input (no
-// Tab stop: the mutation tried), or a control loses its accessible name.
+// Tab stop) or a control loses its accessible name: it fails against main's
+// build before this change (87f2f7c: no import-button in the Tab order).
 test('every control is reachable with Tab and has a name; Import opens the file chooser', async () => {
   const { page, errors } = await open(context, TEACHING);
   const order = await tabOrder(page);
@@ -49,8 +50,8 @@ test('every control is reachable with Tab and has a name; Import opens the file 
 });
 
 // Fails with the browser's own steps (1 in 1000: 15 presses moved the
-// teaching chain's budget by 15 MiB and changed no plan) — the mutation
-// tried was removing the slider's keydown handler.
+// teaching chain's budget by 15 MiB and changed no plan): against main's
+// build (no keydown handler on the slider) End gives 1000 but ArrowLeft 999.
 test('slider keys: 1 % with arrows, 10 % with PageUp/PageDown, Home/End snap to M_low/M_high', async () => {
   const { page, errors } = await open(context, TEACHING);
   const slider = page.locator('#budget-slider');
@@ -88,8 +89,8 @@ test('slider keys: 1 % with arrows, 10 % with PageUp/PageDown, Home/End snap to 
   await page.close();
 });
 
-// Fails if the page-wide handler steps while focus is in a text field (the
-// mutation tried: dropping the `editable` check) or ignores the arrows.
+// Fails if the page-wide handler ignores the arrows (against main's build:
+// "op 1" never shows) or steps while focus is in a text field.
 test('←/→ step the schedule and space plays, but not while typing in a field', async () => {
   const { page, errors } = await open(context, TEACHING);
   const explain = () => text(page, '#step-explain');
@@ -115,8 +116,8 @@ test('←/→ step the schedule and space plays, but not while typing in a field
   await page.close();
 });
 
-// Fails if the live region is dropped or stops following the plan (the
-// mutation tried: a constant message).
+// Fails if the live region is dropped or stops following the plan, or a
+// chart loses its summary (against main's build: no #live-status).
 test('plan changes are announced in a polite live region; charts carry a text summary', async () => {
   const { page, errors } = await open(context, TEACHING);
   const live = page.locator('#live-status');
@@ -166,7 +167,8 @@ function contrasts(page, selector) {
 }
 
 // Fails with the old colours: the green status 3.38:1, F_ck 2.95:1, F_∅
-// 3.20:1, prefetch 3.10:1 (the mutation tried: --good back to #2e9e6b).
+// 3.20:1, prefetch 3.10:1 (against main's build; and with only --good put
+// back to #2e9e6b in the built CSS: the status line and td.yes at 3.38).
 test('status, legend and guide text have at least 4.5:1 contrast; one legend for the page', async () => {
   const { page, errors } = await open(context, TEACHING);
   await page.locator('#guide summary').click();
