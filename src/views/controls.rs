@@ -370,20 +370,23 @@ enum Line {
     Ready { build_ms: f64 },
 }
 
+/// The status line for the chosen algorithm (tracked: call it in a Memo).
+fn line_of(state: AppState) -> Line {
+    let alg = state.controls.algorithm.get();
+    match state.tables.build_of(alg) {
+        Build::Building(_) => Line::Building,
+        Build::Cancelled | Build::Idle => Line::NotBuilt,
+        Build::Failed(e) => Line::Failed(e),
+        Build::Ready { .. } if state.shown.replanning.get().is_some() => Line::Replanning,
+        Build::Ready { build_ms, .. } => Line::Ready { build_ms },
+    }
+}
+
 /// Build progress, infeasibility and the exact re-plan action.
 #[component]
 fn PlanStatus() -> impl IntoView {
     let state = use_app();
-    let line = Memo::new(move |_| {
-        let alg = state.controls.algorithm.get();
-        match state.tables.build_of(alg) {
-            Build::Building(_) => Line::Building,
-            Build::Cancelled | Build::Idle => Line::NotBuilt,
-            Build::Failed(e) => Line::Failed(e),
-            Build::Ready { .. } if state.shown.replanning.get().is_some() => Line::Replanning,
-            Build::Ready { build_ms, .. } => Line::Ready { build_ms },
-        }
-    });
+    let line = Memo::new(move |_| line_of(state));
     move || {
         let alg = state.controls.algorithm.get();
         match line.get() {
@@ -447,25 +450,20 @@ fn LiveStatus() -> impl IntoView {
     let state = use_app();
     let message = Memo::new(move |_| {
         let alg = state.controls.algorithm.get();
-        match state.tables.build_of(alg) {
-            Build::Building(_) => return format!("Building the {} table…", alg.name()),
-            Build::Cancelled | Build::Idle => {
-                return format!("The {} table was not built.", alg.name())
-            }
-            Build::Failed(e) => return format!("{}: {e}", alg.name()),
-            Build::Ready { .. } => {}
-        }
-        if state.shown.replanning.get().is_some() {
-            return format!(
+        match line_of(state) {
+            Line::Building => format!("Building the {} table…", alg.name()),
+            Line::NotBuilt => format!("The {} table was not built.", alg.name()),
+            Line::Failed(e) => format!("{}: {e}", alg.name()),
+            Line::Replanning => format!(
                 "Solving {} at {}…",
                 alg.name(),
                 bytes(state.controls.budget.get())
-            );
+            ),
+            Line::Ready { .. } => state
+                .shown
+                .current
+                .with(|c| c.as_deref().map(live_summary).unwrap_or_default()),
         }
-        state.shown.current.with(|c| match c {
-            None => String::new(),
-            Some(c) => live_summary(c),
-        })
     });
     view! {
         <div id="live-status" class="sr-only" role="status" aria-live="polite">{message}</div>
