@@ -74,7 +74,7 @@ pub fn Guide() -> impl IntoView {
                 </dl>
                 <p>
                     "At 572 MiB rotor takes 420 ms (+40 %): it keeps a few checkpoints, recomputes the stages "
-                    "between them (12 recomputations, orange in the timeline), and its peak, 512 MiB, stays under the "
+                    "between them (12 recomputations, vermilion in the timeline), and its peak, 512 MiB, stays under the "
                     "dashed budget line. Slide towards 384 MiB and it recomputes more; towards 1.38 GiB and it keeps everything. "
                     "Now choose pofo: at 12 GB/s it offloads checkpoints while the forward pass runs and prefetches them "
                     "during the backward pass (the PCIe lane), so the same 572 MiB costs 300 ms — no recomputation, no overhead. "
