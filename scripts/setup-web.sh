@@ -52,8 +52,9 @@ if [ ! -x /usr/bin/chromium ]; then
 fi
 
 # 6. playwright-core (drives /usr/bin/chromium; it never downloads a browser)
-if [ ! -d "$ROOT/tests/node_modules/playwright-core" ]; then
-  say "installing playwright-core in tests/"
+#    and axe-core (the accessibility checks), pinned in tests/package.json.
+if [ ! -d "$ROOT/tests/node_modules/playwright-core" ] || [ ! -f "$ROOT/tests/node_modules/axe-core/axe.min.js" ]; then
+  say "installing playwright-core and axe-core in tests/"
   if [ -f "$ROOT/tests/package-lock.json" ]; then
     (cd "$ROOT/tests" && npm ci --no-audit --no-fund)
   else

@@ -40,7 +40,7 @@ test('pofo is solved in the worker and moves bytes over the PCIe lane', async ()
   // The PCIe lane draws the transfers; the chain view marks offloaded stages.
   const lane = await page.locator('#timeline-svg').innerHTML();
   assert.match(lane, /PCIe/);
-  assert.ok((await page.locator('#chain-svg').innerHTML()).includes('#8a63d2'), 'an offloaded stage in the chain view');
+  assert.ok((await page.locator('#chain-svg').innerHTML()).includes('#cc79a7'), 'an offloaded stage in the chain view');
 
   // The exported schedule validates with the CLI, transfers included.
   const [download] = await Promise.all([page.waitForEvent('download'), page.locator('#export-schedule').click()]);

@@ -17,7 +17,8 @@ pub fn App() -> impl IntoView {
     provide_context(state);
     controls::install_drop(state);
     view! {
-        <div class="app" data-plan-id=move || state.shown.id.get().to_string()>
+        // One <main> landmark holds the page (axe: landmark-one-main, region).
+        <main class="app" data-plan-id=move || state.shown.id.get().to_string()>
             <controls::Header />
             <controls::NoticeBar />
             <controls::BudgetPanel />
@@ -38,6 +39,6 @@ pub fn App() -> impl IntoView {
                 "Remat — times and sizes come from the chain; the two-lane simulator measures every schedule. "
                 "The URL holds the view: copy it to share."
             </footer>
-        </div>
+        </main>
     }
 }

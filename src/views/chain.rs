@@ -2,8 +2,8 @@
 //! by what the schedule does with it in the forward phase.
 
 use super::chart::{
-    bytes, chart_point, layer_of, ms, palette, swatches, tooltip_style, CardHead, ChartSvg,
-    PathBatch, MARGIN_L, PLOT_W,
+    bytes, chart_point, layer_of, ms, palette, tooltip_style, CardHead, ChartSvg, PathBatch,
+    MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
 use crate::state::{use_app, Current};
@@ -211,10 +211,29 @@ pub fn ChainView() -> impl IntoView {
             </div>
         })
     };
+    let summary = move || {
+        state.shown.current.with(|c| {
+            let Some(c) = c.as_deref() else {
+                return "Layer chain: no schedule yet.".to_string();
+            };
+            if c.planned.ops.is_none() {
+                return format!("Layer chain: {} stages; no schedule at this budget.", c.chain.len());
+            }
+            let fates = fates(&c.chain, c.planned.ops.as_deref());
+            let count = |f: Fate| fates.iter().skip(1).filter(|(x, _)| *x == f).count();
+            format!(
+                "Layer chain: {} stages; {} kept, {} checkpointed, {} dropped and recomputed, {} offloaded.",
+                c.chain.len(),
+                count(Fate::Kept),
+                count(Fate::Checkpoint),
+                count(Fate::Dropped),
+                count(Fate::Offloaded)
+            )
+        })
+    };
     view! {
+        // The colours are in the page's legend (the stepper).
         <CardHead title="Layer chain">
-            {swatches(&[(palette::KEPT, "kept (F_all)"), (palette::CHECKPOINT, "checkpointed input (F_ck)"),
-                (palette::RECOMPUTE, "dropped, recomputed (F_∅)"), (palette::OFFLOAD, "offloaded")])}
             <span class="muted">"↻n = recomputations"</span>
             <label class="toggle">
                 <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
@@ -224,7 +243,7 @@ pub fn ChainView() -> impl IntoView {
         </CardHead>
         <p class="hint">{move || math_text(if state.view.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
         <div class="chart-wrap">
-            <ChartSvg id="chain-svg" height=H layer=heavy
+            <ChartSvg id="chain-svg" height=H layer=heavy summary=Signal::derive(summary)
                 on_move=Callback::new(on_move) on_leave=Callback::new(move |_| hover.set(None))>
                 {highlight}
             </ChartSvg>

@@ -8,24 +8,39 @@ use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::Op;
 use std::sync::Arc;
 
-/// One colour per meaning, used by every view and legend.
+/// One colour per meaning, used by every view and by the page's one legend.
+/// Okabe–Ito hues (told apart with every common colour-vision deficiency);
+/// `TEXT_*` are darker shades of the same hues for text on white (≥ 4.5:1,
+/// WCAG AA), `label_on` the text colour for a label on a fill.
 pub mod palette {
-    pub const FORWARD: &str = "#3b7dd8";
-    pub const RECOMPUTE: &str = "#e0703c";
-    pub const BACKWARD: &str = "#2e9e6b";
-    pub const OFFLOAD: &str = "#8a63d2";
-    pub const PREFETCH: &str = "#c19ef0";
+    pub const FORWARD: &str = "#0072b2";
+    pub const RECOMPUTE: &str = "#d55e00";
+    pub const BACKWARD: &str = "#009e73";
+    pub const OFFLOAD: &str = "#cc79a7";
+    pub const PREFETCH: &str = "#56b4e9";
     /// Chain: F_all in the forward phase (ā kept).
-    pub const KEPT: &str = "#3b7dd8";
+    pub const KEPT: &str = FORWARD;
     /// Chain: F_ck (input kept as a checkpoint).
-    pub const CHECKPOINT: &str = "#f2b233";
+    pub const CHECKPOINT: &str = "#e69f00";
     /// Memory: ā^ℓ, a^ℓ, δ^ℓ, workspace (two shades to tell neighbours apart).
-    pub const SAVED: [&str; 2] = ["#3b7dd8", "#6a9ce6"];
-    pub const ACTIVATION: [&str; 2] = ["#f2b233", "#f7cb6b"];
-    pub const GRADIENT: [&str; 2] = ["#2e9e6b", "#5cbb8e"];
+    pub const SAVED: [&str; 2] = [FORWARD, "#4d9bc9"];
+    pub const ACTIVATION: [&str; 2] = [CHECKPOINT, "#f0c050"];
+    pub const GRADIENT: [&str; 2] = [BACKWARD, "#4dbb9d"];
     pub const WORKSPACE: &str = "#a4adb8";
-    pub const BUDGET: &str = "#d64545";
+    /// The budget line and its label (5.95:1 on white).
+    pub const BUDGET: &str = "#b8322c";
     pub const CURSOR: &str = "#1d2430";
+
+    /// Black or white, whichever reads on `fill` (≥ 4.5:1 for every fill
+    /// above: white on FORWARD 5.19, black on RECOMPUTE 5.43, ink on the
+    /// light ones 4.56 to 6.92).
+    pub fn label_on(fill: &str) -> &'static str {
+        match fill {
+            FORWARD => "#ffffff",
+            RECOMPUTE => "#000000",
+            _ => CURSOR,
+        }
+    }
 }
 
 /// The chart coordinate system: every chart is 1200 units wide and scales
@@ -359,11 +374,15 @@ pub fn ChartSvg(
     #[prop(into)] layer: Signal<String>,
     on_move: Callback<leptos::ev::MouseEvent>,
     on_leave: Callback<()>,
+    /// What the chart shows, in one sentence, for screen readers.
+    #[prop(optional, into)]
+    summary: Option<Signal<String>>,
     children: Children,
 ) -> impl IntoView {
     view! {
         <svg id=id xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {height}")
-            font-family="Inter, system-ui, sans-serif"
+            font-family="Inter, system-ui, sans-serif" role="img"
+            aria-label=move || summary.map(|s| s.get()).unwrap_or_default()
             on:mousemove=move |ev| on_move.run(ev) on:mouseleave=move |_| on_leave.run(())>
             <rect x="0" y="0" width="1200" height=height fill="#ffffff" />
             <g inner_html=layer></g>

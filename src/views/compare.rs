@@ -113,7 +113,7 @@ fn budget_marker_svg(state: AppState) -> String {
     let span = (hi - lo).max(1.0);
     let bx = FRAME.x(((state.controls.budget.get() as f64).clamp(lo, hi) - lo) / span);
     format!(
-        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#d64545" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#d64545" text-anchor="{}" font-weight="600">budget</text>"##,
+        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#b8322c" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#b8322c" text-anchor="{}" font-weight="600">budget</text>"##,
         FRAME.top,
         FRAME.h - FRAME.bottom,
         bx + if bx > FRAME.w * 0.8 { -5.0 } else { 5.0 },
@@ -224,7 +224,8 @@ pub fn Compare() -> impl IntoView {
                         <span class="muted">"offloading: see the sweep"</span>
                     </div>
                     <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif">
+                        font-family="Inter, system-ui, sans-serif" role="img"
+                        aria-label="Overhead against the budget, one curve per algorithm; the table beside it has the numbers">
                         <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=move || curves_svg(state)></g>
                         <g inner_html=move || budget_marker_svg(state)></g>

@@ -30,6 +30,14 @@ pub fn Header() -> impl IntoView {
         // Choosing the same file again must fire `change` again.
         input.set_value("");
     };
+    let open_file_dialog = move |_| {
+        if let Some(input) = leptos::prelude::document()
+            .get_element_by_id("import-input")
+            .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
+        {
+            input.click();
+        }
+    };
     let selected = move || state.loaded.source.get().name();
     view! {
         <header class="top">
@@ -70,10 +78,13 @@ pub fn Header() -> impl IntoView {
                         }}
                     </option>
                 </select>
-                <label class="button" title="A remat-chain/1 or rotor chain file, or a remat-schedule/1 schedule for the loaded chain; you can also drop it on the page">
+                // A real button (reachable with Tab) that opens the hidden file input.
+                <button id="import-button" on:click=open_file_dialog
+                    title="A remat-chain/1 or rotor chain file, or a remat-schedule/1 schedule for the loaded chain; you can also drop it on the page">
                     "Import chain or schedule…"
-                    <input id="import-input" type="file" accept=".json,application/json" on:change=on_file />
-                </label>
+                </button>
+                <input id="import-input" type="file" accept=".json,application/json" tabindex="-1"
+                    aria-hidden="true" on:change=on_file />
             </div>
             <div class="exports">
                 <span class="label">"Export"</span>
@@ -147,7 +158,7 @@ pub fn NoticeBar() -> impl IntoView {
             view! {
                 <div id="notice" class=class role="alert">
                     <span>{text}</span>
-                    <button class="plain" on:click=move |_| state.view.notice.set(None)>"×"</button>
+                    <button class="plain" aria-label="Dismiss" on:click=move |_| state.view.notice.set(None)>"×"</button>
                 </div>
             }
         })
@@ -157,8 +168,8 @@ pub fn NoticeBar() -> impl IntoView {
 /// Slider position (0..=1000) ↔ budget in bytes.
 fn to_slider(state: AppState, budget: u64) -> f64 {
     let (lo, hi) = (
-        state.loaded.m_low.get() as f64,
-        state.loaded.m_high.get() as f64,
+        state.loaded.m_low.get_untracked() as f64,
+        state.loaded.m_high.get_untracked() as f64,
     );
     if hi <= lo {
         return SLIDER_STEPS;
@@ -174,6 +185,23 @@ fn from_slider(state: AppState, v: f64) -> u64 {
         state.loaded.m_high.get_untracked() as f64,
     );
     (lo + (hi - lo) * v / SLIDER_STEPS).round() as u64
+}
+
+/// Where a key moves the slider (positions 0..=SLIDER_STEPS): 1 % of the
+/// range with the arrows, 10 % with PageUp/PageDown, M_low/M_high with
+/// Home/End; None for the keys the slider leaves to the browser.
+fn slider_key_target(key: &str, position: f64) -> Option<f64> {
+    let step = SLIDER_STEPS / 100.0;
+    let target = match key {
+        "ArrowRight" | "ArrowUp" => position + step,
+        "ArrowLeft" | "ArrowDown" => position - step,
+        "PageUp" => position + 10.0 * step,
+        "PageDown" => position - 10.0 * step,
+        "Home" => 0.0,
+        "End" => SLIDER_STEPS,
+        _ => return None,
+    };
+    Some(target.clamp(0.0, SLIDER_STEPS))
 }
 
 /// Host links people have, for the bandwidth control (bytes/s, label).
@@ -209,6 +237,13 @@ pub fn BudgetPanel() -> impl IntoView {
     let on_slide = move |ev: leptos::ev::Event| {
         if let Ok(v) = event_target_value(&ev).parse::<f64>() {
             state.controls.budget.set(from_slider(state, v));
+        }
+    };
+    let on_slider_key = move |ev: leptos::ev::KeyboardEvent| {
+        let position = to_slider(state, state.controls.budget.get_untracked());
+        if let Some(target) = slider_key_target(&ev.key(), position) {
+            ev.prevent_default();
+            state.controls.budget.set(from_slider(state, target));
         }
     };
     let commit_typed = move || match parse_size(&typed.get_untracked()) {
@@ -262,9 +297,14 @@ pub fn BudgetPanel() -> impl IntoView {
                     </label>
                     <div class="slider-line">
                         <input id="budget-slider" type="range" min="0" max="1000" step="1"
-                            prop:value=move || to_slider(state, state.controls.budget.get()).to_string()
-                            on:input=on_slide />
-                        <input id="budget-input" class="typed" type="text"
+                            prop:value=move || {
+                                // Tracked here (to_slider reads untracked, for the key handler).
+                                let _ = (state.loaded.m_low.get(), state.loaded.m_high.get());
+                                to_slider(state, state.controls.budget.get()).to_string()
+                            }
+                            aria-valuetext=move || bytes(state.controls.budget.get())
+                            on:input=on_slide on:keydown=on_slider_key />
+                        <input id="budget-input" class="typed" type="text" aria-label="Memory budget, typed"
                             prop:value=move || typed.get()
                             on:input=move |ev| typed.set(event_target_value(&ev))
                             on:change=move |_| commit_typed()
@@ -281,7 +321,7 @@ pub fn BudgetPanel() -> impl IntoView {
                             on:input=move |ev| bw_text.set(event_target_value(&ev))
                             on:change=move |_| commit_bw()
                             title="Host↔device rate for offload and prefetch, e.g. 12 GB/s" />
-                        <select id="bandwidth-preset" title="Common host links"
+                        <select id="bandwidth-preset" title="Common host links" aria-label="Host link preset"
                             prop:value=move || preset_of(state.controls.bandwidth.get())
                             on:change=move |ev| {
                                 if let Ok(r) = event_target_value(&ev).parse::<f64>() {
@@ -313,6 +353,7 @@ pub fn BudgetPanel() -> impl IntoView {
                     <b id="stat-ops">{stat(|c| c.planned.ops.as_ref().map(|o| o.len().to_string()))}</b></div>
             </div>
             <PlanStatus />
+            <LiveStatus />
         </section>
     }
 }
@@ -329,20 +370,23 @@ enum Line {
     Ready { build_ms: f64 },
 }
 
+/// The status line for the chosen algorithm (tracked: call it in a Memo).
+fn line_of(state: AppState) -> Line {
+    let alg = state.controls.algorithm.get();
+    match state.tables.build_of(alg) {
+        Build::Building(_) => Line::Building,
+        Build::Cancelled | Build::Idle => Line::NotBuilt,
+        Build::Failed(e) => Line::Failed(e),
+        Build::Ready { .. } if state.shown.replanning.get().is_some() => Line::Replanning,
+        Build::Ready { build_ms, .. } => Line::Ready { build_ms },
+    }
+}
+
 /// Build progress, infeasibility and the exact re-plan action.
 #[component]
 fn PlanStatus() -> impl IntoView {
     let state = use_app();
-    let line = Memo::new(move |_| {
-        let alg = state.controls.algorithm.get();
-        match state.tables.build_of(alg) {
-            Build::Building(_) => Line::Building,
-            Build::Cancelled | Build::Idle => Line::NotBuilt,
-            Build::Failed(e) => Line::Failed(e),
-            Build::Ready { .. } if state.shown.replanning.get().is_some() => Line::Replanning,
-            Build::Ready { build_ms, .. } => Line::Ready { build_ms },
-        }
-    });
+    let line = Memo::new(move |_| line_of(state));
     move || {
         let alg = state.controls.algorithm.get();
         match line.get() {
@@ -396,6 +440,51 @@ fn PlanStatus() -> impl IntoView {
             }
             Line::Ready { build_ms } => (move || plan_line(state, alg, build_ms)).into_any(),
         }
+    }
+}
+
+/// What a screen reader announces (politely) when the plan's state
+/// changes: solving, done, infeasible, errors — never the progress ticks.
+#[component]
+fn LiveStatus() -> impl IntoView {
+    let state = use_app();
+    let message = Memo::new(move |_| {
+        let alg = state.controls.algorithm.get();
+        match line_of(state) {
+            Line::Building => format!("Building the {} table…", alg.name()),
+            Line::NotBuilt => format!("The {} table was not built.", alg.name()),
+            Line::Failed(e) => format!("{}: {e}", alg.name()),
+            Line::Replanning => format!(
+                "Solving {} at {}…",
+                alg.name(),
+                bytes(state.controls.budget.get())
+            ),
+            Line::Ready { .. } => state
+                .shown
+                .current
+                .with(|c| c.as_deref().map(live_summary).unwrap_or_default()),
+        }
+    });
+    view! {
+        <div id="live-status" class="sr-only" role="status" aria-live="polite">{message}</div>
+    }
+}
+
+/// One sentence about the plan shown, for the live region.
+fn live_summary(c: &crate::state::Current) -> String {
+    let at = format!("{} at {}", c.algorithm, bytes(c.planned.budget));
+    if let Some(e) = &c.planned.error {
+        return format!("Error: {e}");
+    }
+    match (c.planned.ops.is_some(), c.ok_trace()) {
+        (false, _) => format!("Infeasible: {at}."),
+        (true, Some(t)) => format!(
+            "Plan ready: {at}: makespan {}, peak {}, {} recomputations.",
+            ms(t.makespan_seconds),
+            bytes(t.peak_bytes),
+            t.recomputations
+        ),
+        (true, None) => format!("Plan ready: {at}, but the simulator rejected it."),
     }
 }
 

@@ -59,10 +59,10 @@ pub fn Guide() -> impl IntoView {
                         <sup>"ℓ"</sup> " frees it. The chain draws such a stage as " <em>"kept"</em> " (blue)."</dd>
                     <dt class="c-ck"><OpName base="F" sub="ck" sup="ℓ" /></dt>
                     <dd>"Forward without saving ā" <sup>"ℓ"</sup> ", but keep the input a" <sup>"ℓ−1"</sup>
-                        " (64 MiB) as a " <em>"checkpoint"</em> " (amber): the stages after it can be recomputed from there."</dd>
+                        " (64 MiB) as a " <em>"checkpoint"</em> " (orange): the stages after it can be recomputed from there."</dd>
                     <dt class="c-rec"><OpName base="F" sub="∅" sup="ℓ" /></dt>
                     <dd>"Forward keeping nothing but the running output: the input is freed. The stage is "
-                        <em>"recomputed"</em> " (orange) when the backward pass comes back to it — another 10 ms each time."</dd>
+                        <em>"recomputed"</em> " (vermilion) when the backward pass comes back to it — another 10 ms each time."</dd>
                     <dt class="c-bwd"><OpName base="B" sub="" sup="ℓ" /></dt>
                     <dd>"Back-propagate through stage ℓ (20 ms): uses δ" <sup>"ℓ"</sup> ", ā" <sup>"ℓ"</sup>
                         " and the input, frees them, produces δ" <sup>"ℓ−1"</sup> "."</dd>
@@ -74,7 +74,7 @@ pub fn Guide() -> impl IntoView {
                 </dl>
                 <p>
                     "At 572 MiB rotor takes 420 ms (+40 %): it keeps a few checkpoints, recomputes the stages "
-                    "between them (12 recomputations, orange in the timeline), and its peak, 512 MiB, stays under the "
+                    "between them (12 recomputations, vermilion in the timeline), and its peak, 512 MiB, stays under the "
                     "dashed budget line. Slide towards 384 MiB and it recomputes more; towards 1.38 GiB and it keeps everything. "
                     "Now choose pofo: at 12 GB/s it offloads checkpoints while the forward pass runs and prefetches them "
                     "during the backward pass (the PCIe lane), so the same 572 MiB costs 300 ms — no recomputation, no overhead. "

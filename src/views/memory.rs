@@ -2,8 +2,8 @@
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
 use super::chart::{
-    byte_ticks, bytes, layer_of, ms, num, palette, swatches, time_axis_svg, tooltip_style, x_of,
-    CardHead, ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
+    byte_ticks, bytes, layer_of, ms, num, palette, time_axis_svg, tooltip_style, x_of, CardHead,
+    ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
 use crate::state::use_app;
@@ -148,6 +148,27 @@ fn describe(r: &Residency) -> String {
     }
 }
 
+/// The chart in one sentence: "Memory over time: peaks at 1.2 GiB during
+/// B^3, at 210 ms; budget 1.3 GiB."
+fn summary_of(c: &crate::state::Current) -> String {
+    let budget = bytes(c.planned.budget);
+    let Some(t) = c.ok_trace() else {
+        return format!("Memory over time: no schedule at the budget {budget}.");
+    };
+    let during = t
+        .spans
+        .iter()
+        .filter(|s| s.lane == remat_core::simulator::Lane::Compute)
+        .find(|s| s.start <= t.peak_time && t.peak_time <= s.end)
+        .map(|s| format!(" during {}", c.ops()[s.op]))
+        .unwrap_or_default();
+    format!(
+        "Memory over time: peaks at {}{during}, at {}; budget {budget}.",
+        bytes(t.peak_bytes),
+        ms(t.peak_time)
+    )
+}
+
 #[component]
 pub fn MemoryChart() -> impl IntoView {
     let state = use_app();
@@ -190,14 +211,19 @@ pub fn MemoryChart() -> impl IntoView {
             </div>
         })
     };
+    let summary = move || {
+        state.shown.current.with(|c| match c.as_deref() {
+            Some(c) => summary_of(c),
+            None => "Memory over time: no schedule yet.".into(),
+        })
+    };
     view! {
+        // The colours are in the page's legend (the stepper).
         <CardHead title="Memory over time">
-            {swatches(&[(palette::SAVED[0], "ā^ℓ saved for backward"), (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
-                (palette::GRADIENT[0], "δ^ℓ gradient"), (palette::WORKSPACE, "workspace")])}
-            <span class="swatch"><i class="dash"></i>"budget"</span>
+            <span class="muted">"stacked by tensor; dashed line: the budget"</span>
         </CardHead>
         <div class="chart-wrap">
-            <ChartSvg id="memory-svg" height=H layer=heavy
+            <ChartSvg id="memory-svg" height=H layer=heavy summary=Signal::derive(summary)
                 on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {cursor}
             </ChartSvg>

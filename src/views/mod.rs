@@ -8,6 +8,7 @@ pub mod chart;
 pub mod compare;
 pub mod controls;
 pub mod guide;
+pub mod legend;
 pub mod memory;
 pub mod notation;
 pub mod stepper;

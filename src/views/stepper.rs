@@ -1,10 +1,30 @@
 //! Step through the schedule op by op; the op is highlighted in every view.
 
 use super::chart::ms;
+use super::legend::PageLegend;
 use super::notation::math_text;
 use crate::state::use_app;
 use leptos::prelude::*;
 use std::time::Duration;
+use wasm_bindgen::JsCast;
+
+/// Whether some of the stepper is on screen (it is sticky, so it is while
+/// the page around it is).
+fn stepper_in_view() -> bool {
+    let (Some(el), Some(w)) = (
+        leptos::prelude::document().get_element_by_id("stepper"),
+        web_sys::window(),
+    ) else {
+        return false;
+    };
+    let r = el.get_bounding_client_rect();
+    let h = w
+        .inner_height()
+        .ok()
+        .and_then(|h| h.as_f64())
+        .unwrap_or(0.0);
+    r.bottom() > 0.0 && r.top() < h
+}
 
 #[component]
 pub fn Stepper() -> impl IntoView {
@@ -40,6 +60,50 @@ pub fn Stepper() -> impl IntoView {
         };
         go(Some(next));
     };
+    let play_pause = move || {
+        if !state.view.playing.get_untracked()
+            && state
+                .view
+                .step
+                .get_untracked()
+                .is_some_and(|i| i + 1 >= n_ops())
+        {
+            go(Some(0));
+        }
+        state.view.playing.update(|p| *p = !*p)
+    };
+    // ←/→ step and space plays or pauses, from anywhere on the page while
+    // the stepper is in view — but never while focus is in a field that
+    // takes those keys itself (text, select, the slider), and space is left
+    // to a focused button or link (it would click it twice).
+    let _ = window_event_listener(leptos::ev::keydown, move |ev| {
+        if ev.alt_key() || ev.ctrl_key() || ev.meta_key() || ev.default_prevented() {
+            return;
+        }
+        let key = ev.key();
+        let target = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+        let tag = target
+            .as_ref()
+            .map(|t| t.tag_name().to_ascii_lowercase())
+            .unwrap_or_default();
+        let editable = matches!(tag.as_str(), "input" | "select" | "textarea")
+            || target
+                .as_ref()
+                .is_some_and(|t| t.has_attribute("contenteditable"));
+        let clickable = matches!(tag.as_str(), "button" | "a" | "summary");
+        if editable || !stepper_in_view() {
+            return;
+        }
+        match key.as_str() {
+            "ArrowLeft" => step_by(-1),
+            "ArrowRight" => step_by(1),
+            " " if !clickable => play_pause(),
+            _ => return,
+        }
+        ev.prevent_default();
+    });
     let speed = RwSignal::new(4.0f64);
     let handle = StoredValue::new_local(None::<IntervalHandle>);
     Effect::new(move |_| {
@@ -72,28 +136,26 @@ pub fn Stepper() -> impl IntoView {
         Some((i, op, span))
     };
     view! {
-        <section class="card stepper">
+        <section class="card stepper" id="stepper" aria-label="Step through the schedule">
             <div class="step-controls">
                 <h2>"Step through"</h2>
-                <button id="step-first" title="First op" on:click=move |_| go(Some(0))>"|◀"</button>
-                <button id="step-prev" title="Previous op" on:click=move |_| step_by(-1)>"◀"</button>
-                <button id="step-play" class="primary" on:click=move |_| {
-                    if !state.view.playing.get_untracked() && state.view.step.get_untracked().is_some_and(|i| i + 1 >= n_ops()) {
-                        go(Some(0));
-                    }
-                    state.view.playing.update(|p| *p = !*p)
-                }>{move || if state.view.playing.get() { "❚❚ Pause" } else { "▶ Play" }}</button>
-                <button id="step-next" title="Next op" on:click=move |_| step_by(1)>"▶"</button>
-                <button id="step-last" title="Last op" on:click=move |_| go(n_ops().checked_sub(1))>"▶|"</button>
-                <button id="step-clear" title="Leave step mode" on:click=move |_| { state.view.playing.set(false); go(None) }>"✕"</button>
-                <select title="Playback speed" on:change=move |ev| speed.set(event_target_value(&ev).parse().unwrap_or(4.0))>
+                <button id="step-first" title="First op" aria-label="First op" on:click=move |_| go(Some(0))>"|◀"</button>
+                <button id="step-prev" title="Previous op (←)" aria-label="Step back" on:click=move |_| step_by(-1)>"◀"</button>
+                <button id="step-play" class="primary" title="Play or pause (space)"
+                    aria-label=move || if state.view.playing.get() { "Pause" } else { "Play" }
+                    on:click=move |_| play_pause()>{move || if state.view.playing.get() { "❚❚ Pause" } else { "▶ Play" }}</button>
+                <button id="step-next" title="Next op (→)" aria-label="Step forward" on:click=move |_| step_by(1)>"▶"</button>
+                <button id="step-last" title="Last op" aria-label="Last op" on:click=move |_| go(n_ops().checked_sub(1))>"▶|"</button>
+                <button id="step-clear" title="Leave step mode" aria-label="Leave step mode" on:click=move |_| { state.view.playing.set(false); go(None) }>"✕"</button>
+                <select title="Playback speed" aria-label="Playback speed" on:change=move |ev| speed.set(event_target_value(&ev).parse().unwrap_or(4.0))>
                     <option value="2">"2 ops/s"</option>
                     <option value="4" selected=true>"4 ops/s"</option>
                     <option value="10">"10 ops/s"</option>
                     <option value="40">"40 ops/s"</option>
                 </select>
             </div>
-            <div id="step-explain" class="step-explain">
+            <PageLegend />
+            <div id="step-explain" class="step-explain" aria-live="polite">
                 {move || match current() {
                     Some((i, op, span)) => view! {
                         <span class="opname" data-op=op.to_string()>

@@ -158,12 +158,14 @@ pub fn SweepView() -> impl IntoView {
             {move || state.offloading.sweep.with(|s| s.is_some()).then(|| view! {
                 <div class="sweep-grid">
                     <svg id="sweep-alpha" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif">
+                        font-family="Inter, system-ui, sans-serif" role="img"
+                        aria-label="Overhead against the budget for each offloading algorithm at this bandwidth">
                         <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=alpha_svg></g>
                     </svg>
                     <svg id="sweep-beta" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif">
+                        font-family="Inter, system-ui, sans-serif" role="img"
+                        aria-label="Overhead against the host-link bandwidth for each offloading algorithm at this budget">
                         <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=beta_svg></g>
                     </svg>

@@ -2,8 +2,8 @@
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
 use super::chart::{
-    layer_of, ms, op_color, palette, swatches, time_axis_svg, tooltip_style, x_of, CardHead,
-    ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
+    layer_of, ms, op_color, palette, time_axis_svg, tooltip_style, x_of, CardHead, ChartSvg,
+    PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::{math_text, svg_math};
 use super::recompute_flags;
@@ -62,9 +62,10 @@ fn layer(c: &Current) -> String {
         let label = op.to_string();
         if w > label.chars().count() as f64 * 6.5 + 6.0 {
             labels.push_str(&format!(
-                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#fff">{}</text>"##,
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="{}">{}</text>"##,
                 x0 + w / 2.0,
                 y + h / 2.0 + 4.0,
+                palette::label_on(op_color(op, flags[span.op])),
                 svg_math(&label)
             ));
         }
@@ -136,15 +137,27 @@ pub fn Timelines() -> impl IntoView {
             })
         })
     };
+    let summary = move || {
+        state.shown.current.with(|c| match c.as_deref().and_then(|c| Some((c, c.ok_trace()?))) {
+            Some((c, t)) => format!(
+                "Timelines: {} ops in {}; GPU idle {}; {} recomputations; {} offloaded, {} prefetched over PCIe.",
+                c.ops().len(),
+                ms(t.makespan_seconds),
+                ms(t.idle_seconds),
+                t.recomputations,
+                super::chart::bytes(t.offloaded_bytes),
+                super::chart::bytes(t.prefetched_bytes)
+            ),
+            None => "Timelines: no schedule at this budget.".into(),
+        })
+    };
     view! {
+        // The colours are in the page's legend (the stepper).
         <CardHead title="Timelines">
-            {swatches(&[(palette::FORWARD, "forward"), (palette::RECOMPUTE, "recompute"), (palette::BACKWARD, "backward"),
-                (palette::OFFLOAD, "offload"), (palette::PREFETCH, "prefetch")])}
-            <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
             <span class="muted">{idle}</span>
         </CardHead>
         <div class="chart-wrap">
-            <ChartSvg id="timeline-svg" height=H layer=heavy
+            <ChartSvg id="timeline-svg" height=H layer=heavy summary=Signal::derive(summary)
                 on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {highlight}
                 {cursor}
