@@ -15,22 +15,3 @@ pub mod sweep;
 pub mod timeline;
 
 pub use app::App;
-
-use remat_core::Op;
-
-/// For each op, whether it recomputes a stage already computed once.
-pub fn recompute_flags(ops: &[Op], stages: usize) -> Vec<bool> {
-    let mut seen = vec![false; stages + 2];
-    ops.iter()
-        .map(|op| {
-            if op.is_forward() {
-                let l = op.stage().min(stages + 1);
-                let again = seen[l];
-                seen[l] = true;
-                again
-            } else {
-                false
-            }
-        })
-        .collect()
-}
