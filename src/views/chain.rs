@@ -6,7 +6,7 @@ use super::chart::{
     PathBatch, MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
-use crate::state::{use_app, Current};
+use crate::state::{use_app, use_min_memory, Current};
 use leptos::prelude::*;
 use remat_core::schedule::{fates, Fate};
 use remat_core::Chain;
@@ -27,7 +27,7 @@ pub fn fate_color(fate: Fate) -> &'static str {
 }
 
 /// Left edge of each box (index 1..=L) and the end, in chart units.
-fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
+pub(super) fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
     let n = chain.len();
     let weights: Vec<f64> = (1..=n)
         .map(|l| {
@@ -131,6 +131,14 @@ pub fn ChainView() -> impl IntoView {
                 stroke=palette::CURSOR stroke-width="2.5" rx="3" />
         })
     };
+    // The minimum memory mode's optimal set (views/min_memory.rs).
+    let min_memory = use_min_memory();
+    let hong_marks = move || {
+        let set = min_memory.marked();
+        let chain = state.loaded.chain.get();
+        let e = edges(&chain, state.view.uniform.get());
+        super::min_memory::chain_marks(&chain, &set, &e, BASE_Y)
+    };
     let tooltip = move || {
         let (l, fx) = hover.get()?;
         let c = state.shown.current.get()?;
@@ -173,6 +181,7 @@ pub fn ChainView() -> impl IntoView {
         <div class="chart-wrap">
             <ChartSvg id="chain-svg" height=H layer=heavy
                 on_move=Callback::new(on_move) on_leave=Callback::new(move |_| hover.set(None))>
+                <g id="hong-marks" inner_html=hong_marks></g>
                 {highlight}
             </ChartSvg>
             {tooltip}

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod controls;
 pub mod guide;
 pub mod memory;
+pub mod min_memory;
 pub mod notation;
 pub mod stepper;
 pub mod sweep;
