@@ -3,6 +3,7 @@
 //! phase index) and its marks on the layer chain (the optimal set).
 
 use super::chart::{byte_ticks, bytes, ticks, CardHead, CHART_W, MARGIN_L, MARGIN_R};
+use super::notation::math_text;
 use crate::min_memory::{set_text, summary, Comparison, SetCurve};
 use crate::state::use_min_memory;
 use leptos::prelude::*;
@@ -68,9 +69,11 @@ fn figure(c: &Comparison) -> String {
         .into_iter()
         .map(|t| t as usize)
         .collect();
-    xs.extend([n, 2 * n + 1]);
-    xs.sort_unstable();
-    xs.dedup();
+    // The last index, unless a tick sits too close to it (n is the dashed
+    // forward | backward line).
+    if xs.last().is_none_or(|&t| t + 2 < 2 * n + 1) {
+        xs.push(2 * n + 1);
+    }
     for i in xs {
         let x = x_of(i, n);
         let _ = write!(
@@ -169,7 +172,7 @@ fn body(c: &Comparison) -> AnyView {
         Err(e) => format!("not simulated ({e})"),
     };
     let simulated = format!(
-        "Remat's simulator counts more: the saved tensors ā^ℓ (≥ a^ℓ) of every stage awaiting its backward, the gradients δ^ℓ and δ^(ℓ−1), the workspaces o_f and o_b, and every allocation rather than one sample per stage. Run as Remat schedules (every segment but the last recomputed), the optimal set measures {} there and checkpoint_sequential's {}; the set optimal here is optimal for the paper's model, not for Remat's.",
+        "Remat's simulator counts more: the saved tensors ā^ℓ (≥ a^ℓ) of every stage awaiting its backward, the gradients δ^ℓ and δ^{ℓ−1}, the workspaces o_f and o_b, and every allocation rather than one sample per stage. Run as Remat schedules (every segment but the last recomputed), the optimal set measures {} there and checkpoint_sequential's {}; the set optimal here is optimal for the paper's model, not for Remat's.",
         sim(&c.optimal),
         sim(&c.sequential)
     );
@@ -189,8 +192,8 @@ fn body(c: &Comparison) -> AnyView {
                 <rect x="0" y="0" width=CHART_W height=H fill="#ffffff" />
                 <g inner_html=fig></g>
             </svg>
-            <p class="hint">{model_text(c.model)}</p>
-            <p class="hint">{simulated}</p>
+            <p class="hint">{math_text(model_text(c.model))}</p>
+            <p class="hint">{math_text(&simulated)}</p>
         </div>
     }
     .into_any()
