@@ -188,11 +188,11 @@ for (const name of ['teaching', 'vgg19']) {
     // Could fail if the page marked another set than the card's, drew the
     // curve of another set, took checkpoint_sequential's set as the paper's
     // ⌈√n⌉-stage segments, or its "optimal" set were not optimal.
-    // Mutations tried (each failed this test): chain marks drawn for the
-    // set without n (`filter(c < len)`): marks ≠ set; `sqrt_segments`
-    // returning ⌊√n⌋: sequential set {6, 12, 18, 24} ≠ {4, 8, 12, 16, 24};
-    // the optimal set replaced by hong::sqrt_set: exhaustive search found a
-    // lower peak.
+    // Mutations tried (each failed this test on both chains): chain marks
+    // drawn without n (`filter(c < len)` in chain_marks): marks [4, 7, 9] ≠
+    // the set [4, 7, 9, 10] on teaching; the optimal set replaced by
+    // hong::sqrt_set(n) in min_memory::compare: the exhaustive search found
+    // a lower peak (teaching 384 MiB < 448 MiB, vgg19 1.17 GiB < 1.64 GiB).
     const d = sizes(name);
     const { page, errors } = await open(context, `#chain=${name}`);
     assert.equal(await page.locator('#min-memory').count(), 0, 'off by default');
