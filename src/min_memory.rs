@@ -107,14 +107,15 @@ mod tests {
     /// Could fail if the page showed another set than checkpoint_sequential's
     /// (the paper's √n set for VGG-19 is {5, 10, 15, 20, 24}), or a curve
     /// whose maximum is not the peak. Mutation tried: `sqrt_segments`
-    /// returning ⌊√n⌋ (4 for n = 24): the set became {6, 12, 18, 24}.
+    /// returning ⌊√n⌋ (4 for n = 24, the set {6, 12, 18, 24}): this test
+    /// and `sqrt_segments_is_the_ceiling` failed.
     #[test]
     fn vgg19_sets_and_curves() {
         let chain = examples::by_name("vgg19").unwrap();
         let n = chain.len();
         for model in Model::ALL {
             let c = compare(&chain, model).unwrap();
-            assert_eq!(c.segments * c.segments >= n, true);
+            assert!(c.segments * c.segments >= n);
             assert!((c.segments - 1) * (c.segments - 1) < n);
             assert_eq!(
                 c.sequential.checkpoints,
