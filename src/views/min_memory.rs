@@ -172,7 +172,7 @@ fn body(c: &Comparison) -> AnyView {
         Err(e) => format!("not simulated ({e})"),
     };
     let simulated = format!(
-        "Remat's simulator counts more: the saved tensors ā^ℓ (≥ a^ℓ) of every stage awaiting its backward, the gradients δ^ℓ and δ^{{ℓ−1}}, the workspaces o_f and o_b, and every allocation rather than one sample per stage. Run as Remat schedules (every segment but the last recomputed), the optimal set measures {} there and checkpoint_sequential's {}; the set optimal here is optimal for the paper's model, not for Remat's.",
+        "Remat's simulator counts more: the saved tensors ā^ℓ (≥ a^ℓ) of every stage awaiting its backward, the gradients δ^ℓ and δ^{{ℓ−1}}, the workspaces o_f and o_b, and every allocation rather than one sample per stage. Run as Remat schedules (every segment but the last recomputed), the optimal set measures {} there and the √n set {} (Remat's own peaks); the set optimal here is optimal for the paper's model, not for Remat's.",
         sim(&c.optimal),
         sim(&c.sequential)
     );
