@@ -8,9 +8,11 @@
 //! - `backend`: where each request runs (the page's service or the worker);
 //! - `state`: the page's signals, by concern, and the answers' effects;
 //! - `io`: files, the URL, localStorage;
+//! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
 //! - `views`: the root `App`, one component per view, chart and notation
 //!   helpers.
 
+pub mod min_memory;
 pub mod protocol;
 pub mod service;
 

@@ -1,10 +1,12 @@
-//! The URL holds the view: `#chain=vgg19&algorithm=rotor&budget=…&bandwidth=…`.
+//! The URL holds the view: `#chain=vgg19&algorithm=rotor&budget=…&bandwidth=…`,
+//! and `&min=pytorch|chen` while the minimum memory mode is on.
 
 use super::import::load_stored;
-use crate::state::{AppState, ChainSource};
+use crate::state::{AppState, ChainSource, MinMemory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
+use remat_core::solvers::hong::Model;
 use remat_core::solvers::Algorithm;
 use std::time::Duration;
 
@@ -17,6 +19,8 @@ pub struct UrlState {
     pub algorithm: Option<Algorithm>,
     pub budget: Option<u64>,
     pub bandwidth: Option<f64>,
+    /// The minimum memory mode, on in this model (`min=pytorch|chen`).
+    pub min_memory: Option<Model>,
 }
 
 pub fn read_url() -> UrlState {
@@ -37,6 +41,7 @@ pub fn read_url() -> UrlState {
             "algorithm" => url.algorithm = Algorithm::from_name(&value).ok(),
             "budget" => url.budget = value.parse().ok(),
             "bandwidth" => url.bandwidth = value.parse().ok().filter(|b: &f64| *b > 0.0),
+            "min" => url.min_memory = value.parse().ok(),
             _ => {}
         }
     }
@@ -49,14 +54,18 @@ pub fn read_url() -> UrlState {
 pub fn sync_url(state: AppState) {
     let pending = StoredValue::new_local(None::<TimeoutHandle>);
     let controls = state.controls;
+    let min_memory = use_context::<MinMemory>();
     Effect::new(move |_| {
-        let hash = format!(
+        let mut hash = format!(
             "#chain={}&algorithm={}&budget={}&bandwidth={}",
             state.loaded.source.get().name(),
             controls.algorithm.get().name(),
             controls.budget.get(),
             controls.bandwidth.get()
         );
+        if let Some(m) = min_memory.filter(|m| m.on.get()) {
+            hash.push_str(&format!("&min={}", m.model.get().name()));
+        }
         if let Some(h) = pending.get_value() {
             h.clear();
         }
@@ -83,6 +92,10 @@ pub fn initial_load(state: AppState) {
     }
     if let Some(bw) = url.bandwidth {
         state.controls.bandwidth.set(bw);
+    }
+    if let (Some(model), Some(mode)) = (url.min_memory, use_context::<MinMemory>()) {
+        mode.model.set(model);
+        mode.on.set(true);
     }
     let name = url.chain.clone().unwrap_or_else(|| DEFAULT_EXAMPLE.into());
     if name == "imported" {

@@ -14,6 +14,7 @@
 
 mod controls;
 mod loaded;
+mod min_memory;
 mod offloading;
 mod requests;
 mod responses;
@@ -24,6 +25,7 @@ mod view;
 
 pub use controls::{Controls, DEFAULT_BANDWIDTH};
 pub use loaded::{ChainSource, Loaded};
+pub use min_memory::{use_min_memory, MinMemory};
 pub use offloading::Offloading;
 pub use shown::{Current, Shown};
 pub use tables::{Build, Tables};

@@ -1,8 +1,8 @@
 //! The page: the root component provides the state every view uses.
 
-use super::{chain, compare, controls, guide, memory, stepper, sweep, timeline};
+use super::{chain, compare, controls, guide, memory, min_memory, stepper, sweep, timeline};
 use crate::io;
-use crate::state::{AppState, ChainSource};
+use crate::state::{AppState, ChainSource, MinMemory};
 use leptos::prelude::*;
 
 #[component]
@@ -12,6 +12,7 @@ pub fn App() -> impl IntoView {
         ChainSource::Example(io::DEFAULT_EXAMPLE.into()),
     );
     state.start();
+    provide_context(MinMemory::new(state.loaded));
     io::initial_load(state);
     io::sync_url(state);
     provide_context(state);
@@ -26,6 +27,7 @@ pub fn App() -> impl IntoView {
             <section class="card">
                 <chain::ChainView />
             </section>
+            <min_memory::MinMemoryCard />
             <section class="card">
                 <memory::MemoryChart />
             </section>

@@ -6,81 +6,28 @@ use super::chart::{
     MARGIN_L, PLOT_W,
 };
 use super::notation::math_text;
-use crate::state::{use_app, Current};
+use crate::state::{use_app, use_min_memory, Current};
 use leptos::prelude::*;
-use remat_core::{Chain, Op};
+use remat_core::schedule::{fates, Fate};
+use remat_core::Chain;
 
 const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
 const MAX_BOX_H: f64 = 104.0;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Fate {
-    /// F_all in the forward phase: ā^ℓ kept until B^ℓ.
-    Kept,
-    /// F_ck: the input a^{ℓ-1} kept as a checkpoint.
-    Checkpoint,
-    /// F_∅: nothing kept, recomputed later.
-    Dropped,
-    Offloaded,
-    /// No schedule at this budget.
-    Unknown,
-}
-
-impl Fate {
-    fn color(self) -> &'static str {
-        match self {
-            Fate::Kept => palette::KEPT,
-            Fate::Checkpoint => palette::CHECKPOINT,
-            Fate::Dropped => palette::RECOMPUTE,
-            Fate::Offloaded => palette::OFFLOAD,
-            Fate::Unknown => "#c9d0da",
-        }
+/// The colour of a stage's fate on the chain (the legend's swatches).
+pub fn fate_color(fate: Fate) -> &'static str {
+    match fate {
+        Fate::Kept => palette::KEPT,
+        Fate::Checkpoint => palette::CHECKPOINT,
+        Fate::Dropped => palette::RECOMPUTE,
+        Fate::Offloaded => palette::OFFLOAD,
+        Fate::Unknown => "#c9d0da",
     }
-    fn describe(self) -> &'static str {
-        match self {
-            Fate::Kept => "kept: F_all in the forward phase, ā^ℓ stays until B^ℓ",
-            Fate::Checkpoint => "checkpoint: F_ck keeps its input a^{ℓ-1}",
-            Fate::Dropped => "dropped: F_∅ keeps nothing; recomputed before its backward",
-            Fate::Offloaded => "offloaded to host memory",
-            Fate::Unknown => "no schedule at this budget",
-        }
-    }
-}
-
-/// Per stage: its fate and how many times it is recomputed.
-pub fn fates(chain: &Chain, ops: Option<&[Op]>) -> Vec<(Fate, usize)> {
-    let n = chain.len();
-    let Some(ops) = ops else {
-        return vec![(Fate::Unknown, 0); n + 1];
-    };
-    let mut out = vec![(Fate::Unknown, 0usize); n + 1];
-    let mut forwards = vec![0usize; n + 1];
-    for op in ops {
-        let l = op.stage().min(n);
-        match op {
-            Op::ForwardAll { .. } | Op::ForwardCheckpoint { .. } | Op::ForwardNone { .. } => {
-                if forwards[l] == 0 {
-                    out[l].0 = match op {
-                        Op::ForwardAll { .. } => Fate::Kept,
-                        Op::ForwardCheckpoint { .. } => Fate::Checkpoint,
-                        _ => Fate::Dropped,
-                    };
-                }
-                forwards[l] += 1;
-            }
-            Op::Offload { .. } => out[l].0 = Fate::Offloaded,
-            _ => {}
-        }
-    }
-    for l in 1..=n {
-        out[l].1 = forwards[l].saturating_sub(1);
-    }
-    out
 }
 
 /// Left edge of each box (index 1..=L) and the end, in chart units.
-fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
+pub(super) fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
     let n = chain.len();
     let weights: Vec<f64> = (1..=n)
         .map(|l| {
@@ -125,7 +72,7 @@ fn layer(c: &Current, uniform: bool) -> String {
         } else {
             (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0)
         };
-        batch.rect(fate.color(), x, BASE_Y - h, w, h);
+        batch.rect(fate_color(fate), x, BASE_Y - h, w, h);
         if recomputed > 0 && w >= 14.0 {
             s.push_str(&format!(
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">↻{}</text>"##,
@@ -184,6 +131,14 @@ pub fn ChainView() -> impl IntoView {
                 stroke=palette::CURSOR stroke-width="2.5" rx="3" />
         })
     };
+    // The minimum memory mode's optimal set (views/min_memory.rs).
+    let min_memory = use_min_memory();
+    let hong_marks = move || {
+        let set = min_memory.marked();
+        let chain = state.loaded.chain.get();
+        let e = edges(&chain, state.view.uniform.get());
+        super::min_memory::chain_marks(&chain, &set, &e, BASE_Y)
+    };
     let tooltip = move || {
         let (l, fx) = hover.get()?;
         let c = state.shown.current.get()?;
@@ -206,7 +161,7 @@ pub fn ChainView() -> impl IntoView {
                         <tr><td>"no-grad forward"</td><td>{ms(t)}</td></tr>
                     })}
                 </table>
-                <div><i class="dot" style=format!("background:{}", fate.color())></i>{fate.describe()}</div>
+                <div><i class="dot" style=format!("background:{}", fate_color(fate))></i>{fate.describe()}</div>
                 {(rec > 0).then(|| view! { <div>{format!("recomputed {rec}× in the backward phase")}</div> })}
             </div>
         })
@@ -245,6 +200,7 @@ pub fn ChainView() -> impl IntoView {
         <div class="chart-wrap">
             <ChartSvg id="chain-svg" height=H layer=heavy summary=Signal::derive(summary)
                 on_move=Callback::new(on_move) on_leave=Callback::new(move |_| hover.set(None))>
+                <g id="hong-marks" inner_html=hong_marks></g>
                 {highlight}
             </ChartSvg>
             {tooltip}

@@ -10,28 +10,10 @@ pub mod controls;
 pub mod guide;
 pub mod legend;
 pub mod memory;
+pub mod min_memory;
 pub mod notation;
 pub mod stepper;
 pub mod sweep;
 pub mod timeline;
 
 pub use app::App;
-
-use remat_core::Op;
-
-/// For each op, whether it recomputes a stage already computed once.
-pub fn recompute_flags(ops: &[Op], stages: usize) -> Vec<bool> {
-    let mut seen = vec![false; stages + 2];
-    ops.iter()
-        .map(|op| {
-            if op.is_forward() {
-                let l = op.stage().min(stages + 1);
-                let again = seen[l];
-                seen[l] = true;
-                again
-            } else {
-                false
-            }
-        })
-        .collect()
-}

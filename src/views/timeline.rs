@@ -6,9 +6,9 @@ use super::chart::{
     PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
 use super::notation::{math_text, svg_math};
-use super::recompute_flags;
 use crate::state::{use_app, Current};
 use leptos::prelude::*;
+use remat_core::schedule::recompute_flags;
 use remat_core::simulator::Lane;
 
 const H: f64 = 150.0;
