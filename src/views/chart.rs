@@ -399,3 +399,139 @@ pub fn ProgressBar(id: &'static str, fraction: Signal<f64>) -> impl IntoView {
         <span>{move || format!("{:.0} %", fraction.get() * 100.0)}</span>
     }
 }
+
+/// A marker shape, so lines that overlap stay told apart where they meet.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Marker {
+    Circle,
+    Ring,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+}
+
+/// One marker at (x, y), `r` its half size.
+pub fn marker_svg(marker: Marker, x: f64, y: f64, r: f64, color: &str) -> String {
+    match marker {
+        Marker::Circle => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r:.1}" fill="{color}"/>"#),
+        Marker::Ring => format!(
+            r##"<circle cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="#ffffff" stroke="{color}" stroke-width="1.8"/>"##,
+            r * 1.2
+        ),
+        Marker::Square => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r
+        ),
+        Marker::Triangle => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}Z" fill="{color}"/>"#,
+            y - r * 1.2,
+            x + r * 1.2,
+            y + r,
+            x - r * 1.2,
+            y + r
+        ),
+        Marker::Diamond => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {y:.1}L{x:.1} {:.1}L{:.1} {y:.1}Z" fill="{color}"/>"#,
+            y - r * 1.3,
+            x + r * 1.3,
+            y + r * 1.3,
+            x - r * 1.3
+        ),
+        Marker::Cross => format!(
+            r#"<path d="M{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}" stroke="{color}" stroke-width="2"/>"#,
+            x - r,
+            y - r,
+            x + r,
+            y + r,
+            x - r,
+            y + r,
+            x + r,
+            y - r
+        ),
+    }
+}
+
+/// A line's legend key: a short stretch of the line, dashed as drawn, with
+/// its marker in the middle (`w` × 12 units, drawn at `x`, `y` its middle).
+pub fn line_key_svg(x: f64, y: f64, w: f64, color: &str, dash: &str, marker: Marker) -> String {
+    format!(
+        r#"<line x1="{x:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2.2" stroke-dasharray="{dash}"/>{}"#,
+        x + w,
+        marker_svg(marker, x + w / 2.0, y, 3.5, color)
+    )
+}
+
+/// A read-out at the pointer: a vertical line at `px` over the plot of
+/// `frame`, and a box beside it (on the side with room) with a title and
+/// one coloured row per line.
+pub fn readout_svg(
+    id: &str,
+    frame: &Frame,
+    px: f64,
+    title: &str,
+    rows: &[(&'static str, String)],
+) -> String {
+    let width = (rows.iter().map(|(_, r)| r.chars().count()))
+        .chain(std::iter::once(title.chars().count()))
+        .max()
+        .unwrap_or(0) as f64
+        * 6.6
+        + 14.0;
+    let height = 18.0 + rows.len() as f64 * 15.0;
+    let left = if px + 8.0 + width > frame.w - frame.right {
+        px - 8.0 - width
+    } else {
+        px + 8.0
+    };
+    let top = frame.top + 4.0;
+    let mut s = format!(
+        r##"<g id="{id}" class="readout" pointer-events="none"><line x1="{px:.1}" x2="{px:.1}" y1="{}" y2="{:.1}" stroke="{}" stroke-width="1"/><rect x="{left:.1}" y="{top:.1}" width="{width:.1}" height="{height:.1}" rx="4" fill="#ffffff" fill-opacity="0.94" stroke="#c9d0da"/><text x="{:.1}" y="{:.1}" font-size="11.5" font-weight="700" fill="#2b3442">{title}</text>"##,
+        frame.top,
+        frame.h - frame.bottom,
+        palette::CURSOR,
+        left + 7.0,
+        top + 14.0,
+    );
+    for (i, (color, row)) in rows.iter().enumerate() {
+        s.push_str(&format!(
+            r#"<text class="readout-row" x="{:.1}" y="{:.1}" font-size="11" fill="{color}" font-weight="600">{row}</text>"#,
+            left + 7.0,
+            top + 29.0 + i as f64 * 15.0
+        ));
+    }
+    s.push_str("</g>");
+    s
+}
+
+/// The pointer over a small chart of `frame`, in its units (x only).
+pub fn frame_x(ev: &leptos::ev::MouseEvent, frame: &Frame) -> Option<f64> {
+    chart_point(ev, frame.h).map(|(_, _, fx)| fx * frame.w)
+}
+
+/// The fraction of the way across the plot of `frame` at `px`.
+impl Frame {
+    pub fn fraction_at(&self, px: f64) -> f64 {
+        ((px - self.left) / (self.w - self.left - self.right)).clamp(0.0, 1.0)
+    }
+}
+
+/// A legend entry for a line: its dash and marker as drawn.
+#[component]
+pub fn LineSwatch(
+    color: &'static str,
+    dash: &'static str,
+    marker: Marker,
+    label: &'static str,
+) -> impl IntoView {
+    view! {
+        <span class="swatch line-swatch">
+            <svg width="30" height="12" viewBox="0 0 30 12" aria-hidden="true"
+                inner_html=line_key_svg(1.0, 6.0, 28.0, color, dash, marker)></svg>
+            <span>{label}</span>
+        </span>
+    }
+}
