@@ -5,6 +5,7 @@ use super::chart::{
     bytes, chart_point, layer_of, ms, palette, swatches, tooltip_style, CardHead, ChartSvg,
     PathBatch, MARGIN_L, PLOT_W,
 };
+use super::figure::{Figure, FigureButtons};
 use super::notation::math_text;
 use crate::state::{use_app, Current};
 use leptos::prelude::*;
@@ -13,6 +14,15 @@ use remat_core::{Chain, Op};
 const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
 const MAX_BOX_H: f64 = 104.0;
+
+/// The chain's legend: (colour, label in caret notation); the page's and
+/// the exported figure's.
+pub const LEGEND: &[(&str, &str)] = &[
+    (palette::KEPT, "kept (F_all)"),
+    (palette::CHECKPOINT, "checkpointed input (F_ck)"),
+    (palette::RECOMPUTE, "dropped, recomputed (F_∅)"),
+    (palette::OFFLOAD, "offloaded"),
+];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Fate {
@@ -305,9 +315,9 @@ pub fn ChainView() -> impl IntoView {
     };
     view! {
         <CardHead title="Layer chain">
-            {swatches(&[(palette::KEPT, "kept (F_all)"), (palette::CHECKPOINT, "checkpointed input (F_ck)"),
-                (palette::RECOMPUTE, "dropped, recomputed (F_∅)"), (palette::OFFLOAD, "offloaded")])}
+            {swatches(LEGEND)}
             <span class="muted">"↻n = recomputations"</span>
+            <FigureButtons figure=Figure::Chain />
             <label class="toggle">
                 <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
                     on:change=move |ev| state.view.uniform.set(event_target_checked(&ev)) />

@@ -3,6 +3,7 @@
 use super::chart::{
     byte_ticks, bytes, frame_x, marker_svg, ms, pct, readout_svg, Frame, LineSwatch, Marker,
 };
+use super::figure::{Figure, FigureButtons};
 use crate::protocol::Summary;
 use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
@@ -327,6 +328,7 @@ pub fn Compare() -> impl IntoView {
             <div class="card-head">
                 <h2>"Compare algorithms"</h2>
                 <span class="muted">{move || format!("at {} — each schedule measured by the simulator", bytes(state.controls.budget.get()))}</span>
+                <FigureButtons figure=Figure::Compare />
                 {move || missing().then(|| view! {
                     <button id="build-all" on:click=move |_| state.build_all()
                         title="Long chains build one table at a time in the worker">"Build all tables"</button>

@@ -5,12 +5,22 @@ use super::chart::{
     byte_ticks, bytes, layer_of, ms, num, palette, swatches, time_axis_svg, tooltip_style, x_of,
     CardHead, ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
+use super::figure::{Figure, FigureButtons};
 use super::notation::math_text;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::simulator::{Residency, TensorId, Trace};
 
 const H: f64 = 300.0;
+
+/// The memory chart's legend (the budget line apart): the page's and the
+/// exported figure's.
+pub const LEGEND: &[(&str, &str)] = &[
+    (palette::SAVED[0], "ā^ℓ saved for backward"),
+    (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
+    (palette::GRADIENT[0], "δ^ℓ gradient"),
+    (palette::WORKSPACE, "workspace"),
+];
 const TOP: f64 = 16.0;
 const PLOT_H: f64 = 250.0;
 
@@ -192,9 +202,9 @@ pub fn MemoryChart() -> impl IntoView {
     };
     view! {
         <CardHead title="Memory over time">
-            {swatches(&[(palette::SAVED[0], "ā^ℓ saved for backward"), (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
-                (palette::GRADIENT[0], "δ^ℓ gradient"), (palette::WORKSPACE, "workspace")])}
+            {swatches(LEGEND)}
             <span class="swatch"><i class="dash"></i>"budget"</span>
+            <FigureButtons figure=Figure::Memory />
         </CardHead>
         <div class="chart-wrap">
             <ChartSvg id="memory-svg" height=H layer=heavy

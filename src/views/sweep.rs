@@ -5,6 +5,7 @@
 
 use super::chart::{bytes, frame_x, marker_svg, palette, pct, readout_svg, Frame, ProgressBar};
 use super::compare::{alg_color, alg_keys, alg_marker, alg_path};
+use super::figure::{Figure, FigureButtons};
 use crate::protocol::{Sweep, SweepPoint};
 use crate::service::{SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
 use crate::state::use_app;
@@ -286,6 +287,7 @@ pub fn SweepView() -> impl IntoView {
             <div class="card-head">
                 <h2>"Offloading sweep"</h2>
                 <span class="muted">"POFO's figures for this chain: each point is a solve of every offloading algorithm, measured by the simulator"</span>
+                <FigureButtons figure=Figure::Sweep />
                 {move || match running.get() {
                     true => view! {
                         <span class="status building">

@@ -5,6 +5,7 @@ use super::chart::{
     layer_of, ms, op_color, palette, swatches, time_axis_svg, tooltip_style, x_of, CardHead,
     ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
 };
+use super::figure::{Figure, FigureButtons};
 use super::notation::{math_text, svg_math};
 use super::recompute_flags;
 use crate::state::{use_app, Current};
@@ -12,6 +13,15 @@ use leptos::prelude::*;
 use remat_core::simulator::Lane;
 
 const H: f64 = 150.0;
+
+/// The timelines' legend (idle apart): the page's and the exported figure's.
+pub const LEGEND: &[(&str, &str)] = &[
+    (palette::FORWARD, "forward"),
+    (palette::RECOMPUTE, "recompute"),
+    (palette::BACKWARD, "backward"),
+    (palette::OFFLOAD, "offload"),
+    (palette::PREFETCH, "prefetch"),
+];
 const AXIS_Y: f64 = 114.0;
 
 /// The top and the height of a lane's band.
@@ -138,10 +148,10 @@ pub fn Timelines() -> impl IntoView {
     };
     view! {
         <CardHead title="Timelines">
-            {swatches(&[(palette::FORWARD, "forward"), (palette::RECOMPUTE, "recompute"), (palette::BACKWARD, "backward"),
-                (palette::OFFLOAD, "offload"), (palette::PREFETCH, "prefetch")])}
+            {swatches(LEGEND)}
             <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
             <span class="muted">{idle}</span>
+            <FigureButtons figure=Figure::Timelines />
         </CardHead>
         <div class="chart-wrap">
             <ChartSvg id="timeline-svg" height=H layer=heavy
