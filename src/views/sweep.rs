@@ -88,8 +88,10 @@ fn chart(
                         "{}{px:.1} {py:.1}",
                         if pen_up { "M" } else { "L" }
                     ));
+                    // A round target wider than the marker carries the
+                    // point's hover title.
                     marks.push_str(&format!(
-                        "<g>{}<title>{}: {}</title></g>",
+                        r#"<g><circle class="hit" cx="{px:.1}" cy="{py:.1}" r="7" fill="transparent"/>{}<title>{}: {}</title></g>"#,
                         marker_svg(alg_marker(alg), px, py, 3.2, alg_color(alg)),
                         alg.name(),
                         pct(m / sc.seq - 1.0)
