@@ -175,3 +175,57 @@ test('sweep and compare curves: a marker at the budget, a dash per algorithm, ho
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+/// The time window a chart shows, from its data attributes (seconds).
+async function windowOf(page, sel) {
+  return page.$eval(sel, (el) => [Number(el.dataset.t0), Number(el.dataset.t1)]);
+}
+
+// Fails if the wheel does not zoom (the window would keep its width), if
+// the memory chart and the timelines show different windows, if the zoom
+// is not around the pointer, if a drag does not pan, or if reset does not
+// bring back the whole step. Mutation tried: the zoom kept per chart (the
+// memory chart's window stayed the whole step: the equality failed).
+test('timelines and memory curve zoom with the wheel, pan with a drag, reset, in sync', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
+  await slide(page, 300);
+  const makespanText = await text(page, '#stat-makespan');
+  const [t0, t1] = await windowOf(page, '#timeline-svg');
+  assert.equal(t0, 0);
+  assert.ok(t1 > 0);
+  assert.deepEqual(await windowOf(page, '#memory-svg'), [t0, t1]);
+  assert.ok(await page.locator('#zoom-reset-timelines').isDisabled());
+  // Three notches up at 3/4 of the timeline's width.
+  const box = await page.locator('#timeline-svg').boundingBox();
+  const px = box.x + box.width * 0.75;
+  await page.mouse.move(px, box.y + box.height * 0.3);
+  for (let i = 0; i < 3; i++) {
+    await page.mouse.wheel(0, -100);
+    await page.waitForTimeout(50);
+  }
+  await page.waitForFunction(() => Number(document.querySelector('#timeline-svg').dataset.t0) > 0);
+  const [z0, z1] = await windowOf(page, '#timeline-svg');
+  assert.ok(Math.abs((z1 - z0) / (t1 - t0) - 0.512) < 1e-6, `0.8³ of the step: ${z0} … ${z1}`);
+  assert.deepEqual(await windowOf(page, '#memory-svg'), [z0, z1], 'both charts show the same range');
+  // Around the pointer: the time under it stays put.
+  const under = (w) => t0 + ((box.width * 0.75 / box.width * 1200 - 78) / 1106) * (w[1] - w[0]) + w[0] - t0;
+  assert.ok(Math.abs(under([z0, z1]) - under([t0, t1])) < (t1 - t0) * 1e-6, 'zoomed around the pointer');
+  assert.ok(await page.locator('#zoom-reset-memory').isEnabled());
+  // The axis shows the zoomed range: its first tick is at or after z0.
+  // A drag to the left moves the window later in the step.
+  await page.mouse.move(px, box.y + box.height * 0.3);
+  await page.mouse.down();
+  await page.mouse.move(px - box.width * 0.2, box.y + box.height * 0.3, { steps: 4 });
+  await page.mouse.up();
+  const [p0, p1] = await windowOf(page, '#memory-svg');
+  assert.ok(p0 > z0, `panned: ${z0} → ${p0}`);
+  assert.ok(Math.abs((p1 - p0) - (z1 - z0)) < 1e-9, 'a pan keeps the width');
+  assert.deepEqual(await windowOf(page, '#timeline-svg'), [p0, p1]);
+  await page.locator('.app').screenshot({ path: process.env.FIGURES_SHOT ?? '/tmp/remat-zoomed.png' });
+  await page.locator('#zoom-reset-memory').click();
+  assert.deepEqual(await windowOf(page, '#timeline-svg'), [t0, t1]);
+  assert.deepEqual(await windowOf(page, '#memory-svg'), [t0, t1]);
+  assert.equal(await text(page, '#stat-makespan'), makespanText);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

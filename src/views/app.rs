@@ -15,6 +15,8 @@ pub fn App() -> impl IntoView {
     io::initial_load(state);
     io::sync_url(state);
     provide_context(state);
+    // One time window for the memory chart and the timelines.
+    provide_context(super::chart::TimeZoom::new());
     controls::install_drop(state);
     view! {
         <div class="app" data-plan-id=move || state.shown.id.get().to_string()>

@@ -190,23 +190,144 @@ pub fn chart_point(ev: &leptos::ev::MouseEvent, height: f64) -> Option<(f64, f64
     Some((fx * CHART_W, fy * height, fx))
 }
 
-/// The time axis shared by the memory chart and the timelines.
-pub fn time_axis_svg(makespan: f64, y: f64, tick_h: f64) -> String {
-    let mut s = String::new();
-    for t in ticks(makespan, 10) {
-        let x = MARGIN_L + t / makespan.max(1e-12) * PLOT_W;
-        s.push_str(&format!(
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
-            y + tick_h,
-            y + tick_h + 13.0,
-            ms(t)
-        ));
-    }
-    s
+/// The part of the schedule's time the memory chart and the timelines
+/// show, as fractions of the makespan: one window for both, so zooming or
+/// panning one moves the other (they share the time axis).
+#[derive(Clone, Copy)]
+pub struct TimeZoom {
+    window: RwSignal<(f64, f64)>,
+    /// Where a drag started: the pointer's x (px) and the window then.
+    drag: RwSignal<Option<(f64, (f64, f64))>>,
 }
 
-pub fn x_of(t: f64, makespan: f64) -> f64 {
-    MARGIN_L + t / makespan.max(1e-12) * PLOT_W
+/// The narrowest window: 1/2000 of the makespan (a 300-stage step's op).
+const MIN_WINDOW: f64 = 5e-4;
+
+impl TimeZoom {
+    pub fn new() -> TimeZoom {
+        TimeZoom {
+            window: RwSignal::new((0.0, 1.0)),
+            drag: RwSignal::new(None),
+        }
+    }
+
+    /// The window (tracked).
+    pub fn get(self) -> (f64, f64) {
+        self.window.get()
+    }
+
+    pub fn zoomed(self) -> bool {
+        self.window.with(|&(lo, hi)| lo > 0.0 || hi < 1.0)
+    }
+
+    pub fn reset(self) {
+        self.window.set((0.0, 1.0));
+    }
+
+    /// Scales the window by `factor` (< 1 zooms in) around the point
+    /// `at` of the way across the plot, kept inside [0, 1].
+    pub fn zoom(self, at: f64, factor: f64) {
+        self.window.update(|w| {
+            let span = w.1 - w.0;
+            let new = (span * factor).clamp(MIN_WINDOW, 1.0);
+            let pivot = w.0 + at.clamp(0.0, 1.0) * span;
+            *w = fit(pivot - at.clamp(0.0, 1.0) * new, new);
+        });
+    }
+
+    fn start_drag(self, px: f64) {
+        self.drag.set(Some((px, self.window.get_untracked())));
+    }
+
+    /// Moves the window with the pointer: `px` in pixels, `width` the
+    /// plot's width in pixels.
+    fn dragged(self, px: f64, plot_px: f64) {
+        if let Some((from, (lo, hi))) = self.drag.get_untracked() {
+            let shift = (px - from) / plot_px.max(1.0) * (hi - lo);
+            if shift != 0.0 {
+                self.window.set(fit(lo - shift, hi - lo));
+            }
+        }
+    }
+
+    fn end_drag(self) {
+        self.drag.set(None);
+    }
+}
+
+impl Default for TimeZoom {
+    fn default() -> Self {
+        TimeZoom::new()
+    }
+}
+
+/// A window `span` wide starting near `lo`, moved inside [0, 1].
+fn fit(lo: f64, span: f64) -> (f64, f64) {
+    let lo = lo.clamp(0.0, 1.0 - span);
+    (lo, if span >= 1.0 { 1.0 } else { lo + span })
+}
+
+/// The shared time window, provided by the page ([`TimeZoom::new`]).
+pub fn use_zoom() -> TimeZoom {
+    use_context::<TimeZoom>().expect("the page provides the time zoom")
+}
+
+/// Times ↔ chart x over a window of the schedule.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeScale {
+    pub t0: f64,
+    pub t1: f64,
+}
+
+impl TimeScale {
+    pub fn new(makespan: f64, (lo, hi): (f64, f64)) -> TimeScale {
+        TimeScale {
+            t0: lo * makespan,
+            t1: hi * makespan,
+        }
+    }
+
+    pub fn x(&self, t: f64) -> f64 {
+        MARGIN_L + (t - self.t0) / (self.t1 - self.t0).max(1e-15) * PLOT_W
+    }
+
+    /// The time at chart x `x` (clamped to the window).
+    pub fn t_at(&self, x: f64) -> f64 {
+        self.t0 + ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * (self.t1 - self.t0)
+    }
+
+    /// The time axis over the window: round ticks, grid lines to `y`.
+    pub fn axis_svg(&self, y: f64, tick_h: f64) -> String {
+        let span = self.t1 - self.t0;
+        let step = match ticks(span, 10).get(1) {
+            Some(&step) if step > 0.0 => step,
+            _ => return String::new(),
+        };
+        let mut s = String::new();
+        let first = (self.t0 / step - 1e-9).ceil() as i64;
+        for k in first.. {
+            let t = k as f64 * step;
+            if t > self.t1 + step * 1e-6 {
+                break;
+            }
+            let x = self.x(t);
+            s.push_str(&format!(
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
+                y + tick_h,
+                y + tick_h + 13.0,
+                ms(t)
+            ));
+        }
+        s
+    }
+}
+
+/// `inner` clipped to the plot's columns (x from MARGIN_L over PLOT_W), so
+/// that a zoomed chart draws nothing over its axis labels.
+pub fn clip_to_plot(height: f64, inner: &str) -> String {
+    format!(
+        r#"<svg x="{MARGIN_L}" y="0" width="{PLOT_W}" height="{height}" viewBox="{MARGIN_L} 0 {PLOT_W} {height}" overflow="hidden">{inner}</svg>"#
+    )
 }
 
 /// Writes `x` with at most one decimal (1/10 of a chart unit, under a tenth
@@ -291,6 +412,7 @@ pub struct TimeHover {
     height: f64,
     /// Where the pointer is, as a fraction of the chart's width.
     fx: RwSignal<Option<f64>>,
+    zoom: TimeZoom,
 }
 
 impl TimeHover {
@@ -299,6 +421,7 @@ impl TimeHover {
             state: use_app(),
             height,
             fx: RwSignal::new(None),
+            zoom: use_zoom(),
         }
     }
 
@@ -308,8 +431,8 @@ impl TimeHover {
         };
         self.state.shown.current.with_untracked(|c| {
             if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
-                let time = ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * t.makespan_seconds;
-                self.state.view.hover(time);
+                let scale = TimeScale::new(t.makespan_seconds, self.zoom.window.get_untracked());
+                self.state.view.hover(scale.t_at(x));
                 self.fx.set(Some(fx));
             }
         });
@@ -324,7 +447,14 @@ impl TimeHover {
     pub fn cursor_x(self) -> Option<f64> {
         let t = self.state.view.cursor.get()?;
         let c = self.state.shown.current.get()?;
-        Some(x_of(t, c.ok_trace()?.makespan_seconds))
+        let x = self.scale(c.ok_trace()?.makespan_seconds).x(t);
+        (MARGIN_L..=MARGIN_L + PLOT_W).contains(&x).then_some(x)
+    }
+
+    /// The time scale of a schedule of `makespan` in the shared window
+    /// (tracked).
+    pub fn scale(self, makespan: f64) -> TimeScale {
+        TimeScale::new(makespan, self.zoom.get())
     }
 
     /// While the pointer is over this chart: where (fraction of the width),
@@ -351,7 +481,10 @@ pub fn CardHead(title: &'static str, children: Children) -> impl IntoView {
 
 /// A full-width chart against the page's coordinates: a white ground, the
 /// heavy `layer` (one string of SVG, redrawn when the schedule changes),
-/// then `children` (cursors, highlights) over it.
+/// then `children` (cursors, highlights) over it. A `zoomable` chart (one
+/// against the schedule's time) zooms with the wheel around the pointer
+/// and pans with a drag, in the window it shares with the others, and says
+/// which times it shows (`data-t0`, `data-t1`, seconds).
 #[component]
 pub fn ChartSvg(
     id: &'static str,
@@ -359,16 +492,108 @@ pub fn ChartSvg(
     #[prop(into)] layer: Signal<String>,
     on_move: Callback<leptos::ev::MouseEvent>,
     on_leave: Callback<()>,
+    #[prop(optional)] zoomable: bool,
     children: Children,
 ) -> impl IntoView {
+    let state = use_app();
+    let zoom = zoomable.then(use_zoom);
+    let node = NodeRef::<leptos::svg::Svg>::new();
+    if let Some(zoom) = zoom {
+        // Not through Leptos' delegated `on:wheel`: a listener on the
+        // document is passive, and the page would scroll as it zooms.
+        Effect::new(move |done: Option<bool>| {
+            if done == Some(true) {
+                return true;
+            }
+            let Some(el) = node.get() else {
+                return false;
+            };
+            listen_wheel(&el, zoom);
+            true
+        });
+    }
+    let window = move || {
+        let zoom = zoom?;
+        let makespan = state.shown.current.with(|c| {
+            c.as_ref()
+                .and_then(|c| c.ok_trace().map(|t| t.makespan_seconds))
+        })?;
+        Some(TimeScale::new(makespan, zoom.get()))
+    };
+    let on_down = move |ev: leptos::ev::MouseEvent| {
+        if let Some(zoom) = zoom {
+            if ev.button() == 0 {
+                ev.prevent_default();
+                zoom.start_drag(ev.client_x() as f64);
+            }
+        }
+    };
+    let on_drag = move |ev: &leptos::ev::MouseEvent| {
+        use wasm_bindgen::JsCast;
+        let Some(zoom) = zoom else { return };
+        let Some(el) = ev
+            .current_target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        else {
+            return;
+        };
+        zoom.dragged(
+            ev.client_x() as f64,
+            el.get_bounding_client_rect().width() * PLOT_W / CHART_W,
+        );
+    };
     view! {
         <svg id=id xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {height}")
-            font-family="Inter, system-ui, sans-serif"
-            on:mousemove=move |ev| on_move.run(ev) on:mouseleave=move |_| on_leave.run(())>
+            font-family="Inter, system-ui, sans-serif" node_ref=node
+            class:zoomable=zoomable
+            data-t0=move || window().map(|w| format!("{:.9}", w.t0))
+            data-t1=move || window().map(|w| format!("{:.9}", w.t1))
+            on:mousedown=on_down
+            on:mouseup=move |_| if let Some(z) = zoom { z.end_drag() }
+            on:mousemove=move |ev| { on_drag(&ev); on_move.run(ev) }
+            on:mouseleave=move |_| { if let Some(z) = zoom { z.end_drag() } on_leave.run(()) }>
             <rect x="0" y="0" width="1200" height=height fill="#ffffff" />
             <g inner_html=layer></g>
             {children()}
         </svg>
+    }
+}
+
+/// Wheel over a zoomable chart: in (up) or out (down) by a fixed step
+/// around the pointer.
+fn listen_wheel(el: &web_sys::SvgElement, zoom: TimeZoom) {
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::JsCast;
+    let target: web_sys::Element = el.clone().unchecked_into();
+    let handler = Closure::<dyn Fn(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
+        let rect = target.get_bounding_client_rect();
+        if rect.width() <= 0.0 || ev.delta_y() == 0.0 {
+            return;
+        }
+        ev.prevent_default();
+        let x = (ev.client_x() as f64 - rect.left()) / rect.width() * CHART_W;
+        let factor = if ev.delta_y() < 0.0 { 0.8 } else { 1.25 };
+        zoom.zoom((x - MARGIN_L) / PLOT_W, factor);
+    });
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_passive(false);
+    let _ = el.add_event_listener_with_callback_and_add_event_listener_options(
+        "wheel",
+        handler.as_ref().unchecked_ref(),
+        &options,
+    );
+    // The chart lives as long as the page.
+    handler.forget();
+}
+
+/// The reset button of the zoomed charts: back to the whole schedule.
+#[component]
+pub fn ZoomReset(id: &'static str) -> impl IntoView {
+    let zoom = use_zoom();
+    view! {
+        <button class="small zoom-reset" id=id disabled=move || !zoom.zoomed()
+            title="Show the whole step again (wheel over the chart zooms, a drag pans)"
+            on:click=move |_| zoom.reset()>"Reset zoom"</button>
     }
 }
 
