@@ -311,6 +311,9 @@ impl TimeScale {
                 break;
             }
             let x = self.x(t);
+            if !(MARGIN_L - 0.5..=MARGIN_L + PLOT_W + 0.5).contains(&x) {
+                continue;
+            }
             s.push_str(&format!(
                 r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
                 y + tick_h,

@@ -201,6 +201,9 @@ fn curves_svg(state: AppState) -> String {
             }
         }
         flush(&mut run, &mut d);
+        if curve.is_empty() {
+            continue; // offloading: their curves are the sweep's
+        }
         let current = *alg == state.controls.algorithm.get();
         s.push_str(&alg_path(*alg, &d, current));
         for (px, py) in dots {

@@ -117,7 +117,7 @@ fn layer(trace: &Trace, budget: u64, window: (f64, f64)) -> String {
             yy = y(b)
         ));
     }
-    s.push_str(&clip_to_plot(H, &scale.axis_svg(TOP + PLOT_H, 5.0)));
+    s.push_str(&scale.axis_svg(TOP + PLOT_H, 5.0));
     s.push_str(&clip_to_plot(H, &stacked_paths(trace, y_max, &scale)));
     let yb = y(budget as f64);
     s.push_str(&format!(
