@@ -35,8 +35,8 @@ async function slide(page, value) {
 // Fails if a saved figure lacks its title, the chain, the algorithm, the
 // budget shown on the page or a legend label, if the PNG is not a PNG at 2×
 // the figure's width, or if the dashboard leaves out a figure. Mutation
-// tried: the context line left out of the composed SVG (the budget check
-// failed); the PNG drawn at 1× (the width check failed).
+// tried: the context line left out of the composed SVG (the test
+// failed at the chain name, its first check).
 test('each figure and the dashboard save as SVG and PNG, ready for a slide', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   await slide(page, 500);
@@ -84,8 +84,8 @@ test('each figure and the dashboard save as SVG and PNG, ready for a slide', asy
 // Fails if a recomputed stage too thin for its ↻ label loses it (the sum of
 // the labels would fall short of the stats' count), if a recomputed box has
 // no hover title, or if two outside labels overlap. Mutation tried: the old
-// rule (a label only on boxes at least 14 units wide): on vgg19 the labels
-// summed to 1 where the stats said 3–6.
+// rule (a label only on boxes at least 14 units wide): the labels' sum fell
+// short of the stats' count at the first budget tried.
 test('thin stages keep their recomputation count: an outside label and a hover', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   let outsides = 0;
@@ -127,8 +127,8 @@ test('thin stages keep their recomputation count: an outside label and a hover',
 // Fails if the budget marker stays put when the slider moves, if two
 // algorithms share a dash and a marker (a line hidden under another could
 // not be told apart), or if the read-out does not name every algorithm.
-// Mutation tried: rotor's dash set to pofo's (the distinct-pairs check
-// failed).
+// Mutation tried: rotor's dash set to pofo's (the sweep's distinct-dash
+// check failed).
 test('sweep and compare curves: a marker at the budget, a dash per algorithm, hover read-outs', async () => {
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&bandwidth=12000000000');
   // The compare curves.
@@ -187,8 +187,9 @@ async function windowOf(page, sel) {
 // Fails if the wheel does not zoom (the window would keep its width), if
 // the memory chart and the timelines show different windows, if the zoom
 // is not around the pointer, if a drag does not pan, or if reset does not
-// bring back the whole step. Mutation tried: the zoom kept per chart (the
-// memory chart's window stayed the whole step: the equality failed).
+// bring back the whole step. Mutation tried: each chart zoomed in its own
+// window (the timelines' window moved, the memory chart's did not: the
+// "same range" check failed).
 test('timelines and memory curve zoom with the wheel, pan with a drag, reset, in sync', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   await slide(page, 300);
