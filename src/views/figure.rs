@@ -113,8 +113,9 @@ impl Figure {
     }
 }
 
-/// What the figure shows, in one line: chain, algorithm, budget, result.
-fn context_line(state: AppState, figure: Figure) -> String {
+/// What the figure shows: chain, algorithm and budget; then, on a line of
+/// its own (one line would not fit a slide's width), the result.
+fn context_lines(state: AppState, figure: Figure) -> (String, String) {
     let chain = state.loaded.chain.get_untracked();
     let (lo, hi) = (
         state.loaded.m_low.get_untracked(),
@@ -132,25 +133,27 @@ fn context_line(state: AppState, figure: Figure) -> String {
         bytes(lo),
         bytes(hi)
     );
+    let mut result = String::new();
     let shown = state.shown.current.get_untracked();
     if let (Figure::Chain | Figure::Memory | Figure::Timelines, Some(c)) = (figure, &shown) {
         match c.ok_trace() {
-            Some(t) => s.push_str(&format!(
-                " · makespan {} ({} over no limit) · peak {}",
+            Some(t) => result.push_str(&format!(
+                "makespan {} ({} over no limit) · peak {} · {} recomputations",
                 ms(t.makespan_seconds),
                 pct(t.makespan_seconds / chain.sequential_seconds().max(1e-12) - 1.0),
-                bytes(t.peak_bytes)
+                bytes(t.peak_bytes),
+                t.recomputations
             )),
-            None => s.push_str(" · no schedule at this budget"),
+            None => result.push_str("no schedule at this budget"),
         }
     }
     if figure == Figure::Sweep {
-        s.push_str(&format!(
-            " · β = {:.0} GB/s",
+        result.push_str(&format!(
+            "current β = {:.0} GB/s; each point a solve, measured by the simulator",
             state.controls.bandwidth.get_untracked() / 1e9
         ));
     }
-    s
+    (s, result)
 }
 
 fn esc(s: &str) -> String {
@@ -228,16 +231,26 @@ fn nested_chart(id: &str, x: f64, y: f64, max_w: f64) -> Option<(String, f64)> {
 /// height. None when none of its charts is on the page.
 fn block(state: AppState, figure: Figure, top: f64) -> Option<(String, f64)> {
     let charts = figure.charts();
+    let (context, result) = context_lines(state, figure);
     let mut s = format!(
         r##"<text class="figure-title" x="{PAD}" y="{:.1}" font-size="22" font-weight="700" fill="#1d2430">{}</text><text class="figure-context" x="{PAD}" y="{:.1}" font-size="14" fill="#2b3442">{}</text>"##,
         top + 28.0,
         esc(figure.title()),
         top + 50.0,
-        svg_math(&context_line(state, figure))
+        svg_math(&context)
     );
-    let (legend, legend_h) = legend_svg(&figure.legend(), top + 62.0);
+    let mut y = top + 62.0;
+    if !result.is_empty() {
+        s.push_str(&format!(
+            r##"<text class="figure-result" x="{PAD}" y="{:.1}" font-size="14" fill="#2b3442">{}</text>"##,
+            top + 69.0,
+            esc(&result)
+        ));
+        y += 19.0;
+    }
+    let (legend, legend_h) = legend_svg(&figure.legend(), y);
     s.push_str(&legend);
-    let charts_top = top + 62.0 + legend_h + 8.0;
+    let charts_top = y + legend_h + 8.0;
     let w = (WIDTH - 2.0 * PAD * 0.5) / charts.len() as f64;
     let mut h = 0.0f64;
     let mut any = false;
