@@ -124,7 +124,7 @@ fn context_lines(state: AppState, figure: Figure) -> (String, String) {
     let budget = state.controls.budget.get_untracked();
     let alpha = (budget as f64 - lo as f64) / (hi as f64 - lo as f64).max(1.0);
     let algorithm = state.controls.algorithm.get_untracked();
-    let mut s = format!(
+    let s = format!(
         "{} · {} · budget {} (α = {:.2}, M_low {} … M_high {})",
         chain.name,
         algorithm.name(),
