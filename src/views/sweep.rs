@@ -254,36 +254,35 @@ pub fn SweepView() -> impl IntoView {
         })
     };
     let (alpha_px, beta_px) = (RwSignal::new(None::<f64>), RwSignal::new(None::<f64>));
-    let alpha_readout = move || {
-        let px = alpha_px.get()?;
-        sweep.with(|sw| {
-            let sw = sw.as_ref()?;
-            Some(readout(
-                "sweep-alpha-readout",
-                &sw.by_alpha,
-                alpha_of,
-                &alpha_ticks(),
-                sw.sequential_seconds,
-                px,
-                |a| format!("α = {a:.1} "),
-            ))
-        })
+    // The read-out under the pointer of a panel: `draw` picks its points.
+    let readout_at = move |px: RwSignal<Option<f64>>, draw: fn(&Sweep, f64) -> String| {
+        move || {
+            let px = px.get()?;
+            sweep.with(|sw| sw.as_ref().map(|sw| draw(sw, px)))
+        }
     };
-    let beta_readout = move || {
-        let px = beta_px.get()?;
-        sweep.with(|sw| {
-            let sw = sw.as_ref()?;
-            Some(readout(
-                "sweep-beta-readout",
-                &sw.by_bandwidth,
-                gbps_of,
-                &beta_ticks(sw),
-                sw.sequential_seconds,
-                px,
-                |b| format!("β = {b:.0} GB/s"),
-            ))
-        })
-    };
+    let alpha_readout = readout_at(alpha_px, |sw, px| {
+        readout(
+            "sweep-alpha-readout",
+            &sw.by_alpha,
+            alpha_of,
+            &alpha_ticks(),
+            sw.sequential_seconds,
+            px,
+            |a| format!("α = {a:.1} "),
+        )
+    });
+    let beta_readout = readout_at(beta_px, |sw, px| {
+        readout(
+            "sweep-beta-readout",
+            &sw.by_bandwidth,
+            gbps_of,
+            &beta_ticks(sw),
+            sw.sequential_seconds,
+            px,
+            |b| format!("β = {b:.0} GB/s"),
+        )
+    });
     view! {
         <section class="card sweep">
             <div class="card-head">
