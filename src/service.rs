@@ -21,9 +21,9 @@ use remat_core::format::read_any_chain;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::offload;
 use remat_core::solvers::{
-    budget_at_ratio, max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy,
-    Solution, SolveError,
+    max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
 };
+use remat_core::sweep::{self as core_sweep, SweepError, SweepRun};
 use remat_core::Chain;
 
 /// Memory ratios of the α figure (the paper's range, 0 = M_low, 1 = M_high).
@@ -478,40 +478,47 @@ fn solve_offloading(
     offload::solve(chain, alg, budget, &options, progress)
 }
 
-/// The two figures of POFO Section 5 for `chain`.
+/// The two figures of POFO Section 5 for `chain`, through the core's sweep
+/// (the CLI's `remat sweep` runs the same function): every algorithm of
+/// [`SWEEP_ALGORITHMS`] at every α of [`SWEEP_ALPHAS`] at `bandwidth`, then
+/// at [`SWEEP_FIXED_ALPHA`] at every β of [`SWEEP_BANDWIDTHS`].
+///
+/// A schedule the judge refuses (a solver bug) stops the sweep with the
+/// judge's message instead of showing a silent gap ("no makespan") that
+/// would read as "infeasible": the page shows the error where the figures go.
 fn sweep(
     chain: &Chain,
     bandwidth: f64,
     progress: &mut dyn FnMut(f64) -> bool,
-) -> Result<Sweep, SolveError> {
+) -> Result<Sweep, SweepError> {
     let range @ (m_low, m_high) = budget_range(chain);
-    let at = |alpha: f64| budget_at_ratio(m_low, m_high, alpha);
-    let mut runs: Vec<(f64, f64)> = SWEEP_ALPHAS.iter().map(|&a| (a, bandwidth)).collect();
-    runs.extend(SWEEP_BANDWIDTHS.iter().map(|&b| (SWEEP_FIXED_ALPHA, b)));
-    let total = (runs.len() * SWEEP_ALGORITHMS.len()) as f64;
-    let mut points = Vec::new();
-    let mut done = 0.0;
-    for &(alpha, bw) in &runs {
-        let budget = at(alpha);
-        for alg in SWEEP_ALGORITHMS {
-            let mut part = |f: f64| progress((done + f) / total);
-            // A failed solve stops the sweep with its error: a point left
-            // out would read as "infeasible".
-            let solution = solve_offloading(chain, alg, budget, Some(bw), &mut part)
-                .map_err(|e| SolveError::BadOption(format!("{alg} at α = {alpha}: {e}")))?;
-            let makespan_seconds = solution
-                .ops
-                .and_then(|ops| measure(chain, &ops, budget, Some(bw)))
-                .map(|t| t.makespan_seconds);
-            points.push(SweepPoint {
-                algorithm: alg,
-                alpha,
-                bandwidth: bw,
-                makespan_seconds,
-            });
-            done += 1.0;
-        }
-    }
+    let runs: Vec<SweepRun> = (SWEEP_ALPHAS.iter().map(|&alpha| SweepRun {
+        alpha,
+        bandwidth: Some(bandwidth),
+    }))
+    .chain(SWEEP_BANDWIDTHS.iter().map(|&b| SweepRun {
+        alpha: SWEEP_FIXED_ALPHA,
+        bandwidth: Some(b),
+    }))
+    .collect();
+    let mut points: Vec<SweepPoint> = core_sweep::sweep(
+        chain,
+        &SWEEP_ALGORITHMS,
+        &runs,
+        m_low,
+        m_high,
+        &Options::default(),
+        progress,
+    )?
+    .iter()
+    .map(|p| SweepPoint {
+        algorithm: p.algorithm,
+        alpha: p.alpha,
+        // Every run names its β, so the point's is that one.
+        bandwidth: p.bandwidth.unwrap_or(bandwidth),
+        makespan_seconds: p.makespan_seconds(),
+    })
+    .collect();
     let split = SWEEP_ALPHAS.len() * SWEEP_ALGORITHMS.len();
     let by_bandwidth = points.split_off(split);
     Ok(Sweep {

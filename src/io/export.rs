@@ -11,10 +11,14 @@ fn download(file_name: &str, mime: &str, text: &str) {
     let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
     let options = web_sys::BlobPropertyBag::new();
     options.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
-        return;
-    };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+    if let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) {
+        download_blob(file_name, &blob);
+    }
+}
+
+/// Starts a download of `blob`.
+fn download_blob(file_name: &str, blob: &web_sys::Blob) {
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(blob) else {
         return;
     };
     let document = leptos::prelude::document();
@@ -27,7 +31,8 @@ fn download(file_name: &str, mime: &str, text: &str) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-fn slug(name: &str) -> String {
+/// A name for files: lower-case letters and digits joined by dashes.
+pub fn slug(name: &str) -> String {
     let s: String = name
         .chars()
         .map(|c| {
@@ -110,4 +115,50 @@ pub fn export_svg(element_id: &str, file_name: &str) {
     if let Ok(text) = serializer.serialize_to_string(&el) {
         download(file_name, "image/svg+xml", &text);
     }
+}
+
+/// Saves a standalone SVG document.
+pub fn export_svg_text(svg: &str, file_name: &str) {
+    download(file_name, "image/svg+xml", svg);
+}
+
+/// Saves a standalone SVG document (`w` × `h` units) as a PNG at `scale`
+/// pixels per unit: the browser draws it as an image on a canvas that is
+/// never put on the page, and the canvas is encoded as PNG.
+pub fn export_png(svg: &str, w: f64, h: f64, scale: f64, file_name: &str) {
+    use wasm_bindgen::closure::Closure;
+    let Ok(img) = web_sys::HtmlImageElement::new() else {
+        return;
+    };
+    let (pw, ph) = ((w * scale).round() as u32, (h * scale).round() as u32);
+    let name = file_name.to_string();
+    let image = img.clone();
+    let onload = Closure::once_into_js(move || {
+        let document = leptos::prelude::document();
+        let Some(canvas) = (document.create_element("canvas").ok())
+            .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok())
+        else {
+            return;
+        };
+        canvas.set_width(pw);
+        canvas.set_height(ph);
+        let Some(ctx) = (canvas.get_context("2d").ok().flatten())
+            .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok())
+        else {
+            return;
+        };
+        let _ = ctx.draw_image_with_html_image_element_and_dw_and_dh(
+            &image, 0.0, 0.0, pw as f64, ph as f64,
+        );
+        let done = Closure::once_into_js(move |blob: Option<web_sys::Blob>| {
+            if let Some(blob) = blob {
+                download_blob(&name, &blob);
+            }
+        });
+        let _ = canvas.to_blob_with_type(done.unchecked_ref(), "image/png");
+    });
+    img.set_onload(Some(onload.unchecked_ref()));
+    // A data URL: the canvas stays readable (an SVG from it taints nothing).
+    let encoded: String = js_sys::encode_uri_component(svg).into();
+    img.set_src(&format!("data:image/svg+xml;charset=utf-8,{encoded}"));
 }

@@ -16,6 +16,8 @@ pub fn App() -> impl IntoView {
     io::initial_load(state);
     io::sync_url(state);
     provide_context(state);
+    // One time window for the memory chart and the timelines.
+    provide_context(super::chart::TimeZoom::new());
     controls::install_drop(state);
     view! {
         // One <main> landmark holds the page (axe: landmark-one-main, region).

@@ -5,6 +5,7 @@ use super::chart::{
     bytes, chart_point, layer_of, ms, palette, tooltip_style, CardHead, ChartSvg, PathBatch,
     MARGIN_L, PLOT_W,
 };
+use super::figure::{Figure, FigureButtons};
 use super::notation::math_text;
 use crate::state::{use_app, use_min_memory, Current};
 use leptos::prelude::*;
@@ -14,6 +15,15 @@ use remat_core::Chain;
 const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
 const MAX_BOX_H: f64 = 104.0;
+
+/// The chain's legend: (colour, label in caret notation); the page's and
+/// the exported figure's.
+pub const LEGEND: &[(&str, &str)] = &[
+    (palette::KEPT, "kept (F_all)"),
+    (palette::CHECKPOINT, "checkpointed input (F_ck)"),
+    (palette::RECOMPUTE, "dropped, recomputed (F_∅)"),
+    (palette::OFFLOAD, "offloaded"),
+];
 
 /// The colour of a stage's fate on the chain (the legend's swatches).
 pub fn fate_color(fate: Fate) -> &'static str {
@@ -63,6 +73,8 @@ fn layer(c: &Current, uniform: bool) -> String {
     let gap = if PLOT_W / n as f64 > 6.0 { 1.5 } else { 0.0 };
     let mut s = String::with_capacity(n * 160);
     let mut batch = PathBatch::default();
+    let mut outside = OutsideLabels::default();
+    let mut numbers = StageNumbers::new(n);
     for l in 1..=n {
         let (fate, recomputed) = fates[l];
         let x = e[l];
@@ -73,21 +85,35 @@ fn layer(c: &Current, uniform: bool) -> String {
             (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0)
         };
         batch.rect(fate_color(fate), x, BASE_Y - h, w, h);
-        if recomputed > 0 && w >= 14.0 {
+        if recomputed > 0 {
+            // A hover on every recomputed box, whatever its width: the
+            // count is never only in a label that may not fit.
             s.push_str(&format!(
-                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">↻{}</text>"##,
-                x + w / 2.0,
-                BASE_Y - h - 5.0,
-                recomputed
+                r##"<rect class="recomputed" data-stage="{l}" data-count="{recomputed}" x="{x:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" fill="transparent"><title>stage {l}: recomputed {recomputed}× in the backward phase</title></rect>"##,
+                BASE_Y - h,
             ));
+            let label = format!("↻{recomputed}");
+            if w >= 14.0 {
+                s.push_str(&format!(
+                    r##"<text class="recompute-label" data-stage="{l}" x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">{label}</text>"##,
+                    x + w / 2.0,
+                    BASE_Y - h - 5.0,
+                ));
+            } else {
+                outside.place(l, &label, x + w / 2.0, BASE_Y - h);
+            }
         }
-        if w >= 22.0 && n <= 40 {
-            s.push_str(&format!(
-                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#5a6474">{l}</text>"##,
-                x + w / 2.0,
-                BASE_Y + 14.0
-            ));
-        }
+        numbers.place(l, x + w / 2.0);
+    }
+    s.push_str(&outside.finish());
+    s.push_str(&numbers.svg);
+    // The total, which the stats' recomputation count also is.
+    let total: usize = fates.iter().skip(1).map(|f| f.1).sum();
+    if total > 0 {
+        s.push_str(&format!(
+            r##"<text id="chain-recompute-total" data-count="{total}" x="{:.1}" y="25" font-size="11" text-anchor="end" fill="#b4532a" font-weight="700">↻ {total} in all</text>"##,
+            MARGIN_L - 8.0
+        ));
     }
     s.insert_str(0, &batch.finish(""));
     s.push_str(&format!(
@@ -99,6 +125,82 @@ fn layer(c: &Current, uniform: bool) -> String {
         BASE_Y + 10.0
     ));
     s
+}
+
+/// Recomputation counts of boxes too thin to hold them, set in rows above
+/// the chain with a leader line to their box; a label that would overlap
+/// the one before it in every row moves right instead of disappearing.
+#[derive(Default)]
+struct OutsideLabels {
+    /// Where each row's last label ends (chart units).
+    row_end: [f64; 2],
+    svg: String,
+}
+
+impl OutsideLabels {
+    const ROW_Y: [f64; 2] = [12.0, 25.0];
+
+    fn place(&mut self, stage: usize, label: &str, cx: f64, box_top: f64) {
+        let width = label.chars().count() as f64 * 7.0 + 4.0;
+        let want = (cx - width / 2.0).max(MARGIN_L);
+        // The first row with room at the box; else the one that frees first.
+        let row = (0..2)
+            .find(|&r| self.row_end[r] <= want)
+            .unwrap_or_else(|| usize::from(self.row_end[1] < self.row_end[0]));
+        let left = want.max(self.row_end[row]);
+        self.row_end[row] = left + width;
+        let y = Self::ROW_Y[row];
+        self.svg.push_str(&format!(
+            r##"<line x1="{cx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#b4532a" stroke-width="0.8"/><text class="recompute-label outside" data-stage="{stage}" x="{:.1}" y="{y:.1}" font-size="11" fill="#b4532a" font-weight="700">{label}</text>"##,
+            left + width / 2.0,
+            box_top - 1.0,
+            y + 2.0,
+            left + 2.0,
+        ));
+    }
+
+    fn finish(self) -> String {
+        self.svg
+    }
+}
+
+/// Stage numbers under the chain: every stage where each fits, else every
+/// `step`-th (a round step, 2, 5, 10, …) where it is a label's width from
+/// the one before (an axis); the hover names every stage.
+struct StageNumbers {
+    step: usize,
+    room: f64,
+    last_x: Option<f64>,
+    svg: String,
+}
+
+impl StageNumbers {
+    fn new(n: usize) -> StageNumbers {
+        let room = 7.0 * (n.max(1).ilog10() + 1) as f64 + 8.0;
+        let per_stage = PLOT_W / n.max(1) as f64;
+        let step = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000]
+            .into_iter()
+            .find(|&k| k as f64 * per_stage >= room)
+            .unwrap_or(n.max(1));
+        StageNumbers {
+            step,
+            room,
+            last_x: None,
+            svg: String::new(),
+        }
+    }
+
+    fn place(&mut self, l: usize, cx: f64) {
+        let wanted = l == 1 || l.is_multiple_of(self.step);
+        if !wanted || self.last_x.is_some_and(|prev| cx - prev < self.room) {
+            return;
+        }
+        self.last_x = Some(cx);
+        self.svg.push_str(&format!(
+            r##"<text class="stage-number" x="{cx:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#5a6474">{l}</text>"##,
+            BASE_Y + 14.0
+        ));
+    }
 }
 
 #[component]
@@ -190,6 +292,7 @@ pub fn ChainView() -> impl IntoView {
         // The colours are in the page's legend (the stepper).
         <CardHead title="Layer chain">
             <span class="muted">"↻n = recomputations"</span>
+            <FigureButtons figure=Figure::Chain />
             <label class="toggle">
                 <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
                     on:change=move |ev| state.view.uniform.set(event_target_checked(&ev)) />

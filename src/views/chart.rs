@@ -205,23 +205,147 @@ pub fn chart_point(ev: &leptos::ev::MouseEvent, height: f64) -> Option<(f64, f64
     Some((fx * CHART_W, fy * height, fx))
 }
 
-/// The time axis shared by the memory chart and the timelines.
-pub fn time_axis_svg(makespan: f64, y: f64, tick_h: f64) -> String {
-    let mut s = String::new();
-    for t in ticks(makespan, 10) {
-        let x = MARGIN_L + t / makespan.max(1e-12) * PLOT_W;
-        s.push_str(&format!(
-            r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
-            y + tick_h,
-            y + tick_h + 13.0,
-            ms(t)
-        ));
-    }
-    s
+/// The part of the schedule's time the memory chart and the timelines
+/// show, as fractions of the makespan: one window for both, so zooming or
+/// panning one moves the other (they share the time axis).
+#[derive(Clone, Copy)]
+pub struct TimeZoom {
+    window: RwSignal<(f64, f64)>,
+    /// Where a drag started: the pointer's x (px) and the window then.
+    drag: RwSignal<Option<(f64, (f64, f64))>>,
 }
 
-pub fn x_of(t: f64, makespan: f64) -> f64 {
-    MARGIN_L + t / makespan.max(1e-12) * PLOT_W
+/// The narrowest window: 1/2000 of the makespan (a 300-stage step's op).
+const MIN_WINDOW: f64 = 5e-4;
+
+impl TimeZoom {
+    pub fn new() -> TimeZoom {
+        TimeZoom {
+            window: RwSignal::new((0.0, 1.0)),
+            drag: RwSignal::new(None),
+        }
+    }
+
+    /// The window (tracked).
+    pub fn get(self) -> (f64, f64) {
+        self.window.get()
+    }
+
+    pub fn zoomed(self) -> bool {
+        self.window.with(|&(lo, hi)| lo > 0.0 || hi < 1.0)
+    }
+
+    pub fn reset(self) {
+        self.window.set((0.0, 1.0));
+    }
+
+    /// Scales the window by `factor` (< 1 zooms in) around the point
+    /// `at` of the way across the plot, kept inside [0, 1].
+    pub fn zoom(self, at: f64, factor: f64) {
+        self.window.update(|w| {
+            let span = w.1 - w.0;
+            let new = (span * factor).clamp(MIN_WINDOW, 1.0);
+            let pivot = w.0 + at.clamp(0.0, 1.0) * span;
+            *w = fit(pivot - at.clamp(0.0, 1.0) * new, new);
+        });
+    }
+
+    fn start_drag(self, px: f64) {
+        self.drag.set(Some((px, self.window.get_untracked())));
+    }
+
+    /// Moves the window with the pointer: `px` in pixels, `width` the
+    /// plot's width in pixels.
+    fn dragged(self, px: f64, plot_px: f64) {
+        if let Some((from, (lo, hi))) = self.drag.get_untracked() {
+            let shift = (px - from) / plot_px.max(1.0) * (hi - lo);
+            if shift != 0.0 {
+                self.window.set(fit(lo - shift, hi - lo));
+            }
+        }
+    }
+
+    fn end_drag(self) {
+        self.drag.set(None);
+    }
+}
+
+impl Default for TimeZoom {
+    fn default() -> Self {
+        TimeZoom::new()
+    }
+}
+
+/// A window `span` wide starting near `lo`, moved inside [0, 1].
+fn fit(lo: f64, span: f64) -> (f64, f64) {
+    let lo = lo.clamp(0.0, 1.0 - span);
+    (lo, if span >= 1.0 { 1.0 } else { lo + span })
+}
+
+/// The shared time window, provided by the page ([`TimeZoom::new`]).
+pub fn use_zoom() -> TimeZoom {
+    use_context::<TimeZoom>().expect("the page provides the time zoom")
+}
+
+/// Times ↔ chart x over a window of the schedule.
+#[derive(Clone, Copy, Debug)]
+pub struct TimeScale {
+    pub t0: f64,
+    pub t1: f64,
+}
+
+impl TimeScale {
+    pub fn new(makespan: f64, (lo, hi): (f64, f64)) -> TimeScale {
+        TimeScale {
+            t0: lo * makespan,
+            t1: hi * makespan,
+        }
+    }
+
+    pub fn x(&self, t: f64) -> f64 {
+        MARGIN_L + (t - self.t0) / (self.t1 - self.t0).max(1e-15) * PLOT_W
+    }
+
+    /// The time at chart x `x` (clamped to the window).
+    pub fn t_at(&self, x: f64) -> f64 {
+        self.t0 + ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * (self.t1 - self.t0)
+    }
+
+    /// The time axis over the window: round ticks, grid lines to `y`.
+    pub fn axis_svg(&self, y: f64, tick_h: f64) -> String {
+        let span = self.t1 - self.t0;
+        let step = match ticks(span, 10).get(1) {
+            Some(&step) if step > 0.0 => step,
+            _ => return String::new(),
+        };
+        let mut s = String::new();
+        let first = (self.t0 / step - 1e-9).ceil() as i64;
+        for k in first.. {
+            let t = k as f64 * step;
+            if t > self.t1 + step * 1e-6 {
+                break;
+            }
+            let x = self.x(t);
+            if !(MARGIN_L - 0.5..=MARGIN_L + PLOT_W + 0.5).contains(&x) {
+                continue;
+            }
+            s.push_str(&format!(
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
+                y + tick_h,
+                y + tick_h + 13.0,
+                ms(t)
+            ));
+        }
+        s
+    }
+}
+
+/// `inner` clipped to the plot's columns (x from MARGIN_L over PLOT_W), so
+/// that a zoomed chart draws nothing over its axis labels.
+pub fn clip_to_plot(height: f64, inner: &str) -> String {
+    format!(
+        r#"<svg x="{MARGIN_L}" y="0" width="{PLOT_W}" height="{height}" viewBox="{MARGIN_L} 0 {PLOT_W} {height}" overflow="hidden">{inner}</svg>"#
+    )
 }
 
 /// Writes `x` with at most one decimal (1/10 of a chart unit, under a tenth
@@ -306,6 +430,7 @@ pub struct TimeHover {
     height: f64,
     /// Where the pointer is, as a fraction of the chart's width.
     fx: RwSignal<Option<f64>>,
+    zoom: TimeZoom,
 }
 
 impl TimeHover {
@@ -314,6 +439,7 @@ impl TimeHover {
             state: use_app(),
             height,
             fx: RwSignal::new(None),
+            zoom: use_zoom(),
         }
     }
 
@@ -323,8 +449,8 @@ impl TimeHover {
         };
         self.state.shown.current.with_untracked(|c| {
             if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
-                let time = ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * t.makespan_seconds;
-                self.state.view.hover(time);
+                let scale = TimeScale::new(t.makespan_seconds, self.zoom.window.get_untracked());
+                self.state.view.hover(scale.t_at(x));
                 self.fx.set(Some(fx));
             }
         });
@@ -339,7 +465,14 @@ impl TimeHover {
     pub fn cursor_x(self) -> Option<f64> {
         let t = self.state.view.cursor.get()?;
         let c = self.state.shown.current.get()?;
-        Some(x_of(t, c.ok_trace()?.makespan_seconds))
+        let x = self.scale(c.ok_trace()?.makespan_seconds).x(t);
+        (MARGIN_L..=MARGIN_L + PLOT_W).contains(&x).then_some(x)
+    }
+
+    /// The time scale of a schedule of `makespan` in the shared window
+    /// (tracked).
+    pub fn scale(self, makespan: f64) -> TimeScale {
+        TimeScale::new(makespan, self.zoom.get())
     }
 
     /// While the pointer is over this chart: where (fraction of the width),
@@ -366,7 +499,10 @@ pub fn CardHead(title: &'static str, children: Children) -> impl IntoView {
 
 /// A full-width chart against the page's coordinates: a white ground, the
 /// heavy `layer` (one string of SVG, redrawn when the schedule changes),
-/// then `children` (cursors, highlights) over it.
+/// then `children` (cursors, highlights) over it. A `zoomable` chart (one
+/// against the schedule's time) zooms with the wheel around the pointer
+/// and pans with a drag, in the window it shares with the others, and says
+/// which times it shows (`data-t0`, `data-t1`, seconds).
 #[component]
 pub fn ChartSvg(
     id: &'static str,
@@ -377,17 +513,109 @@ pub fn ChartSvg(
     /// What the chart shows, in one sentence, for screen readers.
     #[prop(optional, into)]
     summary: Option<Signal<String>>,
+    #[prop(optional)] zoomable: bool,
     children: Children,
 ) -> impl IntoView {
+    let state = use_app();
+    let zoom = zoomable.then(use_zoom);
+    let node = NodeRef::<leptos::svg::Svg>::new();
+    if let Some(zoom) = zoom {
+        // Not through Leptos' delegated `on:wheel`: a listener on the
+        // document is passive, and the page would scroll as it zooms.
+        Effect::new(move |done: Option<bool>| {
+            if done == Some(true) {
+                return true;
+            }
+            let Some(el) = node.get() else {
+                return false;
+            };
+            listen_wheel(&el, zoom);
+            true
+        });
+    }
+    let window = move || {
+        let zoom = zoom?;
+        let makespan = state.shown.current.with(|c| {
+            c.as_ref()
+                .and_then(|c| c.ok_trace().map(|t| t.makespan_seconds))
+        })?;
+        Some(TimeScale::new(makespan, zoom.get()))
+    };
+    let on_down = move |ev: leptos::ev::MouseEvent| {
+        if let Some(zoom) = zoom {
+            if ev.button() == 0 {
+                ev.prevent_default();
+                zoom.start_drag(ev.client_x() as f64);
+            }
+        }
+    };
+    let on_drag = move |ev: &leptos::ev::MouseEvent| {
+        use wasm_bindgen::JsCast;
+        let Some(zoom) = zoom else { return };
+        let Some(el) = ev
+            .current_target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        else {
+            return;
+        };
+        zoom.dragged(
+            ev.client_x() as f64,
+            el.get_bounding_client_rect().width() * PLOT_W / CHART_W,
+        );
+    };
     view! {
         <svg id=id xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 1200 {height}")
-            font-family="Inter, system-ui, sans-serif" role="img"
+            font-family="Inter, system-ui, sans-serif" role="img" node_ref=node
             aria-label=move || summary.map(|s| s.get()).unwrap_or_default()
-            on:mousemove=move |ev| on_move.run(ev) on:mouseleave=move |_| on_leave.run(())>
+            class:zoomable=zoomable
+            data-t0=move || window().map(|w| format!("{:.9}", w.t0))
+            data-t1=move || window().map(|w| format!("{:.9}", w.t1))
+            on:mousedown=on_down
+            on:mouseup=move |_| if let Some(z) = zoom { z.end_drag() }
+            on:mousemove=move |ev| { on_drag(&ev); on_move.run(ev) }
+            on:mouseleave=move |_| { if let Some(z) = zoom { z.end_drag() } on_leave.run(()) }>
             <rect x="0" y="0" width="1200" height=height fill="#ffffff" />
             <g inner_html=layer></g>
             {children()}
         </svg>
+    }
+}
+
+/// Wheel over a zoomable chart: in (up) or out (down) by a fixed step
+/// around the pointer.
+fn listen_wheel(el: &web_sys::SvgElement, zoom: TimeZoom) {
+    use wasm_bindgen::closure::Closure;
+    use wasm_bindgen::JsCast;
+    let target: web_sys::Element = el.clone().unchecked_into();
+    let handler = Closure::<dyn Fn(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
+        let rect = target.get_bounding_client_rect();
+        if rect.width() <= 0.0 || ev.delta_y() == 0.0 {
+            return;
+        }
+        ev.prevent_default();
+        let x = (ev.client_x() as f64 - rect.left()) / rect.width() * CHART_W;
+        let factor = if ev.delta_y() < 0.0 { 0.8 } else { 1.25 };
+        zoom.zoom((x - MARGIN_L) / PLOT_W, factor);
+    });
+    let options = web_sys::AddEventListenerOptions::new();
+    options.set_passive(false);
+    let _ = el.add_event_listener_with_callback_and_add_event_listener_options(
+        "wheel",
+        handler.as_ref().unchecked_ref(),
+        &options,
+    );
+    // The chart lives as long as the page.
+    handler.forget();
+}
+
+/// The reset button of the zoomed charts: back to the whole schedule.
+#[component]
+pub fn ZoomReset(id: &'static str) -> impl IntoView {
+    let zoom = use_zoom();
+    view! {
+        <button class="small zoom-reset" id=id disabled=move || !zoom.zoomed()
+            title="Show the whole step again (wheel over the chart zooms, a drag pans)"
+            on:click=move |_| zoom.reset()>"Reset zoom"</button>
     }
 }
 
@@ -416,5 +644,141 @@ pub fn ProgressBar(id: &'static str, fraction: Signal<f64>) -> impl IntoView {
     view! {
         <progress id=id max="1" value=fraction></progress>
         <span>{move || format!("{:.0} %", fraction.get() * 100.0)}</span>
+    }
+}
+
+/// A marker shape, so lines that overlap stay told apart where they meet.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Marker {
+    Circle,
+    Ring,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+}
+
+/// One marker at (x, y), `r` its half size.
+pub fn marker_svg(marker: Marker, x: f64, y: f64, r: f64, color: &str) -> String {
+    match marker {
+        Marker::Circle => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="{r:.1}" fill="{color}"/>"#),
+        Marker::Ring => format!(
+            r##"<circle cx="{x:.1}" cy="{y:.1}" r="{:.1}" fill="#ffffff" stroke="{color}" stroke-width="1.8"/>"##,
+            r * 1.2
+        ),
+        Marker::Square => format!(
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{color}"/>"#,
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r
+        ),
+        Marker::Triangle => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {:.1}L{:.1} {:.1}Z" fill="{color}"/>"#,
+            y - r * 1.2,
+            x + r * 1.2,
+            y + r,
+            x - r * 1.2,
+            y + r
+        ),
+        Marker::Diamond => format!(
+            r#"<path d="M{x:.1} {:.1}L{:.1} {y:.1}L{x:.1} {:.1}L{:.1} {y:.1}Z" fill="{color}"/>"#,
+            y - r * 1.3,
+            x + r * 1.3,
+            y + r * 1.3,
+            x - r * 1.3
+        ),
+        Marker::Cross => format!(
+            r#"<path d="M{:.1} {:.1}L{:.1} {:.1}M{:.1} {:.1}L{:.1} {:.1}" stroke="{color}" stroke-width="2"/>"#,
+            x - r,
+            y - r,
+            x + r,
+            y + r,
+            x - r,
+            y + r,
+            x + r,
+            y - r
+        ),
+    }
+}
+
+/// A line's legend key: a short stretch of the line, dashed as drawn, with
+/// its marker in the middle (`w` × 12 units, drawn at `x`, `y` its middle).
+pub fn line_key_svg(x: f64, y: f64, w: f64, color: &str, dash: &str, marker: Marker) -> String {
+    format!(
+        r#"<line x1="{x:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{color}" stroke-width="2.2" stroke-dasharray="{dash}"/>{}"#,
+        x + w,
+        marker_svg(marker, x + w / 2.0, y, 3.5, color)
+    )
+}
+
+/// A read-out at the pointer: a vertical line at `px` over the plot of
+/// `frame`, and a box beside it (on the side with room) with a title and
+/// one coloured row per line.
+pub fn readout_svg(
+    id: &str,
+    frame: &Frame,
+    px: f64,
+    title: &str,
+    rows: &[(&'static str, String)],
+) -> String {
+    let width = (rows.iter().map(|(_, r)| r.chars().count()))
+        .chain(std::iter::once(title.chars().count()))
+        .max()
+        .unwrap_or(0) as f64
+        * 6.6
+        + 14.0;
+    let height = 18.0 + rows.len() as f64 * 15.0;
+    let left = if px + 8.0 + width > frame.w - frame.right {
+        px - 8.0 - width
+    } else {
+        px + 8.0
+    };
+    let top = frame.top + 4.0;
+    let mut s = format!(
+        r##"<g id="{id}" class="readout" pointer-events="none"><line x1="{px:.1}" x2="{px:.1}" y1="{}" y2="{:.1}" stroke="{}" stroke-width="1"/><rect x="{left:.1}" y="{top:.1}" width="{width:.1}" height="{height:.1}" rx="4" fill="#ffffff" fill-opacity="0.94" stroke="#c9d0da"/><text x="{:.1}" y="{:.1}" font-size="11.5" font-weight="700" fill="#2b3442">{title}</text>"##,
+        frame.top,
+        frame.h - frame.bottom,
+        palette::CURSOR,
+        left + 7.0,
+        top + 14.0,
+    );
+    for (i, (color, row)) in rows.iter().enumerate() {
+        s.push_str(&format!(
+            r#"<text class="readout-row" x="{:.1}" y="{:.1}" font-size="11" fill="{color}" font-weight="600">{row}</text>"#,
+            left + 7.0,
+            top + 29.0 + i as f64 * 15.0
+        ));
+    }
+    s.push_str("</g>");
+    s
+}
+
+/// The pointer over a small chart of `frame`, in its units (x only).
+pub fn frame_x(ev: &leptos::ev::MouseEvent, frame: &Frame) -> Option<f64> {
+    chart_point(ev, frame.h).map(|(_, _, fx)| fx * frame.w)
+}
+
+/// The fraction of the way across the plot of `frame` at `px`.
+impl Frame {
+    pub fn fraction_at(&self, px: f64) -> f64 {
+        ((px - self.left) / (self.w - self.left - self.right)).clamp(0.0, 1.0)
+    }
+}
+
+/// A legend entry for a line: its dash and marker as drawn.
+#[component]
+pub fn LineSwatch(
+    color: &'static str,
+    dash: &'static str,
+    marker: Marker,
+    label: &'static str,
+) -> impl IntoView {
+    view! {
+        <span class="swatch line-swatch">
+            <svg width="30" height="12" viewBox="0 0 30 12" aria-hidden="true"
+                inner_html=line_key_svg(1.0, 6.0, 28.0, color, dash, marker)></svg>
+            <span>{label}</span>
+        </span>
     }
 }

@@ -1,6 +1,9 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
-use super::chart::{byte_ticks, bytes, ms, pct, Frame, Swatch};
+use super::chart::{
+    byte_ticks, bytes, frame_x, marker_svg, ms, pct, readout_svg, Frame, LineSwatch, Marker,
+};
+use super::figure::{Figure, FigureButtons};
 use crate::protocol::Summary;
 use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
@@ -26,6 +29,117 @@ pub fn alg_color(a: Algorithm) -> &'static str {
         Algorithm::Opportunist => "#2f9e44",
         Algorithm::Autocapper => "#c2255c",
     }
+}
+
+/// Each algorithm's dash: lines that lie on each other (rotor under pofo
+/// where no transfer helps) stay visible as two patterns.
+pub fn alg_dash(a: Algorithm) -> &'static str {
+    match a {
+        Algorithm::StoreAll => "1 3",
+        Algorithm::Sequential => "12 3 3 3",
+        Algorithm::Revolve => "3 3",
+        Algorithm::Rotor => "none",
+        Algorithm::Pofo => "9 4",
+        Algorithm::OffloadOnly => "2 2",
+        Algorithm::Opportunist => "10 3 2 3",
+        Algorithm::Autocapper => "5 2 1 2",
+    }
+}
+
+/// Each algorithm's marker, drawn on its points.
+pub fn alg_marker(a: Algorithm) -> Marker {
+    match a {
+        Algorithm::StoreAll => Marker::Circle,
+        Algorithm::Sequential => Marker::Square,
+        Algorithm::Revolve => Marker::Diamond,
+        Algorithm::Rotor => Marker::Ring,
+        Algorithm::Pofo => Marker::Square,
+        Algorithm::OffloadOnly => Marker::Triangle,
+        Algorithm::Opportunist => Marker::Diamond,
+        Algorithm::Autocapper => Marker::Cross,
+    }
+}
+
+/// A line of `alg` through `d`: drawn wider when it is the one shown, and
+/// rotor (the reference the others are read against) wider still, so that
+/// it shows around a line drawn on top of it.
+pub fn alg_path(alg: Algorithm, d: &str, current: bool) -> String {
+    let width = match (alg == Algorithm::Rotor, current) {
+        (true, _) => 4.0,
+        (false, true) => 3.0,
+        (false, false) => 1.8,
+    };
+    format!(
+        r##"<path class="alg-line" data-algorithm="{}" d="{d}" fill="none" stroke="{}" stroke-width="{width}" stroke-dasharray="{}" stroke-linejoin="round" stroke-opacity="{}"/>"##,
+        alg.name(),
+        alg_color(alg),
+        alg_dash(alg),
+        if alg == Algorithm::Rotor { 0.55 } else { 1.0 }
+    )
+}
+
+/// The legend of a figure of lines: one key per algorithm, dashed and
+/// marked as its line.
+pub fn alg_keys(algorithms: impl IntoIterator<Item = Algorithm>) -> impl IntoView {
+    (algorithms.into_iter())
+        .map(|a| view! { <LineSwatch color=alg_color(a) dash=alg_dash(a) marker=alg_marker(a) label=a.name() /> })
+        .collect_view()
+}
+
+/// The x scale of the curves: budget ↔ chart units.
+fn curves_x(state: AppState) -> (f64, f64) {
+    let lo = state.loaded.m_low.get() as f64;
+    let hi = state.loaded.m_high.get() as f64;
+    (lo, (hi - lo).max(1.0))
+}
+
+/// The read-out at the pointer over the curves: each built algorithm's
+/// overhead at the curve budget nearest the pointer.
+fn curves_readout(state: AppState, px: f64) -> String {
+    let (lo, span) = curves_x(state);
+    let at = lo + FRAME.fraction_at(px) * span;
+    let seq = state
+        .loaded
+        .chain
+        .with(|c| c.sequential_seconds())
+        .max(1e-12);
+    let builds = state.tables.builds.get();
+    let mut rows = Vec::new();
+    let mut budget = None;
+    for (alg, b) in Algorithm::ALL.iter().zip(&builds) {
+        let Build::Ready { curve, .. } = b else {
+            continue;
+        };
+        let Some(p) = curve.iter().min_by(|a, b| {
+            (a.budget as f64 - at)
+                .abs()
+                .total_cmp(&(b.budget as f64 - at).abs())
+        }) else {
+            continue;
+        };
+        budget.get_or_insert(p.budget);
+        rows.push((
+            alg_color(*alg),
+            format!(
+                "{}: {}",
+                alg.name(),
+                p.makespan_seconds
+                    .map(|m| pct(m / seq - 1.0))
+                    .unwrap_or_else(|| "no schedule".into())
+            ),
+        ));
+    }
+    let Some(budget) = budget else {
+        return String::new();
+    };
+    let bx = FRAME.x((budget as f64 - lo) / span);
+    readout_svg(
+        "curves-readout",
+        &FRAME,
+        bx,
+        &format!("at {}", bytes(budget)),
+        &rows,
+    )
 }
 
 fn curves_svg(state: AppState) -> String {
@@ -87,18 +201,28 @@ fn curves_svg(state: AppState) -> String {
             }
         }
         flush(&mut run, &mut d);
-        for (px, py) in dots {
-            s.push_str(&format!(
-                r##"<circle cx="{px:.1}" cy="{py:.1}" r="4.5" fill="{}" stroke="#fff" stroke-width="1.5"/>"##,
-                alg_color(*alg)
-            ));
+        if curve.is_empty() {
+            continue; // offloading: their curves are the sweep's
         }
         let current = *alg == state.controls.algorithm.get();
-        s.push_str(&format!(
-            r##"<path d="{d}" fill="none" stroke="{}" stroke-width="{}" stroke-linejoin="round"/>"##,
-            alg_color(*alg),
-            if current { 3.0 } else { 1.8 }
-        ));
+        s.push_str(&alg_path(*alg, &d, current));
+        for (px, py) in dots {
+            s.push_str(&marker_svg(alg_marker(*alg), px, py, 4.5, alg_color(*alg)));
+        }
+        // A marker every few points, each algorithm at its own offset so
+        // markers of lines on top of each other do not hide one another.
+        let k = Algorithm::ALL.iter().position(|a| a == alg).unwrap_or(0);
+        for (i, p) in curve.iter().enumerate() {
+            if let (true, Some(m)) = ((i + k).is_multiple_of(6), p.makespan_seconds) {
+                s.push_str(&marker_svg(
+                    alg_marker(*alg),
+                    x(p.budget as f64),
+                    y(m / seq - 1.0),
+                    3.0,
+                    alg_color(*alg),
+                ));
+            }
+        }
     }
     s
 }
@@ -113,7 +237,7 @@ fn budget_marker_svg(state: AppState) -> String {
     let span = (hi - lo).max(1.0);
     let bx = FRAME.x(((state.controls.budget.get() as f64).clamp(lo, hi) - lo) / span);
     format!(
-        r##"<line x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#b8322c" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#b8322c" text-anchor="{}" font-weight="600">budget</text>"##,
+        r##"<line id="curves-budget-marker" class="budget-marker" x1="{bx:.1}" x2="{bx:.1}" y1="{}" y2="{:.1}" stroke="#b8322c" stroke-width="2" stroke-dasharray="6 4"/><text x="{:.1}" y="{:.1}" font-size="12" fill="#b8322c" text-anchor="{}" font-weight="600">budget</text>"##,
         FRAME.top,
         FRAME.h - FRAME.bottom,
         bx + if bx > FRAME.w * 0.8 { -5.0 } else { 5.0 },
@@ -125,6 +249,7 @@ fn budget_marker_svg(state: AppState) -> String {
 #[component]
 pub fn Compare() -> impl IntoView {
     let state = use_app();
+    let pointer = RwSignal::new(None::<f64>);
     let rows = move || {
         let summaries = state.shown.summaries.get();
         let offloading = state.offloading.summaries.get();
@@ -206,6 +331,7 @@ pub fn Compare() -> impl IntoView {
             <div class="card-head">
                 <h2>"Compare algorithms"</h2>
                 <span class="muted">{move || format!("at {} — each schedule measured by the simulator", bytes(state.controls.budget.get()))}</span>
+                <FigureButtons figure=Figure::Compare />
                 {move || missing().then(|| view! {
                     <button id="build-all" on:click=move |_| state.build_all()
                         title="Long chains build one table at a time in the worker">"Build all tables"</button>
@@ -219,16 +345,18 @@ pub fn Compare() -> impl IntoView {
                 <div class="curves">
                     <div class="legend">
                         // The curves: every algorithm but the offloading ones.
-                        {Algorithm::ALL.into_iter().filter(|a| !a.offloads())
-                            .map(|a| view! { <Swatch color=alg_color(a) label=a.name() /> }).collect_view()}
+                        {alg_keys(Algorithm::ALL.into_iter().filter(|a| !a.offloads()))}
                         <span class="muted">"offloading: see the sweep"</span>
                     </div>
                     <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
                         font-family="Inter, system-ui, sans-serif" role="img"
-                        aria-label="Overhead against the budget, one curve per algorithm; the table beside it has the numbers">
+                        aria-label="Overhead against the budget, one curve per algorithm; the table beside it has the numbers"
+                        on:mousemove=move |ev| pointer.set(frame_x(&ev, &FRAME))
+                        on:mouseleave=move |_| pointer.set(None)>
                         <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
                         <g inner_html=move || curves_svg(state)></g>
                         <g inner_html=move || budget_marker_svg(state)></g>
+                        <g inner_html=move || pointer.get().map(|px| curves_readout(state, px)).unwrap_or_default()></g>
                     </svg>
                 </div>
             </div>

@@ -100,6 +100,7 @@ pub fn Header() -> impl IntoView {
                     io::export_svg("timeline-svg", "timeline.svg");
                     io::export_svg("curves-svg", "tradeoff.svg");
                 } title="The four charts as SVG files">"Charts (SVG)"</button>
+                <super::figure::DashboardButtons />
             </div>
         </header>
         <div class="chain-about">

@@ -2,15 +2,25 @@
 //! δ^ℓ is on the device at each instant, with the budget and the peak.
 
 use super::chart::{
-    byte_ticks, bytes, layer_of, ms, num, palette, time_axis_svg, tooltip_style, x_of, CardHead,
-    ChartSvg, PathBatch, TimeHover, MARGIN_L, PLOT_W,
+    byte_ticks, bytes, clip_to_plot, layer_of, ms, num, palette, tooltip_style, use_zoom, CardHead,
+    ChartSvg, PathBatch, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
 };
+use super::figure::{Figure, FigureButtons};
 use super::notation::math_text;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::simulator::{Residency, TensorId, Trace};
 
 const H: f64 = 300.0;
+
+/// The memory chart's legend (the budget line apart): the page's and the
+/// exported figure's.
+pub const LEGEND: &[(&str, &str)] = &[
+    (palette::SAVED[0], "ā^ℓ saved for backward"),
+    (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
+    (palette::GRADIENT[0], "δ^ℓ gradient"),
+    (palette::WORKSPACE, "workspace"),
+];
 const TOP: f64 = 16.0;
 const PLOT_H: f64 = 250.0;
 
@@ -26,7 +36,7 @@ fn tensor_color(t: &TensorId) -> &'static str {
 /// Each tensor is a band whose base drops when a tensor below it is freed
 /// (a stack in allocation order). Checkpointing frees mostly at the top, so
 /// the bands have few corners even at L = 300.
-fn stacked_paths(trace: &Trace, y_max: f64) -> String {
+fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
     let res = &trace.residency;
     let mut events: Vec<(f64, bool, usize)> = Vec::with_capacity(res.len() * 2);
     for (i, r) in res.iter().enumerate() {
@@ -55,7 +65,6 @@ fn stacked_paths(trace: &Trace, y_max: f64) -> String {
             total -= size;
         }
     }
-    let makespan = trace.makespan_seconds;
     let y = |b: u64| TOP + PLOT_H - b as f64 / y_max * PLOT_H;
     let mut batch = PathBatch::default();
     for (i, r) in res.iter().enumerate() {
@@ -63,7 +72,7 @@ fn stacked_paths(trace: &Trace, y_max: f64) -> String {
         if p.is_empty() {
             continue;
         }
-        let x = |t: f64| x_of(t, makespan);
+        let x = |t: f64| scale.x(t);
         let d = batch.d(tensor_color(&r.tensor));
         d.push('M');
         num(d, x(p[0].0));
@@ -93,7 +102,8 @@ fn stacked_paths(trace: &Trace, y_max: f64) -> String {
     batch.finish(r##"stroke="#ffffff" stroke-width="0.4""##)
 }
 
-fn layer(trace: &Trace, budget: u64) -> String {
+fn layer(trace: &Trace, budget: u64, window: (f64, f64)) -> String {
+    let scale = TimeScale::new(trace.makespan_seconds, window);
     let y_max = (trace.peak_bytes.max(budget) as f64 * 1.08).max(1.0);
     let y = |b: f64| TOP + PLOT_H - b / y_max * PLOT_H;
     let mut s = String::new();
@@ -107,8 +117,8 @@ fn layer(trace: &Trace, budget: u64) -> String {
             yy = y(b)
         ));
     }
-    s.push_str(&time_axis_svg(trace.makespan_seconds, TOP + PLOT_H, 5.0));
-    s.push_str(&stacked_paths(trace, y_max));
+    s.push_str(&scale.axis_svg(TOP + PLOT_H, 5.0));
+    s.push_str(&clip_to_plot(H, &stacked_paths(trace, y_max, &scale)));
     let yb = y(budget as f64);
     s.push_str(&format!(
         r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yb:.1}" y2="{yb:.1}" stroke="{}" stroke-width="2" stroke-dasharray="7 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="{}" font-weight="600">budget {}</text>"##,
@@ -119,7 +129,7 @@ fn layer(trace: &Trace, budget: u64) -> String {
         palette::BUDGET,
         bytes(budget)
     ));
-    let px = x_of(trace.peak_time, trace.makespan_seconds);
+    let px = scale.x(trace.peak_time);
     let py = y(trace.peak_bytes as f64);
     let anchor = if px > MARGIN_L + PLOT_W * 0.8 {
         "end"
@@ -173,9 +183,10 @@ fn summary_of(c: &crate::state::Current) -> String {
 pub fn MemoryChart() -> impl IntoView {
     let state = use_app();
     let hover = TimeHover::new(H);
-    let heavy = layer_of("memory", |c| {
+    let zoom = use_zoom();
+    let heavy = layer_of("memory", move |c| {
         (c.ok_trace())
-            .map(|t| layer(t, c.planned.budget.max(1)))
+            .map(|t| layer(t, c.planned.budget.max(1), zoom.get()))
             .unwrap_or_default()
     });
     let cursor = move || {
@@ -221,9 +232,11 @@ pub fn MemoryChart() -> impl IntoView {
         // The colours are in the page's legend (the stepper).
         <CardHead title="Memory over time">
             <span class="muted">"stacked by tensor; dashed line: the budget"</span>
+            <ZoomReset id="zoom-reset-memory" />
+            <FigureButtons figure=Figure::Memory />
         </CardHead>
         <div class="chart-wrap">
-            <ChartSvg id="memory-svg" height=H layer=heavy summary=Signal::derive(summary)
+            <ChartSvg id="memory-svg" height=H layer=heavy summary=Signal::derive(summary) zoomable=true
                 on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {cursor}
             </ChartSvg>

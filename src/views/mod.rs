@@ -7,6 +7,7 @@ pub mod chain;
 pub mod chart;
 pub mod compare;
 pub mod controls;
+pub mod figure;
 pub mod guide;
 pub mod legend;
 pub mod memory;

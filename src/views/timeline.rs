@@ -2,9 +2,10 @@
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
 use super::chart::{
-    layer_of, ms, op_color, palette, time_axis_svg, tooltip_style, x_of, CardHead, ChartSvg,
-    PathBatch, TimeHover, MARGIN_L, PLOT_W,
+    clip_to_plot, layer_of, ms, op_color, palette, tooltip_style, use_zoom, CardHead, ChartSvg,
+    PathBatch, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
 };
+use super::figure::{Figure, FigureButtons};
 use super::notation::{math_text, svg_math};
 use crate::state::{use_app, Current};
 use leptos::prelude::*;
@@ -12,6 +13,15 @@ use remat_core::schedule::recompute_flags;
 use remat_core::simulator::Lane;
 
 const H: f64 = 150.0;
+
+/// The timelines' legend (idle apart): the page's and the exported figure's.
+pub const LEGEND: &[(&str, &str)] = &[
+    (palette::FORWARD, "forward"),
+    (palette::RECOMPUTE, "recompute"),
+    (palette::BACKWARD, "backward"),
+    (palette::OFFLOAD, "offload"),
+    (palette::PREFETCH, "prefetch"),
+];
 const AXIS_Y: f64 = 114.0;
 
 /// The top and the height of a lane's band.
@@ -22,12 +32,12 @@ fn band(lane: Lane) -> (f64, f64) {
     }
 }
 
-fn layer(c: &Current) -> String {
+fn layer(c: &Current, window: (f64, f64)) -> String {
     let Some(trace) = c.ok_trace() else {
         return String::new();
     };
     let ops = c.ops();
-    let makespan = trace.makespan_seconds;
+    let scale = TimeScale::new(trace.makespan_seconds, window);
     let flags = recompute_flags(ops, c.chain.len());
     let ((compute_y, compute_h), (copy_y, copy_h)) = (band(Lane::Compute), band(Lane::Copy));
     let mut s = String::with_capacity(ops.len() * 90);
@@ -45,14 +55,17 @@ fn layer(c: &Current) -> String {
         MARGIN_L - 8.0,
         copy_y + copy_h / 2.0 + 4.0
     ));
-    s.push_str(&time_axis_svg(makespan, AXIS_Y, 5.0));
-    let label_room = PLOT_W / ops.len().max(1) as f64 > 26.0;
+    s.push_str(&scale.axis_svg(AXIS_Y, 5.0));
+    let label_room = PLOT_W / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
     let mut batch = PathBatch::default();
     let mut labels = String::new();
     for span in &trace.spans {
         let op = &ops[span.op];
-        let x0 = x_of(span.start, makespan);
-        let w = (x_of(span.end, makespan) - x0).max(0.6);
+        let x0 = scale.x(span.start);
+        let w = (scale.x(span.end) - x0).max(0.6);
+        if x0 + w < MARGIN_L || x0 > MARGIN_L + PLOT_W {
+            continue; // outside the window
+        }
         let (y, h) = band(span.lane);
         batch.rect(op_color(op, flags[span.op]), x0, y, w, h);
         // Label a box only when its name fits inside it (about 6.5 units per character).
@@ -70,8 +83,8 @@ fn layer(c: &Current) -> String {
             ));
         }
     }
-    s.push_str(&batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##));
-    s.push_str(&labels);
+    let boxes = batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##) + &labels;
+    s.push_str(&clip_to_plot(H, &boxes));
     s
 }
 
@@ -79,15 +92,17 @@ fn layer(c: &Current) -> String {
 pub fn Timelines() -> impl IntoView {
     let state = use_app();
     let hover = TimeHover::new(H);
-    let heavy = layer_of("timeline", layer);
+    let zoom = use_zoom();
+    let heavy = layer_of("timeline", move |c| layer(c, zoom.get()));
     // The step-through's op, outlined.
     let highlight = move || {
         let i = state.view.step.get()?;
         let c = state.shown.current.get()?;
         let trace = c.ok_trace()?;
         let span = trace.spans.get(i)?;
-        let x0 = x_of(span.start, trace.makespan_seconds);
-        let w = (x_of(span.end, trace.makespan_seconds) - x0).max(3.0);
+        let scale = hover.scale(trace.makespan_seconds);
+        let x0 = scale.x(span.start);
+        let w = (scale.x(span.end) - x0).max(3.0);
         let (y, h) = band(span.lane);
         Some(view! {
             <rect id="timeline-current" x=x0 - 2.0 y=y - 3.0 width=w + 4.0 height=h + 6.0 fill="none"
@@ -155,9 +170,11 @@ pub fn Timelines() -> impl IntoView {
         // The colours are in the page's legend (the stepper).
         <CardHead title="Timelines">
             <span class="muted">{idle}</span>
+            <ZoomReset id="zoom-reset-timelines" />
+            <FigureButtons figure=Figure::Timelines />
         </CardHead>
         <div class="chart-wrap">
-            <ChartSvg id="timeline-svg" height=H layer=heavy summary=Signal::derive(summary)
+            <ChartSvg id="timeline-svg" height=H layer=heavy summary=Signal::derive(summary) zoomable=true
                 on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
                 {highlight}
                 {cursor}

@@ -1,0 +1,238 @@
+// Browser tests of the figures (issue 13, points 6 and 9): every figure and
+// the dashboard saved as SVG and PNG with title, legend, chain, algorithm
+// and budget; recomputation counts of thin stages never dropped; the sweep
+// and compare curves with read-outs, current-budget markers and a dash and
+// marker per algorithm. Run through scripts/browser-tests.sh.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { launch, open, nextPlan, planId, text } from './helpers.mjs';
+
+let context;
+before(async () => { context = await launch(); });
+after(async () => { await context?.close(); });
+
+/// Clicks `sel` and returns the downloaded file's name and bytes.
+async function download(page, sel) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.locator(sel).click()]);
+  return { name: dl.suggestedFilename(), bytes: readFileSync(await dl.path()) };
+}
+
+/// A PNG's size from its IHDR chunk, after checking the signature.
+function pngSize(bytes) {
+  assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'PNG signature');
+  assert.equal(bytes.subarray(12, 16).toString('latin1'), 'IHDR');
+  return { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
+}
+
+/// Moves the budget slider to `value` (0 to 1000) and waits for the plan.
+async function slide(page, value) {
+  const id = await planId(page);
+  await page.locator('#budget-slider').fill(String(value));
+  await nextPlan(page, id, 20000);
+}
+
+// Fails if a saved figure lacks its title, the chain, the algorithm, the
+// budget shown on the page or a legend label, if the PNG is not a PNG at 2×
+// the figure's width, or if the dashboard leaves out a figure. Mutation
+// tried: the context line left out of the composed SVG (the test
+// failed at the chain name, its first check).
+test('each figure and the dashboard save as SVG and PNG, ready for a slide', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
+  await slide(page, 500);
+  const budget = (await page.locator('#budget-input').inputValue()).trim();
+  const legends = {
+    chain: ['kept (F', 'checkpointed input', 'recomputations'],
+    memory: ['saved for backward', 'gradient', 'budget'],
+    timelines: ['forward', 'recompute', 'backward', 'prefetch', 'GPU idle'],
+    compare: ['store-all', 'sequential', 'revolve', 'rotor'],
+  };
+  for (const [figure, labels] of Object.entries(legends)) {
+    const svg = await download(page, `#export-${figure}-svg`);
+    assert.equal(svg.name, `vgg-19-batch-32-224-px-analytic.rotor.${figure}.svg`);
+    const doc = svg.bytes.toString('utf8');
+    assert.match(doc, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+    assert.match(doc, /class="figure-title"/, figure);
+    assert.ok(doc.includes('VGG-19, batch 32'), `${figure}: chain name`);
+    assert.ok(doc.includes(' · rotor · '), `${figure}: algorithm`);
+    assert.ok(doc.includes(`budget ${budget}`), `${figure}: budget ${budget}`);
+    for (const l of labels) assert.ok(doc.includes(l), `${figure}: legend ${l}`);
+    // The chart itself is inside, drawn as on the page.
+    const inner = { chain: 'chain-svg', memory: 'memory-svg', timelines: 'timeline-svg', compare: 'curves-svg' }[figure];
+    assert.ok(doc.includes(`id="${inner}"`), `${figure}: the chart`);
+    const png = await download(page, `#export-${figure}-png`);
+    assert.match(png.name, new RegExp(`\\.${figure}\\.png$`));
+    const { width, height } = pngSize(png.bytes);
+    assert.equal(width, 2400, `${figure}: 2× the 1200-unit figure`);
+    assert.ok(height > 400 && height < 2400, `${figure}: height ${height}`);
+    assert.ok(png.bytes.length > 10000, `${figure}: ${png.bytes.length} bytes, more than a blank image`);
+  }
+  const dash = await download(page, '#export-dashboard-svg');
+  const doc = dash.bytes.toString('utf8');
+  for (const title of ['Layer chain', 'Memory over time', 'Timelines', 'Overhead against the memory budget']) {
+    assert.ok(doc.includes(title), `dashboard: ${title}`);
+  }
+  assert.equal((doc.match(/class="figure-title"/g) ?? []).length, 4, 'no sweep drawn yet: four figures');
+  const png = await download(page, '#export-dashboard-png');
+  const size = pngSize(png.bytes);
+  assert.equal(size.width, 2400);
+  assert.ok(size.height > 2400, `dashboard height ${size.height}: the figures stacked`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Fails if a recomputed stage too thin for its ↻ label loses it (the sum of
+// the labels would fall short of the stats' count), if a recomputed box has
+// no hover title, or if two outside labels overlap. Mutation tried: the old
+// rule (a label only on boxes at least 14 units wide): the labels' sum fell
+// short of the stats' count at the first budget tried.
+test('thin stages keep their recomputation count: an outside label and a hover', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
+  let outsides = 0;
+  for (const v of [50, 200, 300, 500]) {
+    await slide(page, v);
+    const stat = Number(await text(page, '#stat-recomputations'));
+    const got = await page.evaluate(() => ({
+      rects: [...document.querySelectorAll('#chain-svg rect.recomputed')].map((r) => ({
+        stage: r.dataset.stage, count: Number(r.dataset.count), title: r.querySelector('title')?.textContent ?? '',
+      })),
+      labels: [...document.querySelectorAll('#chain-svg .recompute-label')].map((t) => {
+        const b = t.getBBox();
+        return { stage: t.dataset.stage, text: t.textContent, outside: t.classList.contains('outside'), box: [b.x, b.y, b.width, b.height] };
+      }),
+      total: document.querySelector('#chain-recompute-total')?.dataset.count,
+    }));
+    assert.ok(stat > 0, `slider ${v}: a budget with recomputations`);
+    assert.equal(got.rects.reduce((s, r) => s + r.count, 0), stat, `slider ${v}: hover counts`);
+    assert.equal(got.labels.reduce((s, l) => s + Number(l.text.replace('↻', '')), 0), stat, `slider ${v}: labels`);
+    assert.equal(Number(got.total), stat);
+    const stages = (xs) => xs.map((x) => Number(x.stage)).sort((a, b) => a - b);
+    assert.deepEqual(stages(got.labels), stages(got.rects), 'one label per recomputed stage');
+    for (const r of got.rects) assert.equal(r.title, `stage ${r.stage}: recomputed ${r.count}× in the backward phase`);
+    const out = got.labels.filter((l) => l.outside);
+    outsides += out.length;
+    for (let i = 0; i < out.length; i++) {
+      for (let j = i + 1; j < out.length; j++) {
+        const [a, b] = [out[i].box, out[j].box];
+        const overlap = a[0] < b[0] + b[2] && b[0] < a[0] + a[2] && a[1] < b[1] + b[3] && b[1] < a[1] + a[3];
+        assert.ok(!overlap, `slider ${v}: labels of stages ${out[i].stage} and ${out[j].stage} overlap`);
+      }
+    }
+  }
+  assert.ok(outsides > 0, 'vgg19 has stages too thin for an inside label');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Fails if the budget marker stays put when the slider moves, if two
+// algorithms share a dash and a marker (a line hidden under another could
+// not be told apart), or if the read-out does not name every algorithm.
+// Mutation tried: rotor's dash set to pofo's (the sweep's distinct-dash
+// check failed).
+test('sweep and compare curves: a marker at the budget, a dash per algorithm, hover read-outs', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&bandwidth=12000000000');
+  // The compare curves.
+  const x1 = () => page.locator('#curves-budget-marker').getAttribute('x1');
+  await slide(page, 200);
+  const before = Number(await x1());
+  await slide(page, 800);
+  assert.ok(Number(await x1()) > before + 50, 'the budget marker follows the slider');
+  await page.locator('#curves-svg').scrollIntoViewIfNeeded();
+  const box = await page.locator('#curves-svg').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+  const rows = await page.locator('#curves-readout .readout-row').allTextContents();
+  assert.deepEqual(rows.map((r) => r.split(':')[0]), ['store-all', 'sequential', 'revolve', 'rotor']);
+  assert.ok(rows.every((r) => /: ([+-]?\d+\.\d %|0 %|no schedule)$/.test(r)), rows.join(' | '));
+  const styles = async (sel) => page.$$eval(`${sel} path.alg-line`, (ps) => ps.map((p) => `${p.dataset.algorithm} ${p.getAttribute('stroke-dasharray')}`));
+  const curves = await styles('#curves-svg');
+  assert.equal(new Set(curves.map((s) => s.split(' ').slice(1).join(' '))).size, curves.length, curves.join(' | '));
+  // The sweep.
+  await page.locator('#sweep-run').click();
+  await page.locator('#sweep-alpha').waitFor({ timeout: 120000 });
+  const sweep = await styles('#sweep-alpha');
+  assert.deepEqual(sweep.map((s) => s.split(' ')[0]), ['rotor', 'pofo', 'offload-only', 'opportunist', 'autocapper']);
+  assert.equal(new Set(sweep.map((s) => s.split(' ').slice(1).join(' '))).size, 5, sweep.join(' | '));
+  // The legend draws each line's dash.
+  const keys = await page.$$eval('.sweep .line-swatch line', (ls) => ls.map((l) => l.getAttribute('stroke-dasharray')));
+  assert.deepEqual(keys, sweep.map((s) => s.split(' ').slice(1).join(' ')));
+  const ax = () => page.locator('#sweep-alpha-marker').getAttribute('x1');
+  const a0 = Number(await ax());
+  await slide(page, 300);
+  const a1 = Number(await ax());
+  assert.ok(a1 < a0 - 50, `the α marker moves with the slider: ${a0} → ${a1}`);
+  assert.match(await page.locator('#sweep-alpha').textContent(), /α = 0\.\d\d/);
+  const bx = await page.locator('#sweep-beta-marker').getAttribute('x1');
+  assert.ok(Number(bx) > 60, 'the bandwidth marker is on the β axis');
+  await page.locator('#sweep-alpha').scrollIntoViewIfNeeded();
+  const sb = await page.locator('#sweep-alpha').boundingBox();
+  await page.mouse.move(sb.x + sb.width * 0.9, sb.y + sb.height * 0.5);
+  const sweepRows = await page.locator('#sweep-alpha-readout .readout-row').allTextContents();
+  assert.equal(sweepRows.length, 5, sweepRows.join(' | '));
+  assert.match(await page.locator('#sweep-alpha-readout text').first().textContent(), /α = 0\.9/);
+  // The sweep's figure saves too, both panels and its legend.
+  const svg = await download(page, '#export-sweep-svg');
+  const doc = svg.bytes.toString('utf8');
+  for (const s of ['id="sweep-alpha"', 'id="sweep-beta"', 'offload-only', 'autocapper', 'teaching chain', ' · rotor · ']) {
+    assert.ok(doc.includes(s), `sweep figure: ${s}`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+/// The time window a chart shows, from its data attributes (seconds).
+async function windowOf(page, sel) {
+  return page.$eval(sel, (el) => [Number(el.dataset.t0), Number(el.dataset.t1)]);
+}
+
+// Fails if the wheel does not zoom (the window would keep its width), if
+// the memory chart and the timelines show different windows, if the zoom
+// is not around the pointer, if a drag does not pan, or if reset does not
+// bring back the whole step. Mutation tried: each chart zoomed in its own
+// window (the timelines' window moved, the memory chart's did not: the
+// "same range" check failed).
+test('timelines and memory curve zoom with the wheel, pan with a drag, reset, in sync', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
+  await slide(page, 300);
+  const makespanText = await text(page, '#stat-makespan');
+  const [t0, t1] = await windowOf(page, '#timeline-svg');
+  assert.equal(t0, 0);
+  assert.ok(t1 > 0);
+  assert.deepEqual(await windowOf(page, '#memory-svg'), [t0, t1]);
+  assert.ok(await page.locator('#zoom-reset-timelines').isDisabled());
+  // Three notches up at 3/4 of the timeline's width.
+  await page.locator('#timeline-svg').scrollIntoViewIfNeeded();
+  const box = await page.locator('#timeline-svg').boundingBox();
+  const px = box.x + box.width * 0.75;
+  await page.mouse.move(px, box.y + box.height * 0.3);
+  for (let i = 0; i < 3; i++) {
+    await page.mouse.wheel(0, -100);
+    await page.waitForTimeout(50);
+  }
+  await page.waitForFunction(() => Number(document.querySelector('#timeline-svg').dataset.t0) > 0);
+  const [z0, z1] = await windowOf(page, '#timeline-svg');
+  assert.ok(Math.abs((z1 - z0) / (t1 - t0) - 0.512) < 1e-6, `0.8³ of the step: ${z0} … ${z1}`);
+  assert.deepEqual(await windowOf(page, '#memory-svg'), [z0, z1], 'both charts show the same range');
+  // Around the pointer: the time under it stays put.
+  // (The pointer is at 3/4 of the chart's 1200 units; the plot starts at 78
+  // and is 1106 wide; the browser rounds the pointer to whole pixels: 2 px.)
+  const under = (w) => w[0] + ((0.75 * 1200 - 78) / 1106) * (w[1] - w[0]);
+  assert.ok(Math.abs(under([z0, z1]) - under([t0, t1])) < (t1 - t0) * 2 / box.width, `zoomed around the pointer: ${under([t0, t1])} → ${under([z0, z1])}`);
+  assert.ok(await page.locator('#zoom-reset-memory').isEnabled());
+  // The axis shows the zoomed range: its first tick is at or after z0.
+  // A drag to the left moves the window later in the step.
+  await page.mouse.move(px, box.y + box.height * 0.3);
+  await page.mouse.down();
+  await page.mouse.move(px - box.width * 0.2, box.y + box.height * 0.3, { steps: 4 });
+  await page.mouse.up();
+  const [p0, p1] = await windowOf(page, '#memory-svg');
+  assert.ok(p0 > z0, `panned: ${z0} → ${p0}`);
+  assert.ok(Math.abs((p1 - p0) - (z1 - z0)) < 1e-9, 'a pan keeps the width');
+  assert.deepEqual(await windowOf(page, '#timeline-svg'), [p0, p1]);
+  await page.locator('.app').screenshot({ path: process.env.FIGURES_SHOT ?? '/tmp/remat-zoomed.png' });
+  await page.locator('#zoom-reset-memory').click();
+  assert.deepEqual(await windowOf(page, '#timeline-svg'), [t0, t1]);
+  assert.deepEqual(await windowOf(page, '#memory-svg'), [t0, t1]);
+  assert.equal(await text(page, '#stat-makespan'), makespanText);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
