@@ -10,7 +10,21 @@ pub const DEFAULT_BANDWIDTH: f64 = 12e9;
 pub struct Controls {
     pub algorithm: RwSignal<Algorithm>,
     pub budget: RwSignal<u64>,
+    /// Bytes/s of the host link; 0: no host link (the offloading
+    /// algorithms then say they need one, as `remat solve` does).
     pub bandwidth: RwSignal<f64>,
+}
+
+/// The host link a rate stands for: None for 0 ("none").
+pub fn link_of(bandwidth: f64) -> Option<f64> {
+    (bandwidth > 0.0).then_some(bandwidth)
+}
+
+impl Controls {
+    /// The host link the planner and the simulator get (untracked).
+    pub fn link(self) -> Option<f64> {
+        link_of(self.bandwidth.get_untracked())
+    }
 }
 
 impl Controls {

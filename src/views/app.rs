@@ -1,6 +1,6 @@
 //! The page: the root component provides the state every view uses.
 
-use super::{chain, compare, controls, guide, memory, stepper, sweep, timeline};
+use super::{chain, compare, controls, guide, memory, stale, stepper, sweep, timeline, welcome};
 use crate::io;
 use crate::state::{AppState, ChainSource};
 use leptos::prelude::*;
@@ -17,10 +17,13 @@ pub fn App() -> impl IntoView {
     provide_context(state);
     controls::install_drop(state);
     view! {
-        <div class="app" data-plan-id=move || state.shown.id.get().to_string()>
+        <div class=move || if state.stale_plan().is_some() { "app stale" } else { "app" }
+            data-plan-id=move || state.shown.id.get().to_string()>
+            <welcome::Welcome />
             <controls::Header />
             <controls::NoticeBar />
             <controls::BudgetPanel />
+            <stale::StaleNote />
             <stepper::Stepper />
             <section class="card">
                 <chain::ChainView />

@@ -10,9 +10,11 @@ pub mod controls;
 pub mod guide;
 pub mod memory;
 pub mod notation;
+pub mod stale;
 pub mod stepper;
 pub mod sweep;
 pub mod timeline;
+pub mod welcome;
 
 pub use app::App;
 
