@@ -90,7 +90,7 @@ fn percent_decode(text: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = |j: usize| (bytes.get(j).and_then(|c| (*c as char).to_digit(16)));
+        let hex = |j: usize| bytes.get(j).and_then(|c| (*c as char).to_digit(16));
         match (bytes[i], hex(i + 1), hex(i + 2)) {
             (b'%', Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);

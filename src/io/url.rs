@@ -102,8 +102,15 @@ pub fn sync_url(state: AppState) {
             .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
             .map(|e| e.id());
         if matches!(id.as_deref(), Some("budget-slider" | "budget-input")) {
-            flush();
-            pen.update_value(|pen| pen.release());
+            // After the effects of the same task (a key press fires `input`
+            // and `change` together): the last budget is then pending.
+            set_timeout(
+                move || {
+                    flush();
+                    pen.update_value(|pen| pen.release());
+                },
+                Duration::ZERO,
+            );
         }
     });
     let _ = window.add_event_listener_with_callback_and_bool(

@@ -15,15 +15,12 @@ pub struct Controls {
     pub bandwidth: RwSignal<f64>,
 }
 
-/// The host link a rate stands for: None for 0 ("none").
-pub fn link_of(bandwidth: f64) -> Option<f64> {
-    (bandwidth > 0.0).then_some(bandwidth)
-}
-
 impl Controls {
-    /// The host link the planner and the simulator get (untracked).
+    /// The host link the planner and the simulator get (untracked). Never
+    /// None: None would let the solvers fall back on the chain's own
+    /// bandwidth; `Some(0.0)` is "no host link" to them and the simulator.
     pub fn link(self) -> Option<f64> {
-        link_of(self.bandwidth.get_untracked())
+        Some(self.bandwidth.get_untracked())
     }
 }
 

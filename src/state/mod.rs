@@ -22,7 +22,7 @@ mod tables;
 mod timing;
 mod view;
 
-pub use controls::{link_of, Controls, DEFAULT_BANDWIDTH};
+pub use controls::{Controls, DEFAULT_BANDWIDTH};
 pub use loaded::{ChainSource, Loaded};
 pub use offloading::Offloading;
 pub use shown::{Current, Shown, StalePlan};
@@ -84,7 +84,7 @@ impl AppState {
         let ready = Memo::new(move |_| self.tables.is_ready(algorithm.get()));
         Effect::new(move |_| {
             let ready = ready.get();
-            let _ = (budget.get(), bandwidth.get());
+            let _ = (algorithm.get(), budget.get(), bandwidth.get());
             if ready {
                 self.send_plan(false);
             }
