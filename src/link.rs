@@ -24,6 +24,17 @@ impl UrlState {
         *self != UrlState::default()
     }
 
+    /// Whether `full` is this link with the fields it leaves out filled in.
+    fn completed_by(&self, full: &UrlState) -> bool {
+        fn agrees<T: PartialEq>(part: &Option<T>, full: &Option<T>) -> bool {
+            part.is_none() || part == full
+        }
+        agrees(&self.chain, &full.chain)
+            && agrees(&self.algorithm, &full.algorithm)
+            && agrees(&self.budget, &full.budget)
+            && agrees(&self.bandwidth, &full.bandwidth)
+    }
+
     /// The same view apart from the budget (the slider's moves).
     fn same_but_budget(&self, other: &UrlState) -> bool {
         self.chain == other.chain
@@ -122,6 +133,9 @@ pub struct HistoryPen {
     entry: Option<UrlState>,
     /// The current entry is a budget being dragged: later budgets replace it.
     open: bool,
+    /// The current entry is a link the browser arrived at, perhaps partial:
+    /// the page's complete view of it replaces it.
+    arrived: bool,
 }
 
 impl HistoryPen {
@@ -129,9 +143,11 @@ impl HistoryPen {
     /// A new chain, algorithm or bandwidth pushes; a budget pushes once, then
     /// replaces its own entry until the slider is released.
     pub fn write(&mut self, next: UrlState) -> Option<Write> {
+        let arrived = std::mem::take(&mut self.arrived);
         let action = match &self.entry {
             None => Write::Replace,
             Some(entry) if *entry == next => return None,
+            Some(entry) if arrived && entry.completed_by(&next) => Write::Replace,
             Some(entry) if entry.same_but_budget(&next) && self.open => Write::Replace,
             Some(_) => Write::Push,
         };
@@ -153,9 +169,10 @@ impl HistoryPen {
     /// The browser moved to an entry (Back, Forward, an edited hash): the
     /// page applies it, and the view it then shows replaces that entry (a
     /// hand-edited link may leave out fields; Back must not meet it again).
-    pub fn arrived(&mut self) {
-        self.entry = None;
+    pub fn arrived(&mut self, entry: UrlState) {
+        self.entry = Some(entry);
         self.open = false;
+        self.arrived = true;
     }
 }
 
@@ -247,15 +264,22 @@ mod tests {
             pen.write(view("teaching", Algorithm::Pofo, 140, 0.0)),
             Some(Write::Push)
         );
-        // Back: the view the page then shows replaces that entry.
-        pen.arrived();
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Pofo, 140, 0.0)),
-            Some(Write::Replace)
-        );
+        // Back: the entry names the view the page then shows; no write.
+        // (The browser may report one move twice: hashchange and popstate.)
+        let back = view("vgg19-h100", Algorithm::Pofo, 140, 0.0);
+        pen.arrived(back.clone());
+        pen.arrived(back.clone());
+        assert_eq!(pen.write(back), None);
         assert_eq!(
             pen.write(view("vgg19-h100", Algorithm::Pofo, 150, 0.0)),
             Some(Write::Push)
         );
+        // An edited, partial link: the page's full view replaces it, and the
+        // next view is a new entry.
+        pen.arrived(parse_hash("#chain=teaching&algorithm=rotor"));
+        let full = view("teaching", Algorithm::Rotor, 7, 12e9);
+        assert_eq!(pen.write(full), Some(Write::Replace));
+        let other = view("teaching", Algorithm::Pofo, 7, 12e9);
+        assert_eq!(pen.write(other), Some(Write::Push));
     }
 }

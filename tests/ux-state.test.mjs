@@ -100,6 +100,7 @@ test('Cancel stops a 60-stage pofo solve at once, the previous plan stays marked
     // with its own budget next to the asked one.
     assert.match(await page.getAttribute('.app', 'class'), /\bstale\b/);
     assert.match(await text(page, '#stale-plan'), /Showing the previous plan \(rotor\) at [\d.]+ [GM]iB while pofo at [\d.]+ [GM]iB is worked out/);
+    if (round === 0) await page.screenshot({ path: join(process.env.SHOTS ?? tmpdir(), 'remat-stale-plan.png') });
     const t = await cancelAndTime(page);
     times.push(t);
     assert.ok(t.terminated !== null && t.terminated < 100, `terminated ${t.terminated} ms after the click`);

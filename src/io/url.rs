@@ -89,8 +89,9 @@ pub fn sync_url(state: AppState) {
         if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
             p.timer.clear();
         }
-        pen.update_value(|pen| pen.arrived());
-        apply_url(state, &read_url());
+        let url = read_url();
+        pen.update_value(|pen| pen.arrived(url.clone()));
+        apply_url(state, &url);
     });
     for event in ["hashchange", "popstate"] {
         let _ = window.add_event_listener_with_callback(event, arrive.as_ref().unchecked_ref());
