@@ -184,8 +184,8 @@ mod tests {
         parse_hash(&format_hash(chain, alg, budget, bw))
     }
 
-    // Fails if a field is dropped or misspelt on either side (tried: writing
-    // "bandwith", and writing 0 instead of "none").
+    // Fails if a field is dropped or changes on the way (tried: writing "0"
+    // for no link: read back, the "none" check failed).
     #[test]
     fn a_view_survives_its_link() {
         for (chain, alg, budget, bw) in [
@@ -221,8 +221,8 @@ mod tests {
         assert_eq!(percent_decode(&percent_encode("a b/ç")), "a b/ç");
     }
 
-    // Fails if every write pushes (tried: `Write::Push` for budget moves —
-    // the drag then floods the history) or if none does after a release.
+    // Fails if every write pushes (tried: Write::Push for an open drag: the
+    // drag's second move failed) or if views replace each other.
     #[test]
     fn history_pushes_views_and_replaces_while_dragging() {
         let mut pen = HistoryPen::default();
