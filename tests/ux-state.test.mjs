@@ -72,6 +72,20 @@ async function assertStopped(page, ms = 1500) {
   assert.equal(await planId(page), id, 'no new plan arrived');
 }
 
+/// A page whose workers are watched, showing rotor's plan of an imported
+/// chain of `n` stages; `shown`: that plan.
+async function openWatched(n) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.addInitScript(watchWorkers);
+  await page.goto(BASE + '#chain=teaching&algorithm=rotor');
+  await waitForPlan(page);
+  await importLongChain(page, n, 300000);
+  const shown = { id: await planId(page), makespan: await text(page, '#stat-makespan') };
+  return { page, errors, shown };
+}
+
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // Fails if Cancel leaves the solve running. Tried: the plan effect reading
@@ -79,14 +93,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // the solve restarted in the fresh worker at once and the page never said
 // "Cancelled" — this test failed, as the issue's observation did.
 test('Cancel stops a 60-stage pofo solve at once, the previous plan stays marked, the next solve works', async () => {
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.addInitScript(watchWorkers);
-  await page.goto(BASE + '#chain=teaching&algorithm=rotor');
-  await waitForPlan(page);
-  await importLongChain(page, 60);
-  const shown = { id: await planId(page), makespan: await text(page, '#stat-makespan') };
+  const { page, errors, shown } = await openWatched(60);
   const times = [];
   for (let round = 0; round < 3; round++) {
     if (round === 0) {
@@ -129,14 +136,7 @@ test('Cancel stops a 60-stage pofo solve at once, the previous plan stays marked
 // fresh one; not tried as a mutation: main's cancel already ended table
 // builds, the issue's 200-stage case was pofo's, covered above).
 test('Cancel stops a 200-stage table build at once; Build it builds it in a fresh worker', async () => {
-  const page = await context.newPage();
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.addInitScript(watchWorkers);
-  await page.goto(BASE + '#chain=teaching&algorithm=rotor');
-  await waitForPlan(page);
-  await importLongChain(page, 200, 300000);
-  const shown = { id: await planId(page), makespan: await text(page, '#stat-makespan') };
+  const { page, errors, shown } = await openWatched(200);
   const times = [];
   for (let round = 0; round < 3; round++) {
     if (round === 0) await page.locator('#algorithm-select').selectOption('revolve');
