@@ -3,6 +3,7 @@
 //!
 //! - `protocol`: the typed messages between the page and the planning
 //!   service, and their one codec;
+//! - `link`: the URL codec and how the history follows the view (pure);
 //! - `service`: the planners (in the page, and in a Web Worker for long
 //!   chains); plain Rust, tested on the host;
 //! - `backend`: where each request runs (the page's service or the worker);
@@ -12,6 +13,7 @@
 //! - `views`: the root `App`, one component per view, chart and notation
 //!   helpers.
 
+pub mod link;
 pub mod min_memory;
 pub mod protocol;
 pub mod service;

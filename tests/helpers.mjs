@@ -12,7 +12,9 @@ const FLAGS = [
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
 ];
 
-export async function launch() {
+/// A fresh browser profile. The first-visit welcome is marked as seen
+/// (tests open their own views) unless `welcome` asks for a first visit.
+export async function launch({ welcome = false } = {}) {
   const userDataDir = mkdtempSync(join(tmpdir(), 'remat-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -21,6 +23,11 @@ export async function launch() {
     viewport: { width: 1400, height: 900 },
     acceptDownloads: true,
   });
+  if (!welcome) {
+    await context.addInitScript(() => {
+      try { localStorage.setItem('remat-welcome-seen', '1'); } catch { /* no storage: no welcome either */ }
+    });
+  }
   return context;
 }
 

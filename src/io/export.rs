@@ -63,7 +63,7 @@ pub fn export_schedule(state: AppState) {
         &current.chain,
         &current.algorithm,
         current.planned.budget,
-        Some(state.controls.bandwidth.get_untracked()),
+        state.controls.link(),
         Predicted {
             makespan_seconds: trace.makespan_seconds,
             peak_bytes: trace.peak_bytes,

@@ -60,9 +60,7 @@ fn import_schedule(state: AppState, file_name: &str, text: &str) {
         Ok(w) => w,
         Err(e) => return refuse(e.to_string()),
     };
-    let bandwidth = schedule
-        .bandwidth_bytes_per_s
-        .or(Some(state.controls.bandwidth.get_untracked()));
+    let bandwidth = schedule.bandwidth_bytes_per_s.or(state.controls.link());
     let trace = match judge(&chain, &schedule.ops, schedule.budget_bytes, bandwidth) {
         Ok(t) => t,
         Err(e) => return refuse(format!("invalid schedule: {e}")),

@@ -1,94 +1,220 @@
-//! The URL holds the view: `#chain=vgg19&algorithm=rotor&budget=…&bandwidth=…`,
-//! and `&min=pytorch|chen` while the minimum memory mode is on.
+//! The URL holds the view, both ways: the page writes its view into the
+//! hash (`link::format_hash`), and a link the browser arrives at (an
+//! edited hash, Back, Forward) is applied to the page. The history follows
+//! `link::HistoryPen`: a new chain, algorithm or bandwidth is a new entry,
+//! a slider drag one entry replaced while it moves. `&min=pytorch|chen`
+//! is there while the minimum memory mode is on.
 
 use super::import::load_stored;
+use crate::link::{format_hash, parse_hash, with_min_memory, HistoryPen, Write};
 use crate::state::{AppState, ChainSource, MinMemory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
-use remat_core::solvers::hong::Model;
-use remat_core::solvers::Algorithm;
 use std::time::Duration;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+pub use crate::link::UrlState;
 
 pub const DEFAULT_EXAMPLE: &str = "vgg19-h100";
-
-/// What the URL says.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UrlState {
-    pub chain: Option<String>,
-    pub algorithm: Option<Algorithm>,
-    pub budget: Option<u64>,
-    pub bandwidth: Option<f64>,
-    /// The minimum memory mode, on in this model (`min=pytorch|chen`).
-    pub min_memory: Option<Model>,
-}
 
 pub fn read_url() -> UrlState {
     let hash = web_sys::window()
         .and_then(|w| w.location().hash().ok())
         .unwrap_or_default();
-    let mut url = UrlState::default();
-    for pair in hash.trim_start_matches('#').split('&') {
-        let Some((key, value)) = pair.split_once('=') else {
-            continue;
-        };
-        let value = js_sys::decode_uri_component(value)
-            .ok()
-            .and_then(|v| v.as_string())
-            .unwrap_or_default();
-        match key {
-            "chain" => url.chain = Some(value),
-            "algorithm" => url.algorithm = Algorithm::from_name(&value).ok(),
-            "budget" => url.budget = value.parse().ok(),
-            "bandwidth" => url.bandwidth = value.parse().ok().filter(|b: &f64| *b > 0.0),
-            "min" => url.min_memory = value.parse().ok(),
-            _ => {}
-        }
-    }
-    url
+    parse_hash(&hash)
 }
 
-/// Keeps the URL in step with the state, so a copied link reproduces the view.
-/// Written once the controls rest for a moment: `history.replaceState` costs
-/// Chrome ~6 ms a call, most of a slider move's frame at L = 300.
+fn current_hash() -> Option<String> {
+    web_sys::window().and_then(|w| w.location().hash().ok())
+}
+
+/// Writes `hash` into the history as `how` says, unless the URL holds it.
+/// `history.replaceState` costs Chrome ~6 ms a call, most of a slider
+/// move's frame at L = 300: writes wait until the controls rest a moment.
+fn write_hash(how: Write, hash: &str) {
+    let Some(w) = web_sys::window() else { return };
+    if current_hash().as_deref() == Some(hash) {
+        return;
+    }
+    let _ = w.history().and_then(|h| match how {
+        Write::Push => h.push_state_with_url(&JsValue::NULL, "", Some(hash)),
+        Write::Replace => h.replace_state_with_url(&JsValue::NULL, "", Some(hash)),
+    });
+}
+
+/// A view waiting to be written (the debounce).
+struct Pending {
+    timer: TimeoutHandle,
+    hash: String,
+    view: UrlState,
+}
+
+/// Keeps the URL and the state in step, both ways.
 pub fn sync_url(state: AppState) {
-    let pending = StoredValue::new_local(None::<TimeoutHandle>);
+    let pen = StoredValue::new_local(HistoryPen::default());
+    let pending = StoredValue::new_local(None::<Pending>);
+    let flush = move || {
+        if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
+            p.timer.clear();
+            if let Some(how) = pen.try_update_value(|pen| pen.write(p.view)).flatten() {
+                write_hash(how, &p.hash);
+            }
+        }
+    };
     let controls = state.controls;
     let min_memory = use_context::<MinMemory>();
     Effect::new(move |_| {
-        let mut hash = format!(
-            "#chain={}&algorithm={}&budget={}&bandwidth={}",
-            state.loaded.source.get().name(),
-            controls.algorithm.get().name(),
-            controls.budget.get(),
-            controls.bandwidth.get()
+        let hash = with_min_memory(
+            format_hash(
+                &state.loaded.source.get().name(),
+                controls.algorithm.get(),
+                controls.budget.get(),
+                controls.bandwidth.get(),
+            ),
+            min_memory.filter(|m| m.on.get()).map(|m| m.model.get()),
         );
-        if let Some(m) = min_memory.filter(|m| m.on.get()) {
-            hash.push_str(&format!("&min={}", m.model.get().name()));
+        if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
+            p.timer.clear();
         }
-        if let Some(h) = pending.get_value() {
-            h.clear();
+        let Ok(timer) = set_timeout_with_handle(flush, Duration::from_millis(150)) else {
+            return;
+        };
+        let view = parse_hash(&hash);
+        pending.set_value(Some(Pending { timer, hash, view }));
+    });
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    // A link the browser arrived at (an edited hash, Back, Forward): the
+    // page shows what it names. Both events may fire for one move; the
+    // second finds the page already there.
+    let arrive = Closure::<dyn FnMut()>::new(move || {
+        if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
+            p.timer.clear();
         }
-        let write = move || {
-            pending.set_value(None);
-            if let Some(w) = web_sys::window() {
-                if w.location().hash().ok().as_deref() != Some(hash.as_str()) {
-                    // replaceState: dragging the slider must not flood the history.
-                    let _ = w.history().and_then(|h| {
-                        h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&hash))
-                    });
-                }
+        let url = read_url();
+        pen.update_value(|pen| pen.arrived(url.clone()));
+        apply_url(state, min_memory, &url);
+    });
+    for event in ["hashchange", "popstate"] {
+        let _ = window.add_event_listener_with_callback(event, arrive.as_ref().unchecked_ref());
+    }
+    // The slider let go, or a budget typed: the next budget is a new entry.
+    let release = Closure::<dyn FnMut(web_sys::Event)>::new(move |ev: web_sys::Event| {
+        let id = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .map(|e| e.id());
+        if matches!(id.as_deref(), Some("budget-slider" | "budget-input")) {
+            // After the effects of the same task (a key press fires `input`
+            // and `change` together): the last budget is then pending.
+            set_timeout(
+                move || {
+                    flush();
+                    pen.update_value(|pen| pen.release());
+                },
+                Duration::ZERO,
+            );
+        }
+    });
+    let _ = window.add_event_listener_with_callback_and_bool(
+        "change",
+        release.as_ref().unchecked_ref(),
+        true,
+    );
+    // Page-lifetime listeners.
+    arrive.forget();
+    release.forget();
+}
+
+/// Shows the view `url` names; what it leaves out stays as it is, but for
+/// the minimum memory mode: a complete link (the page's own) without
+/// `min=` has it off.
+pub fn apply_url(state: AppState, min_memory: Option<MinMemory>, url: &UrlState) {
+    let controls = state.controls;
+    if let Some(mode) = min_memory {
+        let complete = url.chain.is_some()
+            && url.algorithm.is_some()
+            && url.budget.is_some()
+            && url.bandwidth.is_some();
+        match url.min_memory {
+            Some(model) => {
+                mode.model.set(model);
+                mode.on.set(true);
+            }
+            None if complete && mode.on.get_untracked() => mode.on.set(false),
+            None => {}
+        }
+    }
+    if let Some(alg) = url.algorithm {
+        if controls.algorithm.get_untracked() != alg {
+            controls.algorithm.set(alg);
+        }
+    }
+    let shown = state.loaded.source.get_untracked().name();
+    let reloaded = match &url.chain {
+        Some(name) if *name != shown => load_named(state, name, url.budget),
+        _ => false,
+    };
+    if let Some(bw) = url.bandwidth {
+        if controls.bandwidth.get_untracked() != bw {
+            controls.bandwidth.set(bw);
+        }
+    }
+    if let (Some(budget), false) = (url.budget, reloaded) {
+        if controls.budget.get_untracked() != budget {
+            controls.budget.set(budget);
+        }
+    }
+}
+
+/// Loads the chain a link names; false if it names none this page has
+/// (the page then keeps its chain and says so).
+fn load_named(state: AppState, name: &str, budget: Option<u64>) -> bool {
+    if name == "imported" {
+        return match load_stored().map(|t| read_any_chain(&t)) {
+            Some(Ok(chain)) => {
+                state.load_chain(chain, ChainSource::Imported, budget);
+                true
+            }
+            _ => {
+                state.view.info(
+                    "The link names an imported chain that this browser no longer has; showing an example instead.".into(),
+                );
+                false
             }
         };
-        pending.set_value(set_timeout_with_handle(write, Duration::from_millis(150)).ok());
-    });
+    }
+    match examples::by_name(name) {
+        Some(chain) => {
+            state.load_chain(chain, ChainSource::Example(name.to_string()), budget);
+            true
+        }
+        None => {
+            state.view.info(format!(
+                "The link names a chain \"{name}\" that the explorer does not have."
+            ));
+            false
+        }
+    }
 }
 
 /// Loads the chain the URL names (or the last imported one, or the default).
 pub fn initial_load(state: AppState) {
-    let url = read_url();
+    let mut url = read_url();
+    let name = url.chain.take().unwrap_or_else(|| DEFAULT_EXAMPLE.into());
+    // The algorithm first: loading builds its table.
     if let Some(alg) = url.algorithm {
         state.controls.algorithm.set(alg);
+    }
+    if !load_named(state, &name, url.budget) {
+        state.load_chain(
+            super::default_chain(),
+            ChainSource::Example(DEFAULT_EXAMPLE.into()),
+            url.budget,
+        );
     }
     if let Some(bw) = url.bandwidth {
         state.controls.bandwidth.set(bw);
@@ -97,21 +223,4 @@ pub fn initial_load(state: AppState) {
         mode.model.set(model);
         mode.on.set(true);
     }
-    let name = url.chain.clone().unwrap_or_else(|| DEFAULT_EXAMPLE.into());
-    if name == "imported" {
-        match load_stored().map(|t| read_any_chain(&t)) {
-            Some(Ok(chain)) => {
-                state.load_chain(chain, ChainSource::Imported, url.budget);
-                return;
-            }
-            _ => state.view.info(
-                "The link names an imported chain that this browser no longer has; showing an example instead.".into(),
-            ),
-        }
-    }
-    let (name, chain) = match examples::by_name(&name) {
-        Some(c) => (name, c),
-        None => (DEFAULT_EXAMPLE.to_string(), super::default_chain()),
-    };
-    state.load_chain(chain, ChainSource::Example(name), url.budget);
 }

@@ -27,7 +27,7 @@ pub use controls::{Controls, DEFAULT_BANDWIDTH};
 pub use loaded::{ChainSource, Loaded};
 pub use min_memory::{use_min_memory, MinMemory};
 pub use offloading::Offloading;
-pub use shown::{Current, Shown};
+pub use shown::{Current, Shown, StalePlan};
 pub use tables::{Build, Tables};
 pub use timing::mark;
 pub use view::{Notice, ViewState};
@@ -80,10 +80,13 @@ impl AppState {
             ..
         } = self.controls;
         // A new budget, bandwidth or algorithm, or a table that became
-        // ready, asks for a new plan (O(L) on a built table).
+        // ready, asks for a new plan (O(L) on a built table). Readiness is
+        // a memo: a cancel marks other builds, which must not start the
+        // solve it just stopped again (it did: Cancel restarted pofo).
+        let ready = Memo::new(move |_| self.tables.is_ready(algorithm.get()));
         Effect::new(move |_| {
-            let ready = self.tables.is_ready(algorithm.get());
-            let _ = (budget.get(), bandwidth.get());
+            let ready = ready.get();
+            let _ = (algorithm.get(), budget.get(), bandwidth.get());
             if ready {
                 self.send_plan(false);
             }

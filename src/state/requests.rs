@@ -176,7 +176,7 @@ impl AppState {
             id,
             algorithm,
             budget: self.controls.budget.get_untracked(),
-            bandwidth: Some(self.controls.bandwidth.get_untracked()),
+            bandwidth: self.controls.link(),
             exact,
         });
     }
@@ -194,7 +194,7 @@ impl AppState {
             generation: r.generation.get_value(),
             id: r.next_id.get_value(),
             budget: self.controls.budget.get_untracked(),
-            bandwidth: Some(self.controls.bandwidth.get_untracked()),
+            bandwidth: self.controls.link(),
         });
     }
 
@@ -208,12 +208,37 @@ impl AppState {
         });
     }
 
-    /// Ends a long build or solve (terminates the worker); `rebuild` starts over.
+    /// Ends a long build or solve at once: a busy worker cannot be
+    /// interrupted, so it is terminated, and a fresh one gets the chain
+    /// (tables already in the page stay; `rebuild` builds the others).
+    /// The page keeps the plan it shows and says what was cancelled.
     pub fn cancel_build(self) {
-        self.requests.backend().cancel();
+        let what = self.cancelled_work();
+        let backend = self.requests.backend();
+        backend.cancel();
+        super::mark("cancelled");
         self.requests.land_all();
         self.offloading.stop();
         self.shown.replanning.set(None);
         self.tables.cancel();
+        self.shown.cancelled.set(Some(what));
+        let chain = write_chain(&self.loaded.chain.get_untracked());
+        backend.respawn(self.requests.generation.get_value(), chain);
+    }
+
+    /// What a Cancel now stops, in words.
+    fn cancelled_work(self) -> String {
+        let alg = self.controls.algorithm.get_untracked();
+        if self.shown.replanning.get_untracked().is_some() {
+            let budget =
+                remat_core::model::units::format_bytes(self.controls.budget.get_untracked());
+            format!("the {} solve at {budget}", alg.name())
+        } else if matches!(self.tables.build_of_untracked(alg), Build::Building(_)) {
+            format!("the {} table build", alg.name())
+        } else if self.offloading.sweeping.get_untracked().is_some() {
+            "the sweep".to_string()
+        } else {
+            "the work in the worker".to_string()
+        }
     }
 }

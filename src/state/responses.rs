@@ -107,7 +107,7 @@ impl AppState {
             id: self.requests.next_id.get_value(),
             algorithm,
             budget: self.controls.budget.get_untracked(),
-            bandwidth: Some(self.controls.bandwidth.get_untracked()),
+            bandwidth: self.controls.link(),
             exact: false,
             ops: None,
             predicted_seconds: None,
@@ -155,10 +155,11 @@ impl AppState {
     /// for room) and puts it on screen with its compare row.
     fn show(self, planned: Planned) {
         let chain = self.loaded.chain.get_untracked();
-        let bandwidth = self.controls.bandwidth.get_untracked();
-        let trace = planned.ops.as_ref().map(|ops| {
-            judge(&chain, ops, planned.budget, Some(bandwidth)).map_err(|e| e.to_string())
-        });
+        let bandwidth = self.controls.link();
+        let trace = planned
+            .ops
+            .as_ref()
+            .map(|ops| judge(&chain, ops, planned.budget, bandwidth).map_err(|e| e.to_string()));
         super::mark("simulated");
         let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
         if self.view.step.get_untracked().is_some_and(|s| s >= n_ops) {
@@ -175,6 +176,7 @@ impl AppState {
             error: planned.error.clone(),
         });
         self.shown.summaries.set(summaries);
+        self.shown.cancelled.set(None);
         self.shown.id.set(planned.id);
         self.shown.current.set(Some(Arc::new(Current {
             chain,

@@ -37,6 +37,24 @@ pub struct Shown {
     /// An exact re-plan building its own table in the worker, or an
     /// offloading algorithm solving this budget there, and how far.
     pub replanning: RwSignal<Option<f64>>,
+    /// What Cancel stopped last (until the next plan is shown).
+    pub cancelled: RwSignal<Option<String>>,
+}
+
+/// The plan on screen when it is not the plan of the controls: a solve or
+/// a build is under way, or one was cancelled. The page says so, with the
+/// shown plan's budget (never two budgets on one screen unexplained).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StalePlan {
+    /// The shown plan's algorithm and budget.
+    pub algorithm: String,
+    pub budget: u64,
+    /// What is asked for now.
+    pub wanted_algorithm: String,
+    pub wanted_budget: u64,
+    /// A solve or build under way (else: cancelled).
+    pub working: bool,
+    pub cancelled: Option<String>,
 }
 
 impl Shown {
@@ -44,5 +62,27 @@ impl Shown {
     pub(super) fn reset(self) {
         self.current.set(None);
         self.summaries.set(Vec::new());
+        self.cancelled.set(None);
+    }
+}
+
+impl super::AppState {
+    /// Whether the plan on screen is an earlier one, and which (tracked).
+    pub fn stale_plan(self) -> Option<StalePlan> {
+        let current = self.shown.current.get()?;
+        let algorithm = self.controls.algorithm.get();
+        let budget = self.controls.budget.get();
+        let working = self.shown.replanning.get().is_some()
+            || matches!(self.tables.build_of(algorithm), super::Build::Building(_));
+        let cancelled = self.shown.cancelled.get();
+        let other = current.planned.budget != budget || current.planned.algorithm != algorithm;
+        (working || (cancelled.is_some() && other)).then(|| StalePlan {
+            algorithm: current.algorithm.clone(),
+            budget: current.planned.budget,
+            wanted_algorithm: algorithm.name().to_string(),
+            wanted_budget: budget,
+            working,
+            cancelled,
+        })
     }
 }

@@ -1,6 +1,8 @@
 //! The page: the root component provides the state every view uses.
 
-use super::{chain, compare, controls, guide, memory, min_memory, stepper, sweep, timeline};
+use super::{
+    chain, compare, controls, guide, memory, min_memory, stale, stepper, sweep, timeline, welcome,
+};
 use crate::io;
 use crate::state::{AppState, ChainSource, MinMemory};
 use leptos::prelude::*;
@@ -21,10 +23,13 @@ pub fn App() -> impl IntoView {
     controls::install_drop(state);
     view! {
         // One <main> landmark holds the page (axe: landmark-one-main, region).
-        <main class="app" data-plan-id=move || state.shown.id.get().to_string()>
+        <main class=move || if state.stale_plan().is_some() { "app stale" } else { "app" }
+            data-plan-id=move || state.shown.id.get().to_string()>
+            <welcome::Welcome />
             <controls::Header />
             <controls::NoticeBar />
             <controls::BudgetPanel />
+            <stale::StaleNote />
             <stepper::Stepper />
             <section class="card">
                 <chain::ChainView />

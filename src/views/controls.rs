@@ -212,8 +212,28 @@ pub const BANDWIDTH_PRESETS: [(f64, &str); 3] = [
     (450e9, "NVLink-C2C ≈ 450 GB/s"),
 ];
 
+/// A host link in words: its rate, or "none".
+fn link_text(rate: f64) -> String {
+    if rate > 0.0 {
+        format_rate(rate)
+    } else {
+        crate::link::NO_LINK.to_string()
+    }
+}
+
+/// A typed host link: a rate, or none ("none", 0 or nothing).
+fn parse_link(text: &str) -> Result<f64, String> {
+    match text.trim() {
+        "" | "none" | "0" => Ok(0.0),
+        t => parse_rate(t),
+    }
+}
+
 /// The preset's option value for `rate`, or "" (custom).
 fn preset_of(rate: f64) -> String {
+    if rate <= 0.0 {
+        return "0".into();
+    }
     BANDWIDTH_PRESETS
         .iter()
         .find(|(r, _)| *r == rate)
@@ -232,7 +252,7 @@ pub fn BudgetPanel() -> impl IntoView {
         typed_error.set(None);
     });
     let bw_text = RwSignal::new(String::new());
-    Effect::new(move |_| bw_text.set(format_rate(state.controls.bandwidth.get())));
+    Effect::new(move |_| bw_text.set(link_text(state.controls.bandwidth.get())));
     let bw_error = RwSignal::new(None::<String>);
 
     let on_slide = move |ev: leptos::ev::Event| {
@@ -252,12 +272,11 @@ pub fn BudgetPanel() -> impl IntoView {
         Ok(_) => typed_error.set(Some("the budget must be above 0".into())),
         Err(e) => typed_error.set(Some(e)),
     };
-    let commit_bw = move || match parse_rate(&bw_text.get_untracked()) {
-        Ok(r) if r > 0.0 => {
+    let commit_bw = move || match parse_link(&bw_text.get_untracked()) {
+        Ok(r) => {
             bw_error.set(None);
             state.controls.bandwidth.set(r)
         }
-        Ok(_) => bw_error.set(Some("must be above 0".into())),
         Err(e) => bw_error.set(Some(e)),
     };
     let on_alg = move |ev: leptos::ev::Event| {
@@ -313,6 +332,9 @@ pub fn BudgetPanel() -> impl IntoView {
                             title="Type a size: 3.5 GiB, 800MiB, 4e9" />
                     </div>
                     {move || typed_error.get().map(|e| view! { <small class="err">{e}</small> })}
+                    <small id="budget-range-help" class="muted">
+                        "Counts activations only. M_low: the least any schedule needs (everything recomputed); M_high: keeping everything, no recomputation."
+                    </small>
                 </div>
                 <div class="field bw">
                     <label for="bandwidth-input">"Host link bandwidth"</label>
@@ -321,7 +343,7 @@ pub fn BudgetPanel() -> impl IntoView {
                             prop:value=move || bw_text.get()
                             on:input=move |ev| bw_text.set(event_target_value(&ev))
                             on:change=move |_| commit_bw()
-                            title="Host↔device rate for offload and prefetch, e.g. 12 GB/s" />
+                            title="Host↔device rate for offload and prefetch, e.g. 12 GB/s, or none" />
                         <select id="bandwidth-preset" title="Common host links" aria-label="Host link preset"
                             prop:value=move || preset_of(state.controls.bandwidth.get())
                             on:change=move |ev| {
@@ -331,6 +353,7 @@ pub fn BudgetPanel() -> impl IntoView {
                                 }
                             }>
                             <option value="">"custom"</option>
+                            <option value="0">"none (no host link)"</option>
                             {BANDWIDTH_PRESETS.iter().map(|(rate, name)| view! {
                                 <option value=rate.to_string()>{*name}</option>
                             }).collect_view()}
@@ -429,7 +452,7 @@ fn PlanStatus() -> impl IntoView {
                             "Solving {} at {} and {} in a Web Worker…",
                             alg.name(),
                             bytes(state.controls.budget.get()),
-                            format_rate(state.controls.bandwidth.get())
+                            link_text(state.controls.bandwidth.get())
                         )
                     } else {
                         format!("Re-planning exactly at {}: building a {} table for this budget in a Web Worker…",

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use remat_core::examples;
 
 /// 572 MiB: tight enough that rotor recomputes, as the guide's example says.
-const TIGHT_BUDGET: u64 = 600_000_000;
+pub(crate) const TIGHT_BUDGET: u64 = 600_000_000;
 
 /// An op name with a subscript and the stage as superscript: F_all^ℓ.
 #[component]

@@ -13,8 +13,10 @@ pub mod legend;
 pub mod memory;
 pub mod min_memory;
 pub mod notation;
+pub mod stale;
 pub mod stepper;
 pub mod sweep;
 pub mod timeline;
+pub mod welcome;
 
 pub use app::App;

@@ -1,0 +1,71 @@
+//! A first visit's welcome: what the page is for, and the way in — the
+//! guide on the teaching chain. Shown once (remembered in localStorage),
+//! never over a link that names a view.
+
+use crate::state::{use_app, ChainSource};
+use leptos::prelude::*;
+use remat_core::examples;
+
+/// The localStorage key that remembers the welcome was seen.
+pub const WELCOME_SEEN: &str = "remat-welcome-seen";
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
+}
+
+/// Whether to greet: a first visit, without a link naming a view.
+pub fn wants_welcome() -> bool {
+    let seen = storage().and_then(|s| s.get_item(WELCOME_SEEN).ok().flatten());
+    seen.is_none() && !crate::io::read_url().names_a_view()
+}
+
+fn remember() {
+    if let Some(s) = storage() {
+        let _ = s.set_item(WELCOME_SEEN, "1");
+    }
+}
+
+#[component]
+pub fn Welcome() -> impl IntoView {
+    let state = use_app();
+    let shown = RwSignal::new(wants_welcome());
+    let dismiss = move || {
+        remember();
+        shown.set(false);
+    };
+    let start = move |_| {
+        dismiss();
+        state.load_chain(
+            examples::teaching(),
+            ChainSource::Example("teaching".into()),
+            Some(super::guide::TIGHT_BUDGET),
+        );
+        let doc = leptos::prelude::document();
+        if let Some(details) = doc.query_selector("#guide details").ok().flatten() {
+            let _ = details.set_attribute("open", "");
+            details.scroll_into_view();
+        }
+    };
+    move || {
+        shown.get().then(|| {
+            view! {
+                <section id="welcome" class="card welcome" role="dialog" aria-labelledby="welcome-title">
+                    <h2 id="welcome-title">"Welcome to the Remat explorer"</h2>
+                    <p>
+                        "A training step keeps every layer's activations for the backward pass. "
+                        "When they do not fit in GPU memory, some are dropped and recomputed, or sent to host memory and brought back. "
+                        "Drag the memory budget and watch what each algorithm keeps, recomputes and moves, and what it costs in time."
+                    </p>
+                    <div class="welcome-actions">
+                        <button id="welcome-guide" class="primary" on:click=start>
+                            "Start with the guide on the 10-stage teaching chain"
+                        </button>
+                        <button id="welcome-dismiss" on:click=move |_| dismiss()>
+                            "Skip: show the measured VGG-19"
+                        </button>
+                    </div>
+                </section>
+            }
+        })
+    }
+}
