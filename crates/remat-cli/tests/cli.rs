@@ -863,9 +863,8 @@ fn vgg19_table2_chain(dir: &tempfile::TempDir) -> String {
 // could fail: `--set` not reaching the model (the optimal peak printed
 // instead: differences 0), the curve or the √n set of another set, the
 // report's `optimal` flag wrong. Mutations tried, each caught: measuring
-// the optimal set whatever `--set` says; `peak_phase` as the last index of
-// the maximum (47 ≠ 46 … no: the maximum is unique here, so instead
-// `position` over `curve[1..]` gave 45).
+// the optimal set whatever `--set` says; `peak_phase` searching
+// `curve[1..]` (an index off by one: 45).
 #[test]
 fn checkpoints_reproduces_the_papers_vgg19_comparison() {
     let dir = tempfile::tempdir().unwrap();

@@ -459,8 +459,9 @@ proptest! {
 // paper's model, so Algorithm 6 keeps both outputs; recomputing stage 1
 // while δ^1 is resident needs 8 bytes where store-all needs 5. On the
 // built-in examples it fits well below M_high. How it could fail: a planner
-// that falls back to store-all (mutation tried: answering with
-// `store_all::schedule` when the set does not fit made `ops` Some here).
+// that answers a schedule over the budget, or another one in its place
+// (mutation tried: `ops: Some(self.ops.clone())` whether or not it fits
+// made `ops` Some here).
 #[test]
 fn hong_at_m_high_may_not_fit_and_says_why() {
     let mut chain = chain_of(&[0, 0, 0]);
