@@ -9,7 +9,7 @@
 //! ([`Plan::answer`]); Algorithm 3's O(n³) runs once per chain.
 //!
 //! What decides feasibility is the simulator's peak of that schedule, not
-//! the paper's: the two accountings differ (see the [module](super)), so a
+//! the paper's: the two accountings differ (see `solvers::hong`), so a
 //! budget between the paper-model peak and the simulated one is refused.
 //! A budget at M_high (store-all's peak) can be refused too: the schedule
 //! recomputes, and a recomputed forward's workspace on top of the gradients
