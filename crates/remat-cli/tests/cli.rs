@@ -828,16 +828,27 @@ const MIB: f64 = (1u64 << 20) as f64;
 /// Times are placeholders (the paper's models use sizes only).
 fn vgg19_table2_chain(dir: &tempfile::TempDir) -> String {
     let b: u64 = 128 * 4;
-    let mut d = Vec::new();
-    let mut hw = 224;
-    for (convs, channels) in [(2, 64), (2, 128), (4, 256), (4, 512), (4, 512)] {
-        for _ in 0..convs {
-            d.push(b * channels * hw * hw);
-        }
-        hw /= 2;
-        d.push(b * channels * hw * hw);
-    }
-    d.extend([b * 4096, b * 4096, b * 1000]);
+    // (how many stages, channels, side) in order: each block's convs, then
+    // its pool at half the side; then fc6, fc7, fc8 as 1×1 "images".
+    let layers = [
+        (2, 64, 224),
+        (1, 64, 112),
+        (2, 128, 112),
+        (1, 128, 56),
+        (4, 256, 56),
+        (1, 256, 28),
+        (4, 512, 28),
+        (1, 512, 14),
+        (4, 512, 14),
+        (1, 512, 7),
+        (2, 4096, 1),
+        (1, 1000, 1),
+    ];
+    let d: Vec<u64> = layers
+        .iter()
+        .flat_map(|&(count, channels, side)| std::iter::repeat_n(b * channels * side * side, count))
+        .collect();
+    assert_eq!(d.len(), 24);
     let stages: Vec<String> = d
         .iter()
         .map(|x| format!(r#"{{"forward_seconds": 0.01, "backward_seconds": 0.02, "output_bytes": {x}, "saved_bytes": {x}}}"#))
