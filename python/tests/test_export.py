@@ -94,6 +94,39 @@ def test_exported_snippets_run_the_schedule(name, tmp_path):
     assert nested >= 1, "no rotor schedule was refused: the refusal is untested here"
 
 
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+@pytest.mark.parametrize("algorithm,model", [("hong", "pytorch"), ("hong-chen", "chen")])
+def test_hong_sets_export_as_their_segments_and_run(name, algorithm, model, tmp_path):
+    """`remat solve -a hong` (or hong-chen) gives the schedule of the set
+    `remat checkpoints` finds; it exports as one segment per checkpoint,
+    ending at it, every one but the last checkpointed; the pasted snippet
+    gives the plain step's loss and gradients and runs each stage's forward
+    as often as the schedule says. Fails if the solver's schedule were not
+    the set's (segments end elsewhere), or the export refused it.
+    Mutation tried: the planner scheduling the √n set instead of the
+    optimal one (`hong::plan`: the segments' ends differ from the set)."""
+    net, x, target = NETWORKS[name]()
+    chain = tmp_path / "chain.json"
+    chain.write_text(json.dumps(chain_for(name, net, x, target)))
+    path = tmp_path / f"{algorithm}.json"
+    report = solve(chain, path, "-a", algorithm, "-b", "100%")
+    assert report["feasible"], report["detail"]
+    found = json.loads(remat("checkpoints", str(chain), "--model", model, "--json").stdout)
+    p = _export(path)
+    assert p.returncode == 0, p.stderr
+    exported = json.loads(p.stdout)
+    segments = exported["segments"]
+    assert [s["last"] for s in segments] == found["checkpoints"]
+    assert [s["checkpointed"] for s in segments] == [True] * (len(segments) - 1) + [False]
+    want, got, counts = _run_snippet(name, exported["snippet"])
+    assert torch.equal(got["loss"], want["loss"])
+    for param in want["grads"]:
+        assert torch.equal(got["grads"][param], want["grads"][param]), f"{algorithm}: {param}"
+    sched = load_schedule(path)
+    assert counts == sched.forwards_per_stage(len(counts) - 1), counts
+    assert sum(counts) > len(counts) - 1, "the set's schedule recomputes nothing"
+
+
 def test_offloading_schedules_are_refused_naming_the_op(tmp_path):
     """Fails if an offloading schedule is exported as segments (it would
     run without its transfers, over its budget). Mutation tried: the

@@ -41,6 +41,10 @@ FIXED = [
     ("rotor-α0.3", ["-a", "rotor"], 0.3),
     ("rotor-α0.6", ["-a", "rotor"], 0.6),
     ("rotor-α0.9", ["-a", "rotor"], 0.9),
+    # Hong et al.'s least-peak sets: one schedule whatever the budget, which
+    # recomputes every segment but the last; at M_high it fits on both.
+    ("hong", ["-a", "hong"], 1.0),
+    ("hong-chen", ["-a", "hong-chen"], 1.0),
 ]
 POFO_BUDGETS = [f"{p}%" for p in range(10, 100, 5)]
 
@@ -148,9 +152,10 @@ def test_gradients_loss_and_forward_counts(schedules, name, label):
     assert torch.equal(got["rng"], want["rng"]), "the global RNG is not where a plain step leaves it"
     sched = load_schedule(path)
     assert counts == sched.forwards_per_stage(len(counts) - 1), (counts, label)
-    if label.startswith("rotor") or label.startswith("sequential") or label.startswith("revolve"):
-        # These budgets are below M_high: something is recomputed, so the
-        # test really exercises the RNG and buffer restoration.
+    if label.startswith(("rotor", "sequential", "revolve", "hong")):
+        # These budgets are below M_high (hong recomputes at any budget):
+        # something is recomputed, so the test really exercises the RNG and
+        # buffer restoration.
         assert sum(counts) > len(counts) - 1, f"{label}: recomputes nothing"
 
 

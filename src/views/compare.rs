@@ -28,6 +28,8 @@ pub fn alg_color(a: Algorithm) -> &'static str {
         Algorithm::OffloadOnly => "#7048e8",
         Algorithm::Opportunist => "#2f9e44",
         Algorithm::Autocapper => "#c2255c",
+        Algorithm::Hong => "#a0522d",
+        Algorithm::HongChen => "#d4a017",
     }
 }
 

@@ -8,6 +8,7 @@
 
 use clap::{Args, ValueEnum};
 use remat_core::model::units::{parse_rate, parse_size};
+use remat_core::solvers::hong::Model;
 use remat_core::solvers::pofo::LossStep;
 use remat_core::solvers::Algorithm;
 use std::ffi::OsStr;
@@ -47,6 +48,8 @@ pub enum ArgError {
     NotANumber(#[from] std::num::ParseFloatError),
     #[error("a memory ratio from 0 to 1, got {0}")]
     RatioOutOfRange(f64),
+    #[error("`{0}` is not a stage number; write the checkpoints as stage numbers separated by commas (3,6,24)")]
+    NotAStage(String),
     /// The core's message (the names to choose from), and the name meant.
     #[error("{message}{}", meant.map(|m| format!("; did you mean `{m}`?")).unwrap_or_default())]
     UnknownAlgorithm {
@@ -163,6 +166,26 @@ fn did_you_mean(text: &str) -> Option<&'static str> {
         .map(|(_, name)| name)
 }
 
+/// A checkpoint set as typed: stage numbers separated by commas (`3,6,24`),
+/// in the order given. Whether they are in range and ascending depends on
+/// the chain: the command checks that (`hong::normalize`), naming `--set`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointSet(pub Vec<usize>);
+
+impl FromStr for CheckpointSet {
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<CheckpointSet, ArgError> {
+        text.split(',')
+            .map(|part| {
+                let part = part.trim();
+                part.parse::<usize>()
+                    .map_err(|_| ArgError::NotAStage(part.to_string()))
+            })
+            .collect::<Result<Vec<usize>, ArgError>>()
+            .map(CheckpointSet)
+    }
+}
+
 /// What CHAIN names: a built-in example (`example:NAME`) or a file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChainArg {
@@ -239,6 +262,43 @@ pub struct SolveArgs {
     pub output: Option<PathBuf>,
 }
 
+/// The memory model of `checkpoints` (Hong et al., Sections 3 and 4).
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModelFlag {
+    /// Section 4: each tensor freed as soon as unused, one output-gradient
+    /// buffer per segment (Algorithm 6).
+    Pytorch,
+    /// Section 3, Eq. 6: checkpoints kept throughout, a recomputed segment
+    /// held whole (Algorithm 3, O(n³)).
+    Chen,
+}
+
+impl From<ModelFlag> for Model {
+    fn from(flag: ModelFlag) -> Model {
+        match flag {
+            ModelFlag::Pytorch => Model::PyTorch,
+            ModelFlag::Chen => Model::Chen,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct CheckpointsArgs {
+    /// Chain file or example:NAME.
+    pub chain: ChainArg,
+    /// The memory model the peak is measured in.
+    #[arg(long, value_enum)]
+    pub model: ModelFlag,
+    /// Evaluate this set instead of finding the optimal one: stage numbers,
+    /// ascending, separated by commas (3,6,24); the last stage is always a
+    /// checkpoint and may be left out, the input (0) is never written.
+    #[arg(long)]
+    pub set: Option<CheckpointSet>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Args)]
 pub struct SimulateArgs {
     /// Chain file or example:NAME.
@@ -274,7 +334,8 @@ pub enum SweepFormat {
 pub struct SweepArgs {
     /// Chain file or example:NAME.
     pub chain: ChainArg,
-    /// Comma-separated algorithms (default: all).
+    /// Comma-separated algorithms (default: all; hong-chen only on chains
+    /// of at most 500 stages).
     #[arg(long, value_delimiter = ',', value_parser = algorithm)]
     pub algorithms: Vec<Algorithm>,
     /// Number of budgets from M_low to M_high (memory ratio α from 0 to 1:
@@ -428,6 +489,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("did you mean"));
+    }
+
+    #[test]
+    fn checkpoint_sets_parse_as_stage_numbers() {
+        // Could fail if a set parsed into other numbers or accepted a word
+        // (mutation tried: a part that is not a number read as 0,
+        // `.or(Ok(0))`, instead of refused).
+        assert_eq!("3,6,24".parse(), Ok(CheckpointSet(vec![3, 6, 24])));
+        assert_eq!(" 3, 6 ".parse(), Ok(CheckpointSet(vec![3, 6])));
+        assert_eq!(
+            "3,x".parse::<CheckpointSet>(),
+            Err(ArgError::NotAStage("x".into()))
+        );
+        assert_eq!(
+            "".parse::<CheckpointSet>(),
+            Err(ArgError::NotAStage("".into()))
+        );
+        assert_eq!(
+            "-1".parse::<CheckpointSet>(),
+            Err(ArgError::NotAStage("-1".into()))
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use remat_core::format::pytorch::SegmentsError;
 use remat_core::format::{FormatError, ScheduleError};
+use remat_core::solvers::hong::CheckpointError;
 use remat_core::solvers::{Algorithm, SolveError};
 use remat_core::SimError;
 use std::path::Path;
@@ -26,6 +27,9 @@ pub enum CliError {
     SegmentsNotSequential(Algorithm),
     #[error(transparent)]
     Solve(#[from] SolveError),
+    /// A chain or checkpoint set Hong et al.'s models cannot evaluate.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     #[error(transparent)]
     Sim(#[from] SimError),
     #[error(transparent)]

@@ -44,6 +44,9 @@ enum Command {
     Sweep(args::SweepArgs),
     /// Convert rotor's chain parameters to remat-chain/1.
     Convert(args::ConvertArgs),
+    /// The checkpoint set of least peak memory (Hong et al.), or the peak of
+    /// a given set, with its memory curve.
+    Checkpoints(args::CheckpointsArgs),
     /// Write a schedule as torch.utils.checkpoint segments (when it is one).
     Export(args::ExportArgs),
     /// List the algorithms.
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => simulate::run(&a),
         Command::Sweep(a) => sweep::run(&a),
         Command::Convert(a) => convert::run(&a),
+        Command::Checkpoints(a) => checkpoints::run(&a),
         Command::Export(a) => export::run(&a),
         Command::Algorithms => {
             algorithms::run();

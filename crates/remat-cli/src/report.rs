@@ -7,6 +7,7 @@
 
 use remat_core::format::pytorch::Segment;
 use remat_core::simulator::{OpState, TensorId, Trace};
+use remat_core::solvers::hong::Model;
 use remat_core::{Chain, Op};
 use serde::Serialize;
 
@@ -195,6 +196,36 @@ pub struct ExportReport<'a> {
     /// `checkpoint_sequential`'s k, when the segments are its.
     pub checkpoint_sequential_k: Option<usize>,
     pub snippet: &'a str,
+}
+
+/// `remat checkpoints --json`: a checkpoint set in one of Hong et al.'s
+/// memory models.
+#[derive(Serialize)]
+pub struct CheckpointsReport<'a> {
+    pub chain: &'a str,
+    pub stages: usize,
+    /// `pytorch` or `chen`.
+    pub model: Model,
+    /// Stage numbers, ascending, the last stage included.
+    pub checkpoints: &'a [usize],
+    /// True when `checkpoints` is the optimal set (no `--set`).
+    pub optimal: bool,
+    /// The set's peak in the model: the largest value of `curve`.
+    pub peak_bytes: u64,
+    /// The first training phase index where the curve reaches the peak.
+    pub peak_phase: usize,
+    /// Bytes at each training phase index 0 … 2N+1.
+    pub curve: &'a [u64],
+    /// The least peak of any set in the model (Algorithm 6 or 3); null for
+    /// the Chen model past its stage limit.
+    pub optimal_peak_bytes: Option<u64>,
+    /// The paper's √n set (segments of ⌈√N⌉ stages) and its peak, the
+    /// baseline of its Table 2.
+    pub sqrt_checkpoints: &'a [usize],
+    pub sqrt_peak_bytes: u64,
+    /// The simulator's peak of the set's schedule (Remat's accounting,
+    /// docs/model.md), what `remat solve -a hong` is judged by.
+    pub simulated_peak_bytes: u64,
 }
 
 /// `remat bench --json`.

@@ -174,8 +174,9 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
-    // Every algorithm of `remat algorithms`, at each of the 5 points.
-    assert_eq!(lines.len(), 1 + 5 * 8);
+    // Every algorithm of `remat algorithms` (10 with hong and hong-chen),
+    // at each of the 5 points.
+    assert_eq!(lines.len(), 1 + 5 * 10);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
     assert!(
@@ -218,7 +219,14 @@ fn convert_reads_rotor_lists() {
 #[test]
 fn algorithms_and_examples_are_listed() {
     let out = String::from_utf8(remat(&["algorithms"]).stdout).unwrap();
-    for name in ["store-all", "sequential", "revolve", "rotor"] {
+    for name in [
+        "store-all",
+        "sequential",
+        "revolve",
+        "rotor",
+        "hong ",
+        "hong-chen",
+    ] {
         assert!(out.contains(name));
     }
     let out = String::from_utf8(remat(&["examples"]).stdout).unwrap();
@@ -740,6 +748,13 @@ fn json_reports_print_their_keys_sorted_as_they_always_have() {
         vec!["simulate", "example:teaching", &seq, "--json", "--states"],
         vec!["export", &seq, "--to", "pytorch-segments", "--json"],
         vec![
+            "checkpoints",
+            "example:teaching",
+            "--model",
+            "pytorch",
+            "--json",
+        ],
+        vec![
             "sweep",
             "example:teaching",
             "--points",
@@ -779,7 +794,7 @@ fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
     // `magic`, and the second assertion failed).
     refused(
         &["solve", "example:teaching", "-a", "rotr", "-b", "1GB"],
-        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, pofo, offload-only, opportunist, autocapper; did you mean `rotor`?",
+        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, pofo, offload-only, opportunist, autocapper; did you mean `rotor`?",
     );
     let out = remat(&["sweep", "example:teaching", "--algorithms", "rotor,magic"]);
     assert_eq!(out.status.code(), Some(2));
@@ -787,5 +802,248 @@ fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
     refused(
         &["sweep", "example:teaching", "--algorithms", "rotor,Pofo"],
         "did you mean `pofo`?",
+    );
+}
+
+/// `remat checkpoints CHAIN --model MODEL ARGS… --json`: its report.
+fn checkpoints_json(chain: &str, model: &str, args: &[&str]) -> Value {
+    json(&remat(
+        &[&["checkpoints", chain, "--model", model], args, &["--json"]].concat(),
+    ))
+}
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// VGG-19 as Hong et al.'s Table 2 runs it (batch 128, 224 px, fp32; 16
+/// convs, 5 max-pools as stages of their own, 3 FCs: 24 stages), written as
+/// a remat-chain/1 file: d_i = 128 × channels × height × width × 4 bytes.
+/// Times are placeholders (the paper's models use sizes only).
+fn vgg19_table2_chain(dir: &tempfile::TempDir) -> String {
+    let b: u64 = 128 * 4;
+    // (how many stages, channels, side) in order: each block's convs, then
+    // its pool at half the side; then fc6, fc7, fc8 as 1×1 "images".
+    let layers = [
+        (2, 64, 224),
+        (1, 64, 112),
+        (2, 128, 112),
+        (1, 128, 56),
+        (4, 256, 56),
+        (1, 256, 28),
+        (4, 512, 28),
+        (1, 512, 14),
+        (4, 512, 14),
+        (1, 512, 7),
+        (2, 4096, 1),
+        (1, 1000, 1),
+    ];
+    let d: Vec<u64> = layers
+        .iter()
+        .flat_map(|&(count, channels, side)| std::iter::repeat_n(b * channels * side * side, count))
+        .collect();
+    assert_eq!(d.len(), 24);
+    let stages: Vec<String> = d
+        .iter()
+        .map(|x| format!(r#"{{"forward_seconds": 0.01, "backward_seconds": 0.02, "output_bytes": {x}, "saved_bytes": {x}}}"#))
+        .collect();
+    let path = dir.path().join("vgg19-table2.json");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"format": "remat-chain/1", "name": "VGG-19 b128 (Hong Table 2)", "input_bytes": {}, "stages": [{}]}}"#,
+            b * 3 * 224 * 224,
+            stages.join(", ")
+        ),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+// The paper's Table 2 through the command line: Algorithm 3's set is
+// {3, 6, 24}; in the PyTorch model it peaks 391 MiB above the optimal set
+// and the √n set 1960 MiB above (the paper's measured differences, within
+// 4 MiB), at phase 46 (Section 5.4: the start of the last recomputed
+// segment). The curve has 2N + 2 values and its maximum is the peak. How it
+// could fail: `--set` not reaching the model (the optimal peak printed
+// instead: differences 0), the curve or the √n set of another set, the
+// report's `optimal` flag wrong. Mutations tried, each caught: measuring
+// the optimal set whatever `--set` says; `peak_phase` searching
+// `curve[1..]` (an index off by one: 45).
+#[test]
+fn checkpoints_reproduces_the_papers_vgg19_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let vgg = vgg19_table2_chain(&dir);
+    let chen = checkpoints_json(&vgg, "chen", &[]);
+    assert_eq!(chen["model"], "chen");
+    assert_eq!(u64s(&chen["checkpoints"]), vec![3, 6, 24]);
+    assert_eq!(chen["optimal"], true);
+    let best = checkpoints_json(&vgg, "pytorch", &[]);
+    assert_eq!(best["model"], "pytorch");
+    assert_eq!(best["optimal"], true);
+    assert_eq!(best["stages"], 24);
+    let optimal = best["peak_bytes"].as_u64().unwrap();
+    assert_eq!(best["optimal_peak_bytes"].as_u64(), Some(optimal));
+    let given = checkpoints_json(&vgg, "pytorch", &["--set", "3,6,24"]);
+    assert_eq!(u64s(&given["checkpoints"]), vec![3, 6, 24]);
+    assert_eq!(given["optimal"], false);
+    assert_eq!(given["optimal_peak_bytes"].as_u64(), Some(optimal));
+    let peak = given["peak_bytes"].as_u64().unwrap();
+    let curve = u64s(&given["curve"]);
+    assert_eq!(curve.len(), 2 * 24 + 2);
+    assert_eq!(curve.iter().max(), Some(&peak));
+    assert_eq!(given["peak_phase"], 46);
+    let gap = |x: u64| (x - optimal) as f64 / MIB;
+    assert!((gap(peak) - 391.0).abs() <= 4.0, "{:.1} MiB", gap(peak));
+    assert_eq!(u64s(&best["sqrt_checkpoints"]), vec![5, 10, 15, 20, 24]);
+    let sqrt = best["sqrt_peak_bytes"].as_u64().unwrap();
+    assert!((gap(sqrt) - 1960.0).abs() <= 4.0, "{:.1} MiB", gap(sqrt));
+    // The √n set given explicitly measures as the report's √n column.
+    let as_set = checkpoints_json(&vgg, "pytorch", &["--set", "5,10,15,20"]);
+    assert_eq!(as_set["peak_bytes"].as_u64(), Some(sqrt));
+    // Text: the set, the peak, the curve.
+    let out = remat(&["checkpoints", &vgg, "--model", "pytorch", "--set", "3,6,24"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("checkpoints  3, 6, 24 (from --set"), "{text}");
+    assert!(text.contains("at training phase 46 of 0…49"), "{text}");
+    assert!(text.contains('█'), "{text}");
+}
+
+// `remat solve -a hong` answers with the schedule of the set `remat
+// checkpoints` finds, judged by the simulator: its peak is the report's
+// `simulated_peak_bytes`, above the paper-model peak the detail names;
+// below it the budget is infeasible (exit 0) saying what it needs; the
+// schedule exports as the set's segments and simulates to the same peak.
+// How it could fail: feasibility judged by the paper's peak (a schedule over
+// the budget), a schedule of another set, segments not ending at the
+// checkpoints. Mutation tried: `Plan::answer` comparing the paper's peak
+// (feasible at 500 MiB with a 704 MiB peak: caught here and in core).
+#[test]
+fn solve_hong_runs_the_optimal_set_and_exports_its_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    for (algorithm, model, title) in [
+        ("hong", "pytorch", "PyTorch-model"),
+        ("hong-chen", "chen", "Chen-model"),
+    ] {
+        let report = checkpoints_json("example:teaching", model, &[]);
+        let set = u64s(&report["checkpoints"]);
+        let paper_peak = report["peak_bytes"].as_u64().unwrap();
+        let needs = report["simulated_peak_bytes"].as_u64().unwrap();
+        assert!(
+            needs > paper_peak,
+            "Remat counts ā and δ the paper does not"
+        );
+        let name = format!("{algorithm}.json");
+        let (path, v) = solved_on(
+            "example:teaching",
+            &dir,
+            &name,
+            &["-a", algorithm, "-b", "100%"],
+        );
+        assert_eq!(v["feasible"], true);
+        assert_eq!(v["peak_bytes"].as_u64(), Some(needs));
+        assert_eq!(v["predicted_peak_bytes"].as_u64(), Some(needs));
+        assert_eq!(v["algorithm_min_bytes"].as_u64(), Some(needs));
+        assert_eq!(v["algorithm_min_is_lower_bound"], false);
+        assert_eq!(v["memory"], "exact");
+        let listed: Vec<String> = set.iter().map(|c| c.to_string()).collect();
+        let detail = v["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!("checkpoints {}; {title} peak ", listed.join(", "))),
+            "{detail}"
+        );
+        let exported = export_json(&path);
+        let lasts: Vec<u64> = exported["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["last"].as_u64().unwrap())
+            .collect();
+        assert_eq!(lasts, set);
+        let sim = simulate_json("example:teaching", &path, &[]);
+        assert_eq!(sim["peak_bytes"].as_u64(), Some(needs));
+        // One byte short of what its schedule needs: a result, not an error.
+        let short = (needs - 1).to_string();
+        let v = solve_json("example:teaching", &["-a", algorithm, "-b", &short]);
+        assert_eq!(v["feasible"], false);
+        assert!(
+            v["detail"]
+                .as_str()
+                .unwrap()
+                .contains("but its schedule needs"),
+            "{v}"
+        );
+    }
+}
+
+// Bad input to `checkpoints` exits 2 naming the flag and the problem.
+// Mutation tried: leaving `--set` out of the range check's error (the bare
+// core message) failed the `--set:` expectation.
+#[test]
+fn checkpoints_refuses_bad_sets_naming_set() {
+    let base = ["checkpoints", "example:teaching", "--model", "pytorch"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [&base[..], &["--set", "3,2"]].concat(),
+            "--set: checkpoints: stage 2 (position 1) comes after 3",
+        ),
+        (
+            [&base[..], &["--set", "3,3"]].concat(),
+            "--set: checkpoints: stage 3 (position 1) comes after 3",
+        ),
+        (
+            [&base[..], &["--set", "0,4"]].concat(),
+            "--set: checkpoints: stage 0 is out of range",
+        ),
+        (
+            [&base[..], &["--set", "4,11"]].concat(),
+            "stages are numbered 1..=10",
+        ),
+        ([&base[..], &["--set", "4,x"]].concat(), "'--set <SET>'"),
+        ([&base[..], &["--set", ""]].concat(), "'--set <SET>'"),
+        (vec!["checkpoints", "example:teaching"], "--model"),
+        (
+            vec!["checkpoints", "example:teaching", "--model", "torch"],
+            "--model",
+        ),
+    ];
+    for (args, expected) in cases {
+        refused(&args, expected);
+    }
+}
+
+// Algorithm 3 is O(n³): past 500 stages `checkpoints --model chen` is
+// refused naming the limit, but a given set is still measured (the optimal
+// peak left null); `solve -a hong-chen` is refused the same way.
+// Mutation tried: refusing whenever Algorithm 3 fails, `--set` or not
+// (the given set was refused).
+#[test]
+fn the_chen_model_past_its_stage_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut chain = remat_core::examples::teaching();
+    let stage = chain.stages[0].clone();
+    chain.stages = vec![stage; 501];
+    let path = dir.path().join("long.json");
+    std::fs::write(&path, remat_core::format::write_chain(&chain)).unwrap();
+    let long = path.to_str().unwrap();
+    refused(
+        &["checkpoints", long, "--model", "chen"],
+        "stages: Algorithm 3 (the Chen model) takes O(n³) time and O(n²) memory; 501 stages is over its limit of 500",
+    );
+    let v = checkpoints_json(long, "chen", &["--set", "250"]);
+    assert_eq!(v["optimal_peak_bytes"], Value::Null);
+    assert_eq!(v["optimal"], false);
+    assert_eq!(u64s(&v["checkpoints"]), vec![250, 501]);
+    assert_eq!(v["curve"].as_array().unwrap().len(), 2 * 501 + 2);
+    assert_eq!(checkpoints_json(long, "pytorch", &[])["optimal"], true);
+    refused(
+        &["solve", long, "-a", "hong-chen", "-b", "100%"],
+        "over its limit of 500",
     );
 }

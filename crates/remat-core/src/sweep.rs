@@ -5,8 +5,9 @@
 //!
 //! A run is one (α, β): the budget is [`budget_at_ratio`]`(m_low, m_high,
 //! α)` and offloading algorithms move bytes at β. Each algorithm is asked
-//! through a [`Planner`]: store-all and sequential are built once (their
-//! answer does not depend on the budget they are built for), the others
+//! through a [`Planner`]: store-all, sequential, hong and hong-chen are
+//! built once (their answer does not depend on the budget they are built
+//! for), the others
 //! for each budget, so every point is what [`solve`](crate::solvers::solve)
 //! answers for it. Every schedule is [judged](crate::simulator::judge) with
 //! the budget as memory limit at the run's β.
@@ -70,7 +71,7 @@ impl SweepPoint {
 /// Why a sweep stopped; the messages are the ones people see.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SweepError {
-    /// A budget-independent planner (store-all, sequential) failed.
+    /// A budget-independent planner (store-all, sequential, hong) failed.
     #[error("{algorithm}: {error}")]
     Build {
         algorithm: Algorithm,
@@ -152,10 +153,12 @@ pub fn sweep(
     let mut fixed = Vec::with_capacity(algorithms.len());
     for &algorithm in algorithms {
         fixed.push(match algorithm {
-            Algorithm::StoreAll | Algorithm::Sequential => Some(
-                Planner::build(chain, algorithm, m_high, options, &mut |_| true)
-                    .map_err(|error| SweepError::Build { algorithm, error })?,
-            ),
+            Algorithm::StoreAll | Algorithm::Sequential | Algorithm::Hong | Algorithm::HongChen => {
+                Some(
+                    Planner::build(chain, algorithm, m_high, options, &mut |_| true)
+                        .map_err(|error| SweepError::Build { algorithm, error })?,
+                )
+            }
             _ => None,
         });
     }

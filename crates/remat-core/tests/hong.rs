@@ -3,8 +3,14 @@
 //! peaks against the replayed curves, and the paper's VGG-19 comparison
 //! (its Table 2).
 
+mod common;
+
+use proptest::prelude::*;
 use remat_core::simulator::simulate;
 use remat_core::solvers::hong::{self, chen, curve, pytorch, CheckpointError, Model};
+use remat_core::solvers::{
+    max_useful_budget, no_progress, solve, Algorithm, Memory, Options, Planner, SolveError,
+};
 use remat_core::{Chain, Stage};
 
 /// A small seeded generator (the same numbers on every run and machine).
@@ -399,4 +405,115 @@ fn vgg19_table2_differences_match_the_paper() {
         .max_by_key(|&k| (c[k], std::cmp::Reverse(k)))
         .unwrap();
     assert_eq!(argmax, 46, "curve {c:?}");
+}
+
+// `remat solve -a hong` / `-a hong-chen`: the planner answers every budget
+// with the optimal set's schedule exactly when the simulator's peak of it
+// fits (the paper's peak plays no part), predicts the simulated time and
+// peak, names the set and the paper-model peak in its detail, and states
+// that peak as its exact least budget. How it could fail: feasibility judged
+// by the paper's peak (smaller than Remat's on most chains: a schedule over
+// the budget is returned), `<` for `<=` (refused at its own least budget),
+// the least budget taken from the paper's model. Mutations tried, each
+// caught: `self.selection.peak_bytes <= budget_bytes` in `Plan::answer`
+// (peak over the budget), `<` instead of `<=` (infeasible at the least
+// budget), `min_budget_bytes` returning `plan.selection.peak_bytes`.
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+    #[test]
+    fn hong_answers_its_sets_schedule_exactly_when_the_simulator_says_it_fits(
+        chain in common::integer_chain(14, true),
+        frac in 0.0f64..1.3,
+    ) {
+        let high = max_useful_budget(&chain);
+        for (algorithm, model) in [(Algorithm::Hong, Model::PyTorch), (Algorithm::HongChen, Model::Chen)] {
+            let best = hong::optimal(&chain, model).unwrap();
+            let ops = hong::schedule(&chain, &best.checkpoints).unwrap();
+            let trace = simulate(&chain, &ops).unwrap();
+            let budget = (high as f64 * frac) as u64;
+            let planner = Planner::build(&chain, algorithm, budget, &Options::default(), &mut no_progress()).unwrap();
+            prop_assert_eq!(planner.min_budget_bytes(), trace.peak_bytes);
+            prop_assert_eq!(planner.memory(budget), Memory::Exact);
+            let listed: Vec<String> = best.checkpoints.iter().map(|c| c.to_string()).collect();
+            for b in [budget, trace.peak_bytes, trace.peak_bytes.saturating_sub(1)] {
+                let sol = planner.plan(&chain, b).unwrap();
+                prop_assert_eq!(&sol, &solve(&chain, algorithm, b, &Options::default()).unwrap());
+                let detail = format!("checkpoints {}; ", listed.join(", "));
+                prop_assert!(sol.detail.starts_with(&detail), "{}", sol.detail);
+                let title = match model {
+                    Model::PyTorch => "PyTorch-model peak",
+                    Model::Chen => "Chen-model peak",
+                };
+                prop_assert!(sol.detail.contains(title), "{}", sol.detail);
+                if trace.peak_bytes <= b {
+                    prop_assert_eq!(sol.ops.as_ref(), Some(&ops));
+                    prop_assert_eq!(sol.predicted_peak_bytes, Some(trace.peak_bytes));
+                    prop_assert_eq!(sol.predicted_seconds, Some(trace.makespan_seconds));
+                } else {
+                    prop_assert!(sol.ops.is_none());
+                    prop_assert!(sol.detail.contains("needs"), "{}", sol.detail);
+                }
+            }
+        }
+    }
+}
+
+// At M_high store-all fits, but hong's schedule recomputes, so it may not:
+// the documented answer is "infeasible, its schedule needs …", never
+// store-all in disguise. The chain: a stage with no output but a 3-byte
+// forward workspace and a 5-byte gradient. Every set peaks at 0 in the
+// paper's model, so Algorithm 6 keeps both outputs; recomputing stage 1
+// while δ^1 is resident needs 8 bytes where store-all needs 5. On the
+// built-in examples it fits well below M_high. How it could fail: a planner
+// that answers a schedule over the budget, or another one in its place
+// (mutation tried: `ops: Some(self.ops.clone())` whether or not it fits
+// made `ops` Some here).
+#[test]
+fn hong_at_m_high_may_not_fit_and_says_why() {
+    let mut chain = chain_of(&[0, 0, 0]);
+    chain.stages[0].gradient_bytes = 5;
+    chain.stages[0].forward_overhead_bytes = 3;
+    let high = max_useful_budget(&chain);
+    assert_eq!(high, 5);
+    let sol = solve(&chain, Algorithm::Hong, high, &Options::default()).unwrap();
+    assert_eq!(sol.ops, None);
+    assert_eq!(
+        sol.detail,
+        "checkpoints 1, 2; PyTorch-model peak 0 B, but its schedule needs 8 B in Remat's accounting"
+    );
+    for name in remat_core::examples::names() {
+        let chain = remat_core::examples::by_name(name).unwrap();
+        let high = max_useful_budget(&chain);
+        for algorithm in [Algorithm::Hong, Algorithm::HongChen] {
+            let sol = solve(&chain, algorithm, high, &Options::default()).unwrap();
+            let peak = sol.predicted_peak_bytes.expect("fits at M_high");
+            assert!(peak < high, "{name}: {algorithm} {peak} vs M_high {high}");
+        }
+    }
+}
+
+// Algorithm 3 is O(n³): past MAX_CHEN_STAGES it is refused with the stage
+// count and the limit, as an error (not "infeasible"); the PyTorch model
+// runs. Mutation tried: the check on `stages >= MAX_CHEN_STAGES` refused a
+// chain of exactly the limit.
+#[test]
+fn chen_past_its_stage_limit_is_refused_naming_the_limit() {
+    let at_limit = vec![1; hong::MAX_CHEN_STAGES + 1];
+    assert!(hong::optimal_for_sizes(&at_limit, Model::Chen).is_ok());
+    let over = vec![1; hong::MAX_CHEN_STAGES + 2];
+    let e = hong::optimal_for_sizes(&over, Model::Chen).unwrap_err();
+    assert_eq!(
+        e,
+        CheckpointError::TooLong {
+            stages: hong::MAX_CHEN_STAGES + 1,
+            limit: hong::MAX_CHEN_STAGES
+        }
+    );
+    assert!(e.to_string().starts_with("stages: "), "{e}");
+    assert!(hong::optimal_for_sizes(&over, Model::PyTorch).is_ok());
+    let chain = chain_of(&over);
+    match solve(&chain, Algorithm::HongChen, u64::MAX, &Options::default()) {
+        Err(SolveError::TooLarge(m)) => assert!(m.contains("limit of 500"), "{m}"),
+        other => panic!("{other:?}"),
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod algorithms;
 pub mod bench;
+pub mod checkpoints;
 pub mod convert;
 pub mod examples;
 pub mod export;

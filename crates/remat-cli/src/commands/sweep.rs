@@ -10,6 +10,7 @@ use crate::error::{CliError, Result};
 use crate::input;
 use crate::report::{self, Run, SweepReport};
 use remat_core::model::units::format_bytes;
+use remat_core::solvers::hong::MAX_CHEN_STAGES;
 use remat_core::solvers::persistent::PersistentTable;
 use remat_core::solvers::{
     max_useful_budget, no_progress, Algorithm, Memory, Options, SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
@@ -47,7 +48,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     let chain = input::chain(&a.chain)?;
     let plan = SweepPlan {
         algorithms: if a.algorithms.is_empty() {
-            Algorithm::ALL.to_vec()
+            every_algorithm_for(&chain)
         } else {
             a.algorithms.clone()
         },
@@ -72,6 +73,23 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         SweepFormat::Json => report::print(&json_report(&chain, &sweep)),
     }
     Ok(())
+}
+
+/// The default list: every algorithm, but hong-chen only up to its stage
+/// limit (Algorithm 3 is O(n³)), with a note when it is left out; asked for
+/// by name past the limit it is an error.
+fn every_algorithm_for(chain: &Chain) -> Vec<Algorithm> {
+    let chen_fits = chain.len() <= MAX_CHEN_STAGES;
+    if !chen_fits {
+        eprintln!(
+            "note: hong-chen left out: Algorithm 3 is O(n³), run up to {MAX_CHEN_STAGES} stages, this chain has {}",
+            chain.len()
+        );
+    }
+    Algorithm::ALL
+        .into_iter()
+        .filter(|&alg| chen_fits || alg != Algorithm::HongChen)
+        .collect()
 }
 
 /// The sweep's knobs at one bandwidth: one memory treatment for every

@@ -34,6 +34,8 @@ macro_rules! algorithm_list {
                 Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget", built;
                 Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)", built;
                 Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)", built;
+                Hong => "hong", "checkpoint set of least peak in the paper's PyTorch memory model (Hong et al., Algorithm 6); its schedule whatever the budget", built;
+                HongChen => "hong-chen", "checkpoint set of least peak in Chen's memory model (Hong et al., Algorithm 3); its schedule whatever the budget", built;
             }
             offloading {
                 Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::solve);

@@ -3,8 +3,9 @@
 //!
 //! The explorer's slider asks many budgets of one chain, so solving is split
 //! in two: [`Planner::build`] does the expensive part once for the largest
-//! budget (a DP table, the k candidates of `sequential`), and
-//! [`Planner::plan`] answers any budget up to it quickly (O(L) nodes).
+//! budget (a DP table, the k candidates of `sequential`, Hong et al.'s
+//! set), and [`Planner::plan`] answers any budget up to it quickly (O(L)
+//! nodes).
 //! Offloading algorithms depend on the budget throughout: their planner
 //! solves each budget anew with the function their row of the algorithm
 //! list names (`algorithm_list!` in `api.rs`), e.g. [`offload::solve`].
@@ -18,7 +19,7 @@ use super::api::{
 use super::bounds::{max_useful_budget, offload_min_budget};
 use super::persistent::{self, PersistentTable, Variant};
 use super::slots::Memory;
-use super::{sequential, store_all};
+use super::{hong, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -42,6 +43,9 @@ pub enum Planner {
         /// slot grid's rounding at budgets where nothing needs recomputing.
         store_all: Option<(f64, u64)>,
     },
+    /// Hong et al.'s least-peak set (hong, hong-chen): one schedule, built
+    /// and simulated once, for every budget its simulated peak fits.
+    Hong(Box<hong::Plan>),
     /// Algorithms that depend on the budget throughout (the offloading
     /// ones): each budget is solved anew by `solve`, the function their row
     /// of the list names (`algorithm_list!` in `api.rs`).
@@ -56,7 +60,8 @@ pub enum Planner {
 impl Planner {
     /// Does the expensive part once, for budgets up to `max_budget_bytes`:
     /// a persistent table (rotor, revolve), every number of segments
-    /// measured (sequential), store-all's peak; offloading algorithms keep
+    /// measured (sequential), store-all's peak, Hong et al.'s set with its
+    /// schedule simulated (hong, hong-chen); offloading algorithms keep
     /// their options and solve each budget in [`plan`](Self::plan).
     ///
     /// ```
@@ -145,6 +150,9 @@ impl Planner {
                     store_all,
                 })
             }
+            Algorithm::Hong | Algorithm::HongChen => Ok(Planner::Hong(Box::new(hong::plan(
+                chain, algorithm, progress,
+            )?))),
             // Listed as `built` without a variant here: say so, never panic.
             other => Err(SolveError::BadOption(format!(
                 "algorithm: {other} is listed as built but has no planner"
@@ -185,6 +193,7 @@ impl Planner {
         match self {
             Planner::StoreAll { .. } => Algorithm::StoreAll,
             Planner::Sequential { .. } => Algorithm::Sequential,
+            Planner::Hong(plan) => plan.algorithm,
             Planner::Persistent { algorithm, .. } | Planner::PerBudget { algorithm, .. } => {
                 *algorithm
             }
@@ -196,13 +205,15 @@ impl Planner {
     /// planner's options ([`persistent::min_budget_met`]): the exact M_low
     /// whenever the lattice at M_low is exact (every example chain), else
     /// the first budget the rounded lattice meets. A table built for a
-    /// larger budget and read out lower may need a little more.
+    /// larger budget and read out lower may need a little more. For `hong`
+    /// and `hong-chen`, the simulated peak of their one schedule.
     pub fn min_budget_bytes(&self) -> u64 {
         match self {
             Planner::StoreAll { peak_bytes, .. } => *peak_bytes,
             Planner::Sequential { candidates } => {
                 candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
             }
+            Planner::Hong(plan) => plan.peak_bytes,
             Planner::Persistent { min_budget, .. } | Planner::PerBudget { min_budget, .. } => {
                 *min_budget
             }
@@ -266,6 +277,7 @@ impl Planner {
         };
         match self {
             Planner::PerBudget { .. } => unreachable!("offloading planners solve each budget"),
+            Planner::Hong(plan) => plan.answer(budget_bytes),
             Planner::StoreAll {
                 ops,
                 seconds,
@@ -361,7 +373,9 @@ impl Planner {
     /// every size).
     pub fn memory(&self, budget_bytes: u64) -> Memory {
         match self {
-            Planner::StoreAll { .. } | Planner::Sequential { .. } => Memory::Exact,
+            Planner::StoreAll { .. } | Planner::Sequential { .. } | Planner::Hong(_) => {
+                Memory::Exact
+            }
             Planner::Persistent {
                 table, store_all, ..
             } => {

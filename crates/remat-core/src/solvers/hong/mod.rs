@@ -45,6 +45,11 @@
 //! [`segments`] gives the segment boundaries to run with
 //! `torch.utils.checkpoint` (the last segment runs normally).
 //!
+//! As one of Remat's algorithms (`remat solve -a hong`, `-a hong-chen`),
+//! the planner builds a [`Plan`] and answers a budget with the optimal
+//! set's schedule when the simulator's peak of it fits the budget
+//! ([`Plan::answer`]).
+//!
 //! Assumptions: a chain, sizes only (times play no part); Σ d_i + max d_i
 //! must fit in 64 bits ([`CheckpointError::TooLarge`] otherwise).
 //!
@@ -74,10 +79,13 @@
 //! assert_eq!(curve.iter().max(), Some(&best.peak_bytes));
 //! ```
 
+mod as_algorithm;
 pub mod chen;
 pub mod curve;
 pub mod pytorch;
 mod range_max;
+
+pub use as_algorithm::{describe, model_of, plan, Plan};
 
 use crate::format::pytorch::Segment;
 use crate::model::Chain;
@@ -147,9 +155,15 @@ pub enum CheckpointError {
     },
     #[error("output_bytes: the sizes add up to more than 2^64 bytes (with the gradient buffer); this model cannot count them")]
     TooLarge,
+    #[error("stages: Algorithm 3 (the Chen model) takes O(n³) time and O(n²) memory; {stages} stages is over its limit of {limit}; use the PyTorch model (Algorithm 6, O(n))")]
+    TooLong { stages: usize, limit: usize },
     #[error("model: unknown memory model `{0}`; choose pytorch or chen")]
     UnknownModel(String),
 }
+
+/// The longest chain Algorithm 3 is run on: its O(n³) steps took 2 s at
+/// 500 stages and 11 s at 1000 on the (loaded) build machine, native.
+pub const MAX_CHEN_STAGES: usize = 500;
 
 /// d_0 … d_n: the input, then each stage's output.
 pub fn sizes(chain: &Chain) -> Vec<u64> {
@@ -165,6 +179,13 @@ pub fn optimal(chain: &Chain, model: Model) -> Result<Selection, CheckpointError
 /// accepts (`MAX_STAGES`).
 pub fn optimal_for_sizes(d: &[u64], model: Model) -> Result<Selection, CheckpointError> {
     check_sizes(d)?;
+    let stages = d.len() - 1;
+    if model == Model::Chen && stages > MAX_CHEN_STAGES {
+        return Err(CheckpointError::TooLong {
+            stages,
+            limit: MAX_CHEN_STAGES,
+        });
+    }
     Ok(match model {
         Model::PyTorch => pytorch::algorithm6(d),
         Model::Chen => chen::algorithm3(d),
