@@ -45,6 +45,8 @@ pub fn alg_dash(a: Algorithm) -> &'static str {
         Algorithm::OffloadOnly => "2 2",
         Algorithm::Opportunist => "10 3 2 3",
         Algorithm::Autocapper => "5 2 1 2",
+        Algorithm::Hong => "8 2 2 2 2 2",
+        Algorithm::HongChen => "4 4 1 4",
     }
 }
 
@@ -59,6 +61,8 @@ pub fn alg_marker(a: Algorithm) -> Marker {
         Algorithm::OffloadOnly => Marker::Triangle,
         Algorithm::Opportunist => Marker::Diamond,
         Algorithm::Autocapper => Marker::Cross,
+        Algorithm::Hong => Marker::Triangle,
+        Algorithm::HongChen => Marker::Circle,
     }
 }
 
