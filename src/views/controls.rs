@@ -225,7 +225,7 @@ fn link_text(rate: f64) -> String {
 fn parse_link(text: &str) -> Result<f64, String> {
     match text.trim() {
         "" | "none" | "0" => Ok(0.0),
-        t => parse_rate(t),
+        t => parse_rate(t).map_err(|e| e.to_string()),
     }
 }
 
@@ -270,7 +270,7 @@ pub fn BudgetPanel() -> impl IntoView {
     let commit_typed = move || match parse_size(&typed.get_untracked()) {
         Ok(b) if b > 0 => state.controls.budget.set(b),
         Ok(_) => typed_error.set(Some("the budget must be above 0".into())),
-        Err(e) => typed_error.set(Some(e)),
+        Err(e) => typed_error.set(Some(e.to_string())),
     };
     let commit_bw = move || match parse_link(&bw_text.get_untracked()) {
         Ok(r) => {

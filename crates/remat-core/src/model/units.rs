@@ -1,20 +1,37 @@
 //! Sizes, rates and durations as people write and read them.
 
+/// Why a size or a rate people typed cannot be read; the text says what to
+/// write instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnitError {
+    #[error("`{text}` is not a number with an optional unit")]
+    NotANumber { text: String },
+    #[error("`{text}` must be a finite number ≥ 0")]
+    Negative { text: String },
+    #[error("`{text}` is in bits; sizes are in bytes: write B, MB, GB, MiB or GiB")]
+    Bits { text: String },
+    #[error("unknown size unit `{unit}` in `{text}` (use B, kB, MB, GB, KiB, MiB, GiB)")]
+    UnknownUnit { unit: String, text: String },
+    #[error("size `{text}` is too large")]
+    TooLarge { text: String },
+    /// A rate's number or unit: the size's reason, said of a bandwidth.
+    #[error("bandwidth: {0}")]
+    Rate(Box<UnitError>),
+}
+
 /// Parses a size: plain bytes (`1048576`) or with a unit (`8GiB`, `512MiB`,
 /// `3.5GB`, `64 kB`). Binary units are powers of 1024, decimal of 1000.
 /// A lowercase `b` after a prefix (`Gb`, `Mbit`) names bits and is refused:
 /// a memory size is in bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
     let (value, unit) = split_number(text)?;
     if bits_unit(unit).is_some() {
-        return Err(format!(
-            "`{text}` is in bits; sizes are in bytes: write B, MB, GB, MiB or GiB"
-        ));
+        return Err(UnitError::Bits { text: text.into() });
     }
     scaled(text, value, unit)
 }
 
-fn scaled(text: &str, value: f64, unit: &str) -> Result<u64, String> {
+fn scaled(text: &str, value: f64, unit: &str) -> Result<u64, UnitError> {
     let factor: f64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
         "kb" | "k" => 1e3,
@@ -26,14 +43,15 @@ fn scaled(text: &str, value: f64, unit: &str) -> Result<u64, String> {
         "gib" => 1024.0 * 1024.0 * 1024.0,
         "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
         _ => {
-            return Err(format!(
-                "unknown size unit `{unit}` in `{text}` (use B, kB, MB, GB, KiB, MiB, GiB)"
-            ))
+            return Err(UnitError::UnknownUnit {
+                unit: unit.into(),
+                text: text.into(),
+            })
         }
     };
     let bytes = value * factor;
     if bytes > u64::MAX as f64 / 2.0 {
-        return Err(format!("size `{text}` is too large"));
+        return Err(UnitError::TooLarge { text: text.into() });
     }
     Ok(bytes.round() as u64)
 }
@@ -53,21 +71,21 @@ fn bits_unit(unit: &str) -> Option<String> {
 /// (`12GB/s`, `16GiB/s`, `12GBps`). Bits are divided by 8: `12Gbps`,
 /// `12Gb/s` and `100Mbit/s` are gigabits and megabits per second, as links
 /// are sold.
-pub fn parse_rate(text: &str) -> Result<f64, String> {
+pub fn parse_rate(text: &str) -> Result<f64, UnitError> {
     let trimmed = text.trim();
     let body = trimmed
         .strip_suffix("/s")
         .or_else(|| trimmed.strip_suffix("ps"))
         .unwrap_or(trimmed);
-    let (value, unit) = split_number(body).map_err(|e| format!("bandwidth: {e}"))?;
+    let (value, unit) = split_number(body).map_err(|e| UnitError::Rate(Box::new(e)))?;
     let bytes = match bits_unit(unit) {
         Some(byte_unit) => scaled(text, value, &byte_unit).map(|b| b as f64 / 8.0),
         None => scaled(text, value, unit).map(|b| b as f64),
     };
-    bytes.map_err(|e| format!("bandwidth: {e}"))
+    bytes.map_err(|e| UnitError::Rate(Box::new(e)))
 }
 
-fn split_number(text: &str) -> Result<(f64, &str), String> {
+fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
     let t = text.trim();
     let end = t
         .char_indices()
@@ -84,9 +102,9 @@ fn split_number(text: &str) -> Result<(f64, &str), String> {
     let (num, unit) = t.split_at(end);
     let value: f64 = num
         .parse()
-        .map_err(|_| format!("`{text}` is not a number with an optional unit"))?;
+        .map_err(|_| UnitError::NotANumber { text: text.into() })?;
     if !value.is_finite() || value < 0.0 {
-        return Err(format!("`{text}` must be a finite number ≥ 0"));
+        return Err(UnitError::Negative { text: text.into() });
     }
     Ok((value, unit.trim()))
 }
@@ -145,6 +163,7 @@ mod tests {
         assert!(parse_size("NaN").is_err());
         assert!(parse_size("12 parsecs")
             .unwrap_err()
+            .to_string()
             .contains("unknown size unit"));
         assert!(parse_size("").is_err());
     }
@@ -161,7 +180,7 @@ mod tests {
         assert_eq!(parse_rate("100 Mbit/s").unwrap(), 12.5e6);
         assert!(parse_rate("fast").is_err());
         // A memory size in bits is a mistake, not a unit.
-        assert!(parse_size("8Gb").unwrap_err().contains("bits"));
+        assert!(parse_size("8Gb").unwrap_err().to_string().contains("bits"));
     }
 
     #[test]
