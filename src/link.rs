@@ -247,37 +247,49 @@ mod tests {
             "the first view"
         );
         assert_eq!(pen.write(first.clone()), None, "nothing new");
-        // A drag: one new entry, then replaced until the release.
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Rotor, 110, 12e9)),
-            Some(Write::Push)
-        );
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Rotor, 120, 12e9)),
-            Some(Write::Replace)
-        );
-        pen.release();
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Rotor, 130, 12e9)),
-            Some(Write::Push)
-        );
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Rotor, 140, 12e9)),
-            Some(Write::Replace)
-        );
-        // Another algorithm, chain or link: a new entry each.
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Pofo, 140, 12e9)),
-            Some(Write::Push)
-        );
-        assert_eq!(
-            pen.write(view("vgg19-h100", Algorithm::Pofo, 140, 0.0)),
-            Some(Write::Push)
-        );
-        assert_eq!(
-            pen.write(view("teaching", Algorithm::Pofo, 140, 0.0)),
-            Some(Write::Push)
-        );
+        // A drag: one new entry, then replaced until the release (None:
+        // the slider let go). Another algorithm, link or chain: a new entry each.
+        let moves = [
+            (
+                Some(("vgg19-h100", Algorithm::Rotor, 110, 12e9)),
+                Some(Write::Push),
+            ),
+            (
+                Some(("vgg19-h100", Algorithm::Rotor, 120, 12e9)),
+                Some(Write::Replace),
+            ),
+            (None, None),
+            (
+                Some(("vgg19-h100", Algorithm::Rotor, 130, 12e9)),
+                Some(Write::Push),
+            ),
+            (
+                Some(("vgg19-h100", Algorithm::Rotor, 140, 12e9)),
+                Some(Write::Replace),
+            ),
+            (
+                Some(("vgg19-h100", Algorithm::Pofo, 140, 12e9)),
+                Some(Write::Push),
+            ),
+            (
+                Some(("vgg19-h100", Algorithm::Pofo, 140, 0.0)),
+                Some(Write::Push),
+            ),
+            (
+                Some(("teaching", Algorithm::Pofo, 140, 0.0)),
+                Some(Write::Push),
+            ),
+        ];
+        for (step, (moved, expected)) in moves.into_iter().enumerate() {
+            match moved {
+                Some((chain, alg, budget, bw)) => assert_eq!(
+                    pen.write(view(chain, alg, budget, bw)),
+                    expected,
+                    "move {step}"
+                ),
+                None => pen.release(),
+            }
+        }
         // Back: the entry names the view the page then shows; no write.
         // (The browser may report one move twice: hashchange and popstate.)
         let back = view("vgg19-h100", Algorithm::Pofo, 140, 0.0);

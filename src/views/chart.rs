@@ -759,6 +759,28 @@ pub fn frame_x(ev: &leptos::ev::MouseEvent, frame: &Frame) -> Option<f64> {
     chart_point(ev, frame.h).map(|(_, _, fx)| fx * frame.w)
 }
 
+/// A small curve chart of `frame` (the compare curves, the two sweep
+/// figures): named for screen readers by `label`, with the pointer's x in
+/// `pointer` while it is over the chart, on a white ground under `children`.
+#[component]
+pub fn CurveSvg(
+    id: &'static str,
+    frame: Frame,
+    label: &'static str,
+    pointer: RwSignal<Option<f64>>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <svg id=id xmlns="http://www.w3.org/2000/svg" viewBox=frame.view_box()
+            font-family="Inter, system-ui, sans-serif" role="img" aria-label=label
+            on:mousemove=move |ev| pointer.set(frame_x(&ev, &frame))
+            on:mouseleave=move |_| pointer.set(None)>
+            <rect x="0" y="0" width=frame.w height=frame.h fill="#ffffff" />
+            {children()}
+        </svg>
+    }
+}
+
 /// The fraction of the way across the plot of `frame` at `px`.
 impl Frame {
     pub fn fraction_at(&self, px: f64) -> f64 {

@@ -1,7 +1,7 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
 use super::chart::{
-    byte_ticks, bytes, frame_x, marker_svg, ms, pct, readout_svg, Frame, LineSwatch, Marker,
+    byte_ticks, bytes, marker_svg, ms, pct, readout_svg, CurveSvg, Frame, LineSwatch, Marker,
 };
 use super::figure::{Figure, FigureButtons};
 use crate::protocol::Summary;
@@ -354,16 +354,12 @@ pub fn Compare() -> impl IntoView {
                         {alg_keys(Algorithm::ALL.into_iter().filter(|a| !a.offloads()))}
                         <span class="muted">"offloading: see the sweep"</span>
                     </div>
-                    <svg id="curves-svg" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif" role="img"
-                        aria-label="Overhead against the budget, one curve per algorithm; the table beside it has the numbers"
-                        on:mousemove=move |ev| pointer.set(frame_x(&ev, &FRAME))
-                        on:mouseleave=move |_| pointer.set(None)>
-                        <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
+                    <CurveSvg id="curves-svg" frame=FRAME pointer=pointer
+                        label="Overhead against the budget, one curve per algorithm; the table beside it has the numbers">
                         <g inner_html=move || curves_svg(state)></g>
                         <g inner_html=move || budget_marker_svg(state)></g>
                         <g inner_html=move || pointer.get().map(|px| curves_readout(state, px)).unwrap_or_default()></g>
-                    </svg>
+                    </CurveSvg>
                 </div>
             </div>
         </section>

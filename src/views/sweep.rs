@@ -3,7 +3,7 @@
 //! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
 //! demand, with progress and a cancel button.
 
-use super::chart::{bytes, frame_x, marker_svg, palette, pct, readout_svg, Frame, ProgressBar};
+use super::chart::{bytes, marker_svg, palette, pct, readout_svg, CurveSvg, Frame, ProgressBar};
 use super::compare::{alg_color, alg_keys, alg_marker, alg_path};
 use super::figure::{Figure, FigureButtons};
 use crate::protocol::{Sweep, SweepPoint};
@@ -309,26 +309,18 @@ pub fn SweepView() -> impl IntoView {
             </div>
             {move || state.offloading.sweep.with(|s| s.is_some()).then(|| view! {
                 <div class="sweep-grid">
-                    <svg id="sweep-alpha" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif" role="img"
-                        aria-label="Overhead against the budget for each offloading algorithm at this bandwidth"
-                        on:mousemove=move |ev| alpha_px.set(frame_x(&ev, &FRAME))
-                        on:mouseleave=move |_| alpha_px.set(None)>
-                        <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
+                    <CurveSvg id="sweep-alpha" frame=FRAME pointer=alpha_px
+                        label="Overhead against the budget for each offloading algorithm at this bandwidth">
                         <g inner_html=alpha_svg></g>
                         <g inner_html=move || alpha_marker().unwrap_or_default()></g>
                         <g inner_html=move || alpha_readout().unwrap_or_default()></g>
-                    </svg>
-                    <svg id="sweep-beta" xmlns="http://www.w3.org/2000/svg" viewBox=FRAME.view_box()
-                        font-family="Inter, system-ui, sans-serif" role="img"
-                        aria-label="Overhead against the host-link bandwidth for each offloading algorithm at this budget"
-                        on:mousemove=move |ev| beta_px.set(frame_x(&ev, &FRAME))
-                        on:mouseleave=move |_| beta_px.set(None)>
-                        <rect x="0" y="0" width=FRAME.w height=FRAME.h fill="#ffffff" />
+                    </CurveSvg>
+                    <CurveSvg id="sweep-beta" frame=FRAME pointer=beta_px
+                        label="Overhead against the host-link bandwidth for each offloading algorithm at this budget">
                         <g inner_html=beta_svg></g>
                         <g inner_html=move || beta_marker().unwrap_or_default()></g>
                         <g inner_html=move || beta_readout().unwrap_or_default()></g>
-                    </svg>
+                    </CurveSvg>
                 </div>
                 <p class="hint">{caption}</p>
             })}
