@@ -754,6 +754,26 @@ pub fn readout_svg(
     s
 }
 
+/// A chart over the step's time (the memory curve, the timelines): zoomable
+/// in the shared window, its pointer moving the shared cursor.
+#[component]
+pub fn TimeChartSvg(
+    id: &'static str,
+    height: f64,
+    #[prop(into)] layer: Signal<String>,
+    hover: TimeHover,
+    #[prop(into)] summary: Signal<String>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <ChartSvg id=id height=height layer=layer summary=summary zoomable=true
+            on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev))
+            on_leave=Callback::new(move |_| hover.left())>
+            {children()}
+        </ChartSvg>
+    }
+}
+
 /// The pointer over a small chart of `frame`, in its units (x only).
 pub fn frame_x(ev: &leptos::ev::MouseEvent, frame: &Frame) -> Option<f64> {
     chart_point(ev, frame.h).map(|(_, _, fx)| fx * frame.w)

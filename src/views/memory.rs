@@ -3,7 +3,7 @@
 
 use super::chart::{
     byte_ticks, bytes, clip_to_plot, layer_of, ms, num, palette, tooltip_style, use_zoom, CardHead,
-    ChartSvg, PathBatch, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
+    PathBatch, TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
 };
 use super::figure::{Figure, FigureButtons};
 use super::notation::math_text;
@@ -236,10 +236,9 @@ pub fn MemoryChart() -> impl IntoView {
             <FigureButtons figure=Figure::Memory />
         </CardHead>
         <div class="chart-wrap">
-            <ChartSvg id="memory-svg" height=H layer=heavy summary=Signal::derive(summary) zoomable=true
-                on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
+            <TimeChartSvg id="memory-svg" height=H layer=heavy hover=hover summary=Signal::derive(summary)>
                 {cursor}
-            </ChartSvg>
+            </TimeChartSvg>
             {tooltip}
             {move || state.shown.current.get().and_then(|c| if c.ok_trace().is_none() {
                 Some(view! { <div class="empty">"No schedule at this budget: nothing to draw. Raise the budget or re-plan exactly."</div> })

@@ -2,8 +2,8 @@
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
 use super::chart::{
-    clip_to_plot, layer_of, ms, op_color, palette, tooltip_style, use_zoom, CardHead, ChartSvg,
-    PathBatch, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
+    clip_to_plot, layer_of, ms, op_color, palette, tooltip_style, use_zoom, CardHead, PathBatch,
+    TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
 };
 use super::figure::{Figure, FigureButtons};
 use super::notation::{math_text, svg_math};
@@ -174,11 +174,10 @@ pub fn Timelines() -> impl IntoView {
             <FigureButtons figure=Figure::Timelines />
         </CardHead>
         <div class="chart-wrap">
-            <ChartSvg id="timeline-svg" height=H layer=heavy summary=Signal::derive(summary) zoomable=true
-                on_move=Callback::new(move |ev: leptos::ev::MouseEvent| hover.moved(&ev)) on_leave=Callback::new(move |_| hover.left())>
+            <TimeChartSvg id="timeline-svg" height=H layer=heavy hover=hover summary=Signal::derive(summary)>
                 {highlight}
                 {cursor}
-            </ChartSvg>
+            </TimeChartSvg>
             {tooltip}
         </div>
     }

@@ -36,34 +36,38 @@ pub fn install() {
     unsafe { remat_install_allocator() }
 }
 
-/// Bytes of device (counted) memory now allocated by libtorch on the CPU.
-pub fn current() -> i64 {
-    // SAFETY: reads an atomic.
-    unsafe { remat_current_bytes() }
+/// A reader of one of the shim's allocator counters (an atomic load).
+macro_rules! counter {
+    ($(#[$doc:meta])* $name:ident => $shim:ident) => {
+        $(#[$doc])*
+        pub fn $name() -> i64 {
+            // SAFETY: reads an atomic.
+            unsafe { $shim() }
+        }
+    };
 }
 
-/// The highest [`current`] since the last [`reset_peak`].
-pub fn peak() -> i64 {
-    // SAFETY: reads an atomic.
-    unsafe { remat_peak_bytes() }
-}
+counter!(
+    /// Bytes of device (counted) memory now allocated by libtorch on the CPU.
+    current => remat_current_bytes
+);
+counter!(
+    /// The highest [`current`] since the last [`reset_peak`].
+    peak => remat_peak_bytes
+);
+counter!(
+    /// Every device byte libtorch holds, those booked outside included.
+    total => remat_total_bytes
+);
+counter!(
+    /// The highest [`total`] since the last [`reset_peak`].
+    total_peak => remat_total_peak_bytes
+);
 
 /// Resets both [`peak`] and [`total_peak`] to the current levels.
 pub fn reset_peak() {
     // SAFETY: stores an atomic.
     unsafe { remat_reset_peak() }
-}
-
-/// Every device byte libtorch holds, those booked outside included.
-pub fn total() -> i64 {
-    // SAFETY: reads an atomic.
-    unsafe { remat_total_bytes() }
-}
-
-/// The highest [`total`] since the last [`reset_peak`].
-pub fn total_peak() -> i64 {
-    // SAFETY: reads an atomic.
-    unsafe { remat_total_peak_bytes() }
 }
 
 /// Books `bytes` outside the device count ([`current`], [`peak`]), or back
