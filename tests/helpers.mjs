@@ -1,6 +1,7 @@
 // Shared set-up for the browser tests: Debian's chromium driven by
 // playwright-core (no browser download), one fresh profile per run.
 import { chromium } from 'playwright-core';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -97,3 +98,14 @@ export function syntheticChain(n, name = `synthetic ${n}`) {
   }
   return { format: 'remat-chain/1', name, source: 'synthetic (tests)', input_bytes: 32 * 2 ** 20, stages };
 }
+
+/// The algorithms `remat algorithms` lists, in its order (the CLI and the
+/// page read the same list from the core).
+export function algorithmNames() {
+  const cli = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
+  return execFileSync(cli, ['algorithms'], { encoding: 'utf8' })
+    .trim().split('\n').map((line) => line.split(/\s+/)[0]);
+}
+
+/// The four offloading algorithms (the compare curves leave them to the sweep).
+export const OFFLOADING = ['pofo', 'offload-only', 'opportunist', 'autocapper'];
