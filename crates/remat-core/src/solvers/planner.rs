@@ -213,7 +213,7 @@ impl Planner {
             Planner::Sequential { candidates } => {
                 candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
             }
-            Planner::Hong(plan) => plan.peak_bytes,
+            Planner::Hong(plan) => plan.trace.peak_bytes,
             Planner::Persistent { min_budget, .. } | Planner::PerBudget { min_budget, .. } => {
                 *min_budget
             }

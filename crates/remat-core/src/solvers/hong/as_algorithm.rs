@@ -27,7 +27,7 @@ use super::{optimal, schedule, CheckpointError, Model, Selection};
 use crate::model::units::format_bytes;
 use crate::model::Chain;
 use crate::schedule::Op;
-use crate::simulator::{simulate_with, SimOptions};
+use crate::simulator::{simulate_with, SimOptions, Trace};
 use crate::solvers::api::{Algorithm, Progress, Solution, SolveError};
 
 /// The memory model an algorithm of this family optimises; None for the
@@ -72,9 +72,8 @@ pub struct Plan {
     /// The set and its peak in the paper's model.
     pub selection: Selection,
     pub ops: Vec<Op>,
-    /// The simulated time and peak of `ops` (Remat's accounting).
-    pub seconds: f64,
-    pub peak_bytes: u64,
+    /// What the simulator measured of `ops` (Remat's accounting).
+    pub trace: Trace,
 }
 
 /// Builds the [`Plan`] of `algorithm` (hong or hong-chen) for `chain`;
@@ -107,8 +106,7 @@ pub fn plan(
         model,
         selection,
         ops,
-        seconds: trace.makespan_seconds,
-        peak_bytes: trace.peak_bytes,
+        trace,
     })
 }
 
@@ -118,19 +116,19 @@ impl Plan {
     /// peak is in `detail`); `ops: None` saying what it needs otherwise.
     pub fn answer(&self, budget_bytes: u64) -> Solution {
         let detail = describe(self.model, &self.selection);
-        let fits = self.peak_bytes <= budget_bytes;
+        let fits = self.trace.fits(budget_bytes);
         Solution {
             algorithm: self.algorithm,
             budget_bytes,
             ops: fits.then(|| self.ops.clone()),
-            predicted_seconds: fits.then_some(self.seconds),
-            predicted_peak_bytes: fits.then_some(self.peak_bytes),
+            predicted_seconds: fits.then_some(self.trace.makespan_seconds),
+            predicted_peak_bytes: fits.then_some(self.trace.peak_bytes),
             detail: if fits {
                 detail
             } else {
                 format!(
                     "{detail}, but its schedule needs {} in Remat's accounting",
-                    format_bytes(self.peak_bytes)
+                    format_bytes(self.trace.peak_bytes)
                 )
             },
         }
