@@ -21,7 +21,8 @@ use remat_core::format::read_any_chain;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::offload;
 use remat_core::solvers::{
-    max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
+    max_useful_budget, persistent, Algorithm, Options, Planner, Problem, SlotPolicy, Solution,
+    SolveError,
 };
 use remat_core::sweep::{self as core_sweep, SweepError, SweepRun};
 use remat_core::Chain;
@@ -475,7 +476,13 @@ fn solve_offloading(
         bandwidth_bytes_per_s: bandwidth,
         ..Options::default()
     };
-    offload::solve(chain, alg, budget, &options, progress)
+    let problem = Problem {
+        chain,
+        algorithm: alg,
+        budget,
+        options: &options,
+    };
+    offload::solve(&problem, progress)
 }
 
 /// The two figures of POFO Section 5 for `chain`, through the core's sweep

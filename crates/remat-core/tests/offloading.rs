@@ -11,13 +11,29 @@ use common::{integer_chain, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::judge;
 use remat_core::simulator::Trace;
-use remat_core::solvers::offload::{place_prefetches, solve as solve_offloading};
+use remat_core::solvers::offload::{self, with_prefetches};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{LossStep, Mode, Pofo};
-use remat_core::solvers::{max_useful_budget, no_progress, offload_min_budget, Algorithm, Options};
+use remat_core::solvers::{
+    max_useful_budget, no_progress, offload_min_budget, Algorithm, Options, Problem, Solution,
+    SolveError,
+};
 use remat_core::{Chain, Op};
 
 const BIG: u64 = 1 << 40;
+
+/// One budget of an offloading algorithm, as the planner asks it.
+fn solve_offloading(chain: &Chain, algorithm: Algorithm, budget: u64, options: &Options) -> R {
+    let problem = Problem {
+        chain,
+        algorithm,
+        budget,
+        options,
+    };
+    offload::solve(&problem, &mut no_progress())
+}
+
+type R = Result<Solution, SolveError>;
 
 fn with_bandwidth(mut chain: Chain, bw: Option<f64>) -> Chain {
     chain.bandwidth_bytes_per_s = bw;
@@ -458,14 +474,7 @@ fn raw_plan(
     .unwrap()
     .with_loss_step(loss);
     let plan = dp.plan(&mut no_progress()).unwrap()?;
-    let ops = place_prefetches(
-        chain,
-        &plan.ops,
-        &plan.needs,
-        plan.loss_index + 1,
-        budget,
-        Some(bw),
-    );
+    let ops = with_prefetches(chain, &plan, budget, Some(bw));
     Some((ops, plan.predicted_seconds))
 }
 
@@ -476,47 +485,25 @@ fn with_no_bandwidth_the_offloading_algorithms_degrade_gracefully() {
     let budget = (min_budget(&chain, Variant::Rotor) + max_useful_budget(&chain)) / 2;
     let opts = Options::default();
     let rotor = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &opts).unwrap();
-    let pofo =
-        solve_offloading(&chain, Algorithm::Pofo, budget, &opts, &mut no_progress()).unwrap();
+    let pofo = solve_offloading(&chain, Algorithm::Pofo, budget, &opts).unwrap();
     let ops = pofo.ops.expect("pofo without a link is rotor");
     assert!(!ops.iter().any(|op| op.is_transfer()));
     let t = trace_of(&chain, &ops, budget, None);
     let rt = trace_of(&chain, rotor.ops.as_ref().unwrap(), budget, None);
     // 50 slots instead of rotor's 500: within a few percent.
     assert!(t.makespan_seconds <= rt.makespan_seconds * 1.05);
-    let only = solve_offloading(
-        &chain,
-        Algorithm::OffloadOnly,
-        budget,
-        &opts,
-        &mut no_progress(),
-    )
-    .unwrap();
+    let only = solve_offloading(&chain, Algorithm::OffloadOnly, budget, &opts).unwrap();
     assert!(
         only.ops.is_none(),
         "offload-only cannot fit below M_high with no link"
     );
-    let opp = solve_offloading(
-        &chain,
-        Algorithm::Opportunist,
-        budget,
-        &opts,
-        &mut no_progress(),
-    )
-    .unwrap();
+    let opp = solve_offloading(&chain, Algorithm::Opportunist, budget, &opts).unwrap();
     assert!(
         opp.ops.is_none() && opp.detail.contains("bandwidth"),
         "{}",
         opp.detail
     );
-    let auto = solve_offloading(
-        &chain,
-        Algorithm::Autocapper,
-        budget,
-        &opts,
-        &mut no_progress(),
-    )
-    .unwrap();
+    let auto = solve_offloading(&chain, Algorithm::Autocapper, budget, &opts).unwrap();
     let a = trace_of(&chain, auto.ops.as_ref().unwrap(), budget, None);
     assert!(a.peak_bytes <= budget);
 }
@@ -530,7 +517,6 @@ fn with_no_bandwidth_the_offloading_algorithms_degrade_gracefully() {
 /// Removing `check_heuristic_size` makes the next test run for hours.
 #[test]
 fn pofo_options_out_of_range_are_errors() {
-    use remat_core::solvers::SolveError;
     let chain = remat_core::examples::vgg19();
     let high = max_useful_budget(&chain);
     for budget in [high / 2, high] {
@@ -539,7 +525,7 @@ fn pofo_options_out_of_range_are_errors() {
             bandwidth_bytes_per_s: Some(12e9),
             ..Options::default()
         };
-        let r = solve_offloading(&chain, Algorithm::Pofo, budget, &opts, &mut no_progress());
+        let r = solve_offloading(&chain, Algorithm::Pofo, budget, &opts);
         assert!(
             matches!(&r, Err(SolveError::BadOption(m)) if m.starts_with("slots:")),
             "{r:?}"
@@ -551,7 +537,7 @@ fn pofo_options_out_of_range_are_errors() {
         ..Options::default()
     };
     for algorithm in [Algorithm::Pofo, Algorithm::OffloadOnly] {
-        let r = solve_offloading(&chain, algorithm, high / 2, &small, &mut no_progress());
+        let r = solve_offloading(&chain, algorithm, high / 2, &small);
         assert!(
             matches!(&r, Err(SolveError::TooLarge(m)) if m.contains("max_table_bytes")),
             "{algorithm}: {r:?}"
@@ -563,7 +549,6 @@ fn pofo_options_out_of_range_are_errors() {
 /// hang for hours otherwise), naming the stage count and rotor.
 #[test]
 fn the_heuristics_refuse_a_5000_stage_chain_at_once() {
-    use remat_core::solvers::SolveError;
     let chain = remat_core::examples::synthetic(5000);
     let budget = max_useful_budget(&chain) / 2;
     let opts = Options::default();
@@ -572,7 +557,7 @@ fn the_heuristics_refuse_a_5000_stage_chain_at_once() {
         Algorithm::Autocapper,
         Algorithm::Pofo,
     ] {
-        let r = solve_offloading(&chain, algorithm, budget, &opts, &mut no_progress());
+        let r = solve_offloading(&chain, algorithm, budget, &opts);
         assert!(
             matches!(&r, Err(SolveError::TooLarge(_))),
             "{algorithm}: {r:?}"

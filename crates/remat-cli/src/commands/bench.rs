@@ -8,7 +8,7 @@ use crate::report::{self, BenchReport, PofoDpTime};
 use remat_core::solvers::offload;
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{Mode, Pofo};
-use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
+use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Problem};
 use remat_core::{examples, simulate, Chain};
 use std::time::Instant;
 
@@ -62,13 +62,13 @@ fn pofo_solve(stages: usize, reps: usize) -> Result<f64> {
         ..Options::default()
     };
     let (seconds, ()) = timed(reps, || {
-        let s = offload::solve(
-            &chain,
-            Algorithm::Pofo,
+        let problem = Problem {
+            chain: &chain,
+            algorithm: Algorithm::Pofo,
             budget,
-            &options,
-            &mut no_progress(),
-        )?;
+            options: &options,
+        };
+        let s = offload::solve(&problem, &mut no_progress())?;
         std::hint::black_box(s);
         Ok(())
     })?;

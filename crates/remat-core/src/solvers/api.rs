@@ -49,8 +49,18 @@ macro_rules! algorithm_list {
 pub(crate) use algorithm_list;
 
 /// A solver that answers one budget (a `per_budget` row of `algorithm_list!` in this file).
-pub type SolveFn =
-    fn(&Chain, Algorithm, u64, &Options, &mut Progress<'_>) -> Result<Solution, SolveError>;
+pub type SolveFn = fn(&Problem<'_>, &mut Progress<'_>) -> Result<Solution, SolveError>;
+
+/// One question a per-budget solver answers: a schedule for `chain` with
+/// `algorithm` within `budget` bytes (M), under `options`.
+#[derive(Clone, Copy, Debug)]
+pub struct Problem<'a> {
+    pub chain: &'a Chain,
+    pub algorithm: Algorithm,
+    /// M: the activation memory the schedule may use, in bytes.
+    pub budget: u64,
+    pub options: &'a Options,
+}
 
 /// Expands [`algorithm_list`] into [`Algorithm`] and its lists and names.
 macro_rules! define_algorithms {

@@ -27,7 +27,7 @@ mod slots;
 pub mod store_all;
 
 pub use api::{
-    no_progress, Algorithm, Candidate, LossStep, Options, Progress, Solution, SolveError,
+    no_progress, Algorithm, Candidate, LossStep, Options, Problem, Progress, Solution, SolveError,
     DEFAULT_MAX_TABLE_BYTES, DEFAULT_OFFLOAD_SLOTS, DEFAULT_SLOTS,
 };
 pub use bounds::{budget_at_ratio, max_useful_budget, offload_min_budget};

@@ -13,8 +13,8 @@
 //! [`offload::solve`]: super::offload::solve
 
 use super::api::{
-    algorithm_list, no_progress, Algorithm, Candidate, Options, Progress, Solution, SolveError,
-    SolveFn,
+    algorithm_list, no_progress, Algorithm, Candidate, Options, Problem, Progress, Solution,
+    SolveError, SolveFn,
 };
 use super::bounds::{max_useful_budget, offload_min_budget};
 use super::persistent::{self, PersistentTable, Variant};
@@ -258,7 +258,15 @@ impl Planner {
                 solve,
                 options,
                 ..
-            } => solve(chain, *algorithm, budget_bytes, options, progress),
+            } => {
+                let problem = Problem {
+                    chain,
+                    algorithm: *algorithm,
+                    budget: budget_bytes,
+                    options,
+                };
+                solve(&problem, progress)
+            }
             _ => Ok(self.read_out(chain, budget_bytes)),
         }
     }

@@ -2,25 +2,28 @@
 //! into a schedule of at-once transfers, judged, and compared with rotor's
 //! schedule (pofo's class holds rotor's).
 
-use super::prefetch::place_prefetches;
+use super::prefetch::with_prefetches;
 use super::{run, solution};
 use crate::model::units::{format_bytes, format_seconds};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::Trace;
-use crate::solvers::api::{Algorithm, Options, Progress, Solution, SolveError};
+use crate::solvers::api::{Algorithm, Options, Problem, Progress, Solution, SolveError};
 use crate::solvers::persistent::{self, Variant};
 use crate::solvers::pofo::{self, Mode, Pofo, PofoPlan};
 use crate::solvers::store_all;
 
 /// `pofo` or `offload-only` for one budget.
 pub fn solve_dp(
-    chain: &Chain,
-    algorithm: Algorithm,
-    budget: u64,
-    options: &Options,
+    problem: &Problem<'_>,
     progress: &mut Progress<'_>,
 ) -> Result<Solution, SolveError> {
+    let Problem {
+        chain,
+        algorithm,
+        budget,
+        options,
+    } = *problem;
     let mode = if algorithm == Algorithm::OffloadOnly {
         Mode::OffloadOnly
     } else {
@@ -136,14 +139,7 @@ fn convert(
     budget: u64,
     bandwidth: Option<f64>,
 ) -> Option<(Vec<Op>, Trace, f64)> {
-    let ops = place_prefetches(
-        chain,
-        &plan.ops,
-        &plan.needs,
-        plan.loss_index + 1,
-        budget,
-        bandwidth,
-    );
+    let ops = with_prefetches(chain, &plan, budget, bandwidth);
     let trace = run(chain, &ops, budget, bandwidth).filter(|t| t.fits(budget))?;
     Some((ops, trace, plan.predicted_seconds))
 }

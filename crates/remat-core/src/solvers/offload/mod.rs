@@ -31,7 +31,7 @@
 //! memory limit (transfers at once: memory is freed when an offload ends and
 //! taken when a prefetch starts).
 
-use super::api::{Algorithm, Options, Progress, Solution, SolveError};
+use super::api::{Algorithm, Options, Problem, Progress, Solution, SolveError};
 use super::persistent::{self, Variant};
 use crate::model::units::format_bytes;
 use crate::model::Chain;
@@ -46,7 +46,7 @@ mod prefetch;
 pub use autocapper::{autocapper, AUTOCAPPER_TRIES};
 pub use dp::solve_dp;
 pub use opportunist::opportunist;
-pub use prefetch::place_prefetches;
+pub use prefetch::{place_prefetches, with_prefetches};
 
 /// [`judge`] for the solvers here: a schedule that does not run is no candidate.
 pub(super) fn run(chain: &Chain, ops: &[Op], budget: u64, bandwidth: Option<f64>) -> Option<Trace> {
@@ -75,17 +75,15 @@ pub(super) fn solution(
 /// family name in the algorithm list (`solvers/api.rs`), which the
 /// [`Planner`](super::Planner) calls; `progress` sees the DP's table
 /// (pofo) or autocapper's 40 tries, and can cancel them.
-pub fn solve(
-    chain: &Chain,
-    algorithm: Algorithm,
-    budget: u64,
-    options: &Options,
-    progress: &mut Progress<'_>,
-) -> Result<Solution, SolveError> {
-    match algorithm {
-        Algorithm::Pofo | Algorithm::OffloadOnly => {
-            solve_dp(chain, algorithm, budget, options, progress)
-        }
+pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
+    let Problem {
+        chain,
+        budget,
+        options,
+        ..
+    } = *problem;
+    match problem.algorithm {
+        Algorithm::Pofo | Algorithm::OffloadOnly => solve_dp(problem, progress),
         Algorithm::Opportunist => opportunist(chain, budget, options),
         Algorithm::Autocapper => autocapper(chain, budget, options, progress),
         other => Err(SolveError::BadOption(format!(

@@ -5,6 +5,7 @@ use super::run;
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
 use crate::simulator::Trace;
+use crate::solvers::pofo::PofoPlan;
 
 /// Inserts one prefetch per entry of `needs` ((deadline index, stage, tensor),
 /// in deadline order) after `first` and before its deadline: each at the
@@ -21,6 +22,18 @@ pub fn place_prefetches(
 ) -> Vec<Op> {
     let earliest = vec![first; needs.len()];
     place_prefetches_after(chain, ops, needs, &earliest, budget, bandwidth)
+}
+
+/// POFO's plan with its prefetches placed after F_all^L (assumption (i)):
+/// the schedule [`place_prefetches`] makes of the DP's ops and deadlines.
+pub fn with_prefetches(
+    chain: &Chain,
+    plan: &PofoPlan,
+    budget: u64,
+    bandwidth: Option<f64>,
+) -> Vec<Op> {
+    let first = plan.loss_index + 1;
+    place_prefetches(chain, &plan.ops, &plan.needs, first, budget, bandwidth)
 }
 
 /// The placement of [`place_prefetches`] applied to a schedule that already
