@@ -112,6 +112,19 @@ struct CountingAllocator final : c10::Allocator {
 CountingAllocator g_allocator;
 thread_local std::string g_error;
 
+// Runs `body` and returns what it returns; a C++ exception (which must not
+// cross the C ABI into Rust) becomes `on_error`, its message kept for
+// remat_last_error().
+template <typename T, typename Body>
+T guarded(T on_error, Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    g_error = e.what();
+    return on_error;
+  }
+}
+
 // Set by remat_cuda_init: the memory interface below reads the CUDA caching
 // allocator instead of the counting CPU allocator.
 bool g_cuda = false;
@@ -278,23 +291,18 @@ void remat_install_allocator() {
   at::globalContext().setUserEnabledNNPACK(false);
 }
 
-// On a GPU (after remat_cuda_init) these read the CUDA caching allocator.
-int64_t remat_current_bytes() {
-  REMAT_ON_CUDA(cuda_current());
-  return g_current.load();
-}
-int64_t remat_peak_bytes() {
-  REMAT_ON_CUDA(cuda_peak());
-  return g_peak.load();
-}
-int64_t remat_total_bytes() {
-  REMAT_ON_CUDA(cuda_total());
-  return g_total.load();
-}
-int64_t remat_total_peak_bytes() {
-  REMAT_ON_CUDA(cuda_total_peak());
-  return g_total_peak.load();
-}
+// On a GPU (after remat_cuda_init) these read the CUDA caching allocator,
+// else the counting CPU allocator's counter.
+#define REMAT_COUNTER(name, on_cuda, counter) \
+  int64_t name() {                            \
+    REMAT_ON_CUDA(on_cuda());                 \
+    return counter.load();                    \
+  }
+REMAT_COUNTER(remat_current_bytes, cuda_current, g_current)
+REMAT_COUNTER(remat_peak_bytes, cuda_peak, g_peak)
+REMAT_COUNTER(remat_total_bytes, cuda_total, g_total)
+REMAT_COUNTER(remat_total_peak_bytes, cuda_total_peak, g_total_peak)
+#undef REMAT_COUNTER
 int64_t remat_host_bytes() { return g_host.load(); }
 void remat_reset_peak() {
   REMAT_ON_CUDA(cuda_reset_peak());
@@ -316,7 +324,7 @@ const char* remat_last_error() { return g_error.c_str(); }
 // the graph keeps a^ℓ alive, and only if a backward formula needs it.
 // Returns 0, or 1 with remat_last_error() set.
 int remat_backward(torch::Tensor* out, torch::Tensor* grad) {
-  try {
+  return guarded<int>(1, [&]() -> int {
     torch::autograd::Edge edge = torch::autograd::impl::gradient_edge(*out);
     *out = torch::Tensor();
     torch::autograd::variable_list grads{*grad};
@@ -325,10 +333,7 @@ int remat_backward(torch::Tensor* out, torch::Tensor* grad) {
         {edge}, grads, /*keep_graph=*/false, /*create_graph=*/false,
         /*accumulate_grad=*/true, /*outputs=*/{});
     return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return 1;
-  }
+  });
 }
 
 // Bytes the allocator gave the tensor's storage (0 if undefined).
@@ -372,17 +377,14 @@ void remat_storages_add(void* set, torch::Tensor* t) { static_cast<SavedStorages
 // Moves every live storage of the set to host (to_host = 1) or device
 // memory. Returns the bytes moved, or -1 with remat_last_error() set.
 int64_t remat_storages_move(void* set, int to_host) {
-  try {
+  return guarded<int64_t>(-1, [&]() -> int64_t {
     int64_t moved = 0;
     for (auto& w : static_cast<SavedStorages*>(set)->storages) {
       auto s = w.lock();
       if (s) moved += move_storage(s.get(), to_host != 0);
     }
     return moved;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return -1;
-  }
+  });
 }
 
 }  // extern "C"
@@ -575,7 +577,7 @@ extern "C" {
 // when no CUDA device is visible, 2 on another error; remat_last_error()
 // says which.
 int remat_cuda_init() {
-  try {
+  return guarded<int>(2, [&]() -> int {
     if (c10::cuda::device_count() <= 0) {
       g_error =
           "no CUDA device is visible (c10::cuda::device_count() is 0: no GPU, no driver, "
@@ -598,33 +600,24 @@ int remat_cuda_init() {
     g_cuda = true;
     cuda_reset_peak();
     return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return 2;
-  }
+  });
 }
 
 // Waits for the GPU and frees every device block an offload left.
 int remat_cuda_synchronize() {
-  try {
+  return guarded<int>(1, [&]() -> int {
     c10::cuda::device_synchronize();
     release_pending(/*wait=*/true);
     return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return 1;
-  }
+  });
 }
 
 // At an op boundary: frees the device blocks whose offload copy finished.
 int remat_cuda_op_boundary() {
-  try {
+  return guarded<int>(1, [&]() -> int {
     release_pending(/*wait=*/false);
     return 0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return 1;
-  }
+  });
 }
 
 // The reserved (cached) peak since the last reset: what the device really
@@ -635,31 +628,25 @@ int64_t remat_cuda_reserved_peak_bytes() { return cuda_reserved_peak(); }
 // returns it (null with remat_last_error() set); remat_cuda_event_free
 // releases it.
 void* remat_cuda_mark() {
-  try {
+  return guarded<void*>(nullptr, [&]() -> void* {
     cudaEvent_t e;
     cuda_check(cudaEventCreate(&e), "cudaEventCreate");
     cuda_check(cudaEventRecord(e, c10::cuda::getCurrentCUDAStream(cuda_state().device).stream()),
                "cudaEventRecord");
     return static_cast<void*>(e);
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return nullptr;
-  }
+  });
 }
 
 // Seconds from event `a` to event `b`, waiting for `b`; -1 with
 // remat_last_error() set.
 double remat_cuda_elapsed(void* a, void* b) {
-  try {
+  return guarded<double>(-1.0, [&]() -> double {
     cuda_check(cudaEventSynchronize(static_cast<cudaEvent_t>(b)), "cudaEventSynchronize");
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(a), static_cast<cudaEvent_t>(b)),
                "cudaEventElapsedTime");
     return ms / 1000.0;
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return -1.0;
-  }
+  });
 }
 
 void remat_cuda_event_free(void* e) {
@@ -671,7 +658,7 @@ void remat_cuda_event_free(void* e) {
 // host-to-device copy each) after one warm-up trip, which also pays for the
 // first pinned allocation. Returns -1 with remat_last_error() set.
 double remat_cuda_bandwidth(int64_t bytes, int reps) {
-  try {
+  return guarded<double>(-1.0, [&]() -> double {
     CudaState& st = cuda_state();
     at::Tensor dev = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(
                                             c10::Device(c10::DeviceType::CUDA, st.device)));
@@ -698,10 +685,7 @@ double remat_cuda_bandwidth(int64_t bytes, int reps) {
     }
     std::sort(rates.begin(), rates.end());
     return rates.empty() ? -1.0 : rates[rates.size() / 2];
-  } catch (const std::exception& e) {
-    g_error = e.what();
-    return -1.0;
-  }
+  });
 }
 
 }  // extern "C"
