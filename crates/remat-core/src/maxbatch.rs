@@ -418,7 +418,7 @@ mod tests {
     use super::*;
     use crate::examples::{self, teaching};
     use crate::model::{scaled, Chain, Scale};
-    use crate::solvers::{max_useful_budget, no_progress, solve};
+    use crate::solvers::{max_useful_budget, no_progress, persistent, solve};
 
     fn device(memory_bytes: u64) -> Device {
         Device {
@@ -428,19 +428,22 @@ mod tests {
         }
     }
 
-    /// Whether `algorithm` fits `budget` at `batch`, asked the plain way:
-    /// `solve` on the scaled chain, judged.
-    fn fits_plainly(model: &BatchModel, algorithm: Algorithm, batch: u64, budget: u64) -> bool {
+    /// `algorithm`'s judged schedule for `budget` at `batch` when it fits,
+    /// asked the plain way: `solve` on the scaled chain, judged.
+    fn fits_plainly(
+        model: &BatchModel,
+        algorithm: Algorithm,
+        batch: u64,
+        budget: u64,
+    ) -> Option<Trace> {
         let chain = model.at(batch).unwrap();
         let bw = chain.bandwidth_bytes_per_s;
         let options = Options {
             bandwidth_bytes_per_s: bw,
             ..Options::default()
         };
-        solve(&chain, algorithm, budget, &options)
-            .unwrap()
-            .ops
-            .is_some_and(|ops| judge(&chain, &ops, budget, bw).unwrap().fits(budget))
+        let ops = solve(&chain, algorithm, budget, &options).unwrap().ops?;
+        Some(judge(&chain, &ops, budget, bw).unwrap()).filter(|t| t.fits(budget))
     }
 
     /// The found batch fits and batch + 1 does not, asked through `solve`
@@ -449,9 +452,9 @@ mod tests {
     /// reported throughput is that batch over the judged makespan.
     /// Fails if the search stops one short or one over (mutations tried:
     /// bisection `hi = mid + 1` answered one over — batch + 1 fitted…
-    /// did not fit, caught; `lo = 1` returned when the first doubling fails
-    /// — caught by store-all's batch + 1 fitting), or if the trace kept is
-    /// another batch's (keeping the first fit's trace: throughput differed).
+    /// did not fit, caught; `while hi - lo > 2`: stopped one short, batch
+    /// + 1 fitted), or if the trace kept is another batch's (mutation tried:
+    /// keeping the first fit's trace, batch 1's: the trace differed).
     #[test]
     fn the_answer_fits_and_one_more_does_not() {
         let cases = [
@@ -478,14 +481,15 @@ mod tests {
             for l in &found.methods {
                 let b = l.batch.unwrap();
                 assert!(!l.at_limit);
-                assert!(fits_plainly(&model, l.algorithm, b, found.budget_bytes), "{}", l.algorithm);
+                let plain = fits_plainly(&model, l.algorithm, b, found.budget_bytes);
+                assert!(plain.is_some(), "{}", l.algorithm);
+                assert_eq!(l.trace, plain, "{} at {b}", l.algorithm);
                 assert!(
-                    !fits_plainly(&model, l.algorithm, b + 1, found.budget_bytes),
+                    fits_plainly(&model, l.algorithm, b + 1, found.budget_bytes).is_none(),
                     "{} at {b} + 1",
                     l.algorithm
                 );
                 let t = l.trace.as_ref().unwrap();
-                assert!(t.fits(found.budget_bytes));
                 assert_eq!(l.samples_per_second(), Some(b as f64 / t.makespan_seconds));
                 // The probes say the same: b fitted, b + 1 did not.
                 assert!(l.probes.contains(&Probe { batch: b, feasible: true }));
@@ -536,12 +540,16 @@ mod tests {
     }
 
     /// Rotor's class contains store-all, so it never runs a smaller batch
-    /// (growth ≥ 1) and on chains where recomputing saves memory it runs a
-    /// larger one. Fails if rotor's feasibility were read at the wrong
-    /// budget (mutation tried: solving for budget / 2: growth < 1 on the
-    /// teaching chain) or growth were inverted (store-all / rotor).
+    /// (growth ≥ 1; on these chains recomputing buys much more), and at a
+    /// lower throughput. On a chain whose sizes scale exactly (every size a
+    /// multiple of the batch, an exact lattice) rotor's least memory at b is
+    /// b × its least memory per sample (every peak is a sum of sizes), so
+    /// its largest batch is ⌊budget / M_low per sample⌋. Fails if rotor's
+    /// feasibility were read at another budget (mutation tried: solving
+    /// rotor for budget / 2 still grew the batch 1.8×, caught only by the
+    /// closed form) or growth were inverted (store-all / rotor).
     #[test]
-    fn rotor_grows_the_batch() {
+    fn rotor_grows_the_batch_to_its_closed_form() {
         for (chain, batch) in [
             (examples::by_name("resnet50-h100").unwrap(), 32),
             (teaching(), 1),
@@ -559,10 +567,25 @@ mod tests {
             )
             .unwrap();
             let growth = found.growth(&found.methods[0]).unwrap();
+            assert!(growth >= 1.0, "{}: {growth}", chain.name);
             assert!(growth > 1.2, "{}: {growth}", chain.name);
-            // Throughput falls: rotor recomputes to get there.
             assert!(found.throughput_ratio(&found.methods[0]).unwrap() < 1.0);
         }
+        let per_sample = scaled(&teaching(), Scale::bytes(1.0 / 1024.0)).unwrap();
+        let m_low = persistent::min_budget(&per_sample, persistent::Variant::Rotor);
+        let model = BatchModel::linear(scaled(&per_sample, Scale::batch(1, 4)).unwrap(), 4).unwrap();
+        let memory = 3 << 30;
+        let found = max_batches(
+            &model,
+            &[Algorithm::Rotor],
+            &device(memory),
+            DEFAULT_MAX_BATCH,
+            &Options::default(),
+            &mut no_progress(),
+        )
+        .unwrap();
+        assert_eq!(found.methods[0].batch, Some(memory / m_low));
+        assert!(found.growth(&found.methods[0]).unwrap() > 2.0);
     }
 
     /// Progress never goes back and ends at 1; `false` stops at once with
