@@ -492,8 +492,14 @@ mod tests {
                 let t = l.trace.as_ref().unwrap();
                 assert_eq!(l.samples_per_second(), Some(b as f64 / t.makespan_seconds));
                 // The probes say the same: b fitted, b + 1 did not.
-                assert!(l.probes.contains(&Probe { batch: b, feasible: true }));
-                assert!(l.probes.contains(&Probe { batch: b + 1, feasible: false }));
+                assert!(l.probes.contains(&Probe {
+                    batch: b,
+                    feasible: true
+                }));
+                assert!(l.probes.contains(&Probe {
+                    batch: b + 1,
+                    feasible: false
+                }));
                 assert!(l.probes.len() <= max_probes(DEFAULT_MAX_BATCH));
             }
         }
@@ -573,7 +579,8 @@ mod tests {
         }
         let per_sample = scaled(&teaching(), Scale::bytes(1.0 / 1024.0)).unwrap();
         let m_low = persistent::min_budget(&per_sample, persistent::Variant::Rotor);
-        let model = BatchModel::linear(scaled(&per_sample, Scale::batch(1, 4)).unwrap(), 4).unwrap();
+        let model =
+            BatchModel::linear(scaled(&per_sample, Scale::batch(1, 4)).unwrap(), 4).unwrap();
         let memory = 3 << 30;
         let found = max_batches(
             &model,
@@ -623,37 +630,50 @@ mod tests {
 
     /// Absurd inputs are refused naming the field, before any search.
     /// Fails if a memory below fixed + margin wrapped around to a huge
-    /// budget (mutation tried: `saturating_sub` without the check: a
-    /// batch was found on a device with no room).
+    /// budget (mutation tried: dropping the `taken >= memory` check: the
+    /// subtraction wrapped and a batch was found on a device with no room).
     #[test]
     fn absurd_inputs_name_the_field() {
         let model = BatchModel::linear(teaching(), 1).unwrap();
-        let field = |device: Device, limit: u64| {
-            match max_batches(
-                &model,
-                &[Algorithm::StoreAll],
-                &device,
-                limit,
-                &Options::default(),
-                &mut no_progress(),
-            ) {
-                Err(MaxBatchError::Input { field, .. }) => field,
-                other => panic!("{other:?}"),
-            }
+        let field = |device: Device, limit: u64| match max_batches(
+            &model,
+            &[Algorithm::StoreAll],
+            &device,
+            limit,
+            &Options::default(),
+            &mut no_progress(),
+        ) {
+            Err(MaxBatchError::Input { field, .. }) => field,
+            other => panic!("{other:?}"),
         };
         let d = |memory, fixed, margin| Device {
             memory_bytes: memory,
             fixed_bytes: fixed,
             margin,
         };
-        assert_eq!(field(d(1 << 30, 1 << 30, Margin::Bytes(0)), 10), Field::Memory);
-        assert_eq!(field(d(1 << 30, 0, Margin::Bytes(2 << 30)), 10), Field::Memory);
+        assert_eq!(
+            field(d(1 << 30, 1 << 30, Margin::Bytes(0)), 10),
+            Field::Memory
+        );
+        assert_eq!(
+            field(d(1 << 30, 0, Margin::Bytes(2 << 30)), 10),
+            Field::Memory
+        );
         assert_eq!(field(d(0, 0, Margin::Bytes(0)), 10), Field::Memory);
-        assert_eq!(field(d(1 << 30, 0, Margin::OfMemory(1.0)), 10), Field::Margin);
-        assert_eq!(field(d(1 << 30, 0, Margin::OfMemory(f64::NAN)), 10), Field::Margin);
+        assert_eq!(
+            field(d(1 << 30, 0, Margin::OfMemory(1.0)), 10),
+            Field::Margin
+        );
+        assert_eq!(
+            field(d(1 << 30, 0, Margin::OfMemory(f64::NAN)), 10),
+            Field::Margin
+        );
         assert_eq!(field(d(1 << 30, 0, Margin::Bytes(0)), 0), Field::MaxBatch);
         // 2^62 samples of 64 MiB overflow 64 bits.
-        assert_eq!(field(d(1 << 30, 0, Margin::Bytes(0)), 1 << 62), Field::MaxBatch);
+        assert_eq!(
+            field(d(1 << 30, 0, Margin::Bytes(0)), 1 << 62),
+            Field::MaxBatch
+        );
         let e = max_batches(
             &model,
             &[],
@@ -664,7 +684,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.starts_with("max_batch: the chain at batch 4611686018427387904"), "{e}");
+        assert!(
+            e.starts_with("max_batch: the chain at batch 4611686018427387904"),
+            "{e}"
+        );
     }
 
     /// Not even one sample: no batch, no throughput; a roomy device stops

@@ -123,7 +123,10 @@ impl BatchModel {
     /// One profile at `batch` (≥ 1, refused naming `batch`).
     pub fn linear(chain: Chain, batch: u64) -> Result<BatchModel, ChainError> {
         if batch == 0 {
-            return Err(ChainError::new("batch", "a profile's batch must be at least 1"));
+            return Err(ChainError::new(
+                "batch",
+                "a profile's batch must be at least 1",
+            ));
         }
         Ok(BatchModel::Linear { chain, batch })
     }
@@ -183,7 +186,10 @@ impl AffineFit {
     ) -> Result<AffineFit, ChainError> {
         for (path, batch) in [("first.batch", first_batch), ("second.batch", second_batch)] {
             if batch == 0 {
-                return Err(ChainError::new(path, "a profile's batch must be at least 1"));
+                return Err(ChainError::new(
+                    path,
+                    "a profile's batch must be at least 1",
+                ));
             }
         }
         if first_batch == second_batch {
@@ -303,7 +309,10 @@ impl Line {
     /// v₁ (b₂ − b) + v₂ (b − b₁) over b₂ − b₁, rounded to the nearest byte,
     /// in i128 (no overflow for 64-bit sizes and batches).
     fn bytes(&self, v1: i128, v2: i128) -> i128 {
-        let (mut num, mut den) = (v1 * (self.b2 - self.b) + v2 * (self.b - self.b1), self.b2 - self.b1);
+        let (mut num, mut den) = (
+            v1 * (self.b2 - self.b) + v2 * (self.b - self.b1),
+            self.b2 - self.b1,
+        );
         if den < 0 {
             (num, den) = (-num, -den);
         }
@@ -322,7 +331,10 @@ impl Line {
             return Err(self.negative(path, v1 as f64, v2 as f64));
         }
         if x >= (u64::MAX / 2) as i128 {
-            return Err(ChainError::new(path, format!("too large at batch {}", self.b)));
+            return Err(ChainError::new(
+                path,
+                format!("too large at batch {}", self.b),
+            ));
         }
         Ok(x as u64)
     }
@@ -330,7 +342,10 @@ impl Line {
     fn signed(&self, path: &str, v1: i64, v2: i64) -> Result<i64, ChainError> {
         let x = self.bytes(v1 as i128, v2 as i128);
         if x.abs() >= (i64::MAX / 2) as i128 {
-            return Err(ChainError::new(path, format!("too large at batch {}", self.b)));
+            return Err(ChainError::new(
+                path,
+                format!("too large at batch {}", self.b),
+            ));
         }
         Ok(x as i64)
     }
@@ -444,8 +459,14 @@ mod affine_tests {
                 // The first profile has no no-grad times: the fit takes u_f.
                 let p_nograd = Some(p.nograd_forward_seconds());
                 assert_eq!(g.forward_nograd_seconds, p_nograd, "{}", p.name);
-                let g = Stage { forward_nograd_seconds: None, ..g.clone() };
-                let p = Stage { forward_nograd_seconds: None, ..p.clone() };
+                let g = Stage {
+                    forward_nograd_seconds: None,
+                    ..g.clone()
+                };
+                let p = Stage {
+                    forward_nograd_seconds: None,
+                    ..p.clone()
+                };
                 assert_eq!(g, p, "at batch {batch}");
             }
             assert_eq!(got.input_bytes, profile.input_bytes);
@@ -457,7 +478,10 @@ mod affine_tests {
         assert_eq!(mid.stages[3].saved_bytes, want);
         // The linear model is Scale::batch, and the identity at its batch.
         let linear = BatchModel::linear(first.clone(), 32).unwrap();
-        assert_eq!(linear.at(64).unwrap(), scaled(&first, Scale::batch(32, 64)).unwrap());
+        assert_eq!(
+            linear.at(64).unwrap(),
+            scaled(&first, Scale::batch(32, 64)).unwrap()
+        );
         assert_eq!(linear.at(32).unwrap(), first);
     }
 
@@ -470,7 +494,10 @@ mod affine_tests {
         fewer.stages.pop();
         let e = AffineFit::new(a.clone(), 8, fewer, 16).unwrap_err();
         assert_eq!(e.path, "second.stages");
-        assert!(e.message.starts_with("9 stages, the first profile has 10"), "{e}");
+        assert!(
+            e.message.starts_with("9 stages, the first profile has 10"),
+            "{e}"
+        );
         let mut renamed = a.clone();
         renamed.stages[4].name = "other".into();
         let e = AffineFit::new(a.clone(), 8, renamed, 16).unwrap_err();
@@ -480,7 +507,10 @@ mod affine_tests {
         let e = AffineFit::new(a.clone(), 0, a.clone(), 8).unwrap_err();
         assert_eq!(e.path, "first.batch");
         assert_eq!(BatchModel::linear(a.clone(), 0).unwrap_err().path, "batch");
-        assert_eq!(BatchModel::linear(a, 8).unwrap().at(0).unwrap_err().path, "batch");
+        assert_eq!(
+            BatchModel::linear(a, 8).unwrap().at(0).unwrap_err().path,
+            "batch"
+        );
     }
 
     // Fails if a fit that falls with the batch produced a wrapped-around or
