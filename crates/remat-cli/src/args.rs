@@ -413,9 +413,10 @@ pub struct MaxbatchArgs {
     /// Memory kept free for what the chain does not account for (CUDA
     /// context, library workspaces, allocator): bytes or a share of
     /// --memory. 1% fits the reference H100 with expandable segments; use
-    /// about 10% with PyTorch's default allocator (fragmentation).
-    #[arg(long, default_value = "1%")]
-    pub margin: MarginArg,
+    /// about 10% with PyTorch's default allocator (fragmentation). Default:
+    /// 1% (`remat_core::maxbatch::DEFAULT_MARGIN`).
+    #[arg(long)]
+    pub margin: Option<MarginArg>,
     /// A second profile of the same stages, at --second-batch: every size
     /// and time is then the line through both profiles (fixed + per sample
     /// × batch) instead of a linear scaling of CHAIN.

@@ -1069,7 +1069,9 @@ fn maxbatch_row<'a>(report: &'a Value, algorithm: &str) -> &'a Value {
 /// 967, rotor 3508); sequential is conservative, 8 % under 3239 (the
 /// chain's clamped backward overheads, docs/cli.md). Fails if the default
 /// margin, the budget or the scaling drifts (mutation tried: a 10 %
-/// default margin: store-all 877, outside 1 %), or a JSON field of the
+/// default margin in the core: failed; the CLI first had its own "1%"
+/// default, which this mutation did not reach, so it now takes the
+/// core's), or a JSON field of the
 /// contract goes missing or disagrees with the others.
 #[test]
 fn maxbatch_lands_near_the_measured_h100_batches() {
@@ -1148,8 +1150,8 @@ fn maxbatch_lands_near_the_measured_h100_batches() {
 
 /// Two profiles exactly proportional to each other fit the line through
 /// the origin: the linear model's answers. Fails if the fit read the second
-/// profile's batch wrongly (mutation tried: swapping the fit's batches in
-/// the command: every batch came out twice as large).
+/// profile's batch wrongly (mutation tried: swapping the two batches in
+/// the command: the fit fell with the batch, was refused, exit 2).
 #[test]
 fn maxbatch_with_two_proportional_profiles_answers_as_one_scaled() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,7 @@ use crate::input;
 use crate::report::{self, MaxBatchReport, MaxBatchRow};
 use remat_core::maxbatch::{
     max_batches, Device, Field, Largest, Margin, MaxBatchError, MaxBatches, DEFAULT_ALGORITHMS,
+    DEFAULT_MARGIN,
 };
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::model::{AffineFit, BatchModel, ChainError};
@@ -19,7 +20,7 @@ pub fn run(a: &MaxbatchArgs) -> Result<()> {
     let device = Device {
         memory_bytes: a.memory.0,
         fixed_bytes: a.fixed.0,
-        margin: a.margin.0,
+        margin: a.margin.map_or(DEFAULT_MARGIN, |m| m.0),
     };
     let algorithms = if a.algorithms.is_empty() {
         DEFAULT_ALGORITHMS.to_vec()
