@@ -1065,7 +1065,7 @@ fn maxbatch_row<'a>(report: &'a Value, algorithm: &str) -> &'a Value {
 
 /// The reference ResNet-50 on an H100 (79.2 GiB as PyTorch reports it,
 /// weights + gradients 195 MiB, the default 1 % margin) lands within 1 %
-/// of the largest batches measured (shared/reference/README.md: store-all
+/// of the largest batches measured (`docs/maxbatch.md`: store-all
 /// 967, rotor 3508); sequential is conservative, 8 % under 3239 (the
 /// chain's clamped backward overheads, docs/cli.md). Fails if the default
 /// margin, the budget or the scaling drifts (mutation tried: a 10 %
