@@ -1067,7 +1067,7 @@ fn maxbatch_row<'a>(report: &'a Value, algorithm: &str) -> &'a Value {
 /// weights + gradients 195 MiB, the default 1 % margin) lands within 1 %
 /// of the largest batches measured (`docs/maxbatch.md`: store-all
 /// 967, rotor 3508); sequential is conservative, 8 % under 3239 (the
-/// chain's clamped backward overheads, docs/cli.md). Fails if the default
+/// chain's clamped backward overheads, docs/maxbatch.md). Fails if the default
 /// margin, the budget or the scaling drifts (mutation tried: a 10 %
 /// default margin in the core: failed; the CLI first had its own "1%"
 /// default, which this mutation did not reach, so it now takes the

@@ -450,10 +450,9 @@ mod tests {
     /// (not through the search's own probes), for the exact methods and
     /// pofo, on the measured ResNet-50 and the teaching chain; and the
     /// reported throughput is that batch over the judged makespan.
-    /// Fails if the search stops one short or one over (mutations tried:
-    /// bisection `hi = mid + 1` answered one over — batch + 1 fitted…
-    /// did not fit, caught; `while hi - lo > 2`: stopped one short, batch
-    /// + 1 fitted), or if the trace kept is another batch's (mutation tried:
+    /// Fails if the search stops one short or one over (mutation tried:
+    /// bisecting `while hi - lo > 2` stopped one short, so one more sample
+    /// fitted), or if the trace kept is another batch's (mutation tried:
     /// keeping the first fit's trace, batch 1's: the trace differed).
     #[test]
     fn the_answer_fits_and_one_more_does_not() {

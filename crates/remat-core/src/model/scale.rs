@@ -474,7 +474,7 @@ mod affine_tests {
         }
         // Half-way, each size is the mean of both (rounded).
         let mid = fit.at(64).unwrap();
-        let want = (first.stages[3].saved_bytes + second.stages[3].saved_bytes + 1) / 2;
+        let want = (first.stages[3].saved_bytes + second.stages[3].saved_bytes).div_ceil(2);
         assert_eq!(mid.stages[3].saved_bytes, want);
         // The linear model is Scale::batch, and the identity at its batch.
         let linear = BatchModel::linear(first.clone(), 32).unwrap();
