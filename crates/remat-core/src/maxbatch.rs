@@ -428,6 +428,24 @@ mod tests {
         }
     }
 
+    /// The search with the default knobs and no progress report.
+    fn searched(
+        model: &BatchModel,
+        algorithms: &[Algorithm],
+        device: &Device,
+        limit: u64,
+    ) -> MaxBatches {
+        max_batches(
+            model,
+            algorithms,
+            device,
+            limit,
+            &Options::default(),
+            &mut no_progress(),
+        )
+        .unwrap()
+    }
+
     /// `algorithm`'s judged schedule for `budget` at `batch` when it fits,
     /// asked the plain way: `solve` on the scaled chain, judged.
     fn fits_plainly(
@@ -468,15 +486,7 @@ mod tests {
                 Algorithm::Rotor,
                 Algorithm::Pofo,
             ];
-            let found = max_batches(
-                &model,
-                &algs,
-                &device(memory),
-                DEFAULT_MAX_BATCH,
-                &Options::default(),
-                &mut no_progress(),
-            )
-            .unwrap();
+            let found = searched(&model, &algs, &device(memory), DEFAULT_MAX_BATCH);
             for l in &found.methods {
                 let b = l.batch.unwrap();
                 assert!(!l.at_limit);
@@ -527,15 +537,7 @@ mod tests {
                 fixed_bytes: fixed,
                 margin,
             };
-            let found = max_batches(
-                &model,
-                &[Algorithm::StoreAll],
-                &device,
-                DEFAULT_MAX_BATCH,
-                &Options::default(),
-                &mut no_progress(),
-            )
-            .unwrap();
+            let found = searched(&model, &[Algorithm::StoreAll], &device, DEFAULT_MAX_BATCH);
             let budget = memory - fixed - margin.bytes(memory);
             assert_eq!(found.budget_bytes, budget);
             assert_eq!(found.store_all.batch, Some(budget / peak_per_sample));
@@ -562,15 +564,12 @@ mod tests {
         ] {
             let model = BatchModel::linear(chain.clone(), batch).unwrap();
             let memory = 40 * max_useful_budget(&chain);
-            let found = max_batches(
+            let found = searched(
                 &model,
                 &[Algorithm::Rotor],
                 &device(memory),
                 DEFAULT_MAX_BATCH,
-                &Options::default(),
-                &mut no_progress(),
-            )
-            .unwrap();
+            );
             let growth = found.growth(&found.methods[0]).unwrap();
             assert!(growth >= 1.0, "{}: {growth}", chain.name);
             assert!(growth > 1.2, "{}: {growth}", chain.name);
@@ -581,50 +580,63 @@ mod tests {
         let model =
             BatchModel::linear(scaled(&per_sample, Scale::batch(1, 4)).unwrap(), 4).unwrap();
         let memory = 3 << 30;
-        let found = max_batches(
+        let found = searched(
             &model,
             &[Algorithm::Rotor],
             &device(memory),
             DEFAULT_MAX_BATCH,
-            &Options::default(),
-            &mut no_progress(),
-        )
-        .unwrap();
+        );
         assert_eq!(found.methods[0].batch, Some(memory / m_low));
         assert!(found.growth(&found.methods[0]).unwrap() > 2.0);
     }
 
-    /// Progress never goes back and ends at 1; `false` stops at once with
-    /// `Cancelled` (ignoring it would run on: a second call).
+    /// Progress never goes back, passes through each method's share and
+    /// ends at 1; `false` in the middle of a search stops it there with
+    /// `Cancelled` (mutation tried: ignoring the answer after a probe ran
+    /// the search on, calls past the fifth).
     #[test]
-    fn progress_and_cancel() {
+    fn progress_and_cancel_mid_search() {
         let model = BatchModel::linear(teaching(), 2).unwrap();
-        let run = |progress: &mut Progress<'_>| {
-            max_batches(
-                &model,
-                &[Algorithm::Rotor, Algorithm::Pofo],
-                &device(4 << 30),
-                1 << 16,
-                &Options::default(),
-                progress,
-            )
-        };
+        let algorithms = [Algorithm::Rotor, Algorithm::Pofo];
         let mut seen = Vec::new();
-        run(&mut |f| {
+        let mut record = |f: f64| {
             seen.push(f);
             true
-        })
+        };
+        let options = Options::default();
+        max_batches(
+            &model,
+            &algorithms,
+            &device(4 << 30),
+            1 << 16,
+            &options,
+            &mut record,
+        )
         .unwrap();
         assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
-        assert!(seen.len() > 10);
+        // Store-all, rotor and pofo each end at their third.
+        for third in [1.0 / 3.0, 2.0 / 3.0, 1.0] {
+            assert!(
+                seen.iter().any(|&f| (f - third).abs() < 1e-12),
+                "{third}: {seen:?}"
+            );
+        }
         assert_eq!(seen.last(), Some(&1.0));
         let mut calls = 0;
-        let cancelled = run(&mut |_| {
+        let mut stop_at_five = |_: f64| {
             calls += 1;
-            false
-        });
-        assert_eq!(cancelled, Err(MaxBatchError::Cancelled));
-        assert_eq!(calls, 1);
+            calls < 5
+        };
+        let stopped = max_batches(
+            &model,
+            &algorithms,
+            &device(4 << 30),
+            1 << 16,
+            &options,
+            &mut stop_at_five,
+        );
+        assert_eq!(stopped, Err(MaxBatchError::Cancelled));
+        assert_eq!(calls, 5);
     }
 
     /// Absurd inputs are refused naming the field, before any search.
@@ -695,27 +707,12 @@ mod tests {
     fn none_fits_or_the_limit_does() {
         let chain: Chain = teaching();
         let model = BatchModel::linear(chain.clone(), 1).unwrap();
-        let tiny = max_batches(
-            &model,
-            &[Algorithm::Rotor],
-            &device(1 << 20),
-            100,
-            &Options::default(),
-            &mut no_progress(),
-        )
-        .unwrap();
+        let tiny = searched(&model, &[Algorithm::Rotor], &device(1 << 20), 100);
         assert_eq!(tiny.methods[0].batch, None);
         assert_eq!(tiny.methods[0].samples_per_second(), None);
         assert_eq!(tiny.growth(&tiny.methods[0]), None);
-        let roomy = max_batches(
-            &model,
-            &[Algorithm::StoreAll],
-            &device(1000 * max_useful_budget(&chain)),
-            100,
-            &Options::default(),
-            &mut no_progress(),
-        )
-        .unwrap();
+        let roomy_device = device(1000 * max_useful_budget(&chain));
+        let roomy = searched(&model, &[Algorithm::StoreAll], &roomy_device, 100);
         assert_eq!(roomy.store_all.batch, Some(100));
         assert!(roomy.store_all.at_limit);
     }
