@@ -121,19 +121,45 @@ impl FromStr for Budget {
     type Err = ArgError;
     /// `8GiB`, `3e9` or `60%` (of M_high, above 0 % and at most 1000 %).
     fn from_str(text: &str) -> Result<Budget, ArgError> {
-        match text.trim().strip_suffix('%') {
-            Some(number) => {
-                let pct: f64 = number
-                    .trim()
-                    .parse()
-                    .map_err(|_| ArgError::NotAPercentage(text.to_string()))?;
-                if !(pct > 0.0 && pct <= 1000.0) {
-                    return Err(ArgError::ShareOutOfRange(text.to_string()));
-                }
-                Ok(Budget::OfHigh(pct / 100.0))
-            }
-            None => Size::from_str(text).map(|s| Budget::Bytes(s.0)),
+        let share = Share {
+            in_range: |pct| pct > 0.0 && pct <= 1000.0,
+            not_a_number: ArgError::NotAPercentage,
+            out_of_range: ArgError::ShareOutOfRange,
+        };
+        Ok(match share.parse(text)? {
+            SizeOrShare::Bytes(b) => Budget::Bytes(b),
+            SizeOrShare::Share(f) => Budget::OfHigh(f),
+        })
+    }
+}
+
+/// A size, or `P%`: a share of something the command knows.
+enum SizeOrShare {
+    Bytes(u64),
+    /// P / 100.
+    Share(f64),
+}
+
+/// How one flag reads `P%`: the percentages it accepts and its errors.
+struct Share {
+    in_range: fn(f64) -> bool,
+    not_a_number: fn(String) -> ArgError,
+    out_of_range: fn(String) -> ArgError,
+}
+
+impl Share {
+    fn parse(&self, text: &str) -> Result<SizeOrShare, ArgError> {
+        let Some(number) = text.trim().strip_suffix('%') else {
+            return Size::from_str(text).map(|s| SizeOrShare::Bytes(s.0));
+        };
+        let pct: f64 = number
+            .trim()
+            .parse()
+            .map_err(|_| (self.not_a_number)(text.to_string()))?;
+        if !(self.in_range)(pct) {
+            return Err((self.out_of_range)(text.to_string()));
         }
+        Ok(SizeOrShare::Share(pct / 100.0))
     }
 }
 
@@ -145,19 +171,15 @@ pub struct MarginArg(pub Margin);
 impl FromStr for MarginArg {
     type Err = ArgError;
     fn from_str(text: &str) -> Result<MarginArg, ArgError> {
-        match text.trim().strip_suffix('%') {
-            Some(number) => {
-                let pct: f64 = number
-                    .trim()
-                    .parse()
-                    .map_err(|_| ArgError::MarginOutOfRange(text.to_string()))?;
-                if !(0.0..100.0).contains(&pct) {
-                    return Err(ArgError::MarginOutOfRange(text.to_string()));
-                }
-                Ok(MarginArg(Margin::OfMemory(pct / 100.0)))
-            }
-            None => Size::from_str(text).map(|s| MarginArg(Margin::Bytes(s.0))),
-        }
+        let share = Share {
+            in_range: |pct| (0.0..100.0).contains(&pct),
+            not_a_number: ArgError::MarginOutOfRange,
+            out_of_range: ArgError::MarginOutOfRange,
+        };
+        Ok(MarginArg(match share.parse(text)? {
+            SizeOrShare::Bytes(b) => Margin::Bytes(b),
+            SizeOrShare::Share(f) => Margin::OfMemory(f),
+        }))
     }
 }
 
