@@ -1204,11 +1204,11 @@ fn maxbatch_refuses_bad_input_naming_the_flag() {
     };
     teaching(
         &["--memory", "1GiB", "--fixed", "2GiB"],
-        "error: --memory: 1.00 GiB leaves nothing for activations",
+        "error: --fixed: 2.00 GiB is not below the memory, 1.00 GiB",
     );
     teaching(
-        &["--memory", "1GiB", "--margin", "1GiB"],
-        "error: --memory:",
+        &["--memory", "1GiB", "--fixed", "512MiB", "--margin", "50%"],
+        "error: --memory: 1.00 GiB leaves nothing for activations: fixed 512 MiB + margin 512 MiB take it all",
     );
     teaching(&["--memory", "8GiB", "--margin", "100%"], "--margin");
     teaching(&["--memory", "lots"], "--memory");

@@ -83,7 +83,8 @@ pub struct Device {
 impl Device {
     /// M − fixed − margin: the budget activations get (a^0 included, as
     /// every budget in Remat). Refused, naming the field, when the margin
-    /// is not a fraction in [0, 1) or nothing is left.
+    /// is not a fraction in [0, 1), the fixed bytes take all the memory, or
+    /// fixed + margin leave nothing.
     pub fn activation_budget(&self) -> Result<u64, MaxBatchError> {
         if let Margin::OfMemory(f) = self.margin {
             if !(f.is_finite() && (0.0..1.0).contains(&f)) {
@@ -95,6 +96,22 @@ impl Device {
                     ),
                 ));
             }
+        }
+        if self.memory_bytes == 0 {
+            return Err(MaxBatchError::input(
+                Field::Memory,
+                "must be more than 0 bytes".into(),
+            ));
+        }
+        if self.fixed_bytes >= self.memory_bytes {
+            return Err(MaxBatchError::input(
+                Field::Fixed,
+                format!(
+                    "{} is not below the memory, {}",
+                    format_bytes(self.fixed_bytes),
+                    format_bytes(self.memory_bytes)
+                ),
+            ));
         }
         let margin = self.margin.bytes(self.memory_bytes);
         let taken = self.fixed_bytes as u128 + margin as u128;
@@ -664,6 +681,10 @@ mod tests {
         };
         assert_eq!(
             field(d(1 << 30, 1 << 30, Margin::Bytes(0)), 10),
+            Field::Fixed
+        );
+        assert_eq!(
+            field(d(1 << 30, 1 << 29, Margin::Bytes(1 << 29)), 10),
             Field::Memory
         );
         assert_eq!(
