@@ -1066,8 +1066,8 @@ fn maxbatch_row<'a>(report: &'a Value, algorithm: &str) -> &'a Value {
 /// The reference ResNet-50 on an H100 (79.2 GiB as PyTorch reports it,
 /// weights + gradients 195 MiB, the default 1 % margin) lands within 1 %
 /// of the largest batches measured (`docs/maxbatch.md`: store-all
-/// 967, rotor 3508); sequential is conservative, 8 % under 3239 (the
-/// chain's clamped backward overheads, docs/maxbatch.md). Fails if the default
+/// 967, rotor 3508); sequential is conservative, 8 % under 3239 (what is
+/// known of why: docs/maxbatch.md). Fails if the default
 /// margin, the budget or the scaling drifts (mutation tried: a 10 %
 /// default margin in the core: failed; the CLI first had its own "1%"
 /// default, which this mutation did not reach, so it now takes the

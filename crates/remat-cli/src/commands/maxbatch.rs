@@ -13,7 +13,7 @@ use remat_core::maxbatch::{
 };
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::model::{AffineFit, BatchModel, ChainError};
-use remat_core::solvers::no_progress;
+use std::io::IsTerminal;
 
 pub fn run(a: &MaxbatchArgs) -> Result<()> {
     let model = batch_model(a)?;
@@ -28,15 +28,29 @@ pub fn run(a: &MaxbatchArgs) -> Result<()> {
         a.algorithms.clone()
     };
     let options = plan_options(&a.plan, bytes_per_s(a.bandwidth));
+    let terminal = std::io::stderr().is_terminal();
+    let mut shown = None;
+    // A search of a long chain takes a while: its percentage on a terminal.
+    let mut progress = |done: f64| {
+        let percent = (done * 100.0).floor() as u32;
+        if terminal && shown != Some(percent) {
+            eprint!("\rsearching: {percent:3} %");
+            shown = Some(percent);
+        }
+        true
+    };
     let found = max_batches(
         &model,
         &algorithms,
         &device,
         a.max_batch,
         &options,
-        &mut no_progress(),
-    )
-    .map_err(flag_error)?;
+        &mut progress,
+    );
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
+    let found = found.map_err(flag_error)?;
     if a.json {
         report::print(&json_report(&model, &device, &found));
     } else {
@@ -164,7 +178,7 @@ fn print_table(model: &BatchModel, device: &Device, found: &MaxBatches) {
         );
     }
     say!();
-    say!("Each batch was solved and judged by the simulator; one more sample did not fit. Larger batches were not tried where a method may fit again (heuristics; docs/cli.md).");
+    say!("Each batch was solved and judged by the simulator; one more sample did not fit. Larger batches were not tried where a method may fit again (heuristics; docs/maxbatch.md).");
 }
 
 fn detail(m: &Largest) -> String {
