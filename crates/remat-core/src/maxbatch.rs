@@ -42,7 +42,7 @@ pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
 
 /// The default allocator margin: 1 % of the device memory. On the
 /// reference H100 (79.2 GiB as PyTorch reports it, expandable segments on)
-/// the measured largest batches leave 0.7–0.9 % of it unexplained by the
+/// the measured largest batches leave 0.7–1.0 % of it unexplained by the
 /// chain and the weights (the CUDA context, cuBLAS's workspace, allocator
 /// rounding); without expandable segments fragmentation cost rotor 9.7 %
 /// of its batch: pass a margin of about 10 % there.
