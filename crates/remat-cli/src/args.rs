@@ -7,6 +7,7 @@
 //! `sequential`) is checked by the command, first.
 
 use clap::{Args, ValueEnum};
+use remat_core::maxbatch::Margin;
 use remat_core::model::units::{parse_rate, parse_size};
 use remat_core::solvers::hong::Model;
 use remat_core::solvers::pofo::LossStep;
@@ -25,6 +26,9 @@ pub const MAX_POINTS: u64 = 1000;
 pub const MAX_BENCH_STAGES: u64 = 2000;
 /// The most repetitions of one `bench` measurement.
 pub const MAX_REPS: u64 = 1000;
+/// The largest batch `maxbatch` accepts as a profile's or as its limit
+/// (2⁴⁰ samples); the chain must also be representable there.
+pub const MAX_BATCH: u64 = 1 << 40;
 
 /// A count in `lo..=hi`, as a `usize`; out of range, clap's message states
 /// the range (`0 is not in 1..=100000`).
@@ -48,6 +52,10 @@ pub enum ArgError {
     NotANumber(#[from] std::num::ParseFloatError),
     #[error("a memory ratio from 0 to 1, got {0}")]
     RatioOutOfRange(f64),
+    #[error(
+        "`{0}`: a margin is bytes (512MiB) or a share of --memory from 0 % to below 100 % (1%)"
+    )]
+    MarginOutOfRange(String),
     #[error("`{0}` is not a stage number; write the checkpoints as stage numbers separated by commas (3,6,24)")]
     NotAStage(String),
     /// The core's message (the names to choose from), and the name meant.
@@ -113,19 +121,65 @@ impl FromStr for Budget {
     type Err = ArgError;
     /// `8GiB`, `3e9` or `60%` (of M_high, above 0 % and at most 1000 %).
     fn from_str(text: &str) -> Result<Budget, ArgError> {
-        match text.trim().strip_suffix('%') {
-            Some(number) => {
-                let pct: f64 = number
-                    .trim()
-                    .parse()
-                    .map_err(|_| ArgError::NotAPercentage(text.to_string()))?;
-                if !(pct > 0.0 && pct <= 1000.0) {
-                    return Err(ArgError::ShareOutOfRange(text.to_string()));
-                }
-                Ok(Budget::OfHigh(pct / 100.0))
-            }
-            None => Size::from_str(text).map(|s| Budget::Bytes(s.0)),
+        let share = Share {
+            in_range: |pct| pct > 0.0 && pct <= 1000.0,
+            not_a_number: ArgError::NotAPercentage,
+            out_of_range: ArgError::ShareOutOfRange,
+        };
+        Ok(match share.parse(text)? {
+            SizeOrShare::Bytes(b) => Budget::Bytes(b),
+            SizeOrShare::Share(f) => Budget::OfHigh(f),
+        })
+    }
+}
+
+/// A size, or `P%`: a share of something the command knows.
+enum SizeOrShare {
+    Bytes(u64),
+    /// P / 100.
+    Share(f64),
+}
+
+/// How one flag reads `P%`: the percentages it accepts and its errors.
+struct Share {
+    in_range: fn(f64) -> bool,
+    not_a_number: fn(String) -> ArgError,
+    out_of_range: fn(String) -> ArgError,
+}
+
+impl Share {
+    fn parse(&self, text: &str) -> Result<SizeOrShare, ArgError> {
+        let Some(number) = text.trim().strip_suffix('%') else {
+            return Size::from_str(text).map(|s| SizeOrShare::Bytes(s.0));
+        };
+        let pct: f64 = number
+            .trim()
+            .parse()
+            .map_err(|_| (self.not_a_number)(text.to_string()))?;
+        if !(self.in_range)(pct) {
+            return Err((self.out_of_range)(text.to_string()));
         }
+        Ok(SizeOrShare::Share(pct / 100.0))
+    }
+}
+
+/// The allocator margin of `maxbatch`: bytes (`512MiB`) or a share of
+/// `--memory` (`1%`, from 0 % to below 100 %).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MarginArg(pub Margin);
+
+impl FromStr for MarginArg {
+    type Err = ArgError;
+    fn from_str(text: &str) -> Result<MarginArg, ArgError> {
+        let share = Share {
+            in_range: |pct| (0.0..100.0).contains(&pct),
+            not_a_number: ArgError::MarginOutOfRange,
+            out_of_range: ArgError::MarginOutOfRange,
+        };
+        Ok(MarginArg(match share.parse(text)? {
+            SizeOrShare::Bytes(b) => Margin::Bytes(b),
+            SizeOrShare::Share(f) => Margin::OfMemory(f),
+        }))
     }
 }
 
@@ -362,6 +416,60 @@ pub struct SweepArgs {
     pub format: SweepFormat,
 }
 
+#[derive(Args)]
+pub struct MaxbatchArgs {
+    /// Chain file or example:NAME, profiled at --batch samples.
+    pub chain: ChainArg,
+    /// M, the device's memory: what the framework reports as its total
+    /// (`torch.cuda.mem_get_info()[1]`; an H100 80GB reports about 79.2GiB).
+    #[arg(long)]
+    pub memory: Size,
+    /// The batch CHAIN was profiled at; its sizes and times are scaled
+    /// linearly from it (1 to 2^40).
+    #[arg(long, value_parser = batch_count())]
+    pub batch: u64,
+    /// Bytes that do not grow with the batch: weights, their gradients and
+    /// the optimizer state (Adam: 4× the weights in all).
+    #[arg(long, default_value = "0")]
+    pub fixed: Size,
+    /// Memory kept free for what the chain does not account for (CUDA
+    /// context, library workspaces, allocator): bytes or a share of
+    /// --memory. 1% fits the reference H100 with expandable segments; use
+    /// about 10% with PyTorch's default allocator (fragmentation). Default:
+    /// 1% (`remat_core::maxbatch::DEFAULT_MARGIN`).
+    #[arg(long)]
+    pub margin: Option<MarginArg>,
+    /// A second profile of the same stages, at --second-batch: every size
+    /// and time is then the line through both profiles (fixed + per sample
+    /// × batch) instead of a linear scaling of CHAIN.
+    #[arg(long, value_name = "CHAIN2", requires = "second_batch")]
+    pub second_profile: Option<ChainArg>,
+    /// The batch the second profile was taken at.
+    #[arg(long, value_parser = batch_count(), requires = "second_profile")]
+    pub second_batch: Option<u64>,
+    /// Comma-separated methods (default: store-all, sequential, rotor,
+    /// pofo); store-all is always searched, as the baseline.
+    #[arg(long, short, value_delimiter = ',', value_parser = algorithm)]
+    pub algorithms: Vec<Algorithm>,
+    /// The largest batch tried (1 to 2^40).
+    #[arg(long, default_value_t = remat_core::maxbatch::DEFAULT_MAX_BATCH, value_parser = batch_count())]
+    pub max_batch: u64,
+    #[command(flatten)]
+    pub plan: PlanFlags,
+    /// Host↔device bandwidth for the offloading methods, overriding the
+    /// chain's.
+    #[arg(long)]
+    pub bandwidth: Option<Rate>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A batch: 1 to [`MAX_BATCH`].
+fn batch_count() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::builder::RangedU64ValueParser::<u64>::new().range(1..=MAX_BATCH)
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Unit {
     Ms,
@@ -489,6 +597,22 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("did you mean"));
+    }
+
+    #[test]
+    fn margins_are_bytes_or_a_share_below_100_percent() {
+        // Could fail if 100 % (no memory left) or a negative share parsed
+        // (mutation tried: `0.0..=100.0`: `100%` parsed).
+        assert_eq!("1%".parse(), Ok(MarginArg(Margin::OfMemory(0.01))));
+        assert_eq!("0".parse(), Ok(MarginArg(Margin::Bytes(0))));
+        assert_eq!("512MiB".parse(), Ok(MarginArg(Margin::Bytes(512 << 20))));
+        for bad in ["100%", "-1%", "x%", "NaN%"] {
+            assert_eq!(
+                bad.parse::<MarginArg>(),
+                Err(ArgError::MarginOutOfRange(bad.into()))
+            );
+        }
+        assert!("lots".parse::<MarginArg>().is_err());
     }
 
     #[test]

@@ -23,6 +23,12 @@ pub enum CliError {
         flag: &'static str,
         source: Box<CliError>,
     },
+    /// A flag's value that only shows to be wrong with the others
+    /// (`--memory` below `--fixed` + `--margin`).
+    #[error("{flag}: {message}")]
+    BadValue { flag: &'static str, message: String },
+    #[error(transparent)]
+    MaxBatch(#[from] remat_core::maxbatch::MaxBatchError),
     #[error("--segments: only for -a sequential, not {0}")]
     SegmentsNotSequential(Algorithm),
     #[error(transparent)]

@@ -42,6 +42,9 @@ enum Command {
     Simulate(args::SimulateArgs),
     /// Makespan overhead of each algorithm for budgets from M_low to M_high.
     Sweep(args::SweepArgs),
+    /// The largest batch each method runs within a device's memory, and its
+    /// throughput.
+    Maxbatch(args::MaxbatchArgs),
     /// Convert rotor's chain parameters to remat-chain/1.
     Convert(args::ConvertArgs),
     /// The checkpoint set of least peak memory (Hong et al.), or the peak of
@@ -65,6 +68,7 @@ fn main() -> ExitCode {
         Command::Solve(a) => solve::run(&a),
         Command::Simulate(a) => simulate::run(&a),
         Command::Sweep(a) => sweep::run(&a),
+        Command::Maxbatch(a) => maxbatch::run(&a),
         Command::Convert(a) => convert::run(&a),
         Command::Checkpoints(a) => checkpoints::run(&a),
         Command::Export(a) => export::run(&a),

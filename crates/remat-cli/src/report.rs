@@ -254,3 +254,45 @@ pub struct PofoDpTime {
     pub slots: usize,
     pub seconds: f64,
 }
+
+/// `remat maxbatch --json`.
+#[derive(Serialize)]
+pub struct MaxBatchReport<'a> {
+    pub chain: &'a str,
+    /// `linear` (one profile scaled) or `affine` (two profiles fitted).
+    pub model: &'static str,
+    pub profiled_batches: Vec<u64>,
+    /// M, `--fixed`, the margin in bytes, and what is left: M − fixed − margin.
+    pub memory_bytes: u64,
+    pub fixed_bytes: u64,
+    pub margin_bytes: u64,
+    pub activation_budget_bytes: u64,
+    /// The largest batch tried.
+    pub max_batch: u64,
+    /// The baseline of the ratios, searched whether listed or not.
+    pub store_all_batch: Option<u64>,
+    pub methods: Vec<MaxBatchRow<'a>>,
+}
+
+/// One method's largest batch, its schedule there judged.
+#[derive(Serialize)]
+pub struct MaxBatchRow<'a> {
+    pub algorithm: &'a str,
+    /// null: not even one sample fits.
+    pub batch: Option<u64>,
+    /// The batch is `max_batch`: larger ones were not tried.
+    pub at_limit: bool,
+    /// One step at `batch`, and batch / that time.
+    pub makespan_seconds: Option<f64>,
+    pub samples_per_second: Option<f64>,
+    pub peak_bytes: Option<u64>,
+    pub recomputations: Option<usize>,
+    pub offloaded_bytes: Option<u64>,
+    /// batch and samples/s over store-all's.
+    pub growth_over_store_all: Option<f64>,
+    pub throughput_over_store_all: Option<f64>,
+    /// The solver's line at `batch`.
+    pub detail: Option<&'a str>,
+    /// Batches tried.
+    pub probes: usize,
+}

@@ -13,6 +13,8 @@
 //!   dispatcher ([`solvers::Planner`], [`solvers::solve`]);
 //! * [`sweep`] — overhead over the memory ratio α and the bandwidth β, for
 //!   the CLI's `sweep` and the explorer;
+//! * [`maxbatch`] — the largest batch each method runs within a device's
+//!   memory, for the CLI's `maxbatch`;
 //! * [`examples`] — built-in chains with their provenance.
 //!
 //! No web and no torch dependencies: this crate builds for native targets and
@@ -20,6 +22,7 @@
 
 pub mod examples;
 pub mod format;
+pub mod maxbatch;
 pub mod model;
 pub mod schedule;
 pub mod simulator;

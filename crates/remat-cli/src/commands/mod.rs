@@ -7,6 +7,7 @@ pub mod checkpoints;
 pub mod convert;
 pub mod examples;
 pub mod export;
+pub mod maxbatch;
 pub mod simulate;
 pub mod solve;
 pub mod sweep;

@@ -5,4 +5,4 @@ pub mod scale;
 pub mod units;
 
 pub use chain::{Chain, ChainError, Stage, MAX_STAGES};
-pub use scale::{scaled, Scale};
+pub use scale::{scaled, AffineFit, BatchModel, Scale};
