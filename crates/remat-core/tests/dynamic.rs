@@ -81,12 +81,11 @@ fn with_link(mut chain: Chain, link: Option<f64>) -> Chain {
 /// Could fail if: a release is counted by the runtime but not by the
 /// simulator (or the reverse), a recomputation reads a tensor it evicted,
 /// an allocation is issued without room, or the OOM report names an op
-/// that would fit. Mutations tried: `make_room` comparing `held` instead of
-/// `held + need` with the trigger (fails: peak over the budget on
-/// teaching); the simulator's release freeing at the device copy's last
-/// use instead of the compute lane's end (not caught here — by
-/// construction both sides share the engine — but caught by
-/// simulator::tests::release_frees_at_the_end_of_the_compute_op_before_it).
+/// that would fit. Mutation tried: `make_room` comparing `held` instead of
+/// `held + need` with the trigger (failed: peak over the budget). The
+/// simulator's own release timing cannot fail here (both sides share the
+/// engine); simulator::tests::release_frees_at_the_end_of_the_compute_op_before_it
+/// catches that one.
 #[test]
 fn every_example_at_every_tenth_of_m_high() {
     for name in examples::names() {
@@ -193,9 +192,9 @@ fn reload_or_recompute_chain() -> Chain {
 }
 
 /// Could fail if: the rule is dropped (mutation tried:
-/// `reload_beats_recompute` always reloading and `cheapest_start` taking
-/// the first reload it meets: ā^1 was reloaded twice and this failed), or
-/// a discarded host copy is not recomputed.
+/// `reload_beats_recompute` reloading whatever the costs: with no
+/// Prefetcher B^1 reloaded ā^1 and this failed), or a discarded host copy
+/// is not recomputed.
 #[test]
 fn delta_recomputes_instead_of_reloading_when_cheaper() {
     let chain = reload_or_recompute_chain();
@@ -318,9 +317,9 @@ fn the_prefetcher_keeps_to_its_reload_limit() {
 }
 
 /// Could fail if: a choice depends on anything but the input (a hash
-/// order, an address, a clock). Mutation tried: collecting the Filter's
-/// candidates into a `HashSet` and scanning it: ties then broke in a
-/// random order and two runs differed on teaching.
+/// order, an address, a clock). Mutation tried: scanning the Filter's
+/// candidates out of a `HashSet`: ties broke in a random order and two
+/// runs differed.
 #[test]
 fn the_same_input_gives_the_same_run() {
     for name in ["teaching", "resnet50-h100", "vgg19-h100"] {
@@ -342,10 +341,10 @@ fn the_same_input_gives_the_same_run() {
     }
 }
 
-/// Could fail if: `release` is written under another name than it is read
-/// (mutation tried: `#[serde(rename = "evict")]` on the variant only for
-/// writing via a hand-edited expected string: the JSON check failed), or
-/// the notation changes.
+/// Could fail if: the file names the op otherwise than docs/formats.md
+/// says (mutation tried: `#[serde(rename = "evict")]` on the variant: the
+/// JSON check failed), a release is lost on the way back, or the notation
+/// changes.
 #[test]
 fn release_round_trips_through_the_notation_and_the_schedule_file() {
     let r = Op::Release {
@@ -382,11 +381,7 @@ proptest! {
     /// Could fail if: any of `check`'s claims breaks on a chain no example
     /// resembles: zero-size tensors, negative backward overheads, no-grad
     /// forwards, links from very slow to very fast. Mutation tried:
-    /// `Tensors::recompute_costs` restarting the ancestors' sum at every
-    /// evicted stage instead of at the resident ones (DTR then evicted
-    /// expensive tensors; not caught — the schedule stays valid, only
-    /// slower — so the heuristics' units are tested in dtr.rs/delta.rs);
-    /// `make_room` returning before the victim loop (caught: peak over the
+    /// `make_room` returning before its loop (both failed: peak over the
     /// budget).
     #[test]
     fn random_real_chains_fit_or_name_the_op(

@@ -118,6 +118,16 @@ impl Algorithm {
             })
     }
 
+    /// Whether it simulates a dynamic runtime (dtr, delta, delta-lru,
+    /// delta-greedy): it decides as the step runs, in exact bytes, and its
+    /// least budget is only bounded from below.
+    pub fn is_dynamic(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Dtr | Algorithm::Delta | Algorithm::DeltaLru | Algorithm::DeltaGreedy
+        )
+    }
+
     /// Whether its planner builds a persistent table (revolve, rotor).
     pub fn uses_slots(self) -> bool {
         matches!(self, Algorithm::Revolve | Algorithm::Rotor)
