@@ -96,10 +96,11 @@ pub fn policy(algorithm: Algorithm, link: Option<f64>) -> Result<Policy, SolveEr
 pub fn solve(
     chain: &Chain,
     algorithm: Algorithm,
-    budget: u64,
+    budget_bytes: u64,
     options: &Options,
     progress: &mut Progress<'_>,
 ) -> Result<Solution, SolveError> {
+    let budget = budget_bytes;
     let link = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
