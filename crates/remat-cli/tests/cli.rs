@@ -174,9 +174,9 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
-    // Every algorithm of `remat algorithms` (10 with hong and hong-chen),
-    // at each of the 5 points.
-    assert_eq!(lines.len(), 1 + 5 * 10);
+    // Every algorithm of `remat algorithms` (14 with hong, hong-chen, dtr
+    // and the three delta), at each of the 5 points.
+    assert_eq!(lines.len(), 1 + 5 * 14);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
     assert!(
@@ -794,7 +794,7 @@ fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
     // `magic`, and the second assertion failed).
     refused(
         &["solve", "example:teaching", "-a", "rotr", "-b", "1GB"],
-        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, pofo, offload-only, opportunist, autocapper; did you mean `rotor`?",
+        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, dtr, pofo, offload-only, opportunist, autocapper, delta, delta-lru, delta-greedy; did you mean `rotor`?",
     );
     let out = remat(&["sweep", "example:teaching", "--algorithms", "rotor,magic"]);
     assert_eq!(out.status.code(), Some(2));

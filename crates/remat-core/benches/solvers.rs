@@ -1,6 +1,7 @@
 //! Criterion benchmarks for the numbers the issues set targets for:
 //! the rotor table at L = 200 and 500 slots, reading out a schedule for a new
-//! budget, the simulator's throughput, and pofo's DP at L = 50, N = 50.
+//! budget, the simulator's throughput, pofo's DP at L = 50, N = 50, and
+//! one run of the dynamic runtimes (dtr, delta) at L = 60 and 200.
 //! `remat bench` prints the same measurements as medians without criterion.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -64,6 +65,12 @@ fn simulator(c: &mut Criterion) {
     g.finish();
 }
 
+/// The budget at α = tenths / 10 between rotor's M_low and M_high.
+fn budget_at_tenths(chain: &Chain, tenths: u64) -> u64 {
+    let low = min_budget(chain, Variant::Rotor);
+    low + (max_useful_budget(chain) - low) * tenths / 10
+}
+
 /// pofo's DP (C_Δ table, OC, read-out) at L = 25 and the target L = 50,
 /// N = 50, at PCIe 3 speed and α = 0.3.
 fn pofo(c: &mut Criterion) {
@@ -72,8 +79,7 @@ fn pofo(c: &mut Criterion) {
     g.sample_size(10);
     for n in [25usize, 50] {
         let chain = synthetic(n);
-        let low = min_budget(&chain, Variant::Rotor);
-        let budget = low + (max_useful_budget(&chain) - low) * 3 / 10;
+        let budget = budget_at_tenths(&chain, 3);
         g.bench_with_input(
             BenchmarkId::new("50_slots_stages", n),
             &chain,
@@ -97,5 +103,39 @@ fn pofo(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, rotor_table, readout, simulator, pofo);
+/// One run of each dynamic runtime (dtr, delta) at L = 60 and 200, at
+/// α = 0.3 between rotor's M_low and M_high and at α = 0, as the explorer's
+/// compare and sweep call them at every budget. At α = 0 only dtr at
+/// L = 200 finishes (2545 operations, 1170 recomputations: the tight,
+/// quadratic case); the others stop out of memory part way.
+fn dynamic(c: &mut Criterion) {
+    use remat_core::solvers::dynamic::{policy, run};
+    use remat_core::solvers::Algorithm;
+    let mut g = c.benchmark_group("dynamic");
+    g.sample_size(20);
+    for n in [60usize, 200] {
+        let chain = synthetic(n);
+        let tight = budget_at_tenths(&chain, 0);
+        for (alpha, budget) in [("a0.3", budget_at_tenths(&chain, 3)), ("a0", tight)] {
+            for algorithm in [Algorithm::Dtr, Algorithm::Delta] {
+                let p = policy(algorithm, chain.bandwidth_bytes_per_s).unwrap();
+                let id = BenchmarkId::new(format!("{algorithm}_{alpha}_stages"), n);
+                g.bench_with_input(id, &chain, |b, chain| {
+                    b.iter(|| {
+                        run(
+                            black_box(chain),
+                            &p,
+                            budget,
+                            chain.bandwidth_bytes_per_s,
+                            &mut no_progress(),
+                        )
+                    })
+                });
+            }
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, rotor_table, readout, simulator, pofo, dynamic);
 criterion_main!(benches);

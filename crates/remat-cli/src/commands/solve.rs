@@ -124,7 +124,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         m_low_bytes: s.m_low,
         m_high_bytes: s.m_high,
         algorithm_min_bytes: s.own_min,
-        algorithm_min_is_lower_bound: algorithm.offloads(),
+        algorithm_min_is_lower_bound: algorithm.offloads() || algorithm.is_dynamic(),
         ops: s.solution.ops.as_deref().unwrap_or_default(),
     }
 }
@@ -139,7 +139,11 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
             || format!("not computed: O(L³) for {} stages", chain.len()),
             format_bytes
         ),
-        if algorithm.offloads() { "≥ " } else { "" },
+        if algorithm.offloads() || algorithm.is_dynamic() {
+            "≥ "
+        } else {
+            ""
+        },
         format_bytes(s.own_min),
         format_bytes(s.m_high)
     );

@@ -31,6 +31,10 @@ pub enum Op {
     Offload { stage: usize, tensor: TensorKind },
     /// P: copy a tensor back from host memory.
     Prefetch { stage: usize, tensor: TensorKind },
+    /// R: forget a tensor, wherever it is: a device copy is freed (a dynamic
+    /// runtime's eviction, DTR and DELTA), a host copy is discarded (to
+    /// recompute it instead of reloading it). Takes no time.
+    Release { stage: usize, tensor: TensorKind },
 }
 
 impl Op {
@@ -41,7 +45,8 @@ impl Op {
             | Op::ForwardNone { stage }
             | Op::Backward { stage }
             | Op::Offload { stage, .. }
-            | Op::Prefetch { stage, .. } => stage,
+            | Op::Prefetch { stage, .. }
+            | Op::Release { stage, .. } => stage,
         }
     }
 
@@ -66,6 +71,7 @@ impl Op {
             Op::Backward { .. } => "backward",
             Op::Offload { .. } => "offload",
             Op::Prefetch { .. } => "prefetch",
+            Op::Release { .. } => "release",
         }
     }
 
@@ -95,6 +101,10 @@ impl Op {
                 "Prefetch {}: copy it back to the device; computations that need it wait for the copy.",
                 tensor_symbol(tensor, stage)
             ),
+            Op::Release { stage, tensor } => format!(
+                "Release {}: forget it; its device memory is freed now (or its host copy discarded), and it must be recomputed or reloaded before it is read again.",
+                tensor_symbol(tensor, stage)
+            ),
         }
     }
 }
@@ -108,7 +118,8 @@ pub fn tensor_symbol(kind: TensorKind, stage: usize) -> String {
 }
 
 impl fmt::Display for Op {
-    /// The papers' notation: `F_all^3`, `F_ck^3`, `F_∅^3`, `B^3`, `O(ā^3)`, `P(a^3)`.
+    /// The papers' notation: `F_all^3`, `F_ck^3`, `F_∅^3`, `B^3`, `O(ā^3)`,
+    /// `P(a^3)`, and `R(ā^3)` for a release.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             Op::ForwardAll { stage } => write!(f, "F_all^{stage}"),
@@ -117,6 +128,7 @@ impl fmt::Display for Op {
             Op::Backward { stage } => write!(f, "B^{stage}"),
             Op::Offload { stage, tensor } => write!(f, "O({})", tensor_symbol(tensor, stage)),
             Op::Prefetch { stage, tensor } => write!(f, "P({})", tensor_symbol(tensor, stage)),
+            Op::Release { stage, tensor } => write!(f, "R({})", tensor_symbol(tensor, stage)),
         }
     }
 }

@@ -24,6 +24,7 @@ pub fn chrome_trace_json(chain: &Chain, ops: &[Op], trace: &Trace) -> String {
             Op::Backward { .. } => "backward",
             Op::Offload { .. } => "offload",
             Op::Prefetch { .. } => "prefetch",
+            Op::Release { .. } => "release",
         };
         events.push(json!({
             "ph": "X",

@@ -373,7 +373,11 @@ impl<'a> Simulation<'a> {
     pub(super) fn step(&mut self, index: usize, op: Op) -> Result<(), SimError> {
         let n = self.chain.len();
         let l = op.stage();
-        let lowest = if op.is_transfer() { 0 } else { 1 };
+        let lowest = if op.is_transfer() || matches!(op, Op::Release { .. }) {
+            0
+        } else {
+            1
+        };
         if l < lowest || l > n {
             return Err(self.error(
                 index,
@@ -394,6 +398,10 @@ impl<'a> Simulation<'a> {
                 } else {
                     self.prefetch(index, op, slot)
                 }
+            }
+            Op::Release { tensor, .. } => {
+                let slot = self.transferred(index, op, l, tensor)?;
+                self.release(index, op, slot)
             }
         }
     }
@@ -565,6 +573,51 @@ impl<'a> Simulation<'a> {
         }
         self.prefetched_bytes += bytes;
         Ok(())
+    }
+
+    /// R: a device copy is freed at the end of the compute operation listed
+    /// before it (or once its last reader or its prefetch ends, if later);
+    /// a host copy is discarded. A zero-length span on the compute lane.
+    fn release(&mut self, index: usize, op: Op, slot: Slot) -> Result<(), SimError> {
+        let at = match self.state(slot) {
+            Where::Device {
+                ready, last_use, ..
+            } => {
+                let at = self.compute_free.max(ready).max(last_use);
+                self.free(slot, at, index);
+                at
+            }
+            Where::Host { .. } => {
+                self.set(
+                    slot,
+                    Where::Absent {
+                        freed_by: Some(index),
+                    },
+                );
+                self.compute_free
+            }
+            Where::Absent { .. } => {
+                return Err(self.error(
+                    index,
+                    op,
+                    Some(slot),
+                    "is neither on the device nor on the host: there is nothing to release"
+                        .to_string(),
+                ))
+            }
+        };
+        self.span(index, Lane::Compute, at, 0.0);
+        Ok(())
+    }
+
+    /// Device bytes once every operation issued so far has ended.
+    pub(super) fn committed_bytes(&self) -> u64 {
+        self.known_level
+    }
+
+    /// When the last compute operation issued so far ends.
+    pub(super) fn compute_end(&self) -> f64 {
+        self.compute_free
     }
 
     pub(super) fn finish(mut self, ops: &[Op]) -> Trace {

@@ -38,7 +38,7 @@
 
 //!
 //! Files: `mod.rs` (this façade: [`simulate`], [`simulate_with`],
-//! [`states`], [`judge`]), `engine.rs` (the state machine), `trace.rs`
+//! [`states`], [`judge`], [`Stepper`] for one operation at a time), `engine.rs` (the state machine), `trace.rs`
 //! (what a run reports; [`Trace::fits`] is the one "fits the budget"),
 //! `judge.rs` (the budget as memory limit), `chrome.rs` (export).
 
@@ -143,6 +143,55 @@ pub fn states(chain: &Chain, ops: &[Op], options: SimOptions) -> Result<Vec<OpSt
     }
     sim.check_complete(ops.len())?;
     Ok(out)
+}
+
+/// A simulation fed one operation at a time, for a runtime that decides as
+/// it goes (the dynamic runtimes, `solvers::dynamic`): it reads the memory
+/// and the clock it decides on from the judge's own state machine, so the
+/// schedule it emits, judged afresh, gives the time and peak it saw.
+pub struct Stepper<'a> {
+    sim: Simulation<'a>,
+    ops: Vec<Op>,
+}
+
+impl<'a> Stepper<'a> {
+    pub fn new(chain: &'a Chain, options: SimOptions) -> Stepper<'a> {
+        Stepper {
+            sim: Simulation::new(chain, options, 0),
+            ops: Vec::new(),
+        }
+    }
+
+    /// Issues `op` after the ones pushed so far; refused (and not issued)
+    /// when it is invalid there.
+    pub fn push(&mut self, op: Op) -> Result<(), SimError> {
+        self.sim.step(self.ops.len(), op)?;
+        self.ops.push(op);
+        Ok(())
+    }
+
+    /// Device bytes once every operation pushed so far has ended (offloads
+    /// in flight counted as done): what an allocation must fit next to.
+    pub fn committed_bytes(&self) -> u64 {
+        self.sim.committed_bytes()
+    }
+
+    /// When the last compute operation pushed so far ends: the runtime's now.
+    pub fn now(&self) -> f64 {
+        self.sim.compute_end()
+    }
+
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// The operations and their trace; refused if they do not complete a
+    /// training step.
+    pub fn finish(self) -> Result<(Vec<Op>, Trace), SimError> {
+        self.sim.check_complete(self.ops.len())?;
+        let trace = self.sim.finish(&self.ops);
+        Ok((self.ops, trace))
+    }
 }
 
 /// Runs `ops` on `chain` with explicit options.

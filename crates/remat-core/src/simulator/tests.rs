@@ -345,3 +345,127 @@ fn an_incomplete_schedule_is_refused_naming_the_first_missing_backward() {
     assert_eq!((err.index, err.op), (5, Backward { stage: 1 }));
     assert!(err.to_string().contains("δ^0"), "{err}");
 }
+
+/// R(ā^1) listed after F_all^3: ā^1's last reader (F_all^2) ended at 2,
+/// but the release is issued after F_all^3, so the memory is freed at 3.
+/// Fails if a release frees at the tensor's last use instead (mutation
+/// tried: `at = last_use`: the step to 158 bytes came at 2 and ā^1's
+/// residency ended at 2).
+#[test]
+fn release_frees_at_the_end_of_the_compute_op_before_it() {
+    let c = chain();
+    let r = Release {
+        stage: 1,
+        tensor: TensorKind::Saved,
+    };
+    let ops = [
+        ForwardAll { stage: 1 },
+        ForwardAll { stage: 2 },
+        ForwardAll { stage: 3 },
+        r,
+        Backward { stage: 3 },
+        ForwardCheckpoint { stage: 1 },
+        Backward { stage: 2 },
+        ForwardAll { stage: 1 },
+        Backward { stage: 1 },
+    ];
+    let t = judge(&c, &ops, 1000, None).unwrap();
+    // 101 + 30 + 50 + 5 (transient) + 7 = 188 after F_all^3, then −30 at 3.
+    // The peak comes at B^2: a^0 100, δ^3 gone, ā^2 50, δ^2 20, a^1 10, δ^1 10.
+    assert_eq!(t.peak_bytes, 190);
+    let step = t.memory.iter().find(|m| m.bytes == 158).unwrap();
+    assert_eq!(step.time, 3.0);
+    let first = t
+        .residency
+        .iter()
+        .find(|r| r.tensor == TensorId::Saved(1))
+        .unwrap();
+    assert_eq!((first.start, first.end), (0.0, 3.0));
+    // A zero-length span on the compute lane, taking no time.
+    assert_eq!(t.spans[3].lane, Lane::Compute);
+    assert_eq!((t.spans[3].start, t.spans[3].end), (3.0, 3.0));
+    // 3 forwards + B^3 (2) + F_ck^1 + B^2 (2) + F_all^1 + B^1 (2) = 11.
+    assert_eq!(t.makespan_seconds, 11.0);
+    assert_eq!(t.recomputations, 2);
+    assert_eq!(r.to_string(), "R(ā^1)");
+}
+
+/// A host copy blocks recomputing its tensor; releasing it first lets the
+/// forward run. Fails if a release of a host copy leaves it on the host
+/// (the F_ck^1 after it would be refused) or is refused itself.
+#[test]
+fn releasing_a_host_copy_allows_recomputing_it() {
+    let c = chain();
+    let a1 = TensorKind::Output;
+    let mut ops = vec![
+        ForwardCheckpoint { stage: 1 },
+        Offload {
+            stage: 1,
+            tensor: a1,
+        },
+        Release {
+            stage: 1,
+            tensor: a1,
+        },
+        ForwardCheckpoint { stage: 1 },
+        ForwardAll { stage: 2 },
+        ForwardAll { stage: 3 },
+        Backward { stage: 3 },
+        Backward { stage: 2 },
+        ForwardAll { stage: 1 },
+        Backward { stage: 1 },
+    ];
+    let t = simulate(&c, &ops).unwrap();
+    assert_eq!(t.offloaded_bytes, 10);
+    ops.remove(2);
+    let e = simulate(&c, &ops).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "op 2 (F_ck^1): a^1 already has a copy on the host: prefetch it instead of recomputing"
+    );
+}
+
+/// Fails if releasing nothing is accepted.
+#[test]
+fn releasing_an_absent_tensor_names_the_op() {
+    let ops = [
+        ForwardAll { stage: 1 },
+        Release {
+            stage: 2,
+            tensor: TensorKind::Saved,
+        },
+    ];
+    let e = simulate(&chain(), &ops).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "op 1 (R(ā^2)): ā^2 is neither on the device nor on the host: there is nothing to release"
+    );
+}
+
+/// The stepper is the same state machine: pushing a schedule op by op
+/// gives the trace of running it at once, and an invalid op is refused
+/// without being issued. Fails if `Stepper::push` kept a refused op
+/// (mutation tried: pushing before stepping: `ops()` grew to 4).
+#[test]
+fn a_stepper_gives_the_trace_of_the_whole_schedule() {
+    let c = chain();
+    let options = SimOptions {
+        bandwidth: Some(10.0),
+        memory_limit: Some(200),
+    };
+    let mut s = Stepper::new(&c, options);
+    for op in &CHECKPOINTED[..3] {
+        s.push(*op).unwrap();
+    }
+    assert_eq!(s.now(), 3.0);
+    // a^0 100 (a checkpoint) + δ^3 1 + a^2 20 + ā^3 7.
+    assert_eq!(s.committed_bytes(), 128);
+    assert!(s.push(Backward { stage: 1 }).is_err());
+    assert_eq!(s.ops().len(), 3);
+    for op in &CHECKPOINTED[3..] {
+        s.push(*op).unwrap();
+    }
+    let (ops, trace) = s.finish().unwrap();
+    assert_eq!(ops, CHECKPOINTED);
+    assert_eq!(trace, simulate_with(&c, &CHECKPOINTED, options).unwrap());
+}

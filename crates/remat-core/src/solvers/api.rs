@@ -36,12 +36,16 @@ macro_rules! algorithm_list {
                 Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)", built;
                 Hong => "hong", "checkpoint set of least peak in the paper's PyTorch memory model (Hong et al., Algorithm 6); its schedule whatever the budget", built;
                 HongChen => "hong-chen", "checkpoint set of least peak in Chen's memory model (Hong et al., Algorithm 3); its schedule whatever the budget", built;
+                Dtr => "dtr", "dynamic runtime, simulated: evict the tensor of least compute/(memory × staleness) when memory runs out, recompute on demand (DTR, ICLR 2021)", per_budget(super::dynamic::solve);
             }
             offloading {
                 Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::solve);
                 OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)", per_budget(super::offload::solve);
                 Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group", per_budget(super::offload::solve);
                 Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept", per_budget(super::offload::solve);
+                Delta => "delta", "dynamic runtime, simulated: from 3/4 of the budget release large stale tensors, evict or offload by cost, prefetch in the backward (DELTA, h_base)", per_budget(super::dynamic::solve);
+                DeltaLru => "delta-lru", "delta with the Filter's h_LRU = 1/staleness", per_budget(super::dynamic::solve);
+                DeltaGreedy => "delta-greedy", "delta with the Filter's h_GREEDY = 1/memory", per_budget(super::dynamic::solve);
             }
         }
     };
@@ -122,6 +126,16 @@ impl Algorithm {
                     names.join(", ")
                 ))
             })
+    }
+
+    /// Whether it simulates a dynamic runtime (dtr, delta, delta-lru,
+    /// delta-greedy): it decides as the step runs, in exact bytes, and its
+    /// least budget is only bounded from below.
+    pub fn is_dynamic(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Dtr | Algorithm::Delta | Algorithm::DeltaLru | Algorithm::DeltaGreedy
+        )
     }
 
     /// Whether its planner builds a persistent table (revolve, rotor).

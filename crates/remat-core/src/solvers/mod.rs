@@ -8,7 +8,8 @@
 //!   assumptions: [`store_all`], [`sequential`], [`persistent`] (rotor,
 //!   revolve), [`pofo`] (pofo, offload-only's DP), [`offload`] (turning
 //!   pofo's plan into transfers; the `opportunist` and `autocapper`
-//!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection);
+//!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection),
+//!   [`dynamic`] (the DTR and DELTA runtimes, simulated);
 //! * [`planner`] — [`Planner`] and [`solve`], the only dispatcher: calls go
 //!   down from it, never back up.
 //!
@@ -17,6 +18,7 @@
 
 pub mod api;
 pub mod bounds;
+pub mod dynamic;
 pub mod hong;
 pub mod offload;
 pub mod persistent;

@@ -139,7 +139,8 @@ impl<'n> Exec<'n> {
         self.timeline.begin()?;
         let n = self.net.stages.len();
         let l = op.stage();
-        if l > n || (l == 0 && !op.is_transfer()) {
+        let stage_zero_ok = op.is_transfer() || matches!(op, Op::Release { .. });
+        if l > n || (l == 0 && !stage_zero_ok) {
             return Err(format!("{op}: stage {l} does not exist (1..={n})"));
         }
         match op {
@@ -249,6 +250,28 @@ impl<'n> Exec<'n> {
                     self.prefetched_bytes += storages.prefetch()?;
                 }
                 self.saved[l] = Some(s);
+            }
+            // A dynamic runtime's eviction (dtr, delta): the device copy, or
+            // the host copy of a tensor recomputed instead, is dropped.
+            Op::Release {
+                tensor: TensorKind::Output,
+                ..
+            } => {
+                if self.act[l].take().is_none() && self.act_host[l].take().is_none() {
+                    return Err(format!(
+                        "{op}: a^{l} is neither on the device nor on the host"
+                    ));
+                }
+            }
+            Op::Release {
+                tensor: TensorKind::Saved,
+                ..
+            } => {
+                if self.saved[l].take().is_none() && self.saved_host[l].take().is_none() {
+                    return Err(format!(
+                        "{op}: ā^{l} is neither on the device nor on the host"
+                    ));
+                }
             }
         }
         self.timeline.end()

@@ -119,6 +119,10 @@ pub(super) fn shift(op: Op, by: usize) -> Op {
             stage: stage + by,
             tensor,
         },
+        Op::Release { stage, tensor } => Op::Release {
+            stage: stage + by,
+            tensor,
+        },
     }
 }
 
