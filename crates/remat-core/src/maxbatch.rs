@@ -35,6 +35,8 @@ use std::fmt;
 /// line.
 pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
     Algorithm::StoreAll,
+    Algorithm::Dtr,
+    Algorithm::Delta,
     Algorithm::Sequential,
     Algorithm::Rotor,
     Algorithm::Pofo,

@@ -71,9 +71,8 @@ pub use delta::{Delta, Heuristic};
 pub use policy::Policy;
 pub use runtime::{run, OutOfMemory, Run, RunError};
 
-use super::api::{Algorithm, Options, Progress, Solution, SolveError};
+use super::api::{Algorithm, Problem, Progress, Solution, SolveError};
 use crate::model::units::format_bytes;
-use crate::model::Chain;
 
 /// The policy an algorithm of this family runs, on a link of `link` bytes
 /// per second.
@@ -93,14 +92,13 @@ pub fn policy(algorithm: Algorithm, link: Option<f64>) -> Result<Policy, SolveEr
 /// Any dynamic runtime for one budget: the function their rows of the
 /// algorithm list name. The link is `options.bandwidth_bytes_per_s`, else
 /// the chain's.
-pub fn solve(
-    chain: &Chain,
-    algorithm: Algorithm,
-    budget_bytes: u64,
-    options: &Options,
-    progress: &mut Progress<'_>,
-) -> Result<Solution, SolveError> {
-    let budget = budget_bytes;
+pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
+    let Problem {
+        chain,
+        algorithm,
+        budget,
+        options,
+    } = *problem;
     let link = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
