@@ -44,9 +44,9 @@ impl Weights {
 
     pub fn label(self) -> &'static str {
         match self {
-            Weights::Fp32 => "fp32 (4 B weights, 4 B gradients)",
-            Weights::Bf16 => "bf16 (2 B weights, 2 B gradients, bf16 state)",
-            Weights::Mixed => "mixed bf16/fp32 (2 B + 2 B, fp32 master copy and state)",
+            Weights::Fp32 => "fp32: 4 B + 4 B",
+            Weights::Bf16 => "bf16: 2 B + 2 B",
+            Weights::Mixed => "mixed: bf16 + fp32 master",
         }
     }
 
@@ -94,9 +94,9 @@ impl Optimizer {
 
     pub fn label(self) -> &'static str {
         match self {
-            Optimizer::Sgd => "SGD (no state: ×0)",
-            Optimizer::Momentum => "SGD + momentum (one buffer: ×1)",
-            Optimizer::Adam => "Adam / AdamW (two moments: ×2)",
+            Optimizer::Sgd => "SGD: ×0",
+            Optimizer::Momentum => "SGD + momentum: ×1",
+            Optimizer::Adam => "Adam(W): ×2",
         }
     }
 

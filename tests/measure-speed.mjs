@@ -58,6 +58,7 @@ async function pofo60() {
     await nextPlan(page, before, 600000);
     await page.waitForFunction(() => !document.querySelector('#cancel-build'), null, { timeout: 600000 });
     times.push(await page.evaluate((t) => performance.now() - t, t));
+    if (r === 0) console.log('pofo view: ' + await page.evaluate(() => location.hash));
   }
   return median(times);
 }

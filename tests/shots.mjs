@@ -21,7 +21,7 @@ await dl.saveAs(join(out, 'export-dashboard.png'));
 
 // The device-memory view: an 80 GB card, GPT-2 at batch 16 in mixed
 // precision with Adam, its budget used.
-const gpt = await open(context, '#chain=gpt2-h100-math&algorithm=rotor&batch=16');
+const gpt = await open(context, '#chain=gpt2-h100-math&algorithm=rotor&batch=64');
 await gpt.page.locator('#device-memory-toggle').check();
 await gpt.page.selectOption('#weights-select', 'mixed');
 const id = await planId(gpt.page);

@@ -82,6 +82,11 @@ fn result(inputs: DeviceInputs, range: (u64, u64)) -> AnyView {
             {segment("seg-margin", b.margin, b.gpu, format!("margin {}", bytes(b.margin)))}
             {segment("seg-act", b.activations().unwrap_or(0), b.gpu, "activations".into())}
         </div>
+        <div class="legend gpu-legend" aria-hidden="true">
+            <span class="swatch"><i class="seg-model"></i>"weights + gradients + optimizer state"</span>
+            <span class="swatch"><i class="seg-margin"></i>"margin"</span>
+            <span class="swatch"><i class="seg-act"></i>"activations (the budget)"</span>
+        </div>
     };
     match b.activations() {
         Ok(act) => view! {
@@ -211,7 +216,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
             <Show when=move || device.on.get()>
                 <div class="device-grid">
                     <div class="field">
-                        <label for="gpu-preset">"GPU memory"</label>
+                        <label for="gpu-preset">"GPU memory preset"</label>
                         <select id="gpu-preset" prop:value=move || preset_of(inputs.get().gpu_bytes)
                             on:change=move |ev| {
                                 if let Ok(b) = event_target_value(&ev).parse::<u64>() {
@@ -219,7 +224,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                                 }
                             }>
                             {GPU_PRESETS.iter().map(|(b, name)| view! { <option value=b.to_string()>{*name}</option> }).collect_view()}
-                            <option value="">"custom (type it below)"</option>
+                            <option value="">"custom (typed)"</option>
                         </select>
                     </div>
                     <TypedField id="gpu-input" label="GPU memory, typed" title="e.g. 80 GiB, 79.6 GiB, 48e9"
@@ -228,8 +233,8 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                         <label for="model-state-mode">"Model state"</label>
                         <select id="model-state-mode" prop:value=move || if counted() { "counted" } else { "entered" }
                             on:change=on_mode>
-                            <option value="counted">"counted from the parameters"</option>
-                            <option value="entered">"entered as one size"</option>
+                            <option value="counted">"counted: parameters × bytes"</option>
+                            <option value="entered">"entered: one size"</option>
                         </select>
                     </div>
                     <Show when=counted fallback=move || view! {
@@ -252,7 +257,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                             </select>
                         </div>
                         <div class="field">
-                            <label for="optimizer-select">"Optimizer state (× the weights' size)"</label>
+                            <label for="optimizer-select">"Optimizer state (× weights)"</label>
                             <select id="optimizer-select" on:change=on_optimizer
                                 prop:value=counted_field(|m| match m {
                                     ModelState::Counted { optimizer, .. } => optimizer.name().into(),
@@ -266,7 +271,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                         shown=Signal::derive(move || inputs.get().margin.to_string()) commit=commit_margin />
                 </div>
                 <p class="hint">{example_count}{move || if counted() { format!(" · {}", per_parameter()) } else { String::new() }}
-                    " · mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
+                    " · weights and gradients: 4 B each in fp32, 2 B in bf16; the optimizer keeps × 0 (SGD), × 1 (momentum) or × 2 (Adam's two moments) of the weights' size; mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
                 {move || result(inputs.get(), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
                 <div class="device-actions">
                     <button id="use-device-budget" class="primary" disabled=move || activations().is_none()

@@ -98,11 +98,14 @@ pub fn ScaleControls() -> impl IntoView {
                 </div>
                 {move || error.get().map(|e| view! { <p class="err" role="alert">{e}</p> })}
                 <p class="hint" id="scale-rule">
-                    "Linear in the batch: every activation size and time is multiplied by new batch ÷ profiled batch. "
-                    "An approximation: parameter gradients (inside o_b) do not grow with the batch, and a small batch does not fill the GPU, so times grow less than linearly from it. "
-                    {sequence.map(|_| "The sequence length scales the same way, but attention scores grow with its square: where they are kept (math attention) a longer sequence is understated. ")}
-                    "bf16 halves every size and keeps the times (a real device's speed-up depends on its tensor cores)."
+                    "Linear in the batch: every activation size and time × new ÷ profiled batch"
+                    {sequence.map(|_| "; the sequence length likewise, though attention scores grow with its square (math attention: a longer sequence is understated)")}
+                    ". bf16 halves every size and keeps the times."
                 </p>
+                <details class="scale-more">
+                    <summary>"What the linear rule leaves out"</summary>
+                    <p class="hint">"Parameter gradients (inside o_b) do not grow with the batch, so a scaled-up chain overstates o_b a little; a small batch does not fill the GPU, so times grow less than linearly from it and kernels change with the shape; a real device's bf16 speed-up depends on its tensor cores. Two profiles at two batches give a better, affine model."</p>
+                </details>
             </section>
         })
     }
