@@ -68,6 +68,7 @@ test('device memory: the activation budget a GPU leaves, used as the budget, hel
   assert.equal(await deviceBudget(again.page), expected);
   await type(again.page, '#state-input', '39 GiB');
   await again.page.waitForSelector('#device-budget-error');
+  await again.page.waitForFunction((b) => location.hash.includes(`state=${b}`), 39 * GiB);
   assert.match(await again.page.locator('#device-budget-error').innerText(), /exceed the GPU memory by 1\.00 GiB/);
   assert.equal(await again.page.locator('#use-device-budget').isDisabled(), true);
   // A bad size names its field.
