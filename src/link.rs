@@ -326,8 +326,7 @@ mod tests {
     }
 
     // Fails if a scale or device field is dropped or changes on the way
-    // (tried: `seq` written under the key `sequence`: read back, None; the
-    // margin's `%` not escaped: read back as a broken escape).
+    // (tried: `seq` written under the key `sequence`: read back, None).
     #[test]
     fn scale_and_device_inputs_survive_the_link() {
         let scale = ExampleScale {
