@@ -30,7 +30,7 @@ async function type(page, sel, value) {
 // is dropped or mis-sized (tried: Adam counted with one moment: the first
 // expected budget was off by 4 B × 143.7 M), if "Use this budget" does not
 // set the slider's budget, or if the link does not hold the inputs (tried:
-// `margin` left out of the link: the reloaded page showed 10 %).
+// `margin` left out of the link: the link never named the 2 GiB margin).
 test('device memory: the activation budget a GPU leaves, used as the budget, held by the link', async () => {
   const { page, errors } = await open(context, '#chain=vgg19-h100&algorithm=rotor');
   await page.locator('#device-memory-toggle').check();
@@ -133,7 +133,8 @@ function assertSameChain(got, want) {
 // Fails if a control does not rescale the chain by the linear rule (tried:
 // Scale::batch(to, from) in scaling.rs: the batch-8 export came out halved),
 // if the link does not hold the scale or Back does not restore it (tried:
-// apply_url comparing the chain name only: Back left batch 8 on screen).
+// apply_url comparing the chain name only: after Back the page still
+// showed bf16). Each mutation was built and run on its own page build.
 test('scaled examples: batch, sequence and precision rescale linearly; the link and Back hold them', async () => {
   const { page, errors } = await open(context, '#chain=gpt2-h100-math&algorithm=rotor');
   assert.match(await page.locator('#scale-profiled').innerText(), /batch 4, sequence 1024, fp32/);
@@ -182,9 +183,9 @@ test('scaled examples: batch, sequence and precision rescale linearly; the link 
   await page.close();
 });
 
-// Fails if the page's wasm is built without SIMD128 (tried: the rustflags
-// line removed from .cargo/config.toml: no f64x2 op in the worker), which
-// leaves the core's two-lane rotor kernel (relax_simd128) out.
+// Fails if the page's wasm is built without SIMD128, which leaves the
+// core's two-lane rotor kernel (relax_simd128) out: against main's build
+// (no +simd128) it failed, no f64x2 op in the worker.
 test('the worker is built with SIMD128 (the rotor kernel is compiled in)', async () => {
   const dis = new URL('../.tools/node_modules/.bin/wasm-dis', import.meta.url).pathname;
   const res = await fetch(new URL('worker_bg.wasm', process.env.EXPLORER_URL ?? 'http://127.0.0.1:8080/'));
