@@ -14,9 +14,9 @@ use std::fmt;
 /// little less to the allocator (an H100 80GB: 79.6 GiB), which the margin
 /// covers together with the CUDA context.
 pub const GPU_PRESETS: [(u64, &str); 3] = [
-    (80 << 30, "80 GB (H100, A100 80GB)"),
+    (80 << 30, "80 GB (H100, A100)"),
     (40 << 30, "40 GB (A100 40GB)"),
-    (24 << 30, "24 GB (RTX 4090, A10, L4)"),
+    (24 << 30, "24 GB (RTX 4090, L4)"),
 ];
 
 /// How the weights, their gradients and the optimizer's state are stored.
@@ -46,7 +46,7 @@ impl Weights {
         match self {
             Weights::Fp32 => "fp32: 4 B + 4 B",
             Weights::Bf16 => "bf16: 2 B + 2 B",
-            Weights::Mixed => "mixed: bf16 + fp32 master",
+            Weights::Mixed => "mixed bf16/fp32",
         }
     }
 
@@ -243,9 +243,9 @@ impl Breakdown {
         };
         let model_total = match inputs.model {
             ModelState::Entered(b) => b,
-            ModelState::Counted { .. } => weights
-                .saturating_add(gradients)
-                .saturating_add(optimizer),
+            ModelState::Counted { .. } => {
+                weights.saturating_add(gradients).saturating_add(optimizer)
+            }
         };
         Breakdown {
             gpu: inputs.gpu_bytes,
@@ -343,7 +343,11 @@ mod tests {
                 margin: Margin::Percent(10.0),
             });
             assert_eq!(b.weights + b.gradients + b.optimizer, b.model_total);
-            assert_eq!(b.model_total, per_parameter * p, "{weights:?} {optimizer:?}");
+            assert_eq!(
+                b.model_total,
+                per_parameter * p,
+                "{weights:?} {optimizer:?}"
+            );
             assert_eq!(b.margin, 10 * p);
             assert_eq!(b.activations(), Ok((90 - per_parameter) * p));
         }
@@ -351,7 +355,10 @@ mod tests {
         // GiB of model state, 8 GiB margin.
         let b = Breakdown::of(&DeviceInputs::new(143_667_240));
         assert_eq!(b.model_total, 143_667_240 * 16);
-        assert_eq!(b.activations(), Ok((80 << 30) - (8 << 30) - 143_667_240 * 16));
+        assert_eq!(
+            b.activations(),
+            Ok((80 << 30) - (8 << 30) - 143_667_240 * 16)
+        );
     }
 
     // Fails if an overfull GPU wraps around to a huge budget (tried:
@@ -365,7 +372,11 @@ mod tests {
         });
         assert_eq!(b.model_total, 23 << 30);
         assert_eq!(b.activations(), Err(Overcommitted { by: 1 << 30 }));
-        assert!(b.activations().unwrap_err().to_string().contains("1.00 GiB"));
+        assert!(b
+            .activations()
+            .unwrap_err()
+            .to_string()
+            .contains("1.00 GiB"));
     }
 
     #[test]

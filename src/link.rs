@@ -119,7 +119,14 @@ impl DevicePairs {
         let defaults = DeviceInputs::new(self.parameters.unwrap_or(0));
         let model = match (self.state, defaults.model) {
             (Some(bytes), _) => ModelState::Entered(bytes),
-            (None, ModelState::Counted { parameters, weights, optimizer }) => ModelState::Counted {
+            (
+                None,
+                ModelState::Counted {
+                    parameters,
+                    weights,
+                    optimizer,
+                },
+            ) => ModelState::Counted {
                 parameters,
                 weights: self.weights.unwrap_or(weights),
                 optimizer: self.optimizer.unwrap_or(optimizer),
@@ -136,7 +143,11 @@ impl DevicePairs {
 
 /// `hash` with what the view adds beyond the four: the example's scale
 /// (only what differs from its profile) and the device-memory inputs.
-pub fn with_extras(mut hash: String, scale: &ExampleScale, device: Option<&DeviceInputs>) -> String {
+pub fn with_extras(
+    mut hash: String,
+    scale: &ExampleScale,
+    device: Option<&DeviceInputs>,
+) -> String {
     if let Some(b) = scale.batch {
         hash.push_str(&format!("&batch={b}"));
     }
@@ -160,7 +171,10 @@ pub fn with_extras(mut hash: String, scale: &ExampleScale, device: Option<&Devic
                 optimizer.name()
             )),
         }
-        hash.push_str(&format!("&margin={}", percent_encode(&d.margin.to_string())));
+        hash.push_str(&format!(
+            "&margin={}",
+            percent_encode(&d.margin.to_string())
+        ));
     }
     hash
 }
@@ -369,7 +383,10 @@ mod tests {
         assert_eq!(plain, format_hash("vgg19", Algorithm::Rotor, 5, 12e9));
         // A hand-edited link: a GPU alone gets the defaults; no GPU, no view.
         let url = parse_hash("#gpu=1000&batch=0&precision=fp8");
-        assert_eq!(url.device.map(|d| d.margin), Some(crate::device_memory::DEFAULT_MARGIN));
+        assert_eq!(
+            url.device.map(|d| d.margin),
+            Some(crate::device_memory::DEFAULT_MARGIN)
+        );
         assert_eq!(url.scale, ExampleScale::default());
         assert_eq!(parse_hash("#params=5&optimizer=sgd").device, None);
     }

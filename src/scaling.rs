@@ -97,7 +97,11 @@ pub fn scaled_example(example: &Example, wanted: &ExampleScale) -> Result<Chain,
     }
     let scale = factors(&profile, &wanted)?;
     let mut out = scaled(&chain, scale).map_err(|e| ScaleError(e.to_string()))?;
-    out.name = format!("{} · {} (scaled linearly)", chain.name, describe(&profile, &wanted));
+    out.name = format!(
+        "{} · {} (scaled linearly)",
+        chain.name,
+        describe(&profile, &wanted)
+    );
     Ok(out)
 }
 
@@ -111,7 +115,11 @@ pub fn describe(profile: &Profile, wanted: &ExampleScale) -> String {
         parts.push(format!("seq {s} (profiled {from})"));
     }
     if let Some(p) = wanted.precision {
-        parts.push(format!("{} (profiled {})", p.name(), profile.precision.name()));
+        parts.push(format!(
+            "{} (profiled {})",
+            p.name(),
+            profile.precision.name()
+        ));
     }
     parts.join(", ")
 }
@@ -156,7 +164,10 @@ mod tests {
         let half = scaled_example(vgg, &at(Some(16), None, None)).unwrap();
         let v = vgg.chain();
         assert_eq!(half.stages[0].saved_bytes, v.stages[0].saved_bytes / 2);
-        assert_eq!(half.stages[0].forward_seconds, v.stages[0].forward_seconds / 2.0);
+        assert_eq!(
+            half.stages[0].forward_seconds,
+            v.stages[0].forward_seconds / 2.0
+        );
     }
 
     // Fails if the profiled values count as a change (the link and the

@@ -211,7 +211,9 @@ fn load_named(state: AppState, name: &str, scale: ExampleScale, budget: Option<u
         Ok(()) => true,
         Err(e) if examples::find(name).is_some() => {
             // The scale cannot apply: the example as profiled, and why.
-            state.view.info(format!("The link's scale: {e}; showing {name} as profiled."));
+            state.view.info(format!(
+                "The link's scale: {e}; showing {name} as profiled."
+            ));
             state
                 .load_example(name, ExampleScale::default(), budget)
                 .is_ok()

@@ -36,10 +36,7 @@ impl DeviceMemory {
             return;
         };
         self.inputs.update(|i| {
-            if let ModelState::Counted {
-                parameters: p, ..
-            } = &mut i.model
-            {
+            if let ModelState::Counted { parameters: p, .. } = &mut i.model {
                 *p = parameters;
             }
         });

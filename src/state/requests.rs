@@ -4,9 +4,9 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::protocol::Request;
+use crate::scaling::{scaled_example, ExampleScale};
 use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
-use crate::scaling::{scaled_example, ExampleScale};
 use remat_core::examples;
 use remat_core::format::write_chain;
 use remat_core::solvers::Algorithm;
@@ -93,10 +93,13 @@ impl AppState {
         scale: ExampleScale,
         budget: Option<u64>,
     ) -> Result<(), String> {
-        let example = examples::find(name)
-            .ok_or_else(|| format!("the explorer has no chain \"{name}\""))?;
+        let example =
+            examples::find(name).ok_or_else(|| format!("the explorer has no chain \"{name}\""))?;
         let chain = scaled_example(example, &scale).map_err(|e| e.to_string())?;
-        let scale = example.profile.map(|p| scale.against(&p)).unwrap_or_default();
+        let scale = example
+            .profile
+            .map(|p| scale.against(&p))
+            .unwrap_or_default();
         self.load_scaled(chain, ChainSource::Example(name.to_string()), scale, budget);
         Ok(())
     }

@@ -1,8 +1,8 @@
 //! The page: the root component provides the state every view uses.
 
 use super::{
-    chain, compare, controls, device, guide, memory, min_memory, scale, stale, stepper, sweep, timeline,
-    welcome,
+    chain, compare, controls, device, guide, memory, min_memory, scale, stale, stepper, sweep,
+    timeline, welcome,
 };
 use crate::io;
 use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};

@@ -75,7 +75,11 @@ fn result(inputs: DeviceInputs, range: (u64, u64)) -> AnyView {
             bytes(b.optimizer)
         ),
     };
-    let head = format!("{} GPU − {parts} − {} margin", bytes(b.gpu), bytes(b.margin));
+    let head = format!(
+        "{} GPU − {parts} − {} margin",
+        bytes(b.gpu),
+        bytes(b.margin)
+    );
     let bar = view! {
         <div class="gpu-bar" aria-hidden="true">
             {segment("seg-model", b.model_total, b.gpu, format!("model state {}", bytes(b.model_total)))}
@@ -233,8 +237,8 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                         <label for="model-state-mode">"Model state"</label>
                         <select id="model-state-mode" prop:value=move || if counted() { "counted" } else { "entered" }
                             on:change=on_mode>
-                            <option value="counted">"counted: parameters × bytes"</option>
-                            <option value="entered">"entered: one size"</option>
+                            <option value="counted">"parameters × bytes"</option>
+                            <option value="entered">"one size, entered"</option>
                         </select>
                     </div>
                     <Show when=counted fallback=move || view! {

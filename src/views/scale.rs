@@ -50,17 +50,21 @@ pub fn ScaleControls() -> impl IntoView {
     move || {
         let p = profile()?;
         let (batch, sequence, precision) = current(&p);
-        let on_batch = move |ev: leptos::ev::Event| {
-            match parse_control("batch", &event_target_value(&ev), MAX_BATCH) {
-                Ok(b) => reload(&|s, _| s.batch = Some(b)),
-                Err(e) => error.set(Some(e)),
-            }
+        let on_batch = move |ev: leptos::ev::Event| match parse_control(
+            "batch",
+            &event_target_value(&ev),
+            MAX_BATCH,
+        ) {
+            Ok(b) => reload(&|s, _| s.batch = Some(b)),
+            Err(e) => error.set(Some(e)),
         };
-        let on_sequence = move |ev: leptos::ev::Event| {
-            match parse_control("sequence length", &event_target_value(&ev), MAX_SEQUENCE) {
-                Ok(n) => reload(&|s, _| s.sequence = Some(n)),
-                Err(e) => error.set(Some(e)),
-            }
+        let on_sequence = move |ev: leptos::ev::Event| match parse_control(
+            "sequence length",
+            &event_target_value(&ev),
+            MAX_SEQUENCE,
+        ) {
+            Ok(n) => reload(&|s, _| s.sequence = Some(n)),
+            Err(e) => error.set(Some(e)),
         };
         let on_precision = move |ev: leptos::ev::Event| {
             if let Some(v) = Precision::from_name(&event_target_value(&ev)) {

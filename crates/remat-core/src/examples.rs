@@ -597,7 +597,11 @@ mod tests {
             let batch = [format!("batch {}", p.batch), format!("batch={}", p.batch)];
             assert!(e.about.contains(&batch[0]), "{}: {}", e.name, e.about);
             if e.provenance == Provenance::Measured {
-                assert!(batch.iter().any(|b| source.contains(b.as_str())), "{}", e.name);
+                assert!(
+                    batch.iter().any(|b| source.contains(b.as_str())),
+                    "{}",
+                    e.name
+                );
             }
             match p.sequence {
                 Some(s) => assert!(e.about.contains(&format!("seq {s}")), "{}", e.name),
