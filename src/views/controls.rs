@@ -239,11 +239,8 @@ fn preset_of(rate: f64) -> String {
     if rate <= 0.0 {
         return "0".into();
     }
-    BANDWIDTH_PRESETS
-        .iter()
-        .find(|(r, _)| *r == rate)
-        .map(|(r, _)| r.to_string())
-        .unwrap_or_default()
+    let presets: Vec<(f64, &str)> = BANDWIDTH_PRESETS.to_vec();
+    super::chart::preset_value(&presets, &rate)
 }
 
 #[component]

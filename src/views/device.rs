@@ -3,7 +3,7 @@
 //! "Use this budget" for the slider. The arithmetic is
 //! `crate::device_memory`, tested on the host.
 
-use super::chart::{bytes, CardHead};
+use super::chart::{bytes, preset_value, CardHead, ChoiceSelect, Switch};
 use crate::device_memory::{
     against_range, bytes_per_parameter, format_count, parse_count, parse_margin, Breakdown,
     DeviceInputs, ModelState, Optimizer, Weights, GPU_PRESETS,
@@ -13,13 +13,14 @@ use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::model::units::parse_size;
 
-/// The preset's option value for `gpu`, or "" (custom).
-fn preset_of(gpu: u64) -> String {
-    GPU_PRESETS
-        .iter()
-        .find(|(b, _)| *b == gpu)
-        .map(|(b, _)| b.to_string())
-        .unwrap_or_default()
+/// The weights' and the optimizer's names of a counted state ("" if entered).
+fn counted_choice(model: ModelState) -> (String, String) {
+    match model {
+        ModelState::Counted {
+            weights, optimizer, ..
+        } => (weights.name().into(), optimizer.name().into()),
+        ModelState::Entered(_) => Default::default(),
+    }
 }
 
 /// A text box that shows `shown` and commits what `parse` accepts, or
@@ -159,29 +160,17 @@ pub fn DeviceMemoryCard() -> impl IntoView {
             }
         });
     };
-    let counted_field = move |f: fn(ModelState) -> String| {
-        move || match inputs.get().model {
-            m @ ModelState::Counted { .. } => f(m),
-            ModelState::Entered(_) => String::new(),
-        }
-    };
-    let on_weights = move |ev: leptos::ev::Event| {
-        if let Some(w) = Weights::from_name(&event_target_value(&ev)) {
-            set(&|i| {
-                if let ModelState::Counted { weights, .. } = &mut i.model {
-                    *weights = w;
-                }
-            });
-        }
-    };
-    let on_optimizer = move |ev: leptos::ev::Event| {
-        if let Some(o) = Optimizer::from_name(&event_target_value(&ev)) {
-            set(&|i| {
-                if let ModelState::Counted { optimizer, .. } = &mut i.model {
-                    *optimizer = o;
-                }
-            });
-        }
+    // A weights or optimizer name (the two sets of names are apart).
+    let pick = move |name: &str| {
+        set(&|i| {
+            if let ModelState::Counted {
+                weights, optimizer, ..
+            } = &mut i.model
+            {
+                *weights = Weights::from_name(name).unwrap_or(*weights);
+                *optimizer = Optimizer::from_name(name).unwrap_or(*optimizer);
+            }
+        })
     };
     let example_count = move || {
         examples::find(&state.loaded.source.get().name())
@@ -207,11 +196,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
     view! {
         <section class="card" id="device-memory-card">
             <CardHead title="Device memory → activation budget">
-                <label class="toggle">
-                    <input id="device-memory-toggle" type="checkbox" prop:checked=move || device.on.get()
-                        on:change=move |ev| device.on.set(event_target_checked(&ev)) />
-                    "from a GPU's memory"
-                </label>
+                <Switch id="device-memory-toggle" on=device.on label="from a GPU's memory" />
             </CardHead>
             <p class="hint">
                 "The memory budget counts activations only: what the chain describes (saved tensors ā, stage outputs a, gradients δ, workspaces). "
@@ -221,7 +206,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                 <div class="device-grid">
                     <div class="field">
                         <label for="gpu-preset">"GPU memory preset"</label>
-                        <select id="gpu-preset" prop:value=move || preset_of(inputs.get().gpu_bytes)
+                        <select id="gpu-preset" prop:value=move || preset_value(&GPU_PRESETS, &inputs.get().gpu_bytes)
                             on:change=move |ev| {
                                 if let Ok(b) = event_target_value(&ev).parse::<u64>() {
                                     set(&|i| i.gpu_bytes = b);
@@ -246,30 +231,18 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                             shown=Signal::derive(move || bytes(Breakdown::of(&inputs.get()).model_total)) commit=commit_state />
                     }>
                         <TypedField id="params-input" label="Parameters" title="e.g. 124M, 1.5B, 25557032"
-                            shown=Signal::derive(counted_field(|m| match m {
+                            shown=Signal::derive(move || match inputs.get().model {
                                 ModelState::Counted { parameters, .. } => parameters.to_string(),
                                 ModelState::Entered(_) => String::new(),
-                            })) commit=commit_params />
-                        <div class="field">
-                            <label for="weights-select">"Weights and gradients"</label>
-                            <select id="weights-select" on:change=on_weights
-                                prop:value=counted_field(|m| match m {
-                                    ModelState::Counted { weights, .. } => weights.name().into(),
-                                    ModelState::Entered(_) => String::new(),
-                                })>
-                                {Weights::ALL.iter().map(|w| view! { <option value=w.name()>{w.label()}</option> }).collect_view()}
-                            </select>
-                        </div>
-                        <div class="field">
-                            <label for="optimizer-select">"Optimizer state (× weights)"</label>
-                            <select id="optimizer-select" on:change=on_optimizer
-                                prop:value=counted_field(|m| match m {
-                                    ModelState::Counted { optimizer, .. } => optimizer.name().into(),
-                                    ModelState::Entered(_) => String::new(),
-                                })>
-                                {Optimizer::ALL.iter().map(|o| view! { <option value=o.name()>{o.label()}</option> }).collect_view()}
-                            </select>
-                        </div>
+                            }) commit=commit_params />
+                        <ChoiceSelect id="weights-select" label="Weights and gradients"
+                            choices=Weights::ALL.iter().map(|w| (w.name(), w.label())).collect()
+                            value=Signal::derive(move || counted_choice(inputs.get().model).0)
+                            on_pick=Callback::new(move |v: String| pick(&v)) />
+                        <ChoiceSelect id="optimizer-select" label="Optimizer state (× weights)"
+                            choices=Optimizer::ALL.iter().map(|o| (o.name(), o.label())).collect()
+                            value=Signal::derive(move || counted_choice(inputs.get().model).1)
+                            on_pick=Callback::new(move |v: String| pick(&v)) />
                     </Show>
                     <TypedField id="margin-input" label="Allocator margin" title="a share of the GPU (10%) or a size (2 GiB)"
                         shown=Signal::derive(move || inputs.get().margin.to_string()) commit=commit_margin />

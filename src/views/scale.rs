@@ -50,22 +50,15 @@ pub fn ScaleControls() -> impl IntoView {
     move || {
         let p = profile()?;
         let (batch, sequence, precision) = current(&p);
-        let on_batch = move |ev: leptos::ev::Event| match parse_control(
-            "batch",
-            &event_target_value(&ev),
-            MAX_BATCH,
-        ) {
-            Ok(b) => reload(&|s, _| s.batch = Some(b)),
-            Err(e) => error.set(Some(e)),
+        // A typed count (batch or sequence) into the scale, or its error.
+        let on_count = move |name: &'static str, max: u64, put: fn(&mut ExampleScale, u64)| {
+            move |ev: leptos::ev::Event| match parse_control(name, &event_target_value(&ev), max) {
+                Ok(n) => reload(&|s, _| put(s, n)),
+                Err(e) => error.set(Some(e)),
+            }
         };
-        let on_sequence = move |ev: leptos::ev::Event| match parse_control(
-            "sequence length",
-            &event_target_value(&ev),
-            MAX_SEQUENCE,
-        ) {
-            Ok(n) => reload(&|s, _| s.sequence = Some(n)),
-            Err(e) => error.set(Some(e)),
-        };
+        let on_batch = on_count("batch", MAX_BATCH, |s, n| s.batch = Some(n));
+        let on_sequence = on_count("sequence length", MAX_SEQUENCE, |s, n| s.sequence = Some(n));
         let on_precision = move |ev: leptos::ev::Event| {
             if let Some(v) = Precision::from_name(&event_target_value(&ev)) {
                 reload(&|s, _| s.precision = Some(v));
