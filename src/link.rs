@@ -278,6 +278,11 @@ impl HistoryPen {
         Some(action)
     }
 
+    /// Nothing written yet (the page's first view is still to come).
+    pub fn is_fresh(&self) -> bool {
+        self.entry.is_none()
+    }
+
     /// The slider was let go (a write still waiting must be made first):
     /// the next budget starts a new entry.
     pub fn release(&mut self) {
@@ -396,6 +401,7 @@ mod tests {
     #[test]
     fn history_pushes_views_and_replaces_while_dragging() {
         let mut pen = HistoryPen::default();
+        assert!(pen.is_fresh());
         let first = view("vgg19-h100", Algorithm::Rotor, 100, 12e9);
         assert_eq!(
             pen.write(first.clone()),
@@ -403,6 +409,7 @@ mod tests {
             "the first view"
         );
         assert_eq!(pen.write(first.clone()), None, "nothing new");
+        assert!(!pen.is_fresh());
         // A drag: one new entry, then replaced until the release (None:
         // the slider let go). Another algorithm, link or chain: a new entry each.
         let moves = [

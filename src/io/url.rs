@@ -84,10 +84,19 @@ pub fn sync_url(state: AppState) {
         if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
             p.timer.clear();
         }
+        let view = parse_hash(&hash);
+        // The page's first view is written at once: a change made within
+        // the debounce would otherwise take its entry, and Back would skip
+        // the view the page opened with.
+        if pen.with_value(HistoryPen::is_fresh) {
+            if let Some(how) = pen.try_update_value(|pen| pen.write(view)).flatten() {
+                write_hash(how, &hash);
+            }
+            return;
+        }
         let Ok(timer) = set_timeout_with_handle(flush, Duration::from_millis(150)) else {
             return;
         };
-        let view = parse_hash(&hash);
         pending.set_value(Some(Pending { timer, hash, view }));
     });
     let Some(window) = web_sys::window() else {
