@@ -10,12 +10,17 @@
 //! - `state`: the page's signals, by concern, and the answers' effects;
 //! - `io`: files, the URL, localStorage;
 //! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
+//! - `device_memory`: GPU memory − model state − margin = the activation
+//!   budget (pure);
+//! - `scaling`: a built-in example at another batch, sequence, precision;
 //! - `views`: the root `App`, one component per view, chart and notation
 //!   helpers.
 
+pub mod device_memory;
 pub mod link;
 pub mod min_memory;
 pub mod protocol;
+pub mod scaling;
 pub mod service;
 
 #[cfg(target_arch = "wasm32")]

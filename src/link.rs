@@ -2,6 +2,9 @@
 //! and how the browser's history follows the view. Plain Rust, tested on
 //! the host; `io::url` wires it to `location` and `history`.
 
+use crate::device_memory::{parse_margin, DeviceInputs, ModelState, Optimizer, Weights};
+use crate::scaling::ExampleScale;
+use remat_core::examples::Precision;
 use remat_core::solvers::hong::Model;
 use remat_core::solvers::Algorithm;
 
@@ -19,6 +22,13 @@ pub struct UrlState {
     pub bandwidth: Option<f64>,
     /// The minimum memory mode, on in this model (`min=pytorch|chen`).
     pub min_memory: Option<Model>,
+    /// An example's batch, sequence, precision where they differ from its
+    /// profile (`batch=64&seq=2048&precision=bf16`).
+    pub scale: ExampleScale,
+    /// The device-memory view's inputs while it is open (`gpu=…&params=…
+    /// &weights=…&optimizer=…&margin=…`, or `state=BYTES` for an entered
+    /// model state).
+    pub device: Option<DeviceInputs>,
 }
 
 impl UrlState {
@@ -37,6 +47,10 @@ impl UrlState {
             && agrees(&self.budget, &full.budget)
             && agrees(&self.bandwidth, &full.bandwidth)
             && agrees(&self.min_memory, &full.min_memory)
+            && agrees(&self.scale.batch, &full.scale.batch)
+            && agrees(&self.scale.sequence, &full.scale.sequence)
+            && agrees(&self.scale.precision, &full.scale.precision)
+            && agrees(&self.device, &full.device)
     }
 
     /// The same view apart from the budget (the slider's moves).
@@ -45,6 +59,8 @@ impl UrlState {
             && self.algorithm == other.algorithm
             && self.bandwidth == other.bandwidth
             && self.min_memory == other.min_memory
+            && self.scale == other.scale
+            && self.device == other.device
     }
 }
 
@@ -52,6 +68,7 @@ impl UrlState {
 /// that do not parse are ignored: a hand-edited link shows what it can.
 pub fn parse_hash(hash: &str) -> UrlState {
     let mut url = UrlState::default();
+    let mut device = DevicePairs::default();
     for pair in hash.trim_start_matches('#').split('&') {
         let Some((key, value)) = pair.split_once('=') else {
             continue;
@@ -69,10 +86,97 @@ pub fn parse_hash(hash: &str) -> UrlState {
                     .filter(|b: &f64| b.is_finite() && *b >= 0.0)
             }
             "min" => url.min_memory = value.parse().ok(),
+            "batch" => url.scale.batch = value.parse().ok().filter(|b: &u64| *b > 0),
+            "seq" => url.scale.sequence = value.parse().ok().filter(|s: &u64| *s > 0),
+            "precision" => url.scale.precision = Precision::from_name(&value),
+            "gpu" => device.gpu = value.parse().ok().filter(|b: &u64| *b > 0),
+            "params" => device.parameters = value.parse().ok(),
+            "weights" => device.weights = Weights::from_name(&value),
+            "optimizer" => device.optimizer = Optimizer::from_name(&value),
+            "state" => device.state = value.parse().ok(),
+            "margin" => device.margin = parse_margin(&value).ok(),
             _ => {}
         }
     }
+    url.device = device.inputs();
     url
+}
+
+/// The device-memory view's keys as read; the view is in the link when it
+/// names a GPU size.
+#[derive(Default)]
+struct DevicePairs {
+    gpu: Option<u64>,
+    parameters: Option<u64>,
+    weights: Option<Weights>,
+    optimizer: Option<Optimizer>,
+    state: Option<u64>,
+    margin: Option<crate::device_memory::Margin>,
+}
+
+impl DevicePairs {
+    fn inputs(self) -> Option<DeviceInputs> {
+        let defaults = DeviceInputs::new(self.parameters.unwrap_or(0));
+        let model = match (self.state, defaults.model) {
+            (Some(bytes), _) => ModelState::Entered(bytes),
+            (
+                None,
+                ModelState::Counted {
+                    parameters,
+                    weights,
+                    optimizer,
+                },
+            ) => ModelState::Counted {
+                parameters,
+                weights: self.weights.unwrap_or(weights),
+                optimizer: self.optimizer.unwrap_or(optimizer),
+            },
+            (None, entered) => entered,
+        };
+        Some(DeviceInputs {
+            gpu_bytes: self.gpu?,
+            model,
+            margin: self.margin.unwrap_or(defaults.margin),
+        })
+    }
+}
+
+/// `hash` with what the view adds beyond the four: the example's scale
+/// (only what differs from its profile) and the device-memory inputs.
+pub fn with_extras(
+    mut hash: String,
+    scale: &ExampleScale,
+    device: Option<&DeviceInputs>,
+) -> String {
+    if let Some(b) = scale.batch {
+        hash.push_str(&format!("&batch={b}"));
+    }
+    if let Some(s) = scale.sequence {
+        hash.push_str(&format!("&seq={s}"));
+    }
+    if let Some(p) = scale.precision {
+        hash.push_str(&format!("&precision={}", p.name()));
+    }
+    if let Some(d) = device {
+        hash.push_str(&format!("&gpu={}", d.gpu_bytes));
+        match d.model {
+            ModelState::Entered(bytes) => hash.push_str(&format!("&state={bytes}")),
+            ModelState::Counted {
+                parameters,
+                weights,
+                optimizer,
+            } => hash.push_str(&format!(
+                "&params={parameters}&weights={}&optimizer={}",
+                weights.name(),
+                optimizer.name()
+            )),
+        }
+        hash.push_str(&format!(
+            "&margin={}",
+            percent_encode(&d.margin.to_string())
+        ));
+    }
+    hash
 }
 
 /// `hash` with the minimum memory mode's `&min=MODEL` when it is on.
@@ -174,6 +278,11 @@ impl HistoryPen {
         Some(action)
     }
 
+    /// Nothing written yet (the page's first view is still to come).
+    pub fn is_fresh(&self) -> bool {
+        self.entry.is_none()
+    }
+
     /// The slider was let go (a write still waiting must be made first):
     /// the next budget starts a new entry.
     pub fn release(&mut self) {
@@ -235,11 +344,64 @@ mod tests {
         assert_eq!(percent_decode(&percent_encode("a b/ç")), "a b/ç");
     }
 
+    // Fails if a scale or device field is dropped or changes on the way
+    // (tried: `seq` written under the key `sequence`: read back, None).
+    #[test]
+    fn scale_and_device_inputs_survive_the_link() {
+        let scale = ExampleScale {
+            batch: Some(64),
+            sequence: Some(2048),
+            precision: Some(Precision::Bf16),
+        };
+        let devices = [
+            DeviceInputs {
+                gpu_bytes: 40 << 30,
+                model: ModelState::Counted {
+                    parameters: 124_439_808,
+                    weights: Weights::Mixed,
+                    optimizer: Optimizer::Momentum,
+                },
+                margin: crate::device_memory::Margin::Percent(7.5),
+            },
+            DeviceInputs {
+                gpu_bytes: 24 << 30,
+                model: ModelState::Entered(3_000_000_000),
+                margin: crate::device_memory::Margin::Bytes(1 << 30),
+            },
+        ];
+        for device in devices {
+            let hash = with_extras(
+                format_hash("gpt2-h100-math", Algorithm::Rotor, 5_000_000_000, 12e9),
+                &scale,
+                Some(&device),
+            );
+            let url = parse_hash(&hash);
+            assert_eq!(url.scale, scale, "{hash}");
+            assert_eq!(url.device, Some(device), "{hash}");
+            assert_eq!(url.budget, Some(5_000_000_000));
+        }
+        let plain = with_extras(
+            format_hash("vgg19", Algorithm::Rotor, 5, 12e9),
+            &ExampleScale::default(),
+            None,
+        );
+        assert_eq!(plain, format_hash("vgg19", Algorithm::Rotor, 5, 12e9));
+        // A hand-edited link: a GPU alone gets the defaults; no GPU, no view.
+        let url = parse_hash("#gpu=1000&batch=0&precision=fp8");
+        assert_eq!(
+            url.device.map(|d| d.margin),
+            Some(crate::device_memory::DEFAULT_MARGIN)
+        );
+        assert_eq!(url.scale, ExampleScale::default());
+        assert_eq!(parse_hash("#params=5&optimizer=sgd").device, None);
+    }
+
     // Fails if every write pushes (tried: Write::Push for an open drag: the
     // drag's second move failed) or if views replace each other.
     #[test]
     fn history_pushes_views_and_replaces_while_dragging() {
         let mut pen = HistoryPen::default();
+        assert!(pen.is_fresh());
         let first = view("vgg19-h100", Algorithm::Rotor, 100, 12e9);
         assert_eq!(
             pen.write(first.clone()),
@@ -247,6 +409,7 @@ mod tests {
             "the first view"
         );
         assert_eq!(pen.write(first.clone()), None, "nothing new");
+        assert!(!pen.is_fresh());
         // A drag: one new entry, then replaced until the release (None:
         // the slider let go). Another algorithm, link or chain: a new entry each.
         let moves = [
@@ -306,6 +469,13 @@ mod tests {
         let full = view("teaching", Algorithm::Rotor, 7, 12e9);
         assert_eq!(pen.write(full), Some(Write::Replace));
         let other = view("teaching", Algorithm::Pofo, 7, 12e9);
-        assert_eq!(pen.write(other), Some(Write::Push));
+        assert_eq!(pen.write(other.clone()), Some(Write::Push));
+        // Another batch, or opening the device view: a new entry each.
+        let mut batch = other.clone();
+        batch.scale.batch = Some(64);
+        assert_eq!(pen.write(batch.clone()), Some(Write::Push));
+        let mut device = batch;
+        device.device = Some(DeviceInputs::new(1));
+        assert_eq!(pen.write(device), Some(Write::Push));
     }
 }

@@ -219,6 +219,13 @@ test('axe-core: no serious or critical violations on the main views', async () =
   found.pofo = await axeViolations(page, 'pofo');
   await page.locator('#guide summary').click();
   found.guide = await axeViolations(page, 'guide');
+  // The scaled-example controls and the device-memory view, open.
+  await page.goto('about:blank');
+  await page.goto(new URL('#chain=gpt2-h100-math&algorithm=rotor&batch=8&gpu=85899345920&params=124439808&weights=mixed&optimizer=adam&margin=10%25',
+    process.env.EXPLORER_URL ?? 'http://127.0.0.1:8080/').href);
+  await page.waitForSelector('#device-budget');
+  await page.waitForSelector('#seq-input');
+  found.device = await axeViolations(page, 'device memory and scale');
   for (const [view, v] of Object.entries(found)) assert.deepEqual(v, [], `serious/critical axe violations on ${view}`);
   assert.deepEqual(errors, []);
   await page.close();

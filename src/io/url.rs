@@ -6,8 +6,9 @@
 //! is there while the minimum memory mode is on.
 
 use super::import::load_stored;
-use crate::link::{format_hash, parse_hash, with_min_memory, HistoryPen, Write};
-use crate::state::{AppState, ChainSource, MinMemory};
+use crate::link::{format_hash, parse_hash, with_extras, with_min_memory, HistoryPen, Write};
+use crate::scaling::ExampleScale;
+use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
@@ -65,23 +66,37 @@ pub fn sync_url(state: AppState) {
     };
     let controls = state.controls;
     let min_memory = use_context::<MinMemory>();
+    let device = use_context::<DeviceMemory>();
     Effect::new(move |_| {
-        let hash = with_min_memory(
-            format_hash(
-                &state.loaded.source.get().name(),
-                controls.algorithm.get(),
-                controls.budget.get(),
-                controls.bandwidth.get(),
+        let hash = with_extras(
+            with_min_memory(
+                format_hash(
+                    &state.loaded.source.get().name(),
+                    controls.algorithm.get(),
+                    controls.budget.get(),
+                    controls.bandwidth.get(),
+                ),
+                min_memory.filter(|m| m.on.get()).map(|m| m.model.get()),
             ),
-            min_memory.filter(|m| m.on.get()).map(|m| m.model.get()),
+            &state.loaded.scale.get(),
+            device.and_then(|d| d.in_link()).as_ref(),
         );
         if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
             p.timer.clear();
         }
+        let view = parse_hash(&hash);
+        // The page's first view is written at once: a change made within
+        // the debounce would otherwise take its entry, and Back would skip
+        // the view the page opened with.
+        if pen.with_value(HistoryPen::is_fresh) {
+            if let Some(how) = pen.try_update_value(|pen| pen.write(view)).flatten() {
+                write_hash(how, &hash);
+            }
+            return;
+        }
         let Ok(timer) = set_timeout_with_handle(flush, Duration::from_millis(150)) else {
             return;
         };
-        let view = parse_hash(&hash);
         pending.set_value(Some(Pending { timer, hash, view }));
     });
     let Some(window) = web_sys::window() else {
@@ -96,7 +111,7 @@ pub fn sync_url(state: AppState) {
         }
         let url = read_url();
         pen.update_value(|pen| pen.arrived(url.clone()));
-        apply_url(state, min_memory, &url);
+        apply_url(state, min_memory, device, &url);
     });
     for event in ["hashchange", "popstate"] {
         let _ = window.add_event_listener_with_callback(event, arrive.as_ref().unchecked_ref());
@@ -132,13 +147,21 @@ pub fn sync_url(state: AppState) {
 /// Shows the view `url` names; what it leaves out stays as it is, but for
 /// the minimum memory mode: a complete link (the page's own) without
 /// `min=` has it off.
-pub fn apply_url(state: AppState, min_memory: Option<MinMemory>, url: &UrlState) {
+pub fn apply_url(
+    state: AppState,
+    min_memory: Option<MinMemory>,
+    device: Option<DeviceMemory>,
+    url: &UrlState,
+) {
     let controls = state.controls;
+    let complete = url.chain.is_some()
+        && url.algorithm.is_some()
+        && url.budget.is_some()
+        && url.bandwidth.is_some();
+    if let Some(device) = device {
+        device.apply(url.device, complete);
+    }
     if let Some(mode) = min_memory {
-        let complete = url.chain.is_some()
-            && url.algorithm.is_some()
-            && url.budget.is_some()
-            && url.bandwidth.is_some();
         match url.min_memory {
             Some(model) => {
                 mode.model.set(model);
@@ -153,11 +176,17 @@ pub fn apply_url(state: AppState, min_memory: Option<MinMemory>, url: &UrlState)
             controls.algorithm.set(alg);
         }
     }
+    // A link naming a chain names its scale too (none: as profiled).
     let shown = state.loaded.source.get_untracked().name();
     let reloaded = match &url.chain {
-        Some(name) if *name != shown => load_named(state, name, url.budget),
+        Some(name) if *name != shown || url.scale != state.loaded.scale.get_untracked() => {
+            load_named(state, name, url.scale, url.budget)
+        }
         _ => false,
     };
+    if let (true, Some(d), None, Some(name)) = (reloaded, device, url.device, &url.chain) {
+        d.follow_example(name);
+    }
     if let Some(bw) = url.bandwidth {
         if controls.bandwidth.get_untracked() != bw {
             controls.bandwidth.set(bw);
@@ -172,7 +201,7 @@ pub fn apply_url(state: AppState, min_memory: Option<MinMemory>, url: &UrlState)
 
 /// Loads the chain a link names; false if it names none this page has
 /// (the page then keeps its chain and says so).
-fn load_named(state: AppState, name: &str, budget: Option<u64>) -> bool {
+fn load_named(state: AppState, name: &str, scale: ExampleScale, budget: Option<u64>) -> bool {
     if name == "imported" {
         return match load_stored().map(|t| read_any_chain(&t)) {
             Some(Ok(chain)) => {
@@ -187,12 +216,18 @@ fn load_named(state: AppState, name: &str, budget: Option<u64>) -> bool {
             }
         };
     }
-    match examples::by_name(name) {
-        Some(chain) => {
-            state.load_chain(chain, ChainSource::Example(name.to_string()), budget);
-            true
+    match state.load_example(name, scale, budget) {
+        Ok(()) => true,
+        Err(e) if examples::find(name).is_some() => {
+            // The scale cannot apply: the example as profiled, and why.
+            state.view.info(format!(
+                "The link's scale: {e}; showing {name} as profiled."
+            ));
+            state
+                .load_example(name, ExampleScale::default(), budget)
+                .is_ok()
         }
-        None => {
+        Err(_) => {
             state.view.info(format!(
                 "The link names a chain \"{name}\" that the explorer does not have."
             ));
@@ -209,7 +244,7 @@ pub fn initial_load(state: AppState) {
     if let Some(alg) = url.algorithm {
         state.controls.algorithm.set(alg);
     }
-    if !load_named(state, &name, url.budget) {
+    if !load_named(state, &name, url.scale, url.budget) {
         state.load_chain(
             super::default_chain(),
             ChainSource::Example(DEFAULT_EXAMPLE.into()),
@@ -222,5 +257,11 @@ pub fn initial_load(state: AppState) {
     if let (Some(model), Some(mode)) = (url.min_memory, use_context::<MinMemory>()) {
         mode.model.set(model);
         mode.on.set(true);
+    }
+    if let Some(device) = use_context::<DeviceMemory>() {
+        match url.device {
+            Some(_) => device.apply(url.device, false),
+            None => device.follow_example(&state.loaded.source.get_untracked().name()),
+        }
     }
 }

@@ -318,3 +318,61 @@ fn where_each_request_runs() {
     }
     assert!(!wants_worker(&examples::teaching()));
 }
+
+/// The native side of the speed comparison (not a check; run by
+/// tests/measure-speed.mjs, which measures the same requests in the page):
+///   REMAT_SPEED_CHAINS=a.json,b.json cargo test --release -p remat-explorer \
+///     --lib native_speed -- --ignored --nocapture
+/// Per chain: the worker's rotor `Build` (table + trade-off curve, what the
+/// page's "table built in … ms" reports) and a pofo `Plan` half-way between
+/// M_low and M_high at 12 GB/s, each the median of 3 runs, in ms.
+#[test]
+#[ignore]
+fn native_speed() {
+    let Ok(paths) = std::env::var("REMAT_SPEED_CHAINS") else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let now = move || started.elapsed().as_secs_f64() * 1e3;
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    for path in paths.split(',') {
+        let text = std::fs::read_to_string(path).unwrap();
+        let chain = remat_core::format::read_any_chain(&text).unwrap();
+        let mut builds = Vec::new();
+        for _ in 0..3 {
+            let mut service = loaded(Role::Worker, &chain);
+            let mut answers = Vec::new();
+            service.handle(build(Algorithm::Rotor, &chain), &now, &mut |r| {
+                answers.push(r)
+            });
+            match only(answers) {
+                Response::Built(b) => builds.push(b.build_ms),
+                other => panic!("{other:?}"),
+            }
+        }
+        let (low, high) = budget_range(&chain);
+        let mut pofo = Vec::new();
+        if chain.len() <= 100 {
+            for _ in 0..3 {
+                let mut service = loaded(Role::Worker, &chain);
+                let t0 = now();
+                let answers = ask(&mut service, plan(Algorithm::Pofo, low + (high - low) / 2));
+                pofo.push(now() - t0);
+                assert!(matches!(only(answers), Response::Planned(_)));
+            }
+        }
+        println!(
+            "SPEED native L={} rotor_build_ms={:.1} pofo_plan_ms={}",
+            chain.len(),
+            median(builds),
+            if pofo.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.1}", median(pofo))
+            }
+        );
+    }
+}

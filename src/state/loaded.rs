@@ -1,5 +1,6 @@
 //! The chain on the page and its budget range.
 
+use crate::scaling::ExampleScale;
 use leptos::prelude::*;
 use remat_core::Chain;
 use std::sync::Arc;
@@ -27,6 +28,9 @@ pub struct Loaded {
     /// M_low and M_high: the slider's range.
     pub m_low: RwSignal<u64>,
     pub m_high: RwSignal<u64>,
+    /// An example's batch, sequence, precision where they differ from its
+    /// profile (default for an imported chain).
+    pub scale: RwSignal<ExampleScale>,
 }
 
 impl Loaded {
@@ -36,11 +40,21 @@ impl Loaded {
             source: RwSignal::new(source),
             m_low: RwSignal::new(0),
             m_high: RwSignal::new(0),
+            scale: RwSignal::new(ExampleScale::default()),
         }
     }
 
-    /// Shows `chain` and its [`range`].
-    pub(super) fn set(self, chain: Chain, source: ChainSource, (low, high): (u64, u64)) {
+    /// Shows `chain` and its [`range`], at `scale` (what `chain` is scaled by).
+    pub(super) fn set(
+        self,
+        chain: Chain,
+        source: ChainSource,
+        scale: ExampleScale,
+        (low, high): (u64, u64),
+    ) {
+        if self.scale.get_untracked() != scale {
+            self.scale.set(scale);
+        }
         self.m_low.set(low);
         self.m_high.set(high);
         self.chain.set(Arc::new(chain));

@@ -4,7 +4,8 @@
 //! nothing else talks to the planner. The flow is one-way: chain → build
 //! tables → plan(budget) → simulate → `Current`, which every chart draws.
 //!
-//! - `loaded`: the chain and its budget range;
+//! - `loaded`: the chain, its budget range and an example's scale;
+//! - `device`: the device-memory view's inputs (its own context);
 //! - `controls`: what the user chose (algorithm, budget, bandwidth);
 //! - `tables`: where each algorithm's table stands;
 //! - `shown`: the schedule on screen and the compare rows;
@@ -13,6 +14,7 @@
 //! - `requests`: what is sent to the planner; `responses`: what comes back.
 
 mod controls;
+mod device;
 mod loaded;
 mod min_memory;
 mod offloading;
@@ -24,6 +26,7 @@ mod timing;
 mod view;
 
 pub use controls::{Controls, DEFAULT_BANDWIDTH};
+pub use device::{use_device_memory, DeviceMemory};
 pub use loaded::{ChainSource, Loaded};
 pub use min_memory::{use_min_memory, MinMemory};
 pub use offloading::Offloading;

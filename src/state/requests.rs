@@ -4,8 +4,10 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::protocol::Request;
+use crate::scaling::{scaled_example, ExampleScale};
 use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
+use remat_core::examples;
 use remat_core::format::write_chain;
 use remat_core::solvers::Algorithm;
 use remat_core::Chain;
@@ -80,6 +82,35 @@ pub(super) fn land(flight: StoredValue<Flight>) -> bool {
 impl AppState {
     /// Replaces the chain; `budget` keeps a budget (from the URL) if given.
     pub fn load_chain(self, chain: Chain, source: ChainSource, budget: Option<u64>) {
+        self.load_scaled(chain, source, ExampleScale::default(), budget);
+    }
+
+    /// Loads the example called `name` at `scale` (linear, from its
+    /// profile); the error names the control that cannot apply.
+    pub fn load_example(
+        self,
+        name: &str,
+        scale: ExampleScale,
+        budget: Option<u64>,
+    ) -> Result<(), String> {
+        let example =
+            examples::find(name).ok_or_else(|| format!("the explorer has no chain \"{name}\""))?;
+        let chain = scaled_example(example, &scale).map_err(|e| e.to_string())?;
+        let scale = example
+            .profile
+            .map(|p| scale.against(&p))
+            .unwrap_or_default();
+        self.load_scaled(chain, ChainSource::Example(name.to_string()), scale, budget);
+        Ok(())
+    }
+
+    fn load_scaled(
+        self,
+        chain: Chain,
+        source: ChainSource,
+        scale: ExampleScale,
+        budget: Option<u64>,
+    ) {
         let r = self.requests;
         let generation = r.generation.get_value() + 1;
         r.generation.set_value(generation);
@@ -99,7 +130,7 @@ impl AppState {
         self.tables.reset(remote);
         r.backend().use_worker(remote);
         let text = write_chain(&chain);
-        self.loaded.set(chain, source, (low, high));
+        self.loaded.set(chain, source, scale, (low, high));
         r.send(Request::Load {
             generation,
             chain: text,

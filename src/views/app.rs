@@ -1,10 +1,11 @@
 //! The page: the root component provides the state every view uses.
 
 use super::{
-    chain, compare, controls, guide, memory, min_memory, stale, stepper, sweep, timeline, welcome,
+    chain, compare, controls, device, guide, memory, min_memory, scale, stale, stepper, sweep,
+    timeline, welcome,
 };
 use crate::io;
-use crate::state::{AppState, ChainSource, MinMemory};
+use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
 use leptos::prelude::*;
 
 #[component]
@@ -15,6 +16,7 @@ pub fn App() -> impl IntoView {
     );
     state.start();
     provide_context(MinMemory::new(state.loaded));
+    provide_context(DeviceMemory::new());
     io::initial_load(state);
     io::sync_url(state);
     provide_context(state);
@@ -27,8 +29,10 @@ pub fn App() -> impl IntoView {
             data-plan-id=move || state.shown.id.get().to_string()>
             <welcome::Welcome />
             <controls::Header />
+            <scale::ScaleControls />
             <controls::NoticeBar />
             <controls::BudgetPanel />
+            <device::DeviceMemoryCard />
             <stale::StaleNote />
             <stepper::Stepper />
             <section class="card">

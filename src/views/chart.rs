@@ -486,6 +486,47 @@ impl TimeHover {
     }
 }
 
+/// A checkbox that switches a card's mode on and off, with its words.
+#[component]
+pub fn Switch(id: &'static str, on: RwSignal<bool>, label: &'static str) -> impl IntoView {
+    view! {
+        <label class="toggle">
+            <input id=id type="checkbox" prop:checked=move || on.get()
+                on:change=move |ev| on.set(event_target_checked(&ev)) />
+            {label}
+        </label>
+    }
+}
+
+/// A labelled select of named choices (value, words) that reports the
+/// value picked.
+#[component]
+pub fn ChoiceSelect(
+    id: &'static str,
+    label: &'static str,
+    choices: Vec<(&'static str, &'static str)>,
+    #[prop(into)] value: Signal<String>,
+    on_pick: Callback<String>,
+) -> impl IntoView {
+    view! {
+        <div class="field">
+            <label for=id>{label}</label>
+            <select id=id prop:value=move || value.get() on:change=move |ev| on_pick.run(event_target_value(&ev))>
+                {choices.into_iter().map(|(v, words)| view! { <option value=v>{words}</option> }).collect_view()}
+            </select>
+        </div>
+    }
+}
+
+/// The option value of the preset equal to `value`, or "" (custom).
+pub fn preset_value<T: PartialEq + ToString>(presets: &[(T, &str)], value: &T) -> String {
+    presets
+        .iter()
+        .find(|(v, _)| v == value)
+        .map(|(v, _)| v.to_string())
+        .unwrap_or_default()
+}
+
 /// A chart card's heading: the title, then the legend.
 #[component]
 pub fn CardHead(title: &'static str, children: Children) -> impl IntoView {

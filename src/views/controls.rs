@@ -3,7 +3,8 @@
 
 use super::chart::{bytes, ms, pct, ProgressBar};
 use crate::io;
-use crate::state::{use_app, AppState, Build, ChainSource, Notice};
+use crate::scaling::ExampleScale;
+use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
 use remat_core::examples::{self, Provenance};
 use remat_core::model::units::{format_rate, parse_rate, parse_size};
@@ -15,11 +16,15 @@ const SLIDER_STEPS: f64 = 1000.0;
 #[component]
 pub fn Header() -> impl IntoView {
     let state = use_app();
+    let device = use_device_memory();
     let on_chain = move |ev: leptos::ev::Event| {
         let name = event_target_value(&ev);
-        if let Some(chain) = examples::by_name(&name) {
-            state.view.notice.set(None);
-            state.load_chain(chain, ChainSource::Example(name), None);
+        state.view.notice.set(None);
+        if state
+            .load_example(&name, ExampleScale::default(), None)
+            .is_ok()
+        {
+            device.follow_example(&name);
         }
     };
     let on_file = move |ev: leptos::ev::Event| {
@@ -234,11 +239,8 @@ fn preset_of(rate: f64) -> String {
     if rate <= 0.0 {
         return "0".into();
     }
-    BANDWIDTH_PRESETS
-        .iter()
-        .find(|(r, _)| *r == rate)
-        .map(|(r, _)| r.to_string())
-        .unwrap_or_default()
+    let presets: Vec<(f64, &str)> = BANDWIDTH_PRESETS.to_vec();
+    super::chart::preset_value(&presets, &rate)
 }
 
 #[component]

@@ -2,7 +2,7 @@
 //! memory model, the peak difference in words, the curves over the training
 //! phase index) and its marks on the layer chain (the optimal set).
 
-use super::chart::{byte_ticks, bytes, ticks, CardHead, CHART_W, MARGIN_L, MARGIN_R};
+use super::chart::{byte_ticks, bytes, ticks, CardHead, Switch, CHART_W, MARGIN_L, MARGIN_R};
 use super::notation::math_text;
 use crate::min_memory::{set_text, summary, Comparison, SetCurve};
 use crate::state::use_min_memory;
@@ -211,11 +211,7 @@ pub fn MinMemoryCard() -> impl IntoView {
     view! {
         <section class="card" id="min-memory-card">
             <CardHead title="Minimum peak memory (Hong et al.)">
-                <label class="toggle">
-                    <input id="min-memory-toggle" type="checkbox" prop:checked=move || mode.on.get()
-                        on:change=move |ev| mode.on.set(event_target_checked(&ev)) />
-                    "minimum memory mode"
-                </label>
+                <Switch id="min-memory-toggle" on=mode.on label="minimum memory mode" />
                 <label class="toggle">
                     "model "
                     <select id="min-memory-model" on:change=on_model prop:value=move || mode.model.get().name()>

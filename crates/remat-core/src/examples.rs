@@ -56,6 +56,84 @@ enum Data {
     File(&'static str),
 }
 
+/// The number format a chain's activations were profiled (or computed) in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// 4 bytes an element (the measured H100 chains: fp32 storage, TF32
+    /// convolutions).
+    Fp32,
+    /// 2 bytes an element.
+    Bf16,
+}
+
+impl Precision {
+    pub const ALL: [Precision; 2] = [Precision::Fp32, Precision::Bf16];
+
+    /// Bytes an element.
+    pub fn bytes(self) -> u64 {
+        match self {
+            Precision::Fp32 => 4,
+            Precision::Bf16 => 2,
+        }
+    }
+
+    /// `fp32` or `bf16`, as links and pickers write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Bf16 => "bf16",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Precision> {
+        Precision::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// What an example was profiled at and how big its model is, so that the
+/// explorer can rescale it (batch, sequence, precision) and count the
+/// weights, gradients and optimizer state beside its activations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Trainable parameters of the whole model (not in any chain size).
+    pub parameters: u64,
+    /// Samples per step the sizes and times are for.
+    pub batch: u64,
+    /// Tokens per sample, for token models; None for images.
+    pub sequence: Option<u64>,
+    pub precision: Precision,
+}
+
+const fn images(parameters: u64, batch: u64) -> Profile {
+    Profile {
+        parameters,
+        batch,
+        sequence: None,
+        precision: Precision::Fp32,
+    }
+}
+
+const fn tokens(parameters: u64, batch: u64, sequence: u64) -> Profile {
+    Profile {
+        parameters,
+        batch,
+        sequence: Some(sequence),
+        precision: Precision::Fp32,
+    }
+}
+
+/// Parameter counts, from the architectures (torchvision's counts) or, for
+/// the CPU profiles, the parameter-gradient sum their `source` states ÷ 4
+/// bytes (ResNet-18: 46 758 048 B; VGG-19 at 32 px, whose classifier then
+/// reads 512 features, not 25 088: 172 015 776 B).
+const RESNET50_PARAMETERS: u64 = 25_557_032;
+const VGG19_PARAMETERS: u64 = 143_667_240;
+/// GPT-2 small: 12 blocks, h 768, vocabulary 50 257, 1024 positions, tied
+/// head (the measured files state the shape, not the vocabulary).
+const GPT2_PARAMETERS: u64 = 124_439_808;
+const RESNET18_PARAMETERS: u64 = 46_758_048 / 4;
+const VGG19_32PX_PARAMETERS: u64 = 172_015_776 / 4;
+
 /// One built-in chain: `example:NAME` on the command line, `#chain=NAME` in
 /// the explorer.
 #[derive(Clone, Copy, Debug)]
@@ -64,6 +142,8 @@ pub struct Example {
     /// One line: what it is, and measured where and when or how estimated.
     pub about: &'static str,
     pub provenance: Provenance,
+    /// The profile it was taken at; None for the hand-made chain.
+    pub profile: Option<Profile>,
     data: Data,
 }
 
@@ -85,6 +165,7 @@ const fn measured(name: &'static str, about: &'static str, json: &'static str) -
         name,
         about,
         provenance: Provenance::Measured,
+        profile: None,
         data: Data::File(json),
     }
 }
@@ -94,7 +175,18 @@ const fn analytic(name: &'static str, about: &'static str, f: fn() -> Chain) -> 
         name,
         about,
         provenance: Provenance::Analytic,
+        profile: None,
         data: Data::Built(f),
+    }
+}
+
+impl Example {
+    /// The example with the profile it was taken at.
+    const fn at(self, profile: Profile) -> Example {
+        Example {
+            profile: Some(profile),
+            ..self
+        }
     }
 }
 
@@ -106,19 +198,20 @@ pub const EXAMPLES: &[Example] = &[
         name: "teaching",
         about: "hand-made: homogeneous 10-stage teaching chain (round numbers)",
         provenance: Provenance::HandMade,
+        profile: None,
         data: Data::Built(teaching),
     },
     // Measured chains: one line each (file in crates/remat-core/data/).
-    measured("vgg19-h100", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): VGG-19, batch 32, 224 px, fp32/TF32", include_str!("../data/h100-vgg19.json")),
-    measured("resnet50-h100", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): ResNet-50, batch 32, 224 px, fp32/TF32", include_str!("../data/h100-resnet50.json")),
-    measured("gpt2-h100-efficient", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, memory-efficient attention", include_str!("../data/h100-gpt2-efficient.json")),
-    measured("gpt2-h100-math", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, math attention (scores kept)", include_str!("../data/h100-gpt2-math.json")),
-    measured("resnet18-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): ResNet-18, batch 8, 96 px, fp32", include_str!("../data/cpu-resnet18-b8-96px.json")),
-    measured("vgg19-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): VGG-19, batch 4, 32 px, fp32", include_str!("../data/cpu-vgg19-b4-32px.json")),
+    measured("vgg19-h100", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): VGG-19, batch 32, 224 px, fp32/TF32", include_str!("../data/h100-vgg19.json")).at(images(VGG19_PARAMETERS, 32)),
+    measured("resnet50-h100", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): ResNet-50, batch 32, 224 px, fp32/TF32", include_str!("../data/h100-resnet50.json")).at(images(RESNET50_PARAMETERS, 32)),
+    measured("gpt2-h100-efficient", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, memory-efficient attention", include_str!("../data/h100-gpt2-efficient.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
+    measured("gpt2-h100-math", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, math attention (scores kept)", include_str!("../data/h100-gpt2-math.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
+    measured("resnet18-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): ResNet-18, batch 8, 96 px, fp32", include_str!("../data/cpu-resnet18-b8-96px.json")).at(images(RESNET18_PARAMETERS, 8)),
+    measured("vgg19-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): VGG-19, batch 4, 32 px, fp32", include_str!("../data/cpu-vgg19-b4-32px.json")).at(images(VGG19_32PX_PARAMETERS, 4)),
     // Analytic chains.
-    analytic("vgg19", "analytic, rough: VGG-19, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", vgg19),
-    analytic("resnet50", "analytic, rough: ResNet-50, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", resnet50),
-    analytic("gpt2", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, no attention scores kept (V100-class FLOP times)", gpt2),
+    analytic("vgg19", "analytic, rough: VGG-19, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", vgg19).at(images(VGG19_PARAMETERS, 32)),
+    analytic("resnet50", "analytic, rough: ResNet-50, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", resnet50).at(images(RESNET50_PARAMETERS, 32)),
+    analytic("gpt2", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, no attention scores kept (V100-class FLOP times)", gpt2).at(tokens(GPT2_PARAMETERS, 4, 1024)),
 ];
 
 /// What a chain's `source` says about where its numbers come from, by its
@@ -484,6 +577,48 @@ mod tests {
                 e.name
             );
         }
+    }
+
+    /// The profile an example carries agrees with what its own texts say:
+    /// the batch (and sequence) in `about` and in the chain's `source`, and,
+    /// for the CPU profiles, the parameter-gradient sum the source states.
+    ///
+    /// Could fail if metadata drifted from the data; mutations tried: VGG-19
+    /// H100 at batch 16, the GPT-2 math chain without its sequence, the
+    /// ResNet-18 count from ResNet-50's: each failed here.
+    #[test]
+    fn profiles_agree_with_the_examples_texts() {
+        for e in EXAMPLES {
+            let Some(p) = e.profile else {
+                assert_eq!(e.provenance, Provenance::HandMade, "{}: no profile", e.name);
+                continue;
+            };
+            let source = e.chain().source;
+            let batch = [format!("batch {}", p.batch), format!("batch={}", p.batch)];
+            assert!(e.about.contains(&batch[0]), "{}: {}", e.name, e.about);
+            if e.provenance == Provenance::Measured {
+                assert!(
+                    batch.iter().any(|b| source.contains(b.as_str())),
+                    "{}",
+                    e.name
+                );
+            }
+            match p.sequence {
+                Some(s) => assert!(e.about.contains(&format!("seq {s}")), "{}", e.name),
+                None => assert!(!e.about.contains("seq "), "{}", e.name),
+            }
+            assert!(e.about.contains(p.precision.name()), "{}", e.name);
+            if let Some(sum) = source
+                .split("(sum ")
+                .nth(1)
+                .and_then(|t| t.split(' ').next())
+            {
+                let gradient_bytes: u64 = sum.parse().unwrap();
+                assert_eq!(p.parameters * 4, gradient_bytes, "{}", e.name);
+            }
+        }
+        assert_eq!(Precision::from_name("bf16"), Some(Precision::Bf16));
+        assert_eq!(Precision::from_name("fp16"), None);
     }
 
     fn measured_twin(analytic: &Chain, name: &str) -> Chain {
