@@ -30,6 +30,10 @@ pub fn alg_color(a: Algorithm) -> &'static str {
         Algorithm::Autocapper => "#c2255c",
         Algorithm::Hong => "#a0522d",
         Algorithm::HongChen => "#d4a017",
+        Algorithm::Dtr => "#862e9c",
+        Algorithm::Delta => "#087f5b",
+        Algorithm::DeltaLru => "#5f3dc4",
+        Algorithm::DeltaGreedy => "#495057",
     }
 }
 
@@ -47,6 +51,10 @@ pub fn alg_dash(a: Algorithm) -> &'static str {
         Algorithm::Autocapper => "5 2 1 2",
         Algorithm::Hong => "8 2 2 2 2 2",
         Algorithm::HongChen => "4 4 1 4",
+        Algorithm::Dtr => "6 2",
+        Algorithm::Delta => "2 4",
+        Algorithm::DeltaLru => "6 2 2 2",
+        Algorithm::DeltaGreedy => "14 4",
     }
 }
 
@@ -63,6 +71,10 @@ pub fn alg_marker(a: Algorithm) -> Marker {
         Algorithm::Autocapper => Marker::Cross,
         Algorithm::Hong => Marker::Triangle,
         Algorithm::HongChen => Marker::Circle,
+        Algorithm::Dtr => Marker::Cross,
+        Algorithm::Delta => Marker::Ring,
+        Algorithm::DeltaLru => Marker::Triangle,
+        Algorithm::DeltaGreedy => Marker::Diamond,
     }
 }
 
