@@ -8,7 +8,8 @@
 //!   assumptions: [`store_all`], [`sequential`], [`persistent`] (rotor,
 //!   revolve), [`pofo`] (pofo, offload-only's DP), [`offload`] (turning
 //!   pofo's plan into transfers; the `opportunist` and `autocapper`
-//!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection);
+//!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection),
+//!   [`optimal`] (the exact search over every schedule, short chains);
 //! * [`planner`] — [`Planner`] and [`solve`], the only dispatcher: calls go
 //!   down from it, never back up.
 //!
@@ -19,6 +20,7 @@ pub mod api;
 pub mod bounds;
 pub mod hong;
 pub mod offload;
+pub mod optimal;
 pub mod persistent;
 pub mod planner;
 pub mod pofo;
