@@ -174,9 +174,9 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
-    // Every algorithm of `remat algorithms` (10 with hong and hong-chen),
-    // at each of the 5 points.
-    assert_eq!(lines.len(), 1 + 5 * 10);
+    // Every algorithm of `remat algorithms` (11 with hong, hong-chen and
+    // optimal), at each of the 5 points.
+    assert_eq!(lines.len(), 1 + 5 * 11);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
     assert!(
@@ -794,7 +794,7 @@ fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
     // `magic`, and the second assertion failed).
     refused(
         &["solve", "example:teaching", "-a", "rotr", "-b", "1GB"],
-        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, pofo, offload-only, opportunist, autocapper; did you mean `rotor`?",
+        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, optimal, pofo, offload-only, opportunist, autocapper; did you mean `rotor`?",
     );
     let out = remat(&["sweep", "example:teaching", "--algorithms", "rotor,magic"]);
     assert_eq!(out.status.code(), Some(2));
@@ -1046,4 +1046,35 @@ fn the_chen_model_past_its_stage_limit() {
         &["solve", long, "-a", "hong-chen", "-b", "100%"],
         "over its limit of 500",
     );
+}
+
+/// `optimal` answers short chains exactly and refuses long ones with exit 2
+/// and a message that names the limit and suggests rotor; a sweep of a long
+/// chain leaves it out with a note.
+///
+/// Could fail if the refusal were reported as an infeasible budget (exit 0)
+/// or the sweep failed on it. Mutation tried: the sweep's default list
+/// keeping optimal past its limit: the vgg19 sweep exited 2.
+#[test]
+fn optimal_solves_short_chains_and_refuses_long_ones() {
+    let v = solve_json("example:nonpersistent", &["-a", "optimal", "-b", "8MiB"]);
+    assert_eq!(v["makespan_seconds"], 15.0);
+    assert_eq!(v["algorithm_min_bytes"], 7 << 20);
+    assert_eq!(v["memory"], "exact");
+    refused(
+        &["solve", "example:vgg19", "-a", "optimal", "-b", "50%"],
+        "at most 16 stages (its states grow exponentially with L); this chain has 24. Use rotor",
+    );
+    let out = remat(&[
+        "sweep",
+        "example:vgg19",
+        "--points",
+        "2",
+        "--algorithms",
+        "rotor,optimal",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = remat(&["sweep", "example:resnet50", "--points", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("note: optimal left out"));
 }

@@ -17,7 +17,8 @@
 //!   twice its forward, and memory-bound layers (pooling, embeddings) take
 //!   the bytes they read and write / 800 GB/s — an H100 with TF32 ran the
 //!   measured chains 2.4–12× faster, with a different time per stage;
-//! * the hand-made **teaching** chain, with round numbers.
+//! * **hand-made** chains with round numbers: the **teaching** chain, and
+//!   the rotor report's counter-example to persistence (**nonpersistent**).
 
 use crate::format::read_chain;
 use crate::model::{Chain, Stage};
@@ -119,7 +120,7 @@ pub const EXAMPLES: &[Example] = &[
     analytic("vgg19", "analytic, rough: VGG-19, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", vgg19),
     analytic("resnet50", "analytic, rough: ResNet-50, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", resnet50),
     analytic("gpt2", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, no attention scores kept (V100-class FLOP times)", gpt2),
-    analytic("nonpersistent", "analytic: the rotor report's Figure 2 (§4.1), where no persistent schedule is optimal; n = 10, budget 8 MiB", nonpersistent),
+    Example { name: "nonpersistent", about: "hand-made: the rotor report's Figure 2 (§4.1), its counter-example to persistence; n = 10, 12 stages, its budget is 8 MiB", provenance: Provenance::HandMade, data: Data::Built(nonpersistent) },
 ];
 
 /// What a chain's `source` says about where its numbers come from, by its
@@ -223,7 +224,7 @@ pub fn nonpersistent_chain(n: usize) -> Chain {
         .collect();
     Chain {
         name: format!("rotor report's non-persistent counter-example (n = {n})"),
-        source: format!("analytic: rotor report RR-9302 §4.1, Figure 2, n = {n}, k = n − 1 = {}; sizes in MiB (1 unit), times in s; ā sizes chosen so that §4.1's memory statements hold at M = 8 MiB (the figure's labels do not survive in the text)", n.saturating_sub(1)),
+        source: format!("hand-made by the rotor report's authors: RR-9302 §4.1, Figure 2, n = {n}, k = n − 1 = {}; sizes in MiB (1 unit), times in s; ā sizes chosen so that §4.1's memory statements hold at M = 8 MiB (the figure's labels do not survive in the text)", n.saturating_sub(1)),
         input_bytes: mib(1),
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
