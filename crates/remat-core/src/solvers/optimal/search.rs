@@ -215,6 +215,10 @@ pub fn fastest(
         }
         model.moves(&state, level, budget, &mut moves);
         for m in &moves {
+            // What stays resident already rules out finishing within the budget.
+            if remaining_peak(model, &m.to) > budget {
+                continue;
+            }
             let cost = g + m.seconds;
             if let Some(j) = store.relax(i, m, cost)? {
                 let f = cost + remaining_seconds(model, &m.to);

@@ -120,17 +120,30 @@ impl Model {
         }
     }
 
-    /// The least memory while B^j runs: a^0, its input (a^{j−1} at least),
-    /// δ^j and ā^j resident, plus what it allocates.
-    pub fn least_backward_bytes(&self, j: usize) -> u64 {
-        let input = if j >= 2 { self.out[j - 1] } else { 0 };
-        self.out[0] + input + self.grad[j] + self.saved[j] + self.backward_alloc[j]
+    /// ω_a^0.
+    pub fn input_bytes(&self) -> u64 {
+        self.out[0]
     }
 
-    /// The least memory while F_all^j runs: a^0, its input and ā^j with o_f^j.
-    pub fn least_forward_all_bytes(&self, j: usize) -> u64 {
-        let input = if j >= 2 { self.out[j - 1] } else { 0 };
-        self.out[0] + input + self.saved[j] + self.forward_overhead[j]
+    /// ω_a^ℓ.
+    pub fn output_bytes(&self, l: usize) -> u64 {
+        self.out[l]
+    }
+
+    /// ω_ā^ℓ.
+    pub fn saved_bytes(&self, l: usize) -> u64 {
+        self.saved[l]
+    }
+
+    /// What B^j needs on top of a^0 and its input: δ^j, ā^j and what it
+    /// allocates.
+    pub fn backward_need(&self, j: usize) -> u64 {
+        self.grad[j] + self.saved[j] + self.backward_alloc[j]
+    }
+
+    /// What F_all^j needs on top of a^0 and its input: ā^j and o_f^j.
+    pub fn forward_all_need(&self, j: usize) -> u64 {
+        self.saved[j] + self.forward_overhead[j]
     }
 
     /// At time 0: a^0 and δ^L resident, B^L next.
