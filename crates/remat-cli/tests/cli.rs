@@ -1053,17 +1053,33 @@ fn the_chen_model_past_its_stage_limit() {
 /// chain leaves it out with a note.
 ///
 /// Could fail if the refusal were reported as an infeasible budget (exit 0)
-/// or the sweep failed on it. Mutation tried: the sweep's default list
-/// keeping optimal past its limit: the vgg19 sweep exited 2.
+/// or the sweep failed on it. Before the sweep's default list left optimal
+/// out past its limit, `remat sweep example:vgg19` exited 2 (seen).
 #[test]
 fn optimal_solves_short_chains_and_refuses_long_ones() {
     let v = solve_json("example:nonpersistent", &["-a", "optimal", "-b", "8MiB"]);
     assert_eq!(v["makespan_seconds"], 15.0);
-    assert_eq!(v["algorithm_min_bytes"], 7 << 20);
+    // Its least is the floor no schedule goes below (exact: 7 MiB).
+    assert_eq!(v["algorithm_min_is_lower_bound"], true);
+    assert!(v["algorithm_min_bytes"].as_u64().unwrap() <= 7 << 20);
     assert_eq!(v["memory"], "exact");
+    // docs/examples.md's chain where the non-persistent optimum beats rotor.
+    let five = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/nonpersistent-5-stages.json"
+    );
+    let optimal = solve_json(five, &["-a", "optimal", "-b", "33"]);
+    let rotor = solve_json(five, &["-a", "rotor", "-b", "33"]);
+    assert_eq!(
+        (
+            optimal["makespan_seconds"].as_f64(),
+            rotor["makespan_seconds"].as_f64()
+        ),
+        (Some(79.0), Some(88.0))
+    );
     refused(
         &["solve", "example:vgg19", "-a", "optimal", "-b", "50%"],
-        "at most 16 stages (its states grow exponentially with L); this chain has 24. Use rotor",
+        "at most 18 stages (its states grow exponentially with L); this chain has 24. Use rotor",
     );
     let out = remat(&[
         "sweep",
@@ -1074,7 +1090,7 @@ fn optimal_solves_short_chains_and_refuses_long_ones() {
         "rotor,optimal",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let out = remat(&["sweep", "example:resnet50", "--points", "2"]);
+    let out = remat(&["sweep", "example:vgg19-cpu", "--points", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("note: optimal left out"));
 }

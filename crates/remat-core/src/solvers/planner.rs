@@ -19,7 +19,7 @@ use super::api::{
 use super::bounds::{max_useful_budget, offload_min_budget};
 use super::persistent::{self, PersistentTable, Variant};
 use super::slots::Memory;
-use super::{hong, optimal, sequential, store_all};
+use super::{hong, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -87,17 +87,11 @@ impl Planner {
         progress: &mut Progress<'_>,
     ) -> Result<Planner, SolveError> {
         if let Some(solve) = per_budget(algorithm) {
-            // optimal's least budget is exact (a search of its own); the
-            // offloading rows give the floor no schedule goes below.
-            let min_budget = match algorithm {
-                Algorithm::Optimal => optimal::least_budget(chain, progress)?,
-                _ => offload_min_budget(chain),
-            };
             return Ok(Planner::PerBudget {
                 algorithm,
                 solve,
                 options: options.clone(),
-                min_budget,
+                min_budget: offload_min_budget(chain),
             });
         }
         match algorithm {

@@ -4,7 +4,7 @@
 //! L · 2^{3L+2} bitsets, see the module doc of `optimal`), so the search
 //! refuses a chain longer than [`Limits::max_stages`] before starting and
 //! stops with [`LimitError::TooManyStates`] when it has stored
-//! [`Limits::max_states`] states (about 100 bytes each) without closing the
+//! [`Limits::max_states`] states (about 200 bytes each) without closing the
 //! goal. Both are errors, not "infeasible": they say nothing about whether
 //! the budget can be met.
 
@@ -19,13 +19,15 @@ pub struct Limits {
     pub max_states: usize,
 }
 
-/// The longest chain `optimal` accepts: the longest the benchmark
-/// (`benches/optimal.rs`) solves within about 10 s on a 2-core machine at
-/// its hardest budgets; see docs/algorithms.md.
-pub const MAX_STAGES: usize = 16;
+/// The longest chain `optimal` accepts. The benchmark (`benches/optimal.rs`,
+/// docs/algorithms.md) solves its 16-stage chain in under 0.5 s at every
+/// budget tried; at 18 stages most budgets take 1–9 s and the hardest reach
+/// the state limit (about 10 s); at 20 every budget tried did.
+pub const MAX_STAGES: usize = 18;
 
-/// About 0.5 GB of states.
-pub const MAX_STATES: usize = 5_000_000;
+/// About 0.8 GB of states natively (some 200 bytes each with the map and
+/// the queue), and about 10 s of search on this project's build machine.
+pub const MAX_STATES: usize = 4_000_000;
 
 impl Default for Limits {
     fn default() -> Limits {
@@ -41,7 +43,7 @@ impl Default for Limits {
 pub enum LimitError {
     #[error("optimal: the exact search handles chains of at most {limit} stages (its states grow exponentially with L); this chain has {stages}. Use rotor for the best persistent schedule")]
     TooLong { stages: usize, limit: usize },
-    #[error("optimal: the exact search stopped after {limit} states without finishing (the limit keeps its memory near 0.5 GB); this chain and budget are too large for it. Use rotor for the best persistent schedule")]
+    #[error("optimal: the exact search stopped after {limit} states without finishing (about 0.8 GB); this chain and budget are too large for it. Use rotor for the best persistent schedule")]
     TooManyStates { limit: usize },
 }
 

@@ -24,7 +24,10 @@
 //! taken is optimal. No persistence is assumed; [`Class::Persistent`]
 //! restricts the same search to persistent schedules, for comparison with
 //! rotor. The least budget any schedule meets is a bottleneck Dijkstra on
-//! the same states ([`search::least_peak`]).
+//! the same states ([`search::least_peak`], [`least_budget`]). Both searches
+//! drop a state when a lower bound on the peak still to come (what stays
+//! resident until each remaining backward, [`bound::remaining_peak`])
+//! exceeds the budget.
 //!
 //! **Complexity.** A stage's output a^ℓ is absent, resident or a resident
 //! checkpoint, ā^ℓ absent or resident, and B^next has L + 1 values: at most
@@ -82,7 +85,11 @@ pub fn search(
 }
 
 /// The least budget any schedule of compute operations meets (it can be
-/// below rotor's M_low: that is the least for persistent schedules).
+/// below rotor's M_low, the least of rotor's schedules). Exponential like
+/// the search, and slower on real chains (the states below the answer are
+/// all visited): the planner reports the cheap floor
+/// [`offload_min_budget`](super::offload_min_budget) as `optimal`'s least
+/// instead, a lower bound.
 pub fn least_budget(chain: &Chain, progress: &mut Progress<'_>) -> Result<u64, SolveError> {
     let model = state::Model::new(chain, Class::All);
     Ok(search::least_peak(&model, Limits::default(), progress)?.peak_bytes)
