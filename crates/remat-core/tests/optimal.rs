@@ -58,11 +58,8 @@ fn persistent(chain: &Chain, ops: &[Op]) -> bool {
                 return false;
             }
         }
-        match *op {
-            Op::ForwardAll { stage } => {
-                checkpoints.insert(TensorId::Saved(stage));
-            }
-            _ => {}
+        if let Op::ForwardAll { stage } = *op {
+            checkpoints.insert(TensorId::Saved(stage));
         }
         if op.is_forward() {
             let input = TensorId::Activation(op.stage() - 1);
@@ -137,12 +134,16 @@ fn compare(chain: &Chain, budget: u64) -> Compared {
 ///
 /// Could fail if the search's bound overestimated (an optimum skipped), if
 /// a state component were dropped (two different residencies merged), or
-/// if the persistent class let F_∅ drop a kept a^ℓ. Mutations tried: the
-/// bound counting u_f^j for every j ≤ next (resident ā^j too): rotor beat
-/// `optimal`; the checkpoint bitset dropped from `State` (F_∅ then frees a
-/// checkpoint the simulator keeps): the judged peak differed from the
-/// predicted one; F_∅ allowed on a kept input in the persistent class: the
-/// persistence check failed.
+/// if the persistent class let F_∅ drop a kept a^ℓ. Mutations tried, each
+/// made this test fail: the time bound counting u_f^j also for a resident
+/// ā^j (inadmissible): the full search returned a 13 s persistent schedule
+/// where the persistent one found 12 s; F_ck no longer marking its input
+/// (the checkpoint component dropped from the model): the simulator refused
+/// the schedule ("a^2 is already resident") or measured a higher peak than
+/// predicted; the checkpoint marks dropped from the memo key (states that
+/// differ only in them merged): rotor beat the persistent search; F_∅
+/// allowed on a kept input in the persistent class: the persistence check
+/// failed; the peak bound one byte too high: the least budget was not met.
 #[test]
 fn rotor_never_beats_optimal_nor_its_persistent_restriction() {
     // A fixed seed, so that the frequencies docs/algorithms.md quotes are
@@ -241,9 +242,9 @@ impl Gap {
 /// δ^1 = 8 B. Rotor needs 10 B; `F_ck^1, F_all^2, F_all^1, B^2, B^1`, which
 /// keeps every checkpoint until its backward, needs 9 B.
 ///
-/// Could fail if the persistence check or the persistent class changed.
-/// Mutation tried: the persistence check treating every F_ck input as
-/// dropped: this schedule was called non-persistent and the test failed.
+/// Could fail if rotor's DP came to cover this schedule (then docs/
+/// algorithms.md's claim would be wrong), if the persistent class lost it,
+/// or if the persistence check called it non-persistent.
 #[test]
 fn persistent_schedules_outside_rotor_s_dp() {
     let mut a = Stage::new("1", 1.0, 1.0, 0, 1);
@@ -284,8 +285,8 @@ fn persistent_schedules_outside_rotor_s_dp() {
 ///
 /// Could fail if the bottleneck search's peak bound overestimated (a
 /// budget reported unmeetable that the time search meets) or closed a
-/// state too early. Mutation tried: the bound counting ā^j for every j ≤
-/// next: the search met `least − 1`.
+/// state too early. Mutation tried: the peak bound one byte too high for
+/// every backward: the search did not meet the reported least.
 #[test]
 fn the_least_budget_is_met_and_nothing_below_it() {
     let mut runner = TestRunner::new(Config {
@@ -477,11 +478,14 @@ mod oracle {
 /// sequence of at most 3L + 3 operations.
 ///
 /// Could fail if the search missed a sequence the op language allows (a
-/// pruning that loses optima, like dropping the garbage-collecting F_∅) or
-/// allowed one it does not. Mutations tried: `collect_garbage` keeping no
-/// move at all: the oracle found faster schedules; the bound counting
-/// u_f^j also for resident ā^j: the search returned slower schedules than
-/// the oracle.
+/// pruning that loses optima) or allowed one it does not. Mutations tried,
+/// each made it fail: the time bound counting u_f^j also for resident ā^j
+/// (slower schedules than the enumeration's); the peak bound one byte too
+/// high, and one counting a checkpoint a^j from stage j instead of j + 1
+/// (budgets the enumeration meets reported infeasible). Not caught:
+/// removing the garbage-collecting F_∅ on stages whose backward has run
+/// (`collect_garbage`) changed no optimum on these chains; they stay
+/// because the op language allows them.
 #[test]
 fn optimal_equals_the_brute_force_enumeration() {
     // Chains of up to 3 stages, then fewer of up to 4 (the enumeration of
@@ -532,7 +536,8 @@ fn agrees_with_the_enumeration(max_len: usize, cases: u32) {
 /// the exact search confirms.
 ///
 /// Could fail if the example's sizes changed or if either solver's answer
-/// moved. Mutation tried: ω_ā^L = 6 instead of 5: 24 s, the test failed.
+/// moved: with ω_ā^L = 6 instead of 5 both answer 24 s (seen with
+/// `remat solve` on the edited chain), which this test rejects.
 #[test]
 fn nonpersistent_example_makespans() {
     let chain = by_name("nonpersistent").unwrap();
@@ -574,9 +579,8 @@ fn homogeneous(stages: usize) -> Chain {
 /// suggests rotor — never `feasible: false`, never a panic.
 ///
 /// Could fail if the limits were not checked (a 40-stage search would run
-/// out of memory) or reported as an infeasible budget. Mutation tried:
-/// `check_stages` removed: the 40-stage solve ran past the state limit and
-/// the message named states, not stages.
+/// into the state limit or out of memory) or reported as an infeasible
+/// budget. Mutation tried: the stage check removed: this test failed.
 #[test]
 fn long_chains_and_large_searches_are_refused_with_a_typed_error() {
     let long = homogeneous(40);
@@ -606,7 +610,7 @@ fn long_chains_and_large_searches_are_refused_with_a_typed_error() {
 ///
 /// Could fail if the search never called the callback (the explorer's
 /// worker could not show it nor stop it). Mutation tried: `report`
-/// returning true without calling `progress`: both assertions failed.
+/// returning true without calling `progress`: this test failed.
 #[test]
 fn progress_is_reported_and_cancel_stops_the_search() {
     let chain = homogeneous(12);

@@ -139,7 +139,7 @@ impl<C: Copy + PartialOrd> Store<C> {
 
     /// Reports the share of the state limit used; false: cancelled.
     fn report(&self, taken: usize, progress: &mut Progress<'_>) -> bool {
-        taken % REPORT_EVERY != 0
+        !taken.is_multiple_of(REPORT_EVERY)
             || progress(self.nodes.len() as f64 / self.limits.max_states as f64)
     }
 }
