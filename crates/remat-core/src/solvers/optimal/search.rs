@@ -137,10 +137,28 @@ impl<C: Copy + PartialOrd> Store<C> {
         ops
     }
 
-    /// Reports the share of the state limit used; false: cancelled.
-    fn report(&self, taken: usize, progress: &mut Progress<'_>) -> bool {
-        !taken.is_multiple_of(REPORT_EVERY)
-            || progress(self.nodes.len() as f64 / self.limits.max_states as f64)
+    /// Takes node `i` from the queue: its state, bytes and cost, or None
+    /// when it was closed already (a stale queue entry).
+    fn close(&mut self, i: u32) -> Option<(State, u64, C)> {
+        let node = &mut self.nodes[i as usize];
+        if node.closed {
+            return None;
+        }
+        node.closed = true;
+        Some((node.state, node.level, node.cost))
+    }
+
+    /// Counts one more state expanded and, every [`REPORT_EVERY`], reports
+    /// the share of the state limit used; `Cancelled` when told to stop.
+    fn expand(&self, taken: &mut usize, progress: &mut Progress<'_>) -> Result<(), SolveError> {
+        *taken += 1;
+        let go_on = !taken.is_multiple_of(REPORT_EVERY)
+            || progress(self.nodes.len() as f64 / self.limits.max_states as f64);
+        if go_on {
+            Ok(())
+        } else {
+            Err(SolveError::Cancelled)
+        }
     }
 }
 
@@ -200,19 +218,13 @@ pub fn fastest(
     let mut moves = Vec::new();
     let mut taken = 0;
     while let Some(Reverse((_, _, i))) = queue.pop() {
-        let node = &mut store.nodes[i as usize];
-        if node.closed {
+        let Some((state, level, g)) = store.close(i) else {
             continue;
-        }
-        node.closed = true;
-        let (state, level, g) = (node.state, node.level, node.cost);
+        };
         if state.next == 0 {
             return Ok(Some(found(model, &store, i)));
         }
-        taken += 1;
-        if !store.report(taken, progress) {
-            return Err(SolveError::Cancelled);
-        }
+        store.expand(&mut taken, progress)?;
         model.moves(&state, level, budget, &mut moves);
         for m in &moves {
             // What stays resident already rules out finishing within the budget.
@@ -246,19 +258,13 @@ pub fn least_peak(
     let mut moves = Vec::new();
     let mut taken = 0;
     while let Some(Reverse((_, _, _, i))) = queue.pop() {
-        let node = &mut store.nodes[i as usize];
-        if node.closed {
+        let Some((state, level, peak)) = store.close(i) else {
             continue;
-        }
-        node.closed = true;
-        let (state, level, peak) = (node.state, node.level, node.cost);
+        };
         if state.next == 0 {
             return Ok(found(model, &store, i));
         }
-        taken += 1;
-        if !store.report(taken, progress) {
-            return Err(SolveError::Cancelled);
-        }
+        store.expand(&mut taken, progress)?;
         model.moves(&state, level, u64::MAX, &mut moves);
         for m in &moves {
             let path_peak = peak.max(m.peak);

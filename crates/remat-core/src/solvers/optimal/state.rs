@@ -85,6 +85,35 @@ pub struct Move {
     pub seconds: f64,
 }
 
+/// The state an operation starts from: what is resident, the device bytes
+/// and the budget its memory must stay within.
+struct Here<'a> {
+    s: &'a State,
+    level: u64,
+    budget: u64,
+}
+
+impl Here<'_> {
+    /// The memory while an operation that allocates `bytes` at its start
+    /// runs, if it stays within the budget.
+    fn peak_with(&self, bytes: u64) -> Option<u64> {
+        let peak = self.level + bytes;
+        (peak <= self.budget).then_some(peak)
+    }
+}
+
+impl Move {
+    fn new(op: Op, to: State, level: u64, peak: u64, seconds: f64) -> Move {
+        Move {
+            op,
+            to,
+            level,
+            peak,
+            seconds,
+        }
+    }
+}
+
 /// Where stage ℓ reads its input from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Input {
@@ -176,18 +205,19 @@ impl Model {
         if !has(s.act, 0) && s.next > 0 {
             return;
         }
+        let here = Here { s, level, budget };
         for l in 1..=self.stages {
             let Some(input) = self.input(s, l) else {
                 continue;
             };
             if l > s.next as usize {
-                self.collect_garbage(s, level, budget, l, input, out);
+                self.collect_garbage(&here, l, input, out);
                 continue;
             }
-            self.forward_all(s, level, budget, l, input, out);
-            self.forward_plain(s, level, budget, l, input, out);
+            self.forward_all(&here, l, input, out);
+            self.forward_plain(&here, l, input, out);
         }
-        self.backward(s, level, budget, out);
+        self.backward(&here, out);
     }
 
     /// Stage ℓ > next: its backward has run, so a^{ℓ−1}, ā^{ℓ−1} and
@@ -199,20 +229,12 @@ impl Model {
     /// can move garbage to a smaller tensor). Leaving the others out loses
     /// no optimum: a state holds no less garbage after them and no more
     /// useful tensors.
-    fn collect_garbage(
-        &self,
-        s: &State,
-        level: u64,
-        budget: u64,
-        l: usize,
-        input: Input,
-        out: &mut Vec<Move>,
-    ) {
-        if input != Input::Plain || has(s.checkpoint, l - 1) {
+    fn collect_garbage(&self, here: &Here, l: usize, input: Input, out: &mut Vec<Move>) {
+        if input != Input::Plain || has(here.s.checkpoint, l - 1) {
             return;
         }
         let before = out.len();
-        self.forward_plain(s, level, budget, l, input, out);
+        self.forward_plain(here, l, input, out);
         // Keep F_∅ only (the last move pushed, when it was pushed).
         if out.len() == before + 2 {
             out.remove(before);
@@ -221,63 +243,50 @@ impl Model {
         }
     }
 
-    fn forward_all(
-        &self,
-        s: &State,
-        level: u64,
-        budget: u64,
-        l: usize,
-        input: Input,
-        out: &mut Vec<Move>,
-    ) {
-        let peak = level + self.saved[l] + self.forward_overhead[l];
-        if has(s.saved, l) || peak > budget {
-            return;
+    /// A forward that computes ā^ℓ (`saved`) or a^ℓ: the state with it
+    /// resident, the bytes after and the peak, or None when it is resident
+    /// already (no forward computes a tensor twice) or does not fit.
+    fn computed(&self, here: &Here, l: usize, saved: bool) -> Option<(State, u64, u64)> {
+        let mut to = *here.s;
+        let (bits, bytes) = if saved {
+            (&mut to.saved, self.saved[l])
+        } else {
+            (&mut to.act, self.out[l])
+        };
+        if has(*bits, l) {
+            return None;
         }
-        let mut to = *s;
-        to.saved |= bit(l);
+        *bits |= bit(l);
+        let peak = here.peak_with(bytes + self.forward_overhead[l])?;
+        Some((to, here.level + bytes, peak))
+    }
+
+    fn forward_all(&self, here: &Here, l: usize, input: Input, out: &mut Vec<Move>) {
+        let Some((mut to, level, peak)) = self.computed(here, l, true) else {
+            return;
+        };
         if self.class == Class::Persistent && input == Input::Plain {
             to.kept |= bit(l - 1);
         }
-        out.push(Move {
-            op: Op::ForwardAll { stage: l },
-            to,
-            level: level + self.saved[l],
-            peak,
-            seconds: self.forward_all_seconds[l],
-        });
+        let op = Op::ForwardAll { stage: l };
+        let seconds = self.forward_all_seconds[l];
+        out.push(Move::new(op, to, level, peak, seconds));
     }
 
     /// F_ck^ℓ and F_∅^ℓ: both compute a^ℓ; they differ in what becomes of a
     /// plain input a^{ℓ−1}.
-    fn forward_plain(
-        &self,
-        s: &State,
-        level: u64,
-        budget: u64,
-        l: usize,
-        input: Input,
-        out: &mut Vec<Move>,
-    ) {
-        let peak = level + self.out[l] + self.forward_overhead[l];
-        if has(s.act, l) || peak > budget {
+    fn forward_plain(&self, here: &Here, l: usize, input: Input, out: &mut Vec<Move>) {
+        let s = here.s;
+        let Some((computed, level, peak)) = self.computed(here, l, false) else {
             return;
-        }
-        let mut computed = *s;
-        computed.act |= bit(l);
+        };
         let seconds = self.forward_nograd_seconds[l];
-        let level = level + self.out[l];
         let mut checkpoint = computed;
         if input == Input::Plain {
             checkpoint.checkpoint |= bit(l - 1);
         }
-        out.push(Move {
-            op: Op::ForwardCheckpoint { stage: l },
-            to: checkpoint,
-            level,
-            peak,
-            seconds,
-        });
+        let op = Op::ForwardCheckpoint { stage: l };
+        out.push(Move::new(op, checkpoint, level, peak, seconds));
         // F_∅^ℓ differs from F_ck^ℓ only when it drops a plain input that is
         // no checkpoint; otherwise both lead to the same state at the same
         // cost, and F_ck stands for both.
@@ -290,24 +299,20 @@ impl Model {
         }
         let mut none = computed;
         none.act &= !bit(l - 1);
-        out.push(Move {
-            op: Op::ForwardNone { stage: l },
-            to: none,
-            level: level - self.out[l - 1],
-            peak,
-            seconds,
-        });
+        let op = Op::ForwardNone { stage: l };
+        let level = level - self.out[l - 1];
+        out.push(Move::new(op, none, level, peak, seconds));
     }
 
-    fn backward(&self, s: &State, level: u64, budget: u64, out: &mut Vec<Move>) {
+    fn backward(&self, here: &Here, out: &mut Vec<Move>) {
+        let (s, level) = (here.s, here.level);
         let b = s.next as usize;
         if b == 0 || !has(s.saved, b) || self.input(s, b).is_none() {
             return;
         }
-        let peak = level + self.backward_alloc[b];
-        if peak > budget {
+        let Some(peak) = here.peak_with(self.backward_alloc[b]) else {
             return;
-        }
+        };
         let mut to = *s;
         to.saved &= !bit(b);
         to.next -= 1;
@@ -320,12 +325,8 @@ impl Model {
             to.kept &= gone;
             level -= self.out[b - 1];
         }
-        out.push(Move {
-            op: Op::Backward { stage: b },
-            to,
-            level,
-            peak,
-            seconds: self.backward_seconds[b],
-        });
+        let op = Op::Backward { stage: b };
+        let seconds = self.backward_seconds[b];
+        out.push(Move::new(op, to, level, peak, seconds));
     }
 }
