@@ -20,9 +20,11 @@ pub struct Limits {
 }
 
 /// The longest chain `optimal` accepts. The benchmark (`benches/optimal.rs`,
-/// docs/algorithms.md) solves its 16-stage chain in under 0.5 s at every
-/// budget tried; at 18 stages most budgets take 1–9 s and the hardest reach
-/// the state limit (about 10 s); at 20 every budget tried did.
+/// docs/algorithms.md) solves its 16-stage chain in at most 0.34 s and its
+/// 18-stage chain in 0.9–3.4 s (medians); another 18-stage chain took
+/// 0.6–9 s and reached the state limit at one budget; chains of 20 and 22
+/// stages reached it at every budget tried. Past 18 the search rarely
+/// finishes, so it is refused at once.
 pub const MAX_STAGES: usize = 18;
 
 /// About 0.8 GB of states natively (some 200 bytes each with the map and
