@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::integer_chain;
+use common::{integer_chain, real_chain};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use remat_core::examples::{by_name, nonpersistent_chain};
@@ -279,6 +279,45 @@ fn persistent_schedules_outside_rotor_s_dp() {
     );
     let rotor = solve(&chain, Algorithm::Rotor, 10, &exact(10)).unwrap();
     assert!(persistent(&chain, rotor.ops.as_deref().unwrap()));
+}
+
+/// On real-valued chains (profiled-like times and sizes) of up to 8 stages
+/// the schedule is judged with exactly the predicted time (the search adds
+/// the times in schedule order, as the simulator does) and peak, and rotor
+/// never beats it.
+///
+/// Could fail if the search summed times in another order than the
+/// simulator or mis-sized a tensor in bytes. Mutation tried: F_ck/F_∅
+/// timed with u_f instead of the no-grad time: the judged time differed.
+#[test]
+fn judged_exactly_on_real_valued_chains() {
+    let mut runner = TestRunner::new(Config {
+        cases: 300,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&(real_chain(8), 0.0f64..=1.0), |(chain, alpha)| {
+            let high = max_useful_budget(&chain);
+            let budget = (high as f64 * (0.5 + 0.5 * alpha)) as u64;
+            let found = search(&chain, budget, Class::All);
+            if let Some(f) = &found {
+                assert_judged(&chain, f, budget);
+            }
+            let rotor = solve(&chain, Algorithm::Rotor, budget, &Options::default()).unwrap();
+            if let Some(r) = rotor.predicted_seconds {
+                let f = found
+                    .as_ref()
+                    .expect("rotor's schedule is one of the sequences searched");
+                prop_assert!(
+                    f.seconds <= r * (1.0 + 1e-12),
+                    "rotor {r} < optimal {}",
+                    f.seconds
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
 }
 
 /// The least budget is exact: met there, not one byte below.

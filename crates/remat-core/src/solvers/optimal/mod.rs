@@ -66,13 +66,15 @@ use crate::model::Chain;
 /// use remat_core::solvers::{no_progress, optimal};
 ///
 /// let chain = by_name("nonpersistent").unwrap();
-/// let found = optimal::search(&chain, 8, optimal::Class::All,
+/// let budget = 8 << 20; // the report's M = 8 (units of 1 MiB)
+/// let found = optimal::search(&chain, budget, optimal::Class::All,
 ///                             optimal::Limits::default(), &mut no_progress())
 ///     .unwrap()
 ///     .expect("the report's budget is met");
-/// let trace = judge(&chain, &found.ops, 8, None).unwrap();
+/// let trace = judge(&chain, &found.ops, budget, None).unwrap();
 /// assert_eq!(trace.makespan_seconds, found.seconds);
-/// assert!(trace.fits(8));
+/// assert_eq!(trace.peak_bytes, found.peak_bytes);
+/// assert!(trace.fits(budget));
 /// ```
 pub fn search(
     chain: &Chain,
