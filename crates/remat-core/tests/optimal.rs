@@ -35,6 +35,15 @@ fn search(chain: &Chain, budget: u64, class: Class) -> Option<optimal::Found> {
     optimal::search(chain, budget, class, Limits::default(), &mut no_progress()).unwrap()
 }
 
+/// A proptest runner for `cases` cases that records no regression file.
+fn runner(cases: u32) -> TestRunner {
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    })
+}
+
 /// Whether `ops` is memory persistent (rotor report §4.1: "any checkpointed
 /// value is kept in memory until it is used in the backward phase"), read
 /// off the simulator's device sets after each operation: a^ℓ becomes a
@@ -291,11 +300,7 @@ fn persistent_schedules_outside_rotor_s_dp() {
 /// timed with u_f instead of the no-grad time: the judged time differed.
 #[test]
 fn judged_exactly_on_real_valued_chains() {
-    let mut runner = TestRunner::new(Config {
-        cases: 300,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(300);
     runner
         .run(&(real_chain(8), 0.0f64..=1.0), |(chain, alpha)| {
             let high = max_useful_budget(&chain);
@@ -328,11 +333,7 @@ fn judged_exactly_on_real_valued_chains() {
 /// every backward: the search did not meet the reported least.
 #[test]
 fn the_least_budget_is_met_and_nothing_below_it() {
-    let mut runner = TestRunner::new(Config {
-        cases: 500,
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = runner(500);
     runner
         .run(&integer_chain(6, true), |chain| {
             let low = optimal::least_budget(&chain, &mut no_progress()).unwrap();
@@ -667,14 +668,9 @@ fn progress_is_reported_and_cancel_stops_the_search() {
     });
     assert_eq!(r, Err(SolveError::Cancelled));
     // Through the planner, as the explorer's worker calls it.
-    let planner = Planner::build(
-        &chain,
-        Algorithm::Optimal,
-        budget,
-        &Options::default(),
-        &mut no_progress(),
-    )
-    .unwrap();
+    let options = Options::default();
+    let planner =
+        Planner::build(&chain, Algorithm::Optimal, budget, &options, &mut |_| true).unwrap();
     let r = planner.plan_with_progress(&chain, budget, &mut |_| false);
     assert_eq!(r, Err(SolveError::Cancelled));
 }
