@@ -174,9 +174,9 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
-    // Every algorithm of `remat algorithms` (11 with hong, hong-chen and
-    // optimal), at each of the 5 points.
-    assert_eq!(lines.len(), 1 + 5 * 11);
+    // Every algorithm of `remat algorithms` (10 with hong and hong-chen;
+    // optimal only when named), at each of the 5 points.
+    assert_eq!(lines.len(), 1 + 5 * 10);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
     assert!(
@@ -1049,12 +1049,12 @@ fn the_chen_model_past_its_stage_limit() {
 }
 
 /// `optimal` answers short chains exactly and refuses long ones with exit 2
-/// and a message that names the limit and suggests rotor; a sweep of a long
-/// chain leaves it out with a note.
+/// and a message that names the limit and suggests rotor; a sweep leaves it
+/// out unless it is named.
 ///
 /// Could fail if the refusal were reported as an infeasible budget (exit 0)
-/// or the sweep failed on it. Before the sweep's default list left optimal
-/// out past its limit, `remat sweep example:vgg19` exited 2 (seen).
+/// or a default sweep failed on it. Before the default list left optimal
+/// out, `remat sweep example:vgg19` exited 2 (seen).
 #[test]
 fn optimal_solves_short_chains_and_refuses_long_ones() {
     let v = solve_json("example:nonpersistent", &["-a", "optimal", "-b", "8MiB"]);
@@ -1090,7 +1090,16 @@ fn optimal_solves_short_chains_and_refuses_long_ones() {
         "rotor,optimal",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let out = remat(&["sweep", "example:vgg19-cpu", "--points", "2"]);
+    let out = remat(&["sweep", "example:teaching", "--points", "2"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("note: optimal left out"));
+    let out = remat(&[
+        "sweep",
+        "example:nonpersistent",
+        "--points",
+        "3",
+        "--algorithms",
+        "rotor,optimal",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -212,12 +212,15 @@ pub fn fastest(
         return Ok(None);
     }
     let mut store = Store::new(limits, start, level, 0.0);
-    // (f = g + h, then the larger g first: deeper states finish sooner).
+    // (f = g + h, then the larger g first, then the fewest backwards left:
+    // among equal f the states nearer the end finish sooner; with
+    // zero-time operations g alone does not tell them apart).
     let mut queue = BinaryHeap::new();
-    queue.push(Reverse((key(remaining_seconds(model, &start)), 0u64, 0u32)));
+    let first = key(remaining_seconds(model, &start));
+    queue.push(Reverse((first, 0u64, start.next, 0u32)));
     let mut moves = Vec::new();
     let mut taken = 0;
-    while let Some(Reverse((_, _, i))) = queue.pop() {
+    while let Some(Reverse((_, _, _, i))) = queue.pop() {
         let Some((state, level, g)) = store.close(i) else {
             continue;
         };
@@ -234,7 +237,7 @@ pub fn fastest(
             let cost = g + m.seconds;
             if let Some(j) = store.relax(i, m, cost)? {
                 let f = cost + remaining_seconds(model, &m.to);
-                queue.push(Reverse((key(f), u64::MAX - key(cost), j)));
+                queue.push(Reverse((key(f), u64::MAX - key(cost), m.to.next, j)));
             }
         }
     }
