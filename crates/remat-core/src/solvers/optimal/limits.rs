@@ -21,7 +21,7 @@ pub struct Limits {
 
 /// The longest chain `optimal` accepts. The benchmark (`benches/optimal.rs`,
 /// docs/algorithms.md) solves its 16-stage chain in at most 0.34 s and its
-/// 18-stage chain in 0.9–3.4 s (medians); another 18-stage chain took
+/// 18-stage chain in 0.8–2.2 s (medians); another 18-stage chain took
 /// 0.6–9 s and reached the state limit at one budget; chains of 20 and 22
 /// stages reached it at every budget tried. Past 18 the search rarely
 /// finishes, so it is refused at once.
