@@ -137,15 +137,21 @@ impl<C: Copy + PartialOrd> Store<C> {
         ops
     }
 
-    /// Takes node `i` from the queue: its state, bytes and cost, or None
-    /// when it was closed already (a stale queue entry).
-    fn close(&mut self, i: u32) -> Option<(State, u64, C)> {
-        let node = &mut self.nodes[i as usize];
-        if node.closed {
-            return None;
+    /// Closes the next open state of `queue` (entries: a priority, then
+    /// the node's index; stale entries of closed nodes are skipped): its
+    /// index, state, bytes and cost; None when the queue is empty.
+    fn take<K: Ord>(
+        &mut self,
+        queue: &mut BinaryHeap<Reverse<(K, u32)>>,
+    ) -> Option<(u32, State, u64, C)> {
+        while let Some(Reverse((_, i))) = queue.pop() {
+            let node = &mut self.nodes[i as usize];
+            if !node.closed {
+                node.closed = true;
+                return Some((i, node.state, node.level, node.cost));
+            }
         }
-        node.closed = true;
-        Some((node.state, node.level, node.cost))
+        None
     }
 
     /// Counts one more state expanded and, every [`REPORT_EVERY`], reports
@@ -217,13 +223,10 @@ pub fn fastest(
     // zero-time operations g alone does not tell them apart).
     let mut queue = BinaryHeap::new();
     let first = key(remaining_seconds(model, &start));
-    queue.push(Reverse((first, 0u64, start.next, 0u32)));
+    queue.push(Reverse(((first, 0u64, start.next), 0u32)));
     let mut moves = Vec::new();
     let mut taken = 0;
-    while let Some(Reverse((_, _, _, i))) = queue.pop() {
-        let Some((state, level, g)) = store.close(i) else {
-            continue;
-        };
+    while let Some((i, state, level, g)) = store.take(&mut queue) {
         if state.next == 0 {
             return Ok(Some(found(model, &store, i)));
         }
@@ -237,7 +240,7 @@ pub fn fastest(
             let cost = g + m.seconds;
             if let Some(j) = store.relax(i, m, cost)? {
                 let f = cost + remaining_seconds(model, &m.to);
-                queue.push(Reverse((key(f), u64::MAX - key(cost), m.to.next, j)));
+                queue.push(Reverse(((key(f), u64::MAX - key(cost), m.to.next), j)));
             }
         }
     }
@@ -257,13 +260,10 @@ pub fn least_peak(
     // (the bound on the peak, then the fewest backwards left, then the path's peak).
     let mut queue = BinaryHeap::new();
     let first = level.max(remaining_peak(model, &start));
-    queue.push(Reverse((first, start.next, level, 0u32)));
+    queue.push(Reverse(((first, start.next, level), 0u32)));
     let mut moves = Vec::new();
     let mut taken = 0;
-    while let Some(Reverse((_, _, _, i))) = queue.pop() {
-        let Some((state, level, peak)) = store.close(i) else {
-            continue;
-        };
+    while let Some((i, state, level, peak)) = store.take(&mut queue) {
         if state.next == 0 {
             return Ok(found(model, &store, i));
         }
@@ -273,7 +273,7 @@ pub fn least_peak(
             let path_peak = peak.max(m.peak);
             if let Some(j) = store.relax(i, m, path_peak)? {
                 let f = path_peak.max(remaining_peak(model, &m.to));
-                queue.push(Reverse((f, m.to.next, path_peak, j)));
+                queue.push(Reverse(((f, m.to.next, path_peak), j)));
             }
         }
     }
