@@ -34,6 +34,7 @@ pub fn alg_color(a: Algorithm) -> &'static str {
         Algorithm::Delta => "#087f5b",
         Algorithm::DeltaLru => "#5f3dc4",
         Algorithm::DeltaGreedy => "#495057",
+        Algorithm::Optimal => "#000000",
     }
 }
 
@@ -55,6 +56,7 @@ pub fn alg_dash(a: Algorithm) -> &'static str {
         Algorithm::Delta => "2 4",
         Algorithm::DeltaLru => "6 2 2 2",
         Algorithm::DeltaGreedy => "14 4",
+        Algorithm::Optimal => "none",
     }
 }
 
@@ -75,6 +77,7 @@ pub fn alg_marker(a: Algorithm) -> Marker {
         Algorithm::Delta => Marker::Ring,
         Algorithm::DeltaLru => Marker::Triangle,
         Algorithm::DeltaGreedy => Marker::Diamond,
+        Algorithm::Optimal => Marker::Square,
     }
 }
 

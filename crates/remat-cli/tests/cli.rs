@@ -175,7 +175,7 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
     // Every algorithm of `remat algorithms` (14 with hong, hong-chen, dtr
-    // and the three delta), at each of the 5 points.
+    // and the three delta; optimal only when named), at each of the 5 points.
     assert_eq!(lines.len(), 1 + 5 * 14);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
@@ -794,7 +794,7 @@ fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
     // `magic`, and the second assertion failed).
     refused(
         &["solve", "example:teaching", "-a", "rotr", "-b", "1GB"],
-        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, dtr, pofo, offload-only, opportunist, autocapper, delta, delta-lru, delta-greedy; did you mean `rotor`?",
+        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, dtr, optimal, pofo, offload-only, opportunist, autocapper, delta, delta-lru, delta-greedy; did you mean `rotor`?",
     );
     let out = remat(&["sweep", "example:teaching", "--algorithms", "rotor,magic"]);
     assert_eq!(out.status.code(), Some(2));
@@ -1256,4 +1256,60 @@ fn maxbatch_refuses_bad_input_naming_the_flag() {
         ],
         "--batch",
     );
+}
+
+/// `optimal` answers short chains exactly and refuses long ones with exit 2
+/// and a message that names the limit and suggests rotor; a sweep leaves it
+/// out unless it is named.
+///
+/// Could fail if the refusal were reported as an infeasible budget (exit 0)
+/// or a default sweep failed on it. Before the default list left optimal
+/// out, `remat sweep example:vgg19` exited 2 (seen).
+#[test]
+fn optimal_solves_short_chains_and_refuses_long_ones() {
+    let v = solve_json("example:nonpersistent", &["-a", "optimal", "-b", "8MiB"]);
+    assert_eq!(v["makespan_seconds"], 15.0);
+    // Its least is the floor no schedule goes below (exact: 7 MiB).
+    assert_eq!(v["algorithm_min_is_lower_bound"], true);
+    assert!(v["algorithm_min_bytes"].as_u64().unwrap() <= 7 << 20);
+    assert_eq!(v["memory"], "exact");
+    // docs/examples.md's chain where the non-persistent optimum beats rotor.
+    let five = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/nonpersistent-5-stages.json"
+    );
+    let optimal = solve_json(five, &["-a", "optimal", "-b", "33"]);
+    let rotor = solve_json(five, &["-a", "rotor", "-b", "33"]);
+    assert_eq!(
+        (
+            optimal["makespan_seconds"].as_f64(),
+            rotor["makespan_seconds"].as_f64()
+        ),
+        (Some(79.0), Some(88.0))
+    );
+    refused(
+        &["solve", "example:vgg19", "-a", "optimal", "-b", "50%"],
+        "at most 18 stages (its states grow exponentially with L); this chain has 24. Use rotor",
+    );
+    let out = remat(&[
+        "sweep",
+        "example:vgg19",
+        "--points",
+        "2",
+        "--algorithms",
+        "rotor,optimal",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = remat(&["sweep", "example:teaching", "--points", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("note: optimal left out"));
+    let out = remat(&[
+        "sweep",
+        "example:nonpersistent",
+        "--points",
+        "3",
+        "--algorithms",
+        "rotor,optimal",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

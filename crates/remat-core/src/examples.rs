@@ -17,7 +17,8 @@
 //!   twice its forward, and memory-bound layers (pooling, embeddings) take
 //!   the bytes they read and write / 800 GB/s — an H100 with TF32 ran the
 //!   measured chains 2.4–12× faster, with a different time per stage;
-//! * the hand-made **teaching** chain, with round numbers.
+//! * **hand-made** chains with round numbers: the **teaching** chain, and
+//!   the rotor report's counter-example to persistence (**nonpersistent**).
 
 use crate::format::read_chain;
 use crate::model::{Chain, Stage};
@@ -212,6 +213,7 @@ pub const EXAMPLES: &[Example] = &[
     analytic("vgg19", "analytic, rough: VGG-19, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", vgg19).at(images(VGG19_PARAMETERS, 32)),
     analytic("resnet50", "analytic, rough: ResNet-50, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", resnet50).at(images(RESNET50_PARAMETERS, 32)),
     analytic("gpt2", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, no attention scores kept (V100-class FLOP times)", gpt2).at(tokens(GPT2_PARAMETERS, 4, 1024)),
+    Example { name: "nonpersistent", about: "hand-made: the rotor report's Figure 2 (§4.1), its counter-example to persistence; n = 10, 12 stages, its budget is 8 MiB", provenance: Provenance::HandMade, data: Data::Built(nonpersistent), profile: None },
 ];
 
 /// What a chain's `source` says about where its numbers come from, by its
@@ -263,6 +265,62 @@ pub fn teaching() -> Chain {
         input_bytes: mib(64),
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
+        stages,
+    }
+}
+
+/// The default n of `example:nonpersistent`: L = n + 2 = 12 stages, long
+/// enough for the report's makespans to differ clearly (T0 = 2n + 2 = 22 s
+/// against T1 = T2 = 3n + 1 = 31 s) and short enough for `optimal` to solve
+/// it in well under a second.
+pub const NONPERSISTENT_N: usize = 10;
+
+/// `example:nonpersistent`: [`nonpersistent_chain`] with n = [`NONPERSISTENT_N`].
+pub fn nonpersistent() -> Chain {
+    nonpersistent_chain(NONPERSISTENT_N)
+}
+
+/// The rotor report's counter-example (RR-9302, §4.1, Figure 2): L = n + 2
+/// stages, k = n − 1; every backward time and every gradient size 0;
+/// u_f^1 = k, u_f^2 = 2, every other forward 0; ω_a = 1 except
+/// ω_a^2 = ω_a^L = 2; memory limit M = 8. One unit of size is 1 MiB, one of
+/// time 1 s.
+///
+/// The report's figure gives the ā sizes only through its text ("computing
+/// F^L requires a memory of 7", "computing F^{L−1} requires a memory of
+/// 6", with a^0 held); this chain takes the smallest that make every
+/// statement of §4.1 hold in Remat's accounting: ω_ā^ℓ = ω_a^ℓ for ℓ ≤ 2,
+/// ω_ā^ℓ = 4 for 3 ≤ ℓ < L (so F_all^ℓ needs a^0 + a^{ℓ−1} + ā^ℓ = 6 and a^1
+/// and a^2 cannot both be kept next to it) and ω_ā^L = 5 (F_all^L needs 7:
+/// a^1 can be kept through the forward pass, a^2 cannot). docs/examples.md
+/// compares the makespans with the report's.
+pub fn nonpersistent_chain(n: usize) -> Chain {
+    let l_last = n + 2;
+    let k = n.saturating_sub(1) as f64;
+    let stages = (1..=l_last)
+        .map(|l| {
+            let forward = match l {
+                1 => k,
+                2 => 2.0,
+                _ => 0.0,
+            };
+            let output = if l == 2 || l == l_last { 2 } else { 1 };
+            let saved = match l {
+                1 | 2 => output,
+                _ if l == l_last => 5,
+                _ => 4,
+            };
+            let mut s = Stage::new(format!("F{l}"), forward, 0.0, mib(output), mib(saved));
+            s.gradient_bytes = 0;
+            s
+        })
+        .collect();
+    Chain {
+        name: format!("rotor report's non-persistent counter-example (n = {n})"),
+        source: format!("hand-made by the rotor report's authors: RR-9302 §4.1, Figure 2, n = {n}, k = n − 1 = {}; sizes in MiB (1 unit), times in s; ā sizes chosen so that §4.1's memory statements hold at M = 8 MiB (the figure's labels do not survive in the text)", n.saturating_sub(1)),
+        input_bytes: mib(1),
+        input_gradient_bytes: 0,
+        bandwidth_bytes_per_s: None,
         stages,
     }
 }

@@ -153,12 +153,14 @@ pub fn sweep(
     let mut fixed = Vec::with_capacity(algorithms.len());
     for &algorithm in algorithms {
         fixed.push(match algorithm {
-            Algorithm::StoreAll | Algorithm::Sequential | Algorithm::Hong | Algorithm::HongChen => {
-                Some(
-                    Planner::build(chain, algorithm, m_high, options, &mut |_| true)
-                        .map_err(|error| SweepError::Build { algorithm, error })?,
-                )
-            }
+            Algorithm::StoreAll
+            | Algorithm::Sequential
+            | Algorithm::Hong
+            | Algorithm::HongChen
+            | Algorithm::Optimal => Some(
+                Planner::build(chain, algorithm, m_high, options, &mut |_| true)
+                    .map_err(|error| SweepError::Build { algorithm, error })?,
+            ),
             _ => None,
         });
     }

@@ -109,7 +109,9 @@ proptest! {
     ) {
         let budget = budget_between(&chain, frac);
         let options = Options::default();
-        for algorithm in Algorithm::REMATERIALIZATION {
+        // optimal's exact search is exponential (refused past 18 stages):
+        // tests/optimal.rs judges it on short real-valued chains.
+        for algorithm in Algorithm::REMATERIALIZATION.into_iter().filter(|&a| a != Algorithm::Optimal) {
             judge(&chain, algorithm, budget, &options, false);
         }
     }

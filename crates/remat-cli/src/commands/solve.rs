@@ -124,7 +124,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         m_low_bytes: s.m_low,
         m_high_bytes: s.m_high,
         algorithm_min_bytes: s.own_min,
-        algorithm_min_is_lower_bound: algorithm.offloads() || algorithm.is_dynamic(),
+        algorithm_min_is_lower_bound: own_min_is_lower_bound(algorithm),
         ops: s.solution.ops.as_deref().unwrap_or_default(),
     }
 }
@@ -139,7 +139,7 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
             || format!("not computed: O(L³) for {} stages", chain.len()),
             format_bytes
         ),
-        if algorithm.offloads() || algorithm.is_dynamic() {
+        if own_min_is_lower_bound(algorithm) {
             "≥ "
         } else {
             ""
@@ -164,4 +164,10 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
         }
         _ => say!("infeasible: {}", s.solution.detail),
     }
+}
+
+/// Whether the planner's least budget is only a floor: the offloading
+/// algorithms' and `optimal`'s (its exact least is a search of its own).
+fn own_min_is_lower_bound(algorithm: Algorithm) -> bool {
+    algorithm.offloads() || algorithm.is_dynamic() || algorithm == Algorithm::Optimal
 }

@@ -11,6 +11,7 @@ use crate::input;
 use crate::report::{self, Run, SweepReport};
 use remat_core::model::units::format_bytes;
 use remat_core::solvers::hong::MAX_CHEN_STAGES;
+use remat_core::solvers::optimal::limits::MAX_STAGES as OPTIMAL_MAX_STAGES;
 use remat_core::solvers::persistent::PersistentTable;
 use remat_core::solvers::{
     max_useful_budget, no_progress, Algorithm, Memory, Options, SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
@@ -75,9 +76,11 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     Ok(())
 }
 
-/// The default list: every algorithm, but hong-chen only up to its stage
-/// limit (Algorithm 3 is O(n³)), with a note when it is left out; asked for
-/// by name past the limit it is an error.
+/// The default list: every algorithm but `optimal` (an exponential search
+/// at every budget, which may give up near M_low: asked for by name, a
+/// budget it gives up on is an error), with a note, and hong-chen only up
+/// to its stage limit (Algorithm 3 is O(n³)), with a note when it is left
+/// out; asked for by name past the limit it is an error.
 fn every_algorithm_for(chain: &Chain) -> Vec<Algorithm> {
     let chen_fits = chain.len() <= MAX_CHEN_STAGES;
     if !chen_fits {
@@ -86,9 +89,13 @@ fn every_algorithm_for(chain: &Chain) -> Vec<Algorithm> {
             chain.len()
         );
     }
+    eprintln!(
+        "note: optimal left out: its exact search is exponential (chains of at most {OPTIMAL_MAX_STAGES} stages); add it with --algorithms"
+    );
     Algorithm::ALL
         .into_iter()
         .filter(|&alg| chen_fits || alg != Algorithm::HongChen)
+        .filter(|&alg| alg != Algorithm::Optimal)
         .collect()
 }
 

@@ -239,8 +239,13 @@ mod tests {
             for tenth in [4u64, 6, 8, 10] {
                 let budget = high * tenth / 10;
                 for alg in Algorithm::REMATERIALIZATION {
-                    let Some(ops) = solve(&chain, alg, budget, &Options::default()).unwrap().ops
-                    else {
+                    let solved = solve(&chain, alg, budget, &Options::default());
+                    // The exact search refuses the 30-stage chain (its limit).
+                    if alg == Algorithm::Optimal && chain.len() > 18 {
+                        assert!(solved.is_err());
+                        continue;
+                    }
+                    let Some(ops) = solved.unwrap().ops else {
                         continue;
                     };
                     let got = fates(&chain, Some(&ops));

@@ -37,6 +37,7 @@ macro_rules! algorithm_list {
                 Hong => "hong", "checkpoint set of least peak in the paper's PyTorch memory model (Hong et al., Algorithm 6); its schedule whatever the budget", built;
                 HongChen => "hong-chen", "checkpoint set of least peak in Chen's memory model (Hong et al., Algorithm 3); its schedule whatever the budget", built;
                 Dtr => "dtr", "dynamic runtime, simulated: evict the tensor of least compute/(memory × staleness) when memory runs out, recompute on demand (DTR, ICLR 2021)", per_budget(super::dynamic::solve);
+                Optimal => "optimal", "true optimum over every sequence of compute operations (exact A* search, no persistence assumed); short chains only", per_budget(super::optimal::solve);
             }
             offloading {
                 Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::solve);

@@ -9,7 +9,8 @@
 //!   revolve), [`pofo`] (pofo, offload-only's DP), [`offload`] (turning
 //!   pofo's plan into transfers; the `opportunist` and `autocapper`
 //!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection),
-//!   [`dynamic`] (the DTR and DELTA runtimes, simulated);
+//!   [`dynamic`] (the DTR and DELTA runtimes, simulated),
+//!   [`optimal`] (the exact search over every schedule, short chains);
 //! * [`planner`] — [`Planner`] and [`solve`], the only dispatcher: calls go
 //!   down from it, never back up.
 //!
@@ -21,6 +22,7 @@ pub mod bounds;
 pub mod dynamic;
 pub mod hong;
 pub mod offload;
+pub mod optimal;
 pub mod persistent;
 pub mod planner;
 pub mod pofo;

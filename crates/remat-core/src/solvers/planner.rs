@@ -399,8 +399,11 @@ impl Planner {
                     },
                 }
             }
-            // The dynamic runtimes count bytes as the simulator does.
-            Planner::PerBudget { algorithm, .. } if algorithm.is_dynamic() => Memory::Exact,
+            // The dynamic runtimes and the exact search count bytes as the
+            // simulator does, no grid.
+            Planner::PerBudget { algorithm, .. } if algorithm.is_dynamic() || *algorithm == Algorithm::Optimal => {
+                Memory::Exact
+            },
             Planner::PerBudget { options, .. } => Memory::Grid {
                 slot_bytes: (budget_bytes / options.offload_slots.max(1) as u64).max(1),
                 lost_bytes: None,
