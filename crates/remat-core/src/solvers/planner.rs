@@ -401,9 +401,11 @@ impl Planner {
             }
             // The dynamic runtimes and the exact search count bytes as the
             // simulator does, no grid.
-            Planner::PerBudget { algorithm, .. } if algorithm.is_dynamic() || *algorithm == Algorithm::Optimal => {
+            Planner::PerBudget { algorithm, .. }
+                if algorithm.is_dynamic() || *algorithm == Algorithm::Optimal =>
+            {
                 Memory::Exact
-            },
+            }
             Planner::PerBudget { options, .. } => Memory::Grid {
                 slot_bytes: (budget_bytes / options.offload_slots.max(1) as u64).max(1),
                 lost_bytes: None,
