@@ -447,8 +447,8 @@ pub struct MaxbatchArgs {
     /// The batch the second profile was taken at.
     #[arg(long, value_parser = batch_count(), requires = "second_profile")]
     pub second_batch: Option<u64>,
-    /// Comma-separated methods (default: store-all, sequential, rotor,
-    /// pofo); store-all is always searched, as the baseline.
+    /// Comma-separated methods (default: store-all, dtr, delta, sequential,
+    /// rotor, pofo); store-all is always searched, as the baseline.
     #[arg(long, short, value_delimiter = ',', value_parser = algorithm)]
     pub algorithms: Vec<Algorithm>,
     /// The largest batch tried (1 to 2^40).

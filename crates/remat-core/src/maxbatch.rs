@@ -30,9 +30,8 @@ use crate::simulator::{judge, SimError, Trace};
 use crate::solvers::{Algorithm, Options, Planner, Progress, Solution, SolveError};
 use std::fmt;
 
-/// The methods `remat maxbatch` compares when none is named: one row each.
-/// A method added to the algorithm list (dtr, delta) joins here with one
-/// line.
+/// The methods `remat maxbatch` compares when none is named: one row each;
+/// a method added to the algorithm list joins here with one line.
 pub const DEFAULT_ALGORITHMS: &[Algorithm] = &[
     Algorithm::StoreAll,
     Algorithm::Dtr,
@@ -485,8 +484,8 @@ mod tests {
 
     /// The found batch fits and batch + 1 does not, asked through `solve`
     /// (not through the search's own probes), for every default method
-    /// (store-all, sequential, rotor, pofo; heuristics added to the list
-    /// too: for them b + 1 was probed, larger batches were not), on the
+    /// (store-all, dtr, delta, sequential, rotor, pofo; for the runtimes
+    /// and heuristics b + 1 was probed, larger batches were not), on the
     /// measured ResNet-50 and the teaching chain; and the
     /// reported throughput is that batch over the judged makespan.
     /// Fails if the search stops one short or one over (mutation tried:
