@@ -4,7 +4,10 @@
 //! one run of the dynamic runtimes (dtr, delta) at L = 60 and 200.
 //! `remat bench` prints the same measurements as medians without criterion.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{
+    criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion, Throughput,
+};
 use remat_core::examples::synthetic;
 use remat_core::simulator::simulate;
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
@@ -24,11 +27,22 @@ fn build(chain: &Chain, variant: Variant, slots: usize) -> PersistentTable {
     .unwrap()
 }
 
+/// A benchmark group of `samples` samples, and the synthetic chain of each
+/// length in `stages` to run it on.
+fn group_over<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    samples: usize,
+    stages: &[usize],
+) -> (BenchmarkGroup<'a, WallTime>, Vec<(usize, Chain)>) {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(samples);
+    (g, stages.iter().map(|&n| (n, synthetic(n))).collect())
+}
+
 fn rotor_table(c: &mut Criterion) {
-    let mut g = c.benchmark_group("rotor_table");
-    g.sample_size(10);
-    for n in [50usize, 100, 200] {
-        let chain = synthetic(n);
+    let (mut g, chains) = group_over(c, "rotor_table", 10, &[50, 100, 200]);
+    for (n, chain) in chains {
         g.bench_with_input(BenchmarkId::new("stages", n), &chain, |b, chain| {
             b.iter(|| build(black_box(chain), Variant::Rotor, 500))
         });
@@ -75,10 +89,8 @@ fn budget_at_tenths(chain: &Chain, tenths: u64) -> u64 {
 /// N = 50, at PCIe 3 speed and α = 0.3.
 fn pofo(c: &mut Criterion) {
     use remat_core::solvers::pofo::{Mode, Pofo};
-    let mut g = c.benchmark_group("pofo_dp");
-    g.sample_size(10);
-    for n in [25usize, 50] {
-        let chain = synthetic(n);
+    let (mut g, chains) = group_over(c, "pofo_dp", 10, &[25, 50]);
+    for (n, chain) in chains {
         let budget = budget_at_tenths(&chain, 3);
         g.bench_with_input(
             BenchmarkId::new("50_slots_stages", n),
@@ -111,10 +123,8 @@ fn pofo(c: &mut Criterion) {
 fn dynamic(c: &mut Criterion) {
     use remat_core::solvers::dynamic::{policy, run};
     use remat_core::solvers::Algorithm;
-    let mut g = c.benchmark_group("dynamic");
-    g.sample_size(20);
-    for n in [60usize, 200] {
-        let chain = synthetic(n);
+    let (mut g, chains) = group_over(c, "dynamic", 20, &[60, 200]);
+    for (n, chain) in chains {
         let tight = budget_at_tenths(&chain, 0);
         for (alpha, budget) in [("a0.3", budget_at_tenths(&chain, 3)), ("a0", tight)] {
             for algorithm in [Algorithm::Dtr, Algorithm::Delta] {

@@ -93,12 +93,8 @@ pub fn policy(algorithm: Algorithm, link: Option<f64>) -> Result<Policy, SolveEr
 /// algorithm list name. The link is `options.bandwidth_bytes_per_s`, else
 /// the chain's.
 pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
-    let Problem {
-        chain,
-        algorithm,
-        budget,
-        options,
-    } = *problem;
+    let (chain, budget) = (problem.chain, problem.budget);
+    let (algorithm, options) = (problem.algorithm, problem.options);
     let link = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);

@@ -18,12 +18,8 @@ pub fn solve_dp(
     problem: &Problem<'_>,
     progress: &mut Progress<'_>,
 ) -> Result<Solution, SolveError> {
-    let Problem {
-        chain,
-        algorithm,
-        budget,
-        options,
-    } = *problem;
+    let (chain, budget) = (problem.chain, problem.budget);
+    let (algorithm, options) = (problem.algorithm, problem.options);
     let mode = if algorithm == Algorithm::OffloadOnly {
         Mode::OffloadOnly
     } else {

@@ -76,12 +76,7 @@ pub(super) fn solution(
 /// [`Planner`](super::Planner) calls; `progress` sees the DP's table
 /// (pofo) or autocapper's 40 tries, and can cancel them.
 pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
-    let Problem {
-        chain,
-        budget,
-        options,
-        ..
-    } = *problem;
+    let (chain, budget, options) = (problem.chain, problem.budget, problem.options);
     match problem.algorithm {
         Algorithm::Pofo | Algorithm::OffloadOnly => solve_dp(problem, progress),
         Algorithm::Opportunist => opportunist(chain, budget, options),

@@ -99,12 +99,7 @@ pub fn least_budget(chain: &Chain, progress: &mut Progress<'_>) -> Result<u64, S
 
 /// `optimal`'s row of the algorithm list: the true optimum for `budget`.
 pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
-    let Problem {
-        chain,
-        algorithm,
-        budget,
-        ..
-    } = *problem;
+    let (chain, algorithm, budget) = (problem.chain, problem.algorithm, problem.budget);
     let found = search(chain, budget, Class::All, Limits::default(), progress)?;
     Ok(match found {
         Some(f) => Solution {
