@@ -4,7 +4,7 @@ use super::chart::{
     byte_ticks, bytes, marker_svg, ms, pct, readout_svg, CurveSvg, Frame, LineSwatch, Marker,
 };
 use super::figure::{Figure, FigureButtons};
-use crate::optimality::{gap_cell, optimal_at, OptimalAt, Standing};
+use crate::optimality::{gap_cell, optimal_at, Standing};
 use crate::protocol::Summary;
 use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
