@@ -78,11 +78,38 @@ test('a chain too long for the search says why in the optimal row, and draws no 
   const cell = row.locator('td.refused');
   assert.match(await cell.innerText(), /at most 18 stages.*this chain has 24.*rotor/s);
   assert.equal(await row.locator('td.err').count(), 0);
-  // Gaps are "—", with the reason as their title.
-  const gap = page.locator('#compare-table tbody tr td.gap').first();
+  // Gaps are "—", with the reason as their title (rotor's row is feasible).
+  const rotor = page.locator('#compare-table tbody tr', { has: page.locator('td', { hasText: /^rotor$/ }) });
+  const gap = rotor.locator('td.gap');
   assert.equal((await gap.innerText()).trim(), '—');
   assert.match(await gap.getAttribute('title'), /at most 18 stages/);
   assert.equal(await page.locator('#curves-svg path.alg-line[data-algorithm="optimal"]').count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Fails if the curve's searches report no progress or Cancel does not stop
+// them (mutation tried: `progress(...)` removed from `curve` in service.rs:
+// the bar stayed at 0 and the wait for a fraction above 0 timed out).
+test('a long optimal search over many budgets shows progress and Cancel stops it', async () => {
+  const { page, errors } = await open(context, '#chain=teaching');
+  // 18 stages: each budget's search takes seconds, 49 budgets.
+  await importFile(page, 'synthetic-18.json', syntheticChain(18));
+  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('18 stages'));
+  await page.locator('#algorithm-select').selectOption('optimal');
+  await page.locator('#build-progress').waitFor();
+  await page.waitForFunction(() => {
+    const row = [...document.querySelectorAll('#compare-table tbody tr')].find((r) => r.cells[0].textContent.trim() === 'optimal');
+    const m = row && /building… (\d+) %/.exec(row.textContent);
+    return m && Number(m[1]) > 0;
+  }, null, { timeout: 120000 });
+  await page.locator('#cancel-build').click();
+  await page.waitForFunction(() => document.querySelector('#build-progress') === null);
+  const row = page.locator('#compare-table tbody tr', { has: page.locator('td', { hasText: /^optimal$/ }) });
+  assert.match(await row.innerText(), /not built/);
+  const t0 = Date.now();
+  await page.evaluate(() => 1 + 1);
+  assert.ok(Date.now() - t0 < 1000, 'the page is responsive');
   assert.deepEqual(errors, []);
   await page.close();
 });
