@@ -102,7 +102,7 @@ mod tests {
     }
 
     // Fails if a chain over the limit is searched or its reason is lost
-    // (mutation tried: dropping the length check showed "searching…").
+    // (dropping the length check would answer "searching…").
     #[test]
     fn too_long_chains_say_why() {
         let at = optimal_at(19, Standing::Building, None);

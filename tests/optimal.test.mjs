@@ -29,11 +29,11 @@ async function rows(page) {
     .map((r) => [r.cells[0].textContent.trim(), [...r.cells].slice(1).map((c) => ({ text: c.textContent.trim(), title: c.title, cls: c.className }))])));
 }
 
-// Fails if the gap divides the wrong way, reads another budget's optimum, or
-// the optimal curve is not drawn (mutations tried: `o / makespan` in
-// optimality.rs made rotor's gap "-10.2 %"; Build of optimal kept in the page
-// without the worker answer still drew the curve, so the curve check below
-// looks for the path itself and its points).
+// Fails if the gap divides the wrong way (it would read "-10.2 %"), reads
+// another budget's optimum, or the optimal row never fills. Tried before the
+// fix in state/responses.rs (plan again when the worker's optimal curve
+// arrives): the optimal row stayed "not built" and the wait timed out. The
+// `o / makespan` mutation was tried on the unit test (optimality.rs).
 test('the gap column is each makespan over the CLI\'s optimum; the optimal curve is drawn', async () => {
   const { page, errors } = await open(context, '#chain=optimal-wins&algorithm=rotor&budget=33');
   await page.waitForFunction(() => {
@@ -65,9 +65,9 @@ test('the gap column is each makespan over the CLI\'s optimum; the optimal curve
 });
 
 // Fails if a chain over 18 stages is searched (its row would show
-// "searching…" or an error) or the reason is lost (mutation tried: the
-// length check removed from service.rs: the row showed the state limit's
-// error after a long build).
+// "building…" or an error) or the reason is lost. Before the `refused` cell
+// its gaps' titles were missing: the first version of this test failed on
+// that (title null).
 test('a chain too long for the search says why in the optimal row, and draws no optimal curve', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
   await importFile(page, 'synthetic-24.json', syntheticChain(24));
@@ -88,9 +88,9 @@ test('a chain too long for the search says why in the optimal row, and draws no 
   await page.close();
 });
 
-// Fails if the curve's searches report no progress or Cancel does not stop
-// them (mutation tried: `progress(...)` removed from `curve` in service.rs:
-// the bar stayed at 0 and the wait for a fraction above 0 timed out).
+// Fails if the curve's searches report no progress (the row would stay at
+// "building… 0 %": the same mutation, `progress(...)` removed from `curve`,
+// fails the service's unit test) or Cancel does not stop them.
 test('a long optimal search over many budgets shows progress and Cancel stops it', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
   // 18 stages: each budget's search takes seconds, 49 budgets.
