@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { launch, open, text, importFile, syntheticChain, waitForPlan } from './helpers.mjs';
+import { launch, open, importLongChain } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 const SHOT = process.env.REMAT_SHOTS ?? '/work/notes/shots/s20';
@@ -80,9 +80,7 @@ test('the gap column is each makespan over the CLI\'s optimum; the optimal curve
 // (a_chain_too_long_for_the_search_fails_at_once_with_the_reason).
 test('a chain too long for the search says why in the optimal row, and draws no optimal curve', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
-  await importFile(page, 'synthetic-24.json', syntheticChain(24));
-  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('24 stages'));
-  await waitForPlan(page);
+  await importLongChain(page, 24);
   const row = page.locator('#compare-table tbody tr', { has: page.locator('td', { hasText: /^optimal$/ }) });
   await page.waitForFunction(() => /at most 18 stages/.test(document.querySelector('#compare-table').textContent));
   const cell = row.locator('td.refused');
@@ -104,8 +102,7 @@ test('a chain too long for the search says why in the optimal row, and draws no 
 test('a long optimal search over many budgets shows progress and Cancel stops it', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
   // 18 stages: each budget's search takes seconds, 49 budgets.
-  await importFile(page, 'synthetic-18.json', syntheticChain(18));
-  await page.waitForFunction(() => document.querySelector('.chain-about').textContent.includes('18 stages'));
+  await importLongChain(page, 18);
   await page.locator('#algorithm-select').selectOption('optimal');
   await page.locator('#build-progress').waitFor();
   await page.waitForFunction(() => {
