@@ -19,6 +19,7 @@
 pub mod device_memory;
 pub mod link;
 pub mod min_memory;
+pub mod optimality;
 pub mod protocol;
 pub mod scaling;
 pub mod service;

@@ -19,11 +19,11 @@ use crate::protocol::{
 };
 use remat_core::format::read_any_chain;
 use remat_core::simulator::{judge, Trace};
-use remat_core::solvers::offload;
 use remat_core::solvers::{
     max_useful_budget, persistent, Algorithm, Options, Planner, Problem, SlotPolicy, Solution,
     SolveError,
 };
+use remat_core::solvers::{offload, optimal};
 use remat_core::sweep::{self as core_sweep, SweepError, SweepRun};
 use remat_core::Chain;
 
@@ -77,7 +77,11 @@ pub fn wants_worker(chain: &Chain) -> bool {
 pub fn runs_in_worker(request: &Request, tables_remote: bool) -> bool {
     match request {
         Request::Load { .. } => false,
-        Request::Build { algorithm, .. } => algorithm.uses_slots() && tables_remote,
+        // The exact search's curve is one search per budget: always off the
+        // page's thread, whatever the chain's length.
+        Request::Build { algorithm, .. } => {
+            (algorithm.uses_slots() && tables_remote) || *algorithm == Algorithm::Optimal
+        }
         Request::Plan {
             algorithm, exact, ..
         } => algorithm.offloads() || (*exact && algorithm.uses_slots() && tables_remote),
@@ -185,6 +189,13 @@ impl PlannerService {
             return;
         };
         let task = Task::Build { algorithm };
+        // A chain the exact search refuses fails at once, with the reason
+        // (too long: use rotor), rather than after a curve of refusals.
+        if algorithm == Algorithm::Optimal {
+            if let Err(e) = optimal::Limits::default().check_stages(chain.len()) {
+                return emit(failed(generation, Some(task), SolveError::from(e)));
+            }
+        }
         let started = now();
         let mut progress = reporter(generation, task, emit);
         let built = build(
@@ -194,17 +205,22 @@ impl PlannerService {
             SlotPolicy::Fixed,
             &mut progress,
         );
-        drop(progress);
         let planner = match built {
             Ok(p) => p,
-            Err(e) => return emit(failed(generation, Some(task), e)),
+            Err(e) => {
+                drop(progress);
+                return emit(failed(generation, Some(task), e));
+            }
         };
+        // The curve reports too: for the exact search it is the whole work.
+        let curve = curve(chain, &planner, &mut progress);
+        drop(progress);
         let mut built = Built {
             generation,
             algorithm,
             min_budget: planner.min_budget_bytes(),
             build_ms: now() - started,
-            curve: curve(chain, &planner),
+            curve,
             table: None,
         };
         if self.role == Role::Worker && algorithm.uses_slots() {
@@ -309,6 +325,24 @@ impl PlannerService {
     /// None for a table of a chain no longer shown.
     pub fn receive(&mut self, response: Response) -> Option<Response> {
         match response {
+            // The exact search's curve came from the worker; the page keeps
+            // a planner of its own (nothing to build) for the compare row.
+            Response::Built(built)
+                if built.algorithm == Algorithm::Optimal && built.generation == self.generation =>
+            {
+                if let Some(chain) = self.chain.as_ref() {
+                    if let Ok(p) = build(
+                        chain,
+                        built.algorithm,
+                        built.min_budget,
+                        SlotPolicy::Fixed,
+                        &mut |_| true,
+                    ) {
+                        self.keep(p);
+                    }
+                }
+                Some(Response::Built(built))
+            }
             Response::Built(Built {
                 table: Some(table),
                 generation,
@@ -568,7 +602,13 @@ fn summary_of(chain: &Chain, solution: &Solution, budget: u64, bandwidth: Option
 
 /// Makespan over the slider's range, simulated (the simulator is the judge).
 /// Empty for offloading algorithms: their curves are the sweep's.
-fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
+/// `progress` hears each budget done: the exact search's curve is one
+/// search per budget (a budget it gives up on is a gap in its line).
+fn curve(
+    chain: &Chain,
+    planner: &Planner,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Vec<CurvePoint> {
     if planner.algorithm().offloads() {
         return Vec::new();
     }
@@ -581,11 +621,15 @@ fn curve(chain: &Chain, planner: &Planner) -> Vec<CurvePoint> {
         budgets.push(own_min);
         budgets.sort_unstable();
     }
+    let n = budgets.len() as f64;
     budgets
         .into_iter()
-        .map(|budget| {
-            // Table planners (the only ones here) read out and cannot fail.
+        .enumerate()
+        .map(|(i, budget)| {
+            // Table planners read out and cannot fail; the exact search may
+            // refuse a budget (too many states): no point there.
             let solution = planner.plan(chain, budget).ok();
+            progress((i + 1) as f64 / n);
             let makespan_seconds = solution.and_then(|s| s.ops).and_then(|ops| {
                 judge(chain, &ops, budget, chain.bandwidth_bytes_per_s)
                     .ok()

@@ -137,6 +137,8 @@ test('sweep and compare curves: a marker at the budget, a dash per algorithm, ho
   const before = Number(await x1());
   await slide(page, 800);
   assert.ok(Number(await x1()) > before + 50, 'the budget marker follows the slider');
+  // The optimal curve comes from the worker, after the page's tables.
+  await page.locator('#curves-svg path.alg-line[data-algorithm="optimal"]').waitFor({ state: 'attached' });
   await page.locator('#curves-svg').scrollIntoViewIfNeeded();
   const box = await page.locator('#curves-svg').boundingBox();
   await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);

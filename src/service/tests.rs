@@ -376,3 +376,77 @@ fn native_speed() {
         );
     }
 }
+
+// The exact search's curve runs in the worker with progress, and the page
+// then answers its compare row itself. Fails if the curve stops reporting
+// (mutation tried: dropping `progress(...)` in `curve` left no Progress),
+// if the page forgets the worker's optimal (mutation tried: removing the
+// `Optimal` arm of `receive` left no optimal summary), or if optimal's
+// point at 33 B is not the search's 79 s.
+#[test]
+fn the_optimal_curve_is_searched_in_the_worker_and_reported() {
+    let chain = examples::by_name("optimal-wins").unwrap();
+    assert!(runs_in_worker(&build(Algorithm::Optimal, &chain), false));
+    let mut worker = loaded(Role::Worker, &chain);
+    let answers = ask(&mut worker, build(Algorithm::Optimal, &chain));
+    let progress = (answers.iter())
+        .filter(|r| {
+            matches!(
+                r,
+                Response::Progress {
+                    task: Task::Build {
+                        algorithm: Algorithm::Optimal
+                    },
+                    ..
+                }
+            )
+        })
+        .count();
+    assert!(progress >= 10, "{progress} progress reports");
+    let Response::Built(built) = only(answers) else {
+        panic!("no curve")
+    };
+    // Every point is the exact search's makespan at that budget.
+    for p in &built.curve {
+        let solved =
+            remat_core::solvers::solve(&chain, Algorithm::Optimal, p.budget, &Options::default())
+                .ok()
+                .and_then(|s| s.ops)
+                .map(|ops| {
+                    judge(&chain, &ops, p.budget, chain.bandwidth_bytes_per_s)
+                        .unwrap()
+                        .makespan_seconds
+                });
+        assert_eq!(p.makespan_seconds, solved, "at {} B", p.budget);
+    }
+    let mut page = loaded(Role::Page, &chain);
+    page.receive(Response::Built(built)).unwrap();
+    let at_33: Vec<_> = (page.summaries(Algorithm::Rotor, 33, None).into_iter())
+        .filter(|s| s.algorithm == Algorithm::Optimal)
+        .map(|s| s.makespan_seconds)
+        .collect();
+    assert_eq!(at_33, vec![Some(79.0)]);
+}
+
+// Fails if a chain over the limit is searched (mutation tried: removing the
+// length check made the build answer a curve of refusals).
+#[test]
+fn a_chain_too_long_for_the_search_fails_at_once_with_the_reason() {
+    let chain = examples::nonpersistent_chain(20);
+    let mut worker = loaded(Role::Worker, &chain);
+    let answers = ask(&mut worker, build(Algorithm::Optimal, &chain));
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    let Response::Failed { error, task, .. } = &answers[0] else {
+        panic!("{answers:?}")
+    };
+    assert_eq!(
+        *task,
+        Some(Task::Build {
+            algorithm: Algorithm::Optimal
+        })
+    );
+    assert!(
+        error.contains("at most 18 stages") && error.contains("rotor"),
+        "{error}"
+    );
+}

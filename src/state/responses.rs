@@ -74,6 +74,17 @@ impl AppState {
                 curve: built.curve,
             };
             self.tables.set(built.algorithm, ready);
+            // The exact search's curve comes from the worker after the plan
+            // shown: plan again so that its compare row (and the gaps) fill.
+            if built.algorithm == Algorithm::Optimal
+                && matches!(
+                    self.tables
+                        .build_of_untracked(self.controls.algorithm.get_untracked()),
+                    Build::Ready { .. }
+                )
+            {
+                self.send_plan(false);
+            }
         }
     }
 

@@ -4,9 +4,11 @@ use super::chart::{
     byte_ticks, bytes, marker_svg, ms, pct, readout_svg, CurveSvg, Frame, LineSwatch, Marker,
 };
 use super::figure::{Figure, FigureButtons};
+use crate::optimality::{gap_cell, optimal_at, Standing};
 use crate::protocol::Summary;
 use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
+use remat_core::solvers::optimal::Limits;
 use remat_core::solvers::Algorithm;
 
 const FRAME: Frame = Frame {
@@ -56,7 +58,9 @@ pub fn alg_dash(a: Algorithm) -> &'static str {
         Algorithm::Delta => "2 4",
         Algorithm::DeltaLru => "6 2 2 2",
         Algorithm::DeltaGreedy => "14 4",
-        Algorithm::Optimal => "none",
+        // Long dashes, nearly solid: the reference the others are read
+        // against, apart from rotor's solid line where the two coincide.
+        Algorithm::Optimal => "16 3",
     }
 }
 
@@ -267,6 +271,16 @@ fn budget_marker_svg(state: AppState) -> String {
     )
 }
 
+/// Where the optimal row's curve stands, for the gap's reference.
+fn standing(build: &Build) -> Standing {
+    match build {
+        Build::Ready { .. } => Standing::Ready,
+        Build::Building(_) => Standing::Building,
+        Build::Failed(e) => Standing::Failed(e.clone()),
+        Build::Idle | Build::Cancelled => Standing::NotBuilt,
+    }
+}
+
 #[component]
 pub fn Compare() -> impl IntoView {
     let state = use_app();
@@ -277,6 +291,12 @@ pub fn Compare() -> impl IntoView {
         let comparing = state.offloading.comparing.get();
         let seq = state.loaded.chain.with(|c| c.sequential_seconds());
         let current = state.controls.algorithm.get();
+        let stages = state.loaded.chain.with(|c| c.len());
+        let optimal = optimal_at(
+            stages,
+            standing(&state.tables.build_of(Algorithm::Optimal)),
+            summaries.iter().find(|s| s.algorithm == Algorithm::Optimal),
+        );
         Algorithm::ALL
             .iter()
             .map(|alg| {
@@ -288,42 +308,58 @@ pub fn Compare() -> impl IntoView {
                     (true, Some(f)) => Build::Building(f),
                     _ => state.tables.build_of(alg),
                 };
+                // Too long for the exact search: its row says why, before any build.
+                let refused = (alg == Algorithm::Optimal)
+                    .then(|| Limits::default().check_stages(stages).err())
+                    .flatten()
+                    .map(|e| e.to_string());
                 let cells = match (build, summary) {
+                    // Too long for the exact search: say why, not an error.
+                    _ if refused.is_some() => view! {
+                        <td colspan="6" class="muted refused">{refused.clone()}</td>
+                    }
+                    .into_any(),
                     (Build::Ready { .. }, Some(Summary { error: Some(e), .. })) => view! {
-                        <td colspan="5" class="err">{format!("error: {e}")}</td>
+                        <td colspan="6" class="err">{format!("error: {e}")}</td>
                     }
                     .into_any(),
                     (Build::Ready { .. }, Some(s)) if s.feasible => {
                         let m = s.makespan_seconds.unwrap_or(0.0);
+                        let (gap, why) = gap_cell(m, &optimal);
                         view! {
                             <td class="yes">"✓"</td>
                             <td>{ms(m)}</td>
                             <td>{pct(m / seq.max(1e-12) - 1.0)}</td>
+                            <td class="gap" title=why>{gap}</td>
                             <td>{s.peak_bytes.map(bytes).unwrap_or_default()}</td>
                             <td class="muted">{s.detail}</td>
                         }
                         .into_any()
                     }
                     (Build::Ready { .. }, Some(s)) => view! {
-                        <td class="no">"✗"</td><td>"—"</td><td>"—"</td><td>"—"</td>
+                        <td class="no">"✗"</td><td>"—"</td><td>"—"</td><td class="gap">"—"</td><td>"—"</td>
                         <td class="muted">{s.detail}</td>
                     }
                     .into_any(),
                     (Build::Building(f), _) => view! {
-                        <td colspan="5" class="muted">{format!("{}… {:.0} %",
+                        <td colspan="6" class="muted">{format!("{}… {:.0} %",
                             if alg.offloads() { "solving in the worker" } else { "building" }, f * 100.0)}</td>
                     }
                     .into_any(),
-                    (Build::Failed(e), _) => view! { <td colspan="5" class="err">{e}</td> }.into_any(),
+                    // The exact search's refusals are reasons (use rotor), not faults.
+                    (Build::Failed(e), _) => view! {
+                        <td colspan="6" class=if alg == Algorithm::Optimal { "muted refused" } else { "err" }>{e}</td>
+                    }
+                    .into_any(),
                     (Build::Ready { .. }, None) if alg.offloads() => view! {
-                        <td colspan="5" class="muted">
+                        <td colspan="6" class="muted">
                             "not solved at this budget "
                             <button class="small solve-offloading" on:click=move |ev| { ev.stop_propagation(); state.send_compare() }>"solve"</button>
                         </td>
                     }
                     .into_any(),
                     _ => view! {
-                        <td colspan="5" class="muted">
+                        <td colspan="6" class="muted">
                             "not built "
                             <button class="small" on:click=move |ev| { ev.stop_propagation(); state.rebuild(alg) }>"build"</button>
                         </td>
@@ -360,7 +396,7 @@ pub fn Compare() -> impl IntoView {
             </div>
             <div class="compare-grid">
                 <table id="compare-table" class="grid">
-                    <thead><tr><th>"algorithm"</th><th>"feasible"</th><th>"makespan"</th><th>"overhead"</th><th>"peak"</th><th>"detail"</th></tr></thead>
+                    <thead><tr><th>"algorithm"</th><th>"feasible"</th><th>"makespan"</th><th>"overhead"</th><th title="each makespan over the exact optimum's at this budget (recomputation only; offloading may beat it)">"gap to optimal"</th><th>"peak"</th><th>"detail"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
                 <div class="curves">

@@ -1276,7 +1276,7 @@ fn optimal_solves_short_chains_and_refuses_long_ones() {
     // docs/examples.md's chain where the non-persistent optimum beats rotor.
     let five = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/nonpersistent-5-stages.json"
+        "/../remat-core/data/nonpersistent-5-stages.json"
     );
     let optimal = solve_json(five, &["-a", "optimal", "-b", "33"]);
     let rotor = solve_json(five, &["-a", "rotor", "-b", "33"]);

@@ -1,0 +1,137 @@
+//! The optimality gap of the compare table: each algorithm's makespan over
+//! the exact search's (`optimal`) at the same budget, or why there is none.
+//! Pure, so that it is tested on the host.
+
+use crate::protocol::Summary;
+use remat_core::model::units::format_seconds;
+use remat_core::solvers::optimal::Limits;
+
+/// Where the optimal row's curve stands (the page's `Build`, reduced).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Standing {
+    NotBuilt,
+    Building,
+    Ready,
+    Failed(String),
+}
+
+/// "+12.3 %", "0 %" or "−4.0 %" (as the table's overhead column).
+fn pct(x: f64) -> String {
+    if x.abs() < 0.0005 {
+        "0 %".into()
+    } else {
+        format!("{:+.1} %", x * 100.0)
+    }
+}
+
+/// What the optimality gap is measured against at this budget: the exact
+/// search's makespan, or why there is none (shown as the title of a "—").
+#[derive(Clone, Debug, PartialEq)]
+pub enum OptimalAt {
+    Makespan(f64),
+    Missing(String),
+}
+
+/// The optimal row's standing at this budget: refused for its length
+/// before anything is built (the reason says to use rotor), else its
+/// build's failure, its solve's error, no schedule, or its makespan.
+pub fn optimal_at(stages: usize, standing: Standing, summary: Option<&Summary>) -> OptimalAt {
+    if let Err(e) = Limits::default().check_stages(stages) {
+        return OptimalAt::Missing(e.to_string());
+    }
+    match (standing, summary) {
+        (Standing::Failed(e), _) => OptimalAt::Missing(e),
+        (Standing::Ready, Some(Summary { error: Some(e), .. })) => OptimalAt::Missing(e.clone()),
+        (Standing::Ready, Some(s)) => match s.makespan_seconds.filter(|_| s.feasible) {
+            Some(m) => OptimalAt::Makespan(m),
+            None => OptimalAt::Missing("optimal: no schedule fits this budget".into()),
+        },
+        (Standing::Building, _) => OptimalAt::Missing("optimal: searching…".into()),
+        _ => OptimalAt::Missing("optimal: not searched yet (build its curve)".into()),
+    }
+}
+
+/// The gap cell of a row of makespan `makespan`: its makespan over the
+/// optimum's at this budget ("+12.3 %"; below zero for algorithms outside
+/// its class, which offload), and the cell's title.
+pub fn gap_cell(makespan: f64, optimal: &OptimalAt) -> (String, String) {
+    match optimal {
+        OptimalAt::Makespan(o) if *o > 0.0 => (
+            pct(makespan / o - 1.0),
+            format!(
+                "makespan {} ÷ optimal's {} = {:.3}×",
+                format_seconds(makespan),
+                format_seconds(*o),
+                makespan / o
+            ),
+        ),
+        OptimalAt::Makespan(_) => ("—".into(), "optimal's makespan is zero".into()),
+        OptimalAt::Missing(why) => ("—".into(), why.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remat_core::solvers::Algorithm;
+
+    fn summary(makespan: Option<f64>, error: Option<&str>) -> Summary {
+        Summary {
+            algorithm: Algorithm::Optimal,
+            feasible: makespan.is_some(),
+            makespan_seconds: makespan,
+            peak_bytes: None,
+            detail: String::new(),
+            error: error.map(str::to_string),
+        }
+    }
+
+    fn ready() -> Standing {
+        Standing::Ready
+    }
+
+    // Fails if the gap divides the wrong way or forgets the sign (mutation
+    // tried: `o / makespan` gave "-10.0 %").
+    #[test]
+    fn gap_is_makespan_over_optimal() {
+        let at = OptimalAt::Makespan(79.0);
+        assert_eq!(gap_cell(88.0, &at).0, pct(88.0 / 79.0 - 1.0));
+        assert_eq!(gap_cell(88.0, &at).0, "+11.4 %");
+        assert_eq!(gap_cell(79.0, &at).0, "0 %");
+        assert!(gap_cell(88.0, &at).1.contains("1.114×"));
+    }
+
+    // Fails if a chain over the limit is searched or its reason is lost
+    // (dropping the length check would answer "searching…").
+    #[test]
+    fn too_long_chains_say_why() {
+        let at = optimal_at(19, Standing::Building, None);
+        let OptimalAt::Missing(why) = at else {
+            panic!("a 19-stage chain has no optimum here")
+        };
+        assert!(
+            why.contains("at most 18 stages") && why.contains("rotor"),
+            "{why}"
+        );
+        assert_eq!(
+            gap_cell(10.0, &OptimalAt::Missing(why.clone())),
+            ("—".into(), why)
+        );
+    }
+
+    #[test]
+    fn optimal_row_states() {
+        let m = optimal_at(5, ready(), Some(&summary(Some(79.0), None)));
+        assert_eq!(m, OptimalAt::Makespan(79.0));
+        let none = optimal_at(5, ready(), Some(&summary(None, None)));
+        assert!(matches!(none, OptimalAt::Missing(w) if w.contains("no schedule")));
+        let err = optimal_at(
+            5,
+            ready(),
+            Some(&summary(None, Some("optimal: stopped after"))),
+        );
+        assert_eq!(err, OptimalAt::Missing("optimal: stopped after".into()));
+        let failed = optimal_at(5, Standing::Failed("too many states".into()), None);
+        assert_eq!(failed, OptimalAt::Missing("too many states".into()));
+    }
+}
