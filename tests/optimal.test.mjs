@@ -6,10 +6,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { launch, open, importLongChain } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
-const SHOT = process.env.REMAT_SHOTS ?? '/work/notes/shots/s20';
+const SHOT = process.env.REMAT_SHOTS ?? tmpdir();
 let context;
 before(async () => { context = await launch(); });
 after(async () => { await context?.close(); });
