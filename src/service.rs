@@ -19,11 +19,10 @@ use crate::protocol::{
 };
 use remat_core::format::read_any_chain;
 use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::optimal;
 use remat_core::solvers::{
-    max_useful_budget, persistent, Algorithm, Options, Planner, Problem, SlotPolicy, Solution,
-    SolveError,
+    max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
 };
-use remat_core::solvers::{offload, optimal};
 use remat_core::sweep::{self as core_sweep, SweepError, SweepRun};
 use remat_core::Chain;
 
@@ -510,13 +509,10 @@ fn solve_offloading(
         bandwidth_bytes_per_s: bandwidth,
         ..Options::default()
     };
-    let problem = Problem {
-        chain,
-        algorithm: alg,
-        budget,
-        options: &options,
-    };
-    offload::solve(&problem, progress)
+    // Through the planner, the one dispatcher: the offloading family
+    // also holds the DELTA runtimes, which `offload::solve` does not serve.
+    Planner::build(chain, alg, budget, &options, progress)?
+        .plan_with_progress(chain, budget, progress)
 }
 
 /// The two figures of POFO Section 5 for `chain`, through the core's sweep

@@ -108,4 +108,4 @@ export function algorithmNames() {
 }
 
 /// The four offloading algorithms (the compare curves leave them to the sweep).
-export const OFFLOADING = ['pofo', 'offload-only', 'opportunist', 'autocapper'];
+export const OFFLOADING = ['pofo', 'offload-only', 'opportunist', 'autocapper', 'delta', 'delta-lru', 'delta-greedy'];
