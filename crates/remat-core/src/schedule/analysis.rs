@@ -300,7 +300,8 @@ mod tests {
                     // The old code knew no releases: for dtr's schedules
                     // only the counts must agree (fates: the test above).
                     if ops.iter().any(|o| matches!(o, Op::Release { .. })) {
-                        let counts = |f: &[(Fate, usize)]| f.iter().map(|x| x.1).collect::<Vec<_>>();
+                        let counts =
+                            |f: &[(Fate, usize)]| f.iter().map(|x| x.1).collect::<Vec<_>>();
                         assert_eq!(counts(&got), counts(&old), "{alg}");
                     } else {
                         assert_eq!(got, old, "{alg}");
