@@ -57,3 +57,41 @@ test("dtr's releases show in the stepper, as timeline marks and in the chain vie
   await page.locator('#timeline-svg').locator('xpath=ancestor::section[1]').screenshot({ path: `${SHOTS}/dtr-timeline.png` });
   assert.deepEqual(errors, []);
 });
+
+// The max-batch panel searches in the worker with the device-memory card's
+// inputs and the example's profiled batch; every bar's batch and throughput
+// equal `remat maxbatch … --json` for the same inputs. Fails if the panel
+// takes another budget (e.g. forgets the fixed bytes or the margin), scales
+// from another batch, or mislabels a bar.
+test('the max-batch bars equal remat maxbatch for the same device', async () => {
+  const { page, errors } = await open(context, '#chain=resnet50-h100&algorithm=rotor');
+  await page.locator('#maxbatch-run').click();
+  await page.waitForSelector('#maxbatch-svg g.maxbatch-row', { timeout: 120000 });
+  const svg = page.locator('#maxbatch-svg');
+  const attr = async (name) => Number(await svg.getAttribute(name));
+  const device = {
+    memory: await attr('data-memory'), fixed: await attr('data-fixed'),
+    margin: await attr('data-margin'), batch: await attr('data-batch'), max: await attr('data-max-batch'),
+  };
+  // The card's defaults: an 80 GiB GPU, ResNet-50's weights with fp32 Adam
+  // (16 bytes a parameter), a 10 % margin; the example was profiled at 32.
+  assert.equal(device.memory, 80 * 2 ** 30);
+  assert.equal(device.fixed, 25_557_032 * 16);
+  assert.equal(device.margin, Math.round(80 * 2 ** 30 * 0.1));
+  assert.equal(device.batch, 32);
+  const rows = await page.locator('#maxbatch-svg g.maxbatch-row').evaluateAll((gs) => gs.map((g) => ({
+    algorithm: g.dataset.algorithm, batch: Number(g.dataset.batch), throughput: Number(g.dataset.throughput),
+    text: g.textContent,
+  })));
+  const cli = JSON.parse(execFileSync(CLI, ['maxbatch', 'example:resnet50-h100', '--memory', String(device.memory),
+    '--fixed', String(device.fixed), '--margin', String(device.margin), '--batch', String(device.batch),
+    '--max-batch', String(device.max), '-a', rows.map((r) => r.algorithm).join(','), '--json']).toString());
+  const want = cli.methods.map((m) => ({ algorithm: m.algorithm, batch: m.batch, throughput: m.samples_per_second }));
+  assert.deepEqual(rows.map(({ algorithm, batch, throughput }) => ({ algorithm, batch, throughput })), want);
+  assert.deepEqual(rows.map((r) => r.algorithm), ['store-all', 'sequential', 'rotor', 'dtr', 'delta', 'pofo']);
+  for (const r of rows) assert.match(r.text, new RegExp(`batch ${r.batch.toLocaleString('en').replace(/,/g, '\u2009')}.* samples/s`));
+  assert.match(await text(page, '#maxbatch-caption'), /scaled linearly from the profiled batch/);
+  mkdirSync(SHOTS, { recursive: true });
+  await page.locator('#maxbatch').screenshot({ path: `${SHOTS}/maxbatch-panel.png` });
+  assert.deepEqual(errors, []);
+});

@@ -7,6 +7,7 @@
 
 use super::chart::{ProgressBar, CHART_W};
 use super::compare::alg_color;
+use super::figure::{Figure, FigureButtons};
 use crate::device_memory::Breakdown;
 use crate::protocol::{BatchDevice, MaxBatch};
 use crate::state::{use_app, use_device_memory, ChainSource};
@@ -84,15 +85,26 @@ fn bars(found: &MaxBatch) -> String {
     s
 }
 
-fn caption(found: &MaxBatch) -> String {
+/// The note every max-batch figure carries.
+pub const SCALED: &str = "Sizes and times are scaled linearly from the profiled batch; offloading uses the chain's own bandwidth.";
+
+/// The device and the batches searched, in one line.
+pub fn budget_line(found: &MaxBatch) -> String {
     format!(
-        "{} GPU − {} fixed (weights, gradients, optimizer) − {} margin = {} for activations; profiled at batch {}, batches up to {} tried. Sizes and times are scaled linearly from the profiled batch; offloading uses the chain's own bandwidth.",
+        "{} GPU − {} fixed − {} margin = {} for activations · profiled at batch {} · tried up to {}",
         format_bytes(found.device.memory_bytes),
         format_bytes(found.device.fixed_bytes),
         format_bytes(found.device.margin_bytes),
         format_bytes(found.budget_bytes),
         found.device.batch,
         grouped(found.max_batch),
+    )
+}
+
+fn caption(found: &MaxBatch) -> String {
+    format!(
+        "{} (fixed: weights, gradients, optimizer state). {SCALED}",
+        budget_line(found)
     )
 }
 
@@ -135,6 +147,7 @@ pub fn MaxBatchPanel() -> impl IntoView {
             <div class="card-head">
                 <h2>"Max batch"</h2>
                 <span class="muted">"The largest batch each method runs within the device memory (the device-memory card's GPU, model state and margin), and its throughput"</span>
+                <FigureButtons figure=Figure::MaxBatch />
                 {move || match running.get() {
                     true => view! {
                         <span class="status building">
@@ -159,8 +172,11 @@ pub fn MaxBatchPanel() -> impl IntoView {
             {move || found.with(|f| f.as_ref().map(|f| {
                 let svg = bars(f);
                 let text = caption(f);
+                let d = f.device;
                 view! {
                     <svg id="maxbatch-svg" xmlns="http://www.w3.org/2000/svg" role="img"
+                        data-memory=d.memory_bytes data-fixed=d.fixed_bytes data-margin=d.margin_bytes
+                        data-batch=d.batch data-max-batch=f.max_batch
                         aria-label="Largest batch per method, with its throughput"
                         viewBox=format!("0 0 {CHART_W} {}", height()) font-family="Inter, system-ui, sans-serif"
                         inner_html=svg></svg>
