@@ -52,6 +52,23 @@ pub enum Request {
     /// POFO's two figures: overhead vs memory ratio α at `bandwidth`, and
     /// overhead vs bandwidth at a fixed α.
     Sweep { generation: u64, bandwidth: f64 },
+    /// The largest batch of each method within a device's memory
+    /// (`remat_core::maxbatch`), the chain taken as profiled at `batch`.
+    MaxBatch {
+        generation: u64,
+        device: BatchDevice,
+    },
+}
+
+/// The device a max-batch search fits into, from the device-memory card.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchDevice {
+    pub memory_bytes: u64,
+    /// Weights, gradients, optimizer state: bytes that do not grow with the batch.
+    pub fixed_bytes: u64,
+    pub margin_bytes: u64,
+    /// The batch the chain was profiled at.
+    pub batch: u64,
 }
 
 /// What a progress report or a failure is about.
@@ -72,6 +89,8 @@ pub enum Task {
     Compare,
     /// POFO's figures.
     Sweep,
+    /// The max-batch search.
+    MaxBatch,
 }
 
 /// Planner → page.
@@ -104,6 +123,33 @@ pub enum Response {
         generation: u64,
         sweep: Sweep,
     },
+    MaxBatched {
+        generation: u64,
+        found: MaxBatch,
+    },
+}
+
+/// What a max-batch search found: store-all first, then each method.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MaxBatch {
+    pub device: BatchDevice,
+    /// What is left for activations: memory − fixed − margin.
+    pub budget_bytes: u64,
+    /// The largest batch tried.
+    pub max_batch: u64,
+    pub rows: Vec<BatchRow>,
+}
+
+/// One method's largest batch and its throughput there.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BatchRow {
+    #[serde(with = "algorithm_name")]
+    pub algorithm: Algorithm,
+    /// None when not even batch 1 fits.
+    pub batch: Option<u64>,
+    /// The batch is the largest tried: larger ones may fit too.
+    pub at_limit: bool,
+    pub samples_per_second: Option<f64>,
 }
 
 /// An algorithm's planner is built: its trade-off curve, and its table when

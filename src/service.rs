@@ -15,7 +15,8 @@
 //! [`receive`]: PlannerService::receive
 
 use crate::protocol::{
-    Built, CurvePoint, Planned, Request, Response, Summary, Sweep, SweepPoint, Table, Task,
+    BatchDevice, BatchRow, Built, CurvePoint, MaxBatch, Planned, Request, Response, Summary, Sweep,
+    SweepPoint, Table, Task,
 };
 use remat_core::format::read_any_chain;
 use remat_core::simulator::{judge, Trace};
@@ -84,7 +85,7 @@ pub fn runs_in_worker(request: &Request, tables_remote: bool) -> bool {
         Request::Plan {
             algorithm, exact, ..
         } => algorithm.offloads() || (*exact && algorithm.uses_slots() && tables_remote),
-        Request::Compare { .. } | Request::Sweep { .. } => true,
+        Request::Compare { .. } | Request::Sweep { .. } | Request::MaxBatch { .. } => true,
     }
 }
 
@@ -161,7 +162,23 @@ impl PlannerService {
                 generation,
                 bandwidth,
             } => self.sweep(generation, bandwidth, emit),
+            Request::MaxBatch { generation, device } => self.max_batch(generation, device, emit),
         }
+    }
+
+    fn max_batch(&self, generation: u64, device: BatchDevice, emit: &mut Emit<'_>) {
+        let Some(chain) = self.chain_of(generation) else {
+            return;
+        };
+        let found = max_batch(
+            chain,
+            device,
+            &mut reporter(generation, Task::MaxBatch, emit),
+        );
+        emit(match found {
+            Ok(found) => Response::MaxBatched { generation, found },
+            Err(e) => failed(generation, Some(Task::MaxBatch), e),
+        });
     }
 
     fn load(&mut self, generation: u64, text: &str, emit: &mut Emit<'_>) {
@@ -513,6 +530,59 @@ fn solve_offloading(
     // also holds the DELTA runtimes, which `offload::solve` does not serve.
     Planner::build(chain, alg, budget, &options, progress)?
         .plan_with_progress(chain, budget, progress)
+}
+
+/// The methods of the max-batch panel (the list), after store-all.
+pub const MAX_BATCH_ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::Sequential,
+    Algorithm::Rotor,
+    Algorithm::Dtr,
+    Algorithm::Delta,
+    Algorithm::Pofo,
+];
+
+/// The largest batch of store-all and each of [`MAX_BATCH_ALGORITHMS`]
+/// for `chain` profiled at `device.batch`, through the core's search (the
+/// CLI's `remat maxbatch` runs the same function, with the chain's own
+/// bandwidth and the default options). Sizes and times scale linearly with
+/// the batch. `progress` returning false cancels.
+pub fn max_batch(
+    chain: &Chain,
+    device: BatchDevice,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<MaxBatch, String> {
+    use remat_core::maxbatch::{max_batches, Device, Margin, DEFAULT_MAX_BATCH};
+    use remat_core::model::BatchModel;
+    let model = BatchModel::linear(chain.clone(), device.batch).map_err(|e| e.to_string())?;
+    let core_device = Device {
+        memory_bytes: device.memory_bytes,
+        fixed_bytes: device.fixed_bytes,
+        margin: Margin::Bytes(device.margin_bytes),
+    };
+    let found = max_batches(
+        &model,
+        &MAX_BATCH_ALGORITHMS,
+        &core_device,
+        DEFAULT_MAX_BATCH,
+        &remat_core::solvers::Options::default(),
+        progress,
+    )
+    .map_err(|e| e.to_string())?;
+    let rows = std::iter::once(&found.store_all)
+        .chain(&found.methods)
+        .map(|l| BatchRow {
+            algorithm: l.algorithm,
+            batch: l.batch,
+            at_limit: l.at_limit,
+            samples_per_second: l.samples_per_second(),
+        })
+        .collect();
+    Ok(MaxBatch {
+        device,
+        budget_bytes: found.budget_bytes,
+        max_batch: found.max_batch,
+        rows,
+    })
 }
 
 /// The two figures of POFO Section 5 for `chain`, through the core's sweep

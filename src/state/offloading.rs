@@ -1,7 +1,7 @@
 //! What the worker solves on the side: the offloading algorithms' compare
 //! rows at the current budget, and POFO's sweep.
 
-use crate::protocol::{Summary, Sweep};
+use crate::protocol::{MaxBatch, Summary, Sweep};
 use leptos::prelude::*;
 
 #[derive(Clone, Copy, Default)]
@@ -13,6 +13,9 @@ pub struct Offloading {
     /// POFO's two figures for this chain, once computed.
     pub sweep: RwSignal<Option<Sweep>>,
     pub sweeping: RwSignal<Option<f64>>,
+    /// The max-batch panel's answer for this chain, and its progress.
+    pub max_batch: RwSignal<Option<MaxBatch>>,
+    pub max_batching: RwSignal<Option<f64>>,
 }
 
 impl Offloading {
@@ -21,11 +24,14 @@ impl Offloading {
         self.summaries.set(Vec::new());
         self.sweep.set(None);
         self.sweeping.set(None);
+        self.max_batch.set(None);
+        self.max_batching.set(None);
     }
 
     /// Stops showing progress (a cancel).
     pub(super) fn stop(self) {
         self.comparing.set(None);
         self.sweeping.set(None);
+        self.max_batching.set(None);
     }
 }

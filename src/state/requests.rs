@@ -239,6 +239,16 @@ impl AppState {
         });
     }
 
+    /// Searches the largest batch of each method in the worker.
+    pub fn send_max_batch(self, device: crate::protocol::BatchDevice) {
+        self.ensure_worker();
+        self.offloading.max_batching.set(Some(0.0));
+        self.requests.send(Request::MaxBatch {
+            generation: self.requests.generation.get_value(),
+            device,
+        });
+    }
+
     /// Ends a long build or solve at once: a busy worker cannot be
     /// interrupted, so it is terminated, and a fresh one gets the chain
     /// (tables already in the page stay; `rebuild` builds the others).
@@ -268,6 +278,8 @@ impl AppState {
             format!("the {} table build", alg.name())
         } else if self.offloading.sweeping.get_untracked().is_some() {
             "the sweep".to_string()
+        } else if self.offloading.max_batching.get_untracked().is_some() {
+            "the max-batch search".to_string()
         } else {
             "the work in the worker".to_string()
         }

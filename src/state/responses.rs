@@ -2,7 +2,7 @@
 
 use super::requests::land;
 use super::{AppState, Build, Current};
-use crate::protocol::{Built, Planned, Response, Summary, Sweep, Task, ANY_GENERATION};
+use crate::protocol::{Built, MaxBatch, Planned, Response, Summary, Sweep, Task, ANY_GENERATION};
 use leptos::prelude::*;
 use remat_core::simulator::judge;
 use remat_core::solvers::Algorithm;
@@ -38,6 +38,7 @@ impl AppState {
             } => self.on_compared(generation, summaries),
             Response::Swept { generation, sweep } => self.on_swept(generation, sweep),
             Response::Planned(planned) => self.on_planned(*planned),
+            Response::MaxBatched { generation, found } => self.on_max_batched(generation, found),
         }
     }
 
@@ -50,6 +51,7 @@ impl AppState {
         match task {
             Task::Compare => self.offloading.comparing.set(Some(fraction)),
             Task::Sweep => self.offloading.sweeping.set(Some(fraction)),
+            Task::MaxBatch => self.offloading.max_batching.set(Some(fraction)),
             Task::Build { algorithm } => {
                 if matches!(
                     self.tables.build_of_untracked(algorithm),
@@ -103,6 +105,10 @@ impl AppState {
                 self.offloading.sweeping.set(None);
                 self.view.error(error);
             }
+            Some(Task::MaxBatch) => {
+                self.offloading.max_batching.set(None);
+                self.view.error(error);
+            }
             Some(Task::Compare) | None => self.view.error(error),
         }
     }
@@ -144,6 +150,13 @@ impl AppState {
             self.offloading.sweep.set(Some(sweep));
         }
         self.offloading.sweeping.set(None);
+    }
+
+    fn on_max_batched(self, generation: u64, found: MaxBatch) {
+        if self.is_current(generation) {
+            self.offloading.max_batch.set(Some(found));
+        }
+        self.offloading.max_batching.set(None);
     }
 
     fn on_planned(self, planned: Planned) {

@@ -1,8 +1,8 @@
 //! The page: the root component provides the state every view uses.
 
 use super::{
-    chain, compare, controls, device, guide, memory, min_memory, scale, stale, stepper, sweep,
-    timeline, welcome,
+    chain, compare, controls, device, guide, maxbatch, memory, min_memory, scale, stale, stepper,
+    sweep, timeline, welcome,
 };
 use crate::io;
 use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
@@ -47,6 +47,7 @@ pub fn App() -> impl IntoView {
             </section>
             <compare::Compare />
             <sweep::SweepView />
+            <maxbatch::MaxBatchPanel />
             <guide::Guide />
             <footer class="foot">
                 "Remat — times and sizes come from the chain; the two-lane simulator measures every schedule. "

@@ -18,6 +18,8 @@ pub mod palette {
     pub const BACKWARD: &str = "#009e73";
     pub const OFFLOAD: &str = "#cc79a7";
     pub const PREFETCH: &str = "#56b4e9";
+    /// R: a dynamic runtime's release (eviction), a tick on the GPU lane.
+    pub const RELEASE: &str = "#000000";
     /// Chain: F_all in the forward phase (ā kept).
     pub const KEPT: &str = FORWARD;
     /// Chain: F_ck (input kept as a checkpoint).
@@ -63,6 +65,7 @@ pub fn op_color(op: &Op, recompute: bool) -> &'static str {
         Op::Backward { .. } => palette::BACKWARD,
         Op::Offload { .. } => palette::OFFLOAD,
         Op::Prefetch { .. } => palette::PREFETCH,
+        Op::Release { .. } => palette::RELEASE,
         _ if recompute => palette::RECOMPUTE,
         _ => palette::FORWARD,
     }

@@ -24,6 +24,7 @@ pub enum Figure {
     Timelines,
     Sweep,
     Compare,
+    MaxBatch,
 }
 
 /// One legend key of an exported figure.
@@ -36,12 +37,13 @@ enum Key {
 }
 
 impl Figure {
-    pub const ALL: [Figure; 5] = [
+    pub const ALL: [Figure; 6] = [
         Figure::Chain,
         Figure::Memory,
         Figure::Timelines,
         Figure::Compare,
         Figure::Sweep,
+        Figure::MaxBatch,
     ];
 
     /// The name in element ids and file names.
@@ -52,6 +54,7 @@ impl Figure {
             Figure::Timelines => "timelines",
             Figure::Sweep => "sweep",
             Figure::Compare => "compare",
+            Figure::MaxBatch => "maxbatch",
         }
     }
 
@@ -62,6 +65,7 @@ impl Figure {
             Figure::Timelines => "Timelines: GPU compute and PCIe copies",
             Figure::Sweep => "Offloading sweep: overhead against α and β",
             Figure::Compare => "Overhead against the memory budget",
+            Figure::MaxBatch => "Max batch: the largest batch and its throughput per method",
         }
     }
 
@@ -73,6 +77,7 @@ impl Figure {
             Figure::Timelines => &["timeline-svg"],
             Figure::Sweep => &["sweep-alpha", "sweep-beta"],
             Figure::Compare => &["curves-svg"],
+            Figure::MaxBatch => &["maxbatch-svg"],
         }
     }
 
@@ -109,6 +114,7 @@ impl Figure {
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
                 k
             }
+            Figure::MaxBatch => vec![Key::Note(super::maxbatch::SCALED)],
         }
     }
 }
@@ -145,6 +151,15 @@ fn context_lines(state: AppState, figure: Figure) -> (String, String) {
                 t.recomputations
             )),
             None => result.push_str("no schedule at this budget"),
+        }
+    }
+    if figure == Figure::MaxBatch {
+        if let Some(caption) = state
+            .offloading
+            .max_batch
+            .with_untracked(|f| f.as_ref().map(super::maxbatch::budget_line))
+        {
+            result.push_str(&caption);
         }
     }
     if figure == Figure::Sweep {

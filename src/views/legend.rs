@@ -7,13 +7,14 @@ use super::chart::{palette, swatches};
 use leptos::prelude::*;
 
 /// (colour, label in caret notation), in the order of a training step.
-pub const ENTRIES: [(&str, &str); 7] = [
+pub const ENTRIES: [(&str, &str); 8] = [
     (palette::FORWARD, "forward, kept F_all · ā^ℓ saved"),
     (palette::CHECKPOINT, "checkpoint F_ck · a^ℓ activation"),
     (palette::RECOMPUTE, "dropped F_∅, recomputed"),
     (palette::BACKWARD, "backward · δ^ℓ gradient"),
     (palette::OFFLOAD, "offload"),
     (palette::PREFETCH, "prefetch"),
+    (palette::RELEASE, "release R (evicted)"),
     (palette::WORKSPACE, "workspace"),
 ];
 

@@ -11,6 +11,7 @@ pub mod device;
 pub mod figure;
 pub mod guide;
 pub mod legend;
+pub mod maxbatch;
 pub mod memory;
 pub mod min_memory;
 pub mod notation;

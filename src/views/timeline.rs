@@ -21,6 +21,7 @@ pub const LEGEND: &[(&str, &str)] = &[
     (palette::BACKWARD, "backward"),
     (palette::OFFLOAD, "offload"),
     (palette::PREFETCH, "prefetch"),
+    (palette::RELEASE, "release R (evicted)"),
 ];
 const AXIS_Y: f64 = 114.0;
 
@@ -59,9 +60,18 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
     let label_room = PLOT_W / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
     let mut batch = PathBatch::default();
     let mut labels = String::new();
+    let mut releases = String::new();
     for span in &trace.spans {
         let op = &ops[span.op];
         let x0 = scale.x(span.start);
+        if let remat_core::Op::Release { .. } = op {
+            // A release takes no time: a tick through the GPU lane with a
+            // triangle above it, so evictions stay visible at any zoom.
+            if (MARGIN_L..=MARGIN_L + PLOT_W).contains(&x0) {
+                releases.push_str(&release_mark(x0, compute_y, compute_h, &op.to_string()));
+            }
+            continue;
+        }
         let w = (scale.x(span.end) - x0).max(0.6);
         if x0 + w < MARGIN_L || x0 > MARGIN_L + PLOT_W {
             continue; // outside the window
@@ -83,9 +93,23 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
             ));
         }
     }
-    let boxes = batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##) + &labels;
+    let boxes = batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##) + &labels + &releases;
     s.push_str(&clip_to_plot(H, &boxes));
     s
+}
+
+/// A release's mark at `x`: a thin line through the lane and a small
+/// downward triangle above it, titled with the op (`R(ā^3)`).
+fn release_mark(x: f64, y: f64, h: f64, op: &str) -> String {
+    format!(
+        r##"<g class="release-mark" fill="{c}" stroke="{c}"><title>{t}</title><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{b:.1}" stroke-width="1"/><path d="M{l:.1} {top:.1}L{r:.1} {top:.1}L{x:.1} {y:.1}Z" stroke="none"/></g>"##,
+        c = palette::RELEASE,
+        t = op.replace('&', "&amp;").replace('<', "&lt;"),
+        b = y + h,
+        l = x - 3.5,
+        r = x + 3.5,
+        top = y - 6.0,
+    )
 }
 
 #[component]
