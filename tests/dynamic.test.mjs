@@ -4,13 +4,14 @@
 // Run through scripts/browser-tests.sh.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { launch, open, text } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 const BUDGET = 599785472;
-const SHOTS = process.env.SHOTS_DIR ?? '/work/notes/shots/s20';
+const SHOTS = process.env.SHOTS_DIR ?? tmpdir();
 
 let context;
 before(async () => { context = await launch(); });
