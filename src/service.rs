@@ -299,8 +299,9 @@ impl PlannerService {
             return;
         };
         let mut progress = reporter(generation, Task::Compare, emit);
-        let n = Algorithm::OFFLOADING.len() as f64;
-        let summaries: Vec<Summary> = Algorithm::OFFLOADING
+        let solved = compared_in_worker(chain);
+        let n = solved.len() as f64;
+        let summaries: Vec<Summary> = solved
             .into_iter()
             .enumerate()
             .map(|(k, alg)| {
@@ -429,16 +430,33 @@ impl PlannerService {
         let Some(chain) = self.chain.as_ref() else {
             return Vec::new();
         };
-        // Offloading algorithms are solved per budget in the worker (Compare).
+        // Offloading algorithms and the exact search are solved per budget
+        // in the worker (Compare): a search can take seconds.
         self.planners
             .iter()
-            .filter(|p| p.algorithm() != except && !p.algorithm().offloads())
+            .filter(|p| p.algorithm() != except && !solved_in_worker(p.algorithm()))
             .map(|p| match p.plan(chain, budget) {
                 Ok(solution) => summary_of(chain, &solution, budget, bandwidth),
                 Err(e) => Summary::failed(p.algorithm(), e.to_string()),
             })
             .collect()
     }
+}
+
+/// Whether the compare table's row of `algorithm` comes from the worker's
+/// per-budget solves (Compare) rather than from the page's planners.
+pub fn solved_in_worker(algorithm: Algorithm) -> bool {
+    algorithm.offloads() || algorithm == Algorithm::Optimal
+}
+
+/// The algorithms a Compare request solves for `chain`: the offloading
+/// ones, and the exact search where its stage limit allows.
+pub fn compared_in_worker(chain: &Chain) -> Vec<Algorithm> {
+    let searchable = optimal::Limits::default().check_stages(chain.len()).is_ok();
+    Algorithm::ALL
+        .into_iter()
+        .filter(|&a| a.offloads() || (a == Algorithm::Optimal && searchable))
+        .collect()
 }
 
 /// What a `Plan` request asks, kept to answer it.

@@ -6,6 +6,7 @@ use super::chart::{
 use super::figure::{Figure, FigureButtons};
 use crate::optimality::{gap_cell, optimal_at, Standing};
 use crate::protocol::Summary;
+use crate::service::solved_in_worker;
 use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
 use remat_core::solvers::optimal::Limits;
@@ -295,16 +296,20 @@ pub fn Compare() -> impl IntoView {
         let optimal = optimal_at(
             stages,
             standing(&state.tables.build_of(Algorithm::Optimal)),
-            summaries.iter().find(|s| s.algorithm == Algorithm::Optimal),
+            offloading
+                .iter()
+                .find(|s| s.algorithm == Algorithm::Optimal),
         );
         Algorithm::ALL
             .iter()
             .map(|alg| {
                 let alg = *alg;
-                // Offloading rows come from the worker's solves at this budget.
-                let from = if alg.offloads() { &offloading } else { &summaries };
+                // Offloading and optimal rows come from the worker's solves
+                // at this budget.
+                let remote = solved_in_worker(alg);
+                let from = if remote { &offloading } else { &summaries };
                 let summary = from.iter().find(|s| s.algorithm == alg).cloned();
-                let build = match (alg.offloads(), comparing) {
+                let build = match (remote, comparing) {
                     (true, Some(f)) => Build::Building(f),
                     _ => state.tables.build_of(alg),
                 };
