@@ -167,17 +167,29 @@ impl PlannerService {
     }
 
     fn max_batch(&self, generation: u64, device: BatchDevice, emit: &mut Emit<'_>) {
+        let work = |chain: &Chain, progress: &mut dyn FnMut(f64) -> bool| {
+            max_batch(chain, device, progress)
+        };
+        let answer = |found| Response::MaxBatched { generation, found };
+        self.long_task((generation, Task::MaxBatch), emit, work, answer);
+    }
+
+    /// Runs a long task on the loaded chain with its progress reported,
+    /// then emits its answer or why it failed.
+    fn long_task<T, E: ToString>(
+        &self,
+        (generation, task): (u64, Task),
+        emit: &mut Emit<'_>,
+        work: impl FnOnce(&Chain, &mut dyn FnMut(f64) -> bool) -> Result<T, E>,
+        answer: impl FnOnce(T) -> Response,
+    ) {
         let Some(chain) = self.chain_of(generation) else {
             return;
         };
-        let found = max_batch(
-            chain,
-            device,
-            &mut reporter(generation, Task::MaxBatch, emit),
-        );
-        emit(match found {
-            Ok(found) => Response::MaxBatched { generation, found },
-            Err(e) => failed(generation, Some(Task::MaxBatch), e),
+        let done = work(chain, &mut reporter(generation, task, emit));
+        emit(match done {
+            Ok(t) => answer(t),
+            Err(e) => failed(generation, Some(task), e),
         });
     }
 
@@ -322,18 +334,11 @@ impl PlannerService {
     }
 
     fn sweep(&self, generation: u64, bandwidth: f64, emit: &mut Emit<'_>) {
-        let Some(chain) = self.chain_of(generation) else {
-            return;
+        let work = |chain: &Chain, progress: &mut dyn FnMut(f64) -> bool| {
+            sweep(chain, bandwidth, progress)
         };
-        let swept = sweep(
-            chain,
-            bandwidth,
-            &mut reporter(generation, Task::Sweep, emit),
-        );
-        emit(match swept {
-            Ok(sweep) => Response::Swept { generation, sweep },
-            Err(e) => failed(generation, Some(Task::Sweep), e),
-        });
+        let answer = |sweep| Response::Swept { generation, sweep };
+        self.long_task((generation, Task::Sweep), emit, work, answer);
     }
 
     /// Takes in an answer from the worker before the page sees it: a built

@@ -684,10 +684,45 @@ pub fn layer_of(
 
 /// How far some work is: a bar and a percentage.
 #[component]
-pub fn ProgressBar(id: &'static str, fraction: Signal<f64>) -> impl IntoView {
+pub fn ProgressBar(#[prop(into)] id: String, fraction: Signal<f64>) -> impl IntoView {
     view! {
         <progress id=id max="1" value=fraction></progress>
         <span>{move || format!("{:.0} %", fraction.get() * 100.0)}</span>
+    }
+}
+
+/// The control of a long task in the worker (the offloading sweep, the
+/// max-batch search): a button that starts it, then its progress and a
+/// Cancel, under the ids `{id}-run`, `{id}-progress` and `{id}-cancel`.
+#[component]
+pub fn TaskControl(
+    id: &'static str,
+    running: Memo<bool>,
+    fraction: Signal<f64>,
+    /// The button's words (they change once there is a result).
+    label: Signal<&'static str>,
+    on_run: Callback<()>,
+) -> impl IntoView {
+    let state = crate::state::use_app();
+    let (progress, cancel, run) = (
+        format!("{id}-progress"),
+        format!("{id}-cancel"),
+        format!("{id}-run"),
+    );
+    move || match running.get() {
+        true => view! {
+            <span class="status building">
+                <ProgressBar id=progress.clone() fraction=fraction />
+                <button id=cancel.clone() on:click=move |_| state.cancel_build()>"Cancel"</button>
+            </span>
+        }
+        .into_any(),
+        false => view! {
+            <button id=run.clone() on:click=move |_| on_run.run(()) title="Runs in a Web Worker">
+                {move || label.get()}
+            </button>
+        }
+        .into_any(),
     }
 }
 

@@ -5,7 +5,7 @@
 //! CLI's `remat maxbatch`); sizes and times scale linearly from the
 //! profiled batch.
 
-use super::chart::{ProgressBar, CHART_W};
+use super::chart::{TaskControl, CHART_W};
 use super::compare::alg_color;
 use super::figure::{Figure, FigureButtons};
 use crate::device_memory::Breakdown;
@@ -131,7 +131,7 @@ pub fn MaxBatchPanel() -> impl IntoView {
             batch,
         })
     };
-    let run = move |_| match ask() {
+    let run = move |()| match ask() {
         Ok(d) => state.send_max_batch(d),
         Err(e) => state.view.error(e),
     };
@@ -148,19 +148,9 @@ pub fn MaxBatchPanel() -> impl IntoView {
                 <h2>"Max batch"</h2>
                 <span class="muted">"The largest batch each method runs within the device memory (the device-memory card's GPU, model state and margin), and its throughput"</span>
                 <FigureButtons figure=Figure::MaxBatch />
-                {move || match running.get() {
-                    true => view! {
-                        <span class="status building">
-                            <ProgressBar id="maxbatch-progress" fraction=Signal::derive(fraction) />
-                            <button id="maxbatch-cancel" on:click=move |_| state.cancel_build()>"Cancel"</button>
-                        </span>
-                    }.into_any(),
-                    false => view! {
-                        <button id="maxbatch-run" on:click=run title="Runs in a Web Worker">
-                            {move || if found.with(|f| f.is_some()) { "Search again" } else { "Find the largest batches" }}
-                        </button>
-                    }.into_any(),
-                }}
+                <TaskControl id="maxbatch" running=running fraction=Signal::derive(fraction)
+                    label=Signal::derive(move || if found.with(|f| f.is_some()) { "Search again" } else { "Find the largest batches" })
+                    on_run=Callback::new(run) />
             </div>
             {move || profiled().is_none().then(|| view! {
                 <label class="inline">"Profiled batch "

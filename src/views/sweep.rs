@@ -3,7 +3,7 @@
 //! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
 //! demand, with progress and a cancel button.
 
-use super::chart::{bytes, marker_svg, palette, pct, readout_svg, CurveSvg, Frame, ProgressBar};
+use super::chart::{bytes, marker_svg, palette, pct, readout_svg, CurveSvg, Frame, TaskControl};
 use super::compare::{alg_color, alg_keys, alg_marker, alg_path};
 use super::figure::{Figure, FigureButtons};
 use crate::protocol::{Sweep, SweepPoint};
@@ -221,6 +221,22 @@ fn caption(sw: &Sweep) -> String {
     )
 }
 
+/// One of the sweep's two figures: its curves, the current value's marker
+/// and the read-out under the pointer, drawn in that order.
+#[component]
+fn SweepCurve(
+    id: &'static str,
+    label: &'static str,
+    pointer: RwSignal<Option<f64>>,
+    layers: [Signal<String>; 3],
+) -> impl IntoView {
+    view! {
+        <CurveSvg id=id frame=FRAME pointer=pointer label=label>
+            {layers.map(|layer| view! { <g inner_html=layer></g> })}
+        </CurveSvg>
+    }
+}
+
 #[component]
 pub fn SweepView() -> impl IntoView {
     let state = use_app();
@@ -289,38 +305,25 @@ pub fn SweepView() -> impl IntoView {
                 <h2>"Offloading sweep"</h2>
                 <span class="muted">"POFO's figures for this chain: each point is a solve of every offloading algorithm, measured by the simulator"</span>
                 <FigureButtons figure=Figure::Sweep />
-                {move || match running.get() {
-                    true => view! {
-                        <span class="status building">
-                            <ProgressBar id="sweep-progress" fraction=Signal::derive(fraction) />
-                            <button id="sweep-cancel" on:click=move |_| state.cancel_build()>"Cancel"</button>
-                        </span>
-                    }.into_any(),
-                    false => view! {
-                        <button id="sweep-run" on:click=move |_| state.send_sweep()
-                            title="Runs in a Web Worker">
-                            {move || if state.offloading.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" }}
-                        </button>
-                    }.into_any(),
-                }}
+                <TaskControl id="sweep" running=running fraction=Signal::derive(fraction)
+                    label=Signal::derive(move || if state.offloading.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" })
+                    on_run=Callback::new(move |()| state.send_sweep()) />
             </div>
             <div class="legend">
                 {alg_keys(SWEEP_ALGORITHMS)}
             </div>
             {move || state.offloading.sweep.with(|s| s.is_some()).then(|| view! {
                 <div class="sweep-grid">
-                    <CurveSvg id="sweep-alpha" frame=FRAME pointer=alpha_px
-                        label="Overhead against the budget for each offloading algorithm at this bandwidth">
-                        <g inner_html=alpha_svg></g>
-                        <g inner_html=move || alpha_marker().unwrap_or_default()></g>
-                        <g inner_html=move || alpha_readout().unwrap_or_default()></g>
-                    </CurveSvg>
-                    <CurveSvg id="sweep-beta" frame=FRAME pointer=beta_px
-                        label="Overhead against the host-link bandwidth for each offloading algorithm at this budget">
-                        <g inner_html=beta_svg></g>
-                        <g inner_html=move || beta_marker().unwrap_or_default()></g>
-                        <g inner_html=move || beta_readout().unwrap_or_default()></g>
-                    </CurveSvg>
+                    <SweepCurve id="sweep-alpha" pointer=alpha_px
+                        label="Overhead against the budget for each offloading algorithm at this bandwidth"
+                        layers=[Signal::derive(move || alpha_svg().unwrap_or_default()),
+                            Signal::derive(move || alpha_marker().unwrap_or_default()),
+                            Signal::derive(move || alpha_readout().unwrap_or_default())] />
+                    <SweepCurve id="sweep-beta" pointer=beta_px
+                        label="Overhead against the host-link bandwidth for each offloading algorithm at this budget"
+                        layers=[Signal::derive(move || beta_svg().unwrap_or_default()),
+                            Signal::derive(move || beta_marker().unwrap_or_default()),
+                            Signal::derive(move || beta_readout().unwrap_or_default())] />
                 </div>
                 <p class="hint">{caption}</p>
             })}
