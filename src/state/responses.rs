@@ -75,18 +75,9 @@ impl AppState {
                 build_ms: built.build_ms,
                 curve: built.curve,
             };
+            // The exact search's compare row comes from the worker's
+            // Compare, not from this build: nothing to plan again.
             self.tables.set(built.algorithm, ready);
-            // The exact search's curve comes from the worker after the plan
-            // shown: plan again so that its compare row (and the gaps) fill.
-            if built.algorithm == Algorithm::Optimal
-                && matches!(
-                    self.tables
-                        .build_of_untracked(self.controls.algorithm.get_untracked()),
-                    Build::Ready { .. }
-                )
-            {
-                self.send_plan(false);
-            }
         }
     }
 
