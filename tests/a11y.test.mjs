@@ -124,10 +124,20 @@ test('plan changes are announced in a polite live region; charts carry a text su
   assert.equal(await live.getAttribute('aria-live'), 'polite');
   assert.match(await live.textContent(), /^Plan ready: rotor at 572 MiB: makespan 420\.00 ms, peak 512 MiB, 12 recomputations\.$/);
   const id = await planId(page);
+  // Below the floor (320 MiB) no algorithm runs: refused as bad input,
+  // naming the floor and the op that needs it, as an alert; the plan stays.
   await page.locator('#budget-input').fill('100 MiB');
   await page.locator('#budget-input').press('Enter');
+  const refusal = page.locator('.budget .err[role="alert"]');
+  await refusal.waitFor();
+  assert.match(await refusal.textContent(), /^100 MiB is below 320 MiB, the least memory any schedule of this chain needs \(B1 holds its input a0, ā1, δ1 and δ0 at once\)$/);
+  assert.equal(await planId(page), id);
+  // Between the floor and M_low (384 MiB) rotor has no schedule: a result.
+  await page.locator('#budget-input').fill('330 MiB');
+  await page.locator('#budget-input').press('Enter');
   await nextPlan(page, id);
-  await page.waitForFunction(() => /^Infeasible: rotor at 100 MiB\.$/.test(document.querySelector('#live-status').textContent));
+  await page.waitForFunction(() => /^Infeasible: rotor at 330 MiB\.$/.test(document.querySelector('#live-status').textContent));
+  assert.equal(await refusal.count(), 0, 'the refusal is gone once a budget is taken');
   // Charts: an image role and one sentence each.
   await page.locator('#budget-input').fill('572 MiB');
   await page.locator('#budget-input').press('Enter');

@@ -158,6 +158,16 @@ def solve(chain_path: Path, out: Path, *args: str) -> dict:
     return report
 
 
+def budgets_above_floor(chain_path: Path, percents) -> List[str]:
+    """The relative budgets (`"35%"` of M_high) at or above the chain's
+    floor: below it `remat solve` refuses the budget (exit 2), no algorithm
+    could meet it."""
+    p = remat("solve", str(chain_path), "-a", "store-all", "-b", "100%", "--json")
+    report = json.loads(p.stdout)
+    floor, high = report["floor_bytes"], report["m_high_bytes"]
+    return [f"{b}%" for b in percents if int(b * high / 100) > floor]
+
+
 def simulator_states(chain_path: Path, schedule_path: Path) -> List[dict]:
     """`remat simulate --json --states`'s per-op states."""
     p = remat("simulate", str(chain_path), str(schedule_path), "--json", "--states")

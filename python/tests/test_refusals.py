@@ -12,7 +12,7 @@ import pytest
 import remat_torch
 from remat_torch import ScheduleError
 
-from helpers import NETWORKS, chain_for, remat, solve
+from helpers import NETWORKS, budgets_above_floor, chain_for, remat, solve
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +27,9 @@ def files(tmp_path_factory):
         ref = solve(chain, rotor, "-a", "rotor", "-b", "100%")
         solve(chain, rotor, "-a", "rotor", "-b", str(ref["m_low_bytes"]))
         pofo = None
-        for b in range(10, 100, 5):
+        for b in budgets_above_floor(chain, range(10, 100, 5)):
             p = root / f"{name}.pofo.json"
-            report = solve(chain, p, "-a", "pofo", "-b", f"{b}%", "--bandwidth", "12GB/s")
+            report = solve(chain, p, "-a", "pofo", "-b", b, "--bandwidth", "12GB/s")
             if report["feasible"] and any(o["op"] == "prefetch" for o in json.loads(p.read_text())["ops"]):
                 pofo = p
                 break

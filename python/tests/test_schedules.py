@@ -23,7 +23,7 @@ import torch
 import remat_torch
 from remat_torch.schedule import load_schedule, validate
 
-from helpers import NETWORKS, chain_for, plain_and_counted_twin, simulator_states, snapshot, solve
+from helpers import NETWORKS, budgets_above_floor, chain_for, plain_and_counted_twin, simulator_states, snapshot, solve
 
 SEED = 1234
 
@@ -46,7 +46,7 @@ FIXED = [
     ("hong", ["-a", "hong"], 1.0),
     ("hong-chen", ["-a", "hong-chen"], 1.0),
 ]
-POFO_BUDGETS = [f"{p}%" for p in range(10, 100, 5)]
+POFO_PERCENTS = range(10, 100, 5)
 
 
 def _budget(m_low: int, m_high: int, alpha: float) -> str:
@@ -76,7 +76,8 @@ def _make_schedules(name: str, root: Path) -> Dict[str, Path]:
     # (and a^ℓ) to the host, searched rather than guessed, so the test keeps
     # exercising both kinds of transfer if the chain or the DP changes.
     with_saved, with_output = None, None
-    for b in POFO_BUDGETS:
+    budgets = budgets_above_floor(chain, POFO_PERCENTS)
+    for b in budgets:
         path = root / f"{name}.pofo-{b}.json"
         report = solve(chain, path, "-a", "pofo", "-b", b, "--bandwidth", "12GB/s")
         if not report["feasible"]:
@@ -86,8 +87,8 @@ def _make_schedules(name: str, root: Path) -> Dict[str, Path]:
             with_saved = (b, path)
         if n_out and with_output is None:
             with_output = (b, path)
-    assert with_saved is not None, f"{name}: pofo moves no ā^ℓ at any of {POFO_BUDGETS}"
-    assert with_output is not None, f"{name}: pofo moves no a^ℓ at any of {POFO_BUDGETS}"
+    assert with_saved is not None, f"{name}: pofo moves no ā^ℓ at any of {budgets}"
+    assert with_output is not None, f"{name}: pofo moves no a^ℓ at any of {budgets}"
     found[f"pofo-{with_saved[0]}"] = with_saved[1]
     found[f"pofo-{with_output[0]}"] = with_output[1]
     return found

@@ -11,7 +11,7 @@ import pytest
 from remat_torch import ScheduleError
 from remat_torch.schedule import load_schedule, validate
 
-from helpers import NETWORKS, chain_for, remat, simulator_states, solve
+from helpers import NETWORKS, budgets_above_floor, chain_for, remat, simulator_states, solve
 
 KINDS = ["forward_all", "forward_checkpoint", "forward_none", "backward", "offload", "prefetch"]
 
@@ -77,7 +77,7 @@ def test_validator_agrees_with_the_simulator(tmp_path, name):
     ref = solve(chain, tmp_path / "r.json", "-a", "rotor", "-b", "100%")
     solve(chain, tmp_path / "r.json", "-a", "rotor", "-b", str(ref["m_low_bytes"]))
     bases.append(json.loads((tmp_path / "r.json").read_text()))
-    for b in ("30%", "50%", "70%"):
+    for b in budgets_above_floor(chain, (30, 50, 70)):
         report = solve(chain, tmp_path / "p.json", "-a", "pofo", "-b", b)
         if report["feasible"]:
             bases.append(json.loads((tmp_path / "p.json").read_text()))

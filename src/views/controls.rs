@@ -8,7 +8,7 @@ use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Not
 use leptos::prelude::*;
 use remat_core::examples::{self, Provenance};
 use remat_core::model::units::{format_rate, parse_rate, parse_size};
-use remat_core::solvers::Algorithm;
+use remat_core::solvers::{memory_floor, Algorithm};
 use wasm_bindgen::JsCast;
 
 const SLIDER_STEPS: f64 = 1000.0;
@@ -269,9 +269,22 @@ pub fn BudgetPanel() -> impl IntoView {
             state.controls.budget.set(from_slider(state, target));
         }
     };
+    // Below the floor no algorithm can run: bad input, as the CLI's exit 2,
+    // not a budget to plan (and the plan on screen stays).
     let commit_typed = move || match parse_size(&typed.get_untracked()) {
-        Ok(b) if b > 0 => state.controls.budget.set(b),
-        Ok(_) => typed_error.set(Some("the budget must be above 0".into())),
+        Ok(0) => typed_error.set(Some("the budget must be above 0".into())),
+        Ok(b) => {
+            let floor = state.loaded.chain.with_untracked(|c| memory_floor(c));
+            if b < floor.bytes {
+                typed_error.set(Some(format!(
+                    "{} is below {}, the least memory any schedule of this chain needs ({floor})",
+                    bytes(b),
+                    bytes(floor.bytes)
+                )));
+            } else {
+                state.controls.budget.set(b);
+            }
+        }
         Err(e) => typed_error.set(Some(e.to_string())),
     };
     let commit_bw = move || match parse_link(&bw_text.get_untracked()) {
@@ -333,9 +346,11 @@ pub fn BudgetPanel() -> impl IntoView {
                             on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Enter" { commit_typed() }
                             title="Type a size: 3.5 GiB, 800MiB, 4e9" />
                     </div>
-                    {move || typed_error.get().map(|e| view! { <small class="err">{e}</small> })}
+                    {move || typed_error.get().map(|e| view! { <small class="err" role="alert">{super::notation::math_text(&e)}</small> })}
                     <small id="budget-range-help" class="muted">
-                        "Counts activations only. M_low: the least any schedule needs (everything recomputed); M_high: keeping everything, no recomputation."
+                        "Counts activations only. M_low: the least rotor's schedules need (recomputing the most); M_high: keeping everything, no recomputation. Offloading can go below M_low, down to the floor of "
+                        {move || bytes(state.loaded.chain.with(|c| memory_floor(c)).bytes)}
+                        ", the least any schedule needs."
                     </small>
                 </div>
                 <div class="field bw">

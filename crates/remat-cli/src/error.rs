@@ -29,6 +29,14 @@ pub enum CliError {
     BadValue { flag: &'static str, message: String },
     #[error(transparent)]
     MaxBatch(#[from] remat_core::maxbatch::MaxBatchError),
+    /// A budget no schedule of the chain meets, whatever the algorithm:
+    /// bad input, not an infeasible result (which is about one algorithm).
+    #[error("--budget: {budget} is below {floor}, the least memory any schedule of this chain needs ({why}); no algorithm runs in less")]
+    BelowFloor {
+        budget: String,
+        floor: String,
+        why: remat_core::solvers::Floor,
+    },
     #[error("--segments: only for -a sequential, not {0}")]
     SegmentsNotSequential(Algorithm),
     #[error(transparent)]

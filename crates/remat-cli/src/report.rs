@@ -113,6 +113,9 @@ pub struct SolveReport<'a> {
     pub detail: &'a str,
     /// `exact` or `grid:<slot bytes>`.
     pub memory: String,
+    /// The least memory any schedule of the chain needs (below it `solve`
+    /// exits 2); at most M_low.
+    pub floor_bytes: u64,
     pub m_low_bytes: Option<u64>,
     pub m_high_bytes: u64,
     pub algorithm_min_bytes: u64,

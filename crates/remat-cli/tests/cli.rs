@@ -118,12 +118,48 @@ fn solve_json_has_the_contract_fields_and_writes_a_schedule_that_simulates() {
     );
 }
 
+/// Between the floor (320 MiB on the teaching chain) and rotor's M_low
+/// (384 MiB) rotor has no schedule: a result, exit 0; pofo, which
+/// offloads, has one there.
 #[test]
 fn an_infeasible_budget_is_a_result_not_an_error() {
-    let v = solve_json("example:teaching", &["-a", "rotor", "-b", "1MiB"]);
+    let v = solve_json("example:teaching", &["-a", "rotor", "-b", "330MiB"]);
     assert_eq!(v["feasible"], false);
     assert!(v["makespan_seconds"].is_null());
     assert!(v["detail"].as_str().unwrap().contains("below M_low"));
+    assert_eq!(v["floor_bytes"], 320u64 << 20);
+    let pofo = solve_json("example:teaching", &["-a", "pofo", "-b", "330MiB"]);
+    assert_eq!(pofo["feasible"], true);
+}
+
+/// Below the floor no algorithm can run: bad input, exit 2, saying which
+/// operation needs more — for every algorithm, never `infeasible`.
+/// Could fail if a command planned the budget anyway (exit 0, infeasible).
+#[test]
+fn a_budget_below_the_floor_is_refused_for_every_algorithm() {
+    for algorithm in remat_core::solvers::Algorithm::ALL {
+        refused(
+            &["solve", "example:teaching", "-a", algorithm.name(), "-b", "1MiB"],
+            "error: --budget: 1.00 MiB is below 320 MiB, the least memory any schedule of this chain needs (B^1 holds its input a^0, ā^1, δ^1 and δ^0 at once); no algorithm runs in less",
+        );
+    }
+    // One byte below is refused, the floor itself is planned.
+    refused(
+        &[
+            "solve",
+            "example:teaching",
+            "-a",
+            "pofo",
+            "-b",
+            &format!("{}", (320u64 << 20) - 1),
+        ],
+        "is below 320 MiB",
+    );
+    let at = solve_json(
+        "example:teaching",
+        &["-a", "pofo", "-b", &format!("{}", 320u64 << 20)],
+    );
+    assert!(at["feasible"].is_boolean());
 }
 
 #[test]
@@ -1288,7 +1324,7 @@ fn optimal_solves_short_chains_and_refuses_long_ones() {
         (Some(79.0), Some(88.0))
     );
     refused(
-        &["solve", "example:vgg19", "-a", "optimal", "-b", "50%"],
+        &["solve", "example:vgg19", "-a", "optimal", "-b", "90%"],
         "at most 18 stages (its states grow exponentially with L); this chain has 24. Use rotor",
     );
     let out = remat(&[

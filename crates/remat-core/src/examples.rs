@@ -261,7 +261,7 @@ pub fn teaching() -> Chain {
     last.output_bytes = 4;
     last.gradient_bytes = 4;
     Chain {
-        name: "teaching chain (10 stages)".into(),
+        name: "teaching chain".into(),
         source: "hand-made: 10 identical stages, F 10 ms, B 20 ms, a 64 MiB, ā 128 MiB; loss folded into stage 10".into(),
         input_bytes: mib(64),
         input_gradient_bytes: mib(64),

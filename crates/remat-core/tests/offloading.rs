@@ -15,8 +15,7 @@ use remat_core::solvers::offload::{self, with_prefetches};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{LossStep, Mode, Pofo};
 use remat_core::solvers::{
-    max_useful_budget, no_progress, offload_min_budget, Algorithm, Options, Problem, Solution,
-    SolveError,
+    max_useful_budget, memory_floor, no_progress, Algorithm, Options, Problem, Solution, SolveError,
 };
 use remat_core::{Chain, Op};
 
@@ -53,7 +52,9 @@ fn whole_transfers(mut chain: Chain, bw: f64) -> Chain {
 
 /// A budget from the least any schedule needs to M_high.
 fn budget_at(chain: &Chain, frac: f64) -> u64 {
-    let low = offload_min_budget(chain).max(chain.input_bytes + chain.gradient_bytes(chain.len()));
+    let low = memory_floor(chain)
+        .bytes
+        .max(chain.input_bytes + chain.gradient_bytes(chain.len()));
     let high = max_useful_budget(chain).max(low);
     low + ((high - low) as f64 * frac) as u64
 }

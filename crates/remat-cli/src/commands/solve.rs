@@ -10,7 +10,9 @@ use remat_core::format::{write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
-use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner, Solution};
+use remat_core::solvers::{
+    max_useful_budget, memory_floor, no_progress, Algorithm, Options, Planner, Solution,
+};
 use remat_core::sweep::rotor_m_low;
 use remat_core::Chain;
 
@@ -26,6 +28,7 @@ struct Solved {
     solution: Solution,
     trace: Option<Trace>,
     memory: String,
+    floor: u64,
     m_low: Option<u64>,
     m_high: u64,
     /// The algorithm's own least budget (a lower bound for the offloading ones).
@@ -72,6 +75,14 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
     let algorithm = a.algorithm;
     let m_high = max_useful_budget(chain);
     let budget = a.budget.bytes(m_high);
+    let floor = memory_floor(chain);
+    if budget < floor.bytes {
+        return Err(CliError::BelowFloor {
+            budget: format_bytes(budget),
+            floor: format_bytes(floor.bytes),
+            why: floor,
+        });
+    }
     let bandwidth = bytes_per_s(a.bandwidth).or(chain.bandwidth_bytes_per_s);
     let opts = Options {
         segments: a.segments,
@@ -100,6 +111,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         memory: planner.memory(budget).to_string(),
         solution,
         trace,
+        floor: floor.bytes,
         m_low,
         m_high,
         own_min,
@@ -121,6 +133,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         ),
         detail: &s.solution.detail,
         memory: s.memory.clone(),
+        floor_bytes: s.floor,
         m_low_bytes: s.m_low,
         m_high_bytes: s.m_high,
         algorithm_min_bytes: s.own_min,
@@ -133,8 +146,9 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
     say!("chain      {} ({} stages)", chain.name, chain.len());
     say!("algorithm  {algorithm} ({})", s.solution.detail);
     say!(
-        "budget     {}   (M_low {}, {algorithm}'s least {}{}, M_high {})",
+        "budget     {}   (floor {}, M_low {}, {algorithm}'s least {}{}, M_high {})",
         format_bytes(s.budget),
+        format_bytes(s.floor),
         s.m_low.map_or_else(
             || format!("not computed: O(L³) for {} stages", chain.len()),
             format_bytes

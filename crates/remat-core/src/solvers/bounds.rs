@@ -5,7 +5,7 @@
 //! * M_low of a persistent schedule: [`persistent::min_budget`] (exact
 //!   bytes) and [`persistent::min_budget_met`] (what a table's lattice
 //!   meets) — the DP's own recursion, so it lives with the DP;
-//! * the floor with offloading ([`offload_min_budget`]);
+//! * the floor no schedule goes below, offloading or not ([`memory_floor`]);
 //! * α → budget ([`budget_at_ratio`]), shared by the CLI's sweep, the
 //!   explorer and [`crate::sweep`].
 //!
@@ -16,23 +16,108 @@
 
 use super::store_all;
 use crate::model::Chain;
+use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
 
-/// A budget below which no schedule can run, however much it offloads:
-/// some operation needs its input, its output and its gradients at once
-/// (F^ℓ with a^{ℓ-1}, a^ℓ and δ^L; B^ℓ with a^{ℓ-1}, ā^ℓ, δ^ℓ, δ^{ℓ-1}).
-pub fn offload_min_budget(chain: &Chain) -> u64 {
-    let seed = chain.gradient_bytes(chain.len());
-    (1..=chain.len())
-        .map(|l| {
-            let s = chain.stage(l);
-            let input = chain.output_bytes(l - 1);
-            let forward = input + s.output_bytes + s.forward_overhead() + seed;
-            let backward = input + chain.backward_bytes(l);
-            forward.max(backward)
-        })
-        .max()
-        .unwrap_or(0)
+/// The least memory any complete schedule of a chain needs, and the
+/// operation that needs it ([`memory_floor`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Floor {
+    pub bytes: u64,
+    /// The operation whose working set is `bytes`: every schedule runs it
+    /// at least once.
+    pub op: Op,
+}
+
+impl std::fmt::Display for Floor {
+    /// Why, for a person: `B^3 holds its input a^2, ā^3, δ^3 and δ^2 at once`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let l = self.op.stage();
+        let p = l - 1;
+        match self.op {
+            Op::Backward { .. } => {
+                write!(f, "B^{l} holds its input a^{p}, ā^{l}, δ^{l} and δ^{p} at once")
+            }
+            Op::ForwardAll { .. } => write!(
+                f,
+                "F_all^{l} holds its input a^{p}, ā^{l} and a gradient δ^j (j ≥ {l}) at once"
+            ),
+            _ => write!(
+                f,
+                "the first forward of stage {l} holds its input a^{p}, a^{l} and the loss gradient at once"
+            ),
+        }
+    }
+}
+
+/// A budget below which no schedule can run, whatever it recomputes,
+/// offloads or releases: some operation every complete schedule runs needs
+/// more. Three such operations per stage ℓ, each with what must be on the
+/// device while it runs (docs/model.md's accounting):
+///
+/// * the first forward of ℓ (it runs before B^L, since B^L needs every
+///   stage's output computed once): its input (≥ ω_a^{ℓ-1}), its output
+///   (≥ ω_a^ℓ), o_f^ℓ and δ^L;
+/// * an F_all^ℓ (B^ℓ reads ā^ℓ, which only F_all^ℓ produces — a prefetch
+///   only brings back what an F_all^ℓ made): its input, ω_ā^ℓ, o_f^ℓ and
+///   the one gradient then resident, δ^j for some j ≥ ℓ (no operation frees
+///   a gradient but the backward that consumes it);
+/// * B^ℓ: its input and `Chain::backward_bytes(ℓ)` (δ^ℓ, ā^ℓ, δ^{ℓ-1}).
+///
+/// Nothing else need be resident: a^0 and every other tensor can be
+/// offloaded. So the floor is a lower bound for every algorithm (pofo's
+/// included), not always met: `optimal::least_budget` is the exact least
+/// of the schedules without transfers. O(L).
+///
+/// ```
+/// use remat_core::examples;
+/// use remat_core::schedule::Op;
+/// use remat_core::solvers::memory_floor;
+///
+/// // The teaching chain: B^1 holds a^0 (64 MiB), ā^1 (128 MiB), δ^1 and δ^0
+/// // (64 MiB each), however the rest is scheduled.
+/// let floor = memory_floor(&examples::teaching());
+/// assert_eq!(floor.bytes, 320 << 20);
+/// assert_eq!(floor.op, Op::Backward { stage: 1 });
+/// assert_eq!(floor.to_string(), "B^1 holds its input a^0, ā^1, δ^1 and δ^0 at once");
+/// ```
+pub fn memory_floor(chain: &Chain) -> Floor {
+    let n = chain.len();
+    let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
+    // least_gradient[ℓ] = min_{j ≥ ℓ} ω_δ^j: the least front a forward of ℓ can run beside.
+    let mut least_gradient = vec![u64::MAX; n + 2];
+    for l in (1..=n).rev() {
+        least_gradient[l] = least_gradient[l + 1].min(chain.gradient_bytes(l));
+    }
+    let seed = chain.gradient_bytes(n);
+    let mut floor = Floor {
+        bytes: chain.input_bytes.saturating_add(seed),
+        op: Op::ForwardNone { stage: 1 },
+    };
+    for (l, &least) in least_gradient.iter().enumerate().take(n + 1).skip(1) {
+        let s = chain.stage(l);
+        let input = chain.output_bytes(l - 1);
+        let needs = [
+            (
+                sum(&[input, s.output_bytes, s.forward_overhead(), seed]),
+                Op::ForwardNone { stage: l },
+            ),
+            (
+                sum(&[input, s.saved_bytes, s.forward_overhead(), least]),
+                Op::ForwardAll { stage: l },
+            ),
+            (
+                input.saturating_add(chain.backward_bytes(l)),
+                Op::Backward { stage: l },
+            ),
+        ];
+        for (bytes, op) in needs {
+            if bytes > floor.bytes {
+                floor = Floor { bytes, op };
+            }
+        }
+    }
+    floor
 }
 
 /// The budget at memory ratio α ∈ [0, 1] between `m_low` (α = 0) and

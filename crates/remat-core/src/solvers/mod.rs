@@ -34,6 +34,6 @@ pub use api::{
     no_progress, Algorithm, Candidate, LossStep, Options, Problem, Progress, Solution, SolveError,
     DEFAULT_MAX_TABLE_BYTES, DEFAULT_OFFLOAD_SLOTS, DEFAULT_SLOTS,
 };
-pub use bounds::{budget_at_ratio, max_useful_budget, offload_min_budget};
+pub use bounds::{budget_at_ratio, max_useful_budget, memory_floor, Floor};
 pub use planner::{solve, Planner};
 pub use slots::{Memory, SlotPolicy};

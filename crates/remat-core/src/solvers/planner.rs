@@ -16,7 +16,7 @@ use super::api::{
     algorithm_list, no_progress, Algorithm, Candidate, Options, Problem, Progress, Solution,
     SolveError, SolveFn,
 };
-use super::bounds::{max_useful_budget, offload_min_budget};
+use super::bounds::{max_useful_budget, memory_floor};
 use super::persistent::{self, PersistentTable, Variant};
 use super::slots::Memory;
 use super::{hong, sequential, store_all};
@@ -91,7 +91,7 @@ impl Planner {
                 algorithm,
                 solve,
                 options: options.clone(),
-                min_budget: offload_min_budget(chain),
+                min_budget: memory_floor(chain).bytes,
             });
         }
         match algorithm {

@@ -90,7 +90,7 @@ pub fn search(
 /// below rotor's M_low, the least of rotor's schedules). Exponential like
 /// the search, and slower on real chains (the states below the answer are
 /// all visited): the planner reports the cheap floor
-/// [`offload_min_budget`](super::offload_min_budget) as `optimal`'s least
+/// [`memory_floor`](super::memory_floor) as `optimal`'s least
 /// instead, a lower bound.
 pub fn least_budget(chain: &Chain, progress: &mut Progress<'_>) -> Result<u64, SolveError> {
     let model = state::Model::new(chain, Class::All);
