@@ -11,7 +11,7 @@ use remat_core::maxbatch::Margin;
 use remat_core::model::units::{parse_rate, parse_size};
 use remat_core::solvers::hong::Model;
 use remat_core::solvers::pofo::LossStep;
-use remat_core::solvers::Algorithm;
+use remat_core::solvers::{Algorithm, MAX_RELOAD_LIMIT};
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -50,6 +50,8 @@ pub enum ArgError {
     ShareOutOfRange(String),
     #[error(transparent)]
     NotANumber(#[from] std::num::ParseFloatError),
+    #[error("`{0}`: a share above 0 and at most 1 (0.35)")]
+    ShareNotInUnit(String),
     #[error("a memory ratio from 0 to 1, got {0}")]
     RatioOutOfRange(f64),
     #[error(
@@ -271,6 +273,28 @@ pub struct PlanFlags {
     /// (offloads drain during F_all^L, prefetches overlap B^L).
     #[arg(long, value_enum, default_value = "paper")]
     pub loss_step: LossStepFlag,
+    /// delta, delta-lru, delta-greedy: the share of the link a transfer
+    /// achieves in the Director's cost (DELTA measured 0.35); above 0 to 1.
+    #[arg(long, default_value = "0.35", value_parser = share)]
+    pub link_share: f64,
+    /// delta, delta-lru, delta-greedy: release from this share of the
+    /// budget in use on (DELTA: 0.75); above 0 to 1.
+    #[arg(long, default_value = "0.75", value_parser = share)]
+    pub trigger: f64,
+    /// delta, delta-lru, delta-greedy: the Prefetcher's reload limit, how
+    /// many offloaded tensors it brings back ahead (default 2); 0 to 5000.
+    #[arg(long, default_value = "2", value_parser = count(0, MAX_RELOAD_LIMIT as u64))]
+    pub reload_limit: usize,
+}
+
+/// A share in (0, 1]: `0.35`.
+fn share(text: &str) -> Result<f64, ArgError> {
+    let x: f64 = text.trim().parse()?;
+    if x > 0.0 && x <= 1.0 {
+        Ok(x)
+    } else {
+        Err(ArgError::ShareNotInUnit(text.trim().to_string()))
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]

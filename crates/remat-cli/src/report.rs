@@ -8,6 +8,7 @@
 use remat_core::format::pytorch::Segment;
 use remat_core::simulator::{OpState, TensorId, Trace};
 use remat_core::solvers::hong::Model;
+use remat_core::solvers::DeltaSettings;
 use remat_core::{Chain, Op};
 use serde::Serialize;
 
@@ -122,6 +123,9 @@ pub struct SolveReport<'a> {
     /// The offloading algorithms' least is a bound no schedule can beat
     /// (an op's own inputs and outputs), not a budget they were seen to meet.
     pub algorithm_min_is_lower_bound: bool,
+    /// DELTA's settings, for delta, delta-lru and delta-greedy only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<DeltaSettings>,
     /// The schedule (empty when infeasible).
     pub ops: &'a [Op],
 }

@@ -1349,3 +1349,72 @@ fn optimal_solves_short_chains_and_refuses_long_ones() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// DELTA's settings are flags: the link share changes the Director's
+/// choices (on the measured ResNet-50 at 1 GiB, 1 offload at the paper's
+/// 35 %, 4 when transfers achieve 90 % of the link), the report echoes
+/// them, and a value out of range is refused naming the flag.
+/// Could fail if the flags were parsed but not passed to the runtime (the
+/// two runs would be equal) or not echoed. Mutation tried: `plan_options`
+/// ignoring --link-share (always 0.35): this test failed.
+#[test]
+fn delta_settings_are_flags_echoed_in_the_report() {
+    let args = |share: &str| {
+        solve_json(
+            "example:resnet50-h100",
+            &["-a", "delta", "-b", "1GiB", "--link-share", share],
+        )
+    };
+    let (paper, fast) = (args("0.35"), args("0.9"));
+    assert_eq!(paper["delta"]["link_share"], 0.35);
+    assert_eq!(paper["delta"]["trigger"], 0.75);
+    assert_eq!(paper["delta"]["reload_limit"], 2);
+    assert_eq!(fast["delta"]["link_share"], 0.9);
+    let offloads = |v: &Value| {
+        v["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|op| op["op"] == "offload")
+            .count()
+    };
+    assert_eq!((offloads(&paper), offloads(&fast)), (1, 4));
+    let rotor = solve_json("example:resnet50-h100", &["-a", "rotor", "-b", "1GiB"]);
+    assert!(
+        rotor.get("delta").is_none(),
+        "only delta's runtimes carry it"
+    );
+    for (flag, value, says) in [
+        ("--link-share", "0", "a share above 0 and at most 1"),
+        ("--trigger", "1.5", "a share above 0 and at most 1"),
+        ("--trigger", "nan", "a share above 0 and at most 1"),
+        ("--reload-limit", "99999", "99999 is not in 0..=5000"),
+    ] {
+        refused(
+            &[
+                "solve",
+                "example:teaching",
+                "-a",
+                "delta",
+                "-b",
+                "50%",
+                flag,
+                value,
+            ],
+            &format!("for '{flag} <"),
+        );
+        refused(
+            &[
+                "solve",
+                "example:teaching",
+                "-a",
+                "delta",
+                "-b",
+                "50%",
+                flag,
+                value,
+            ],
+            says,
+        );
+    }
+}

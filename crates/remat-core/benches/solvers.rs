@@ -128,7 +128,8 @@ fn dynamic(c: &mut Criterion) {
         let tight = budget_at_tenths(&chain, 0);
         for (alpha, budget) in [("a0.3", budget_at_tenths(&chain, 3)), ("a0", tight)] {
             for algorithm in [Algorithm::Dtr, Algorithm::Delta] {
-                let p = policy(algorithm, chain.bandwidth_bytes_per_s).unwrap();
+                let p =
+                    policy(algorithm, chain.bandwidth_bytes_per_s, &Default::default()).unwrap();
                 let id = BenchmarkId::new(format!("{algorithm}_{alpha}_stages"), n);
                 g.bench_with_input(id, &chain, |b, chain| {
                     b.iter(|| {

@@ -14,7 +14,9 @@ use remat_core::examples;
 use remat_core::format::{read_schedule, write_schedule, Predicted, ScheduleFile};
 use remat_core::simulator::judge;
 use remat_core::solvers::dynamic::{self, Delta, Heuristic, Policy, Run, RunError};
-use remat_core::solvers::{max_useful_budget, no_progress, solve, store_all, Algorithm, Options};
+use remat_core::solvers::{
+    max_useful_budget, no_progress, solve, store_all, Algorithm, DeltaSettings, Options,
+};
 use remat_core::{Chain, Op, Stage, TensorKind};
 
 const DYNAMIC: [Algorithm; 4] = [
@@ -26,7 +28,7 @@ const DYNAMIC: [Algorithm; 4] = [
 
 fn run(chain: &Chain, algorithm: Algorithm, budget: u64) -> Result<Run, RunError> {
     let link = chain.bandwidth_bytes_per_s;
-    let policy = dynamic::policy(algorithm, link).unwrap();
+    let policy = dynamic::policy(algorithm, link, &DeltaSettings::default()).unwrap();
     dynamic::run(chain, &policy, budget, link, &mut no_progress())
 }
 
@@ -182,7 +184,7 @@ fn reload_or_recompute_chain() -> Chain {
         input_bytes: 10,
         input_gradient_bytes: 1,
         // 1 B/s at DELTA's 35 %.
-        bandwidth_bytes_per_s: Some(1.0 / dynamic::delta::EFFECTIVE_BANDWIDTH_SHARE),
+        bandwidth_bytes_per_s: Some(1.0 / DeltaSettings::default().link_share),
         stages: vec![
             stage(15.0, 1, 20, Some(1.0)),
             stage(1.0, 1, 15, None),
@@ -209,7 +211,7 @@ fn delta_recomputes_instead_of_reloading_when_cheaper() {
     // Without it, B^1's ā^1 is recomputed too.
     let policy = Policy::Delta(Delta {
         reload_limit: 0,
-        ..Delta::new(Heuristic::Base, link)
+        ..Delta::new(Heuristic::Base, link, &DeltaSettings::default())
     });
     let done = dynamic::run(&chain, &policy, 36, link, &mut no_progress()).unwrap();
     assert_eq!(judge(&chain, &done.ops, 36, link).unwrap(), done.trace);
@@ -291,7 +293,7 @@ fn the_prefetcher_keeps_to_its_reload_limit() {
     for limit in [1, 2, 100] {
         let policy = Policy::Delta(Delta {
             reload_limit: limit,
-            ..Delta::new(Heuristic::Base, link)
+            ..Delta::new(Heuristic::Base, link, &DeltaSettings::default())
         });
         for tenth in 4..=13u64 {
             let budget = high * tenth / 10;

@@ -13,7 +13,7 @@ pub mod solve;
 pub mod sweep;
 
 use crate::args::PlanFlags;
-use remat_core::solvers::Options;
+use remat_core::solvers::{DeltaSettings, Options};
 
 /// The solver options a planning command's shared flags ask for, with the
 /// link `bandwidth`.
@@ -22,6 +22,11 @@ fn plan_options(flags: &PlanFlags, bandwidth: Option<f64>) -> Options {
         bandwidth_bytes_per_s: bandwidth,
         max_table_bytes: flags.max_table.0,
         loss_step: flags.loss_step.into(),
+        delta: DeltaSettings {
+            link_share: flags.link_share,
+            trigger: flags.trigger,
+            reload_limit: flags.reload_limit,
+        },
         ..Options::default()
     };
     if let Some(slots) = flags.slots {

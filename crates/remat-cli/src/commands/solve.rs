@@ -11,7 +11,8 @@ use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::{
-    max_useful_budget, memory_floor, no_progress, Algorithm, Options, Planner, Solution,
+    max_useful_budget, memory_floor, no_progress, Algorithm, DeltaSettings, Options, Planner,
+    Solution,
 };
 use remat_core::sweep::rotor_m_low;
 use remat_core::Chain;
@@ -33,6 +34,8 @@ struct Solved {
     m_high: u64,
     /// The algorithm's own least budget (a lower bound for the offloading ones).
     own_min: u64,
+    /// DELTA's settings, when the algorithm is one of its runtimes.
+    delta: Option<DeltaSettings>,
 }
 
 pub fn run(a: &SolveArgs) -> Result<()> {
@@ -115,6 +118,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         m_low,
         m_high,
         own_min,
+        delta: (algorithm.is_dynamic() && algorithm != Algorithm::Dtr).then_some(opts.delta),
     })
 }
 
@@ -138,6 +142,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         m_high_bytes: s.m_high,
         algorithm_min_bytes: s.own_min,
         algorithm_min_is_lower_bound: own_min_is_lower_bound(algorithm),
+        delta: s.delta,
         ops: s.solution.ops.as_deref().unwrap_or_default(),
     }
 }

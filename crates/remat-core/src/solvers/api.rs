@@ -190,6 +190,67 @@ pub struct Options {
     pub segments: Option<usize>,
     /// How pofo's DP times the loss step (POFO Appendix B.2 by default).
     pub loss_step: LossStep,
+    /// DELTA's runtime settings (`delta`, `delta-lru`, `delta-greedy`).
+    pub delta: DeltaSettings,
+}
+
+/// DELTA's settings (Tang et al., *DELTA: Dynamically Optimizing GPU Memory
+/// beyond Tensor Recomputation*, 2022, Section 4): the defaults are the
+/// paper's where it gives one. Measured on another machine, a user sets the
+/// link share that machine achieves.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct DeltaSettings {
+    /// The share of the link's bandwidth a transfer achieves, in the
+    /// Director's swap cost c_s = m / (share · b) (Eq. 6): 0.35, as DELTA
+    /// measured ("empirically, only 35 % of the bandwidth is used", §4.1).
+    /// The simulated transfer itself runs at the full link. In (0, 1].
+    pub link_share: f64,
+    /// Releasing starts when this share of the budget is in use: 3/4
+    /// (§4.3), to leave room for transfers to overlap. In (0, 1].
+    pub trigger: f64,
+    /// The Prefetcher's reload limit n (Algorithm 4): the paper gives no
+    /// value; 2 hides one transfer behind each backward step without
+    /// filling the memory the Filter would then release again. At most
+    /// [`MAX_RELOAD_LIMIT`].
+    pub reload_limit: usize,
+}
+
+/// The largest reload limit accepted: a chain has at most this many stages,
+/// so a larger limit would change nothing.
+pub const MAX_RELOAD_LIMIT: usize = crate::model::MAX_STAGES;
+
+impl Default for DeltaSettings {
+    fn default() -> DeltaSettings {
+        DeltaSettings {
+            link_share: 0.35,
+            trigger: 0.75,
+            reload_limit: 2,
+        }
+    }
+}
+
+impl DeltaSettings {
+    /// Refuses a setting out of its range, naming it.
+    pub fn validate(&self) -> Result<(), SolveError> {
+        let share = |name: &str, x: f64| {
+            if x > 0.0 && x <= 1.0 {
+                Ok(())
+            } else {
+                Err(SolveError::BadOption(format!(
+                    "{name}: a share from above 0 to 1, got {x}"
+                )))
+            }
+        };
+        share("link_share", self.link_share)?;
+        share("trigger", self.trigger)?;
+        if self.reload_limit > MAX_RELOAD_LIMIT {
+            return Err(SolveError::BadOption(format!(
+                "reload_limit: at most {MAX_RELOAD_LIMIT}, got {}",
+                self.reload_limit
+            )));
+        }
+        Ok(())
+    }
 }
 
 pub const DEFAULT_SLOTS: usize = 500;
@@ -212,6 +273,7 @@ impl Default for Options {
             },
             segments: None,
             loss_step: LossStep::Paper,
+            delta: DeltaSettings::default(),
         }
     }
 }

@@ -31,8 +31,9 @@ mod slots;
 pub mod store_all;
 
 pub use api::{
-    no_progress, Algorithm, Candidate, LossStep, Options, Problem, Progress, Solution, SolveError,
-    DEFAULT_MAX_TABLE_BYTES, DEFAULT_OFFLOAD_SLOTS, DEFAULT_SLOTS,
+    no_progress, Algorithm, Candidate, DeltaSettings, LossStep, Options, Problem, Progress,
+    Solution, SolveError, DEFAULT_MAX_TABLE_BYTES, DEFAULT_OFFLOAD_SLOTS, DEFAULT_SLOTS,
+    MAX_RELOAD_LIMIT,
 };
 pub use bounds::{budget_at_ratio, max_useful_budget, memory_floor, Floor};
 pub use planner::{solve, Planner};

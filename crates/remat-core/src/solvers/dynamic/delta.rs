@@ -7,21 +7,10 @@
 //! loop that calls them is `runtime.rs`.
 
 use super::policy::{Action, Candidate};
+use crate::solvers::api::DeltaSettings;
 
-/// The share of the link's bandwidth a transfer achieves, as DELTA measured
-/// ("empirically, only 35 % of the bandwidth is used", Section 4.1): the
-/// Director's estimate of the swap cost c_s = m / b.
-pub const EFFECTIVE_BANDWIDTH_SHARE: f64 = 0.35;
-
-/// DELTA starts releasing when 3/4 of the budget is in use (Section 4.3),
-/// to leave room for transfers to overlap.
-pub const TRIGGER_NUMERATOR: u64 = 3;
-pub const TRIGGER_DENOMINATOR: u64 = 4;
-
-/// The Prefetcher's reload limit n (Algorithm 4): the paper gives no value;
-/// two reloads ahead hide one transfer behind each backward step without
-/// filling the memory the Filter would then release again.
-pub const RELOAD_LIMIT: usize = 2;
+// The settings (link share, trigger, reload limit) and their defaults, the
+// paper's where it gives one, are `api::DeltaSettings`.
 
 /// The Filter's heuristic (Section 4.1, Eq. 1–3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,26 +27,31 @@ pub enum Heuristic {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Delta {
     pub heuristic: Heuristic,
-    /// b in Eq. 6: the link's bandwidth × [`EFFECTIVE_BANDWIDTH_SHARE`], in
-    /// bytes per second; None (or 0) when there is no link: nothing is
-    /// offloaded (every tensor is `offload_pinned`).
+    /// b in Eq. 6: the link's bandwidth × the link share, in bytes per
+    /// second; None (or 0) when there is no link: nothing is offloaded
+    /// (every tensor is `offload_pinned`).
     pub effective_bandwidth: Option<f64>,
     pub reload_limit: usize,
+    /// The share of the budget in use at which releasing starts.
+    pub trigger_share: f64,
 }
 
 impl Delta {
     /// DELTA with `heuristic` on a link of `link` bytes per second (the
-    /// chain's, or `--bandwidth`), at the paper's 35 % and reload limit.
-    pub fn new(heuristic: Heuristic, link: Option<f64>) -> Delta {
+    /// chain's, or `--bandwidth`), with `settings` (the paper's by default).
+    pub fn new(heuristic: Heuristic, link: Option<f64>, settings: &DeltaSettings) -> Delta {
         Delta {
             heuristic,
-            effective_bandwidth: link.map(|b| b * EFFECTIVE_BANDWIDTH_SHARE),
-            reload_limit: RELOAD_LIMIT,
+            effective_bandwidth: link.map(|b| b * settings.link_share),
+            reload_limit: settings.reload_limit,
+            trigger_share: settings.trigger,
         }
     }
 
+    /// The memory in use at which releasing starts (rounded down; exact for
+    /// the default 3/4 on any budget below 2^53 bytes).
     pub fn trigger(&self, budget: u64) -> u64 {
-        (budget as u128 * TRIGGER_NUMERATOR as u128 / TRIGGER_DENOMINATOR as u128) as u64
+        (budget as f64 * self.trigger_share) as u64
     }
 
     pub fn can_offload(&self) -> bool {
@@ -120,7 +114,7 @@ mod tests {
     fn the_three_heuristics_rank_as_the_paper_says() {
         let small_stale = candidate(1, 10, 9.0, 1.0);
         let large_fresh = candidate(2, 100, 1.0, 1.0);
-        let d = |h| Delta::new(h, Some(1e9));
+        let d = |h| Delta::new(h, Some(1e9), &DeltaSettings::default());
         assert!(d(Heuristic::Lru).filter(&small_stale) < d(Heuristic::Lru).filter(&large_fresh));
         assert!(
             d(Heuristic::Greedy).filter(&large_fresh) < d(Heuristic::Greedy).filter(&small_stale)
@@ -135,7 +129,7 @@ mod tests {
     #[test]
     fn the_director_compares_recomputation_with_the_transfer_at_35_percent() {
         // 1000 bytes over 1000 B/s × 0.35: 2.86 s to move.
-        let d = Delta::new(Heuristic::Base, Some(1000.0));
+        let d = Delta::new(Heuristic::Base, Some(1000.0), &DeltaSettings::default());
         assert_eq!(d.director(&candidate(3, 1000, 1.0, 2.0)), Action::Evict);
         assert_eq!(d.director(&candidate(3, 1000, 1.0, 2.9)), Action::Offload);
         let input = Candidate {
@@ -143,12 +137,21 @@ mod tests {
             ..candidate(0, 1000, 1.0, 0.0)
         };
         assert_eq!(d.director(&input), Action::Offload);
-        let no_link = Delta::new(Heuristic::Base, None);
+        let no_link = Delta::new(Heuristic::Base, None, &DeltaSettings::default());
         assert_eq!(
             no_link.director(&candidate(3, 1000, 1.0, 1e9)),
             Action::Evict
         );
-        assert!(!Delta::new(Heuristic::Base, Some(0.0)).can_offload());
+        assert!(!Delta::new(Heuristic::Base, Some(0.0), &DeltaSettings::default()).can_offload());
         assert_eq!(d.trigger(1000), 750);
+        // Another machine's share: at 50 % the tensor moves in 2.0 s, so a
+        // 2.1 s recomputation is offloaded instead (evicted at 35 %).
+        assert_eq!(d.director(&candidate(3, 1000, 1.0, 2.1)), Action::Evict);
+        let half = DeltaSettings {
+            link_share: 0.5,
+            ..DeltaSettings::default()
+        };
+        let d = Delta::new(Heuristic::Base, Some(1000.0), &half);
+        assert_eq!(d.director(&candidate(3, 1000, 1.0, 2.1)), Action::Offload);
     }
 }

@@ -59,7 +59,9 @@
 //!   run there too.
 //! * The Director's 35 % is its *estimate*; transfers themselves run at the
 //!   link's bandwidth in the simulator. The reload limit (2) is not given by
-//!   the paper.
+//!   the paper. All three settings (35 %, 3/4, 2) are
+//!   [`DeltaSettings`](super::api::DeltaSettings) (`remat solve --link-share
+//!   --trigger --reload-limit`).
 
 pub mod delta;
 pub mod dtr;
@@ -71,13 +73,18 @@ pub use delta::{Delta, Heuristic};
 pub use policy::Policy;
 pub use runtime::{run, OutOfMemory, Run, RunError};
 
-use super::api::{Algorithm, Problem, Progress, Solution, SolveError};
+use super::api::{Algorithm, DeltaSettings, Problem, Progress, Solution, SolveError};
 use crate::model::units::format_bytes;
 
 /// The policy an algorithm of this family runs, on a link of `link` bytes
-/// per second.
-pub fn policy(algorithm: Algorithm, link: Option<f64>) -> Result<Policy, SolveError> {
-    let delta = |h| Ok(Policy::Delta(Delta::new(h, link)));
+/// per second, with DELTA's `settings`.
+pub fn policy(
+    algorithm: Algorithm,
+    link: Option<f64>,
+    settings: &DeltaSettings,
+) -> Result<Policy, SolveError> {
+    settings.validate()?;
+    let delta = |h| Ok(Policy::Delta(Delta::new(h, link, settings)));
     match algorithm {
         Algorithm::Dtr => Ok(Policy::Dtr),
         Algorithm::Delta => delta(Heuristic::Base),
@@ -98,7 +105,7 @@ pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solut
     let link = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
-    let policy = policy(algorithm, link)?;
+    let policy = policy(algorithm, link, &options.delta)?;
     let answer = |ops, seconds, peak, detail| Solution {
         algorithm,
         budget_bytes: budget,
