@@ -106,13 +106,16 @@ def test_release_schedules_give_plain_gradients(files, name, algorithm):
     buffers and RNG state bitwise, and runs each stage's forward exactly as
     often as the schedule lists. Fails if B^ℓ back-propagates through the
     input F_all^ℓ ran on after that was released and recomputed (the graph
-    reading a storage resized to 0, or stale memory), if a recomputation
-    after a release uses another dropout mask, or if a release is skipped
-    (the recomputation's F_all then finds ā^ℓ still there: ScheduleError
-    cannot happen as the check passed, but the states tests below fail).
-    Mutation tried: `unpack` returning the packed input tensor itself
-    instead of resolving `_InputView` to the input bound at B^ℓ (the
-    pre-release behaviour) → B^ℓ reads the released, resized-to-0 storage."""
+    reading a storage resized to 0, or stale memory), or if a recomputation
+    after a release uses another dropout mask. Mutations tried: the graph
+    keeping the input tensor it ran on (pack not turning it into an
+    `_InputView`, the behaviour before release) → every case fails in B^ℓ
+    ("The tensor has a non-zero number of elements, but its data is not
+    allocated yet"); release a no-op in `validate` → every case is refused
+    before it runs (the recomputing F_all: "is already resident"). A
+    release skipped by the runtime alone gives the same gradients (the
+    recomputation overwrites the record): the states test below catches
+    that."""
     path = _schedule(files, name, algorithm)
     want, twin, x, target, counts = plain_and_counted_twin(name, SEED)
     step = remat_torch.checkpointed(twin, path)
@@ -134,7 +137,8 @@ def test_release_states_equal_the_simulator(files, name, algorithm):
     keep ā^ℓ after the R op, and the schedule is then refused at the
     recomputing F_all ("is already resident"); release a no-op in the
     runtime (`_Step.release` not popping the record) → the runtime's states
-    keep ā^ℓ on the device), or if it forgets something else."""
+    keep ā^ℓ on the device, all 8 cases fail), or if it forgets something
+    else."""
     path = _schedule(files, name, algorithm)
     sim = _sim(simulator_states(files[name]["chain"], path))
     L = len(NETWORKS[name]()[0])
@@ -192,13 +196,15 @@ def test_released_saved_is_freed_and_recomputed(files, tmp_path, offload_first):
     recomputed a^2; with offload_first the host copy is what is released.
     Checked: the simulator accepts the list and its states equal the
     validator's and the runtime's; gradients equal the plain step's; and
-    the storage stage 3 ran on holds 0 bytes from the release on (seen by a
-    pre-hook of stage 4, which runs after the release). Fails if the
-    release only drops the wrapper's reference (mutation tried: `_Moved.
-    release` not resizing the storages → the storage still holds its 8 KiB
-    when stage 4 runs), or if a host copy's release leaves it on the host
-    (mutation tried: the validator's release ignoring host copies → the
-    recomputing F_all^2 is refused: "already has a copy on the host")."""
+    the storage stage 3 ran on holds 0 bytes when stage 4 runs (a
+    pre-hook; after the release, or with offload_first after the offload).
+    Fails if the release only drops the wrapper's reference (mutation
+    tried: `_Moved.release` not resizing the storages → the device-copy
+    case sees the storage still holding its bytes when stage 4 runs), or
+    if a host copy's release leaves it on the host (mutation tried: the
+    validator's release ignoring host copies → the host-copy case is
+    refused at the recomputing F_all^2: "already has a copy on the
+    host")."""
     name, k = "mlp", 2
     net, x, target = NETWORKS[name]()
     L = len(net)
@@ -353,10 +359,12 @@ def _release_and_remake(ops: List[dict], states: List[dict], rng: random.Random)
     """Before a random op i, forget a tensor that is on the device or the
     host there (from the schedule's own states) and make it again at once:
     R(ā^ℓ) F_all^ℓ, or R(a^ℓ) F_ck^ℓ — valid when stage ℓ's input is on
-    the device. A released a^ℓ loses its checkpoint flag: the new one is a
-    plain a^ℓ that a later F_∅^{ℓ+1} frees, so a validator that kept the
-    flag lists it where the simulator does not, or accepts a later read
-    the simulator refuses."""
+    the device and, for a host copy, when nothing needed it on the host.
+    Random edits alone almost never give a valid list (about 2 %); these
+    make a fifth of the cases valid, so the runtime runs releases at many
+    places. (A re-made a^ℓ that was a checkpoint is a plain one now, which
+    a later F_∅^{ℓ+1} frees; that is the forward's doing, not the
+    release's: clearing the flag in the release is unobservable.)"""
     i = rng.randrange(1, len(ops))
     here = [t for t in states[i - 1]["device"] + states[i - 1]["host"] if t[0] in "aā" and t != "a^0"]
     if not here:
@@ -373,13 +381,22 @@ def test_validator_agrees_with_the_simulator_on_edited_release_schedules(files, 
     """200 random edits (seeded) of the dtr and delta schedules above:
     whenever `remat simulate` refuses one, the wrapper refuses it with the
     same message; whenever it accepts one, so does the wrapper, with the
-    same states after each op. Fails on any release rule not mirrored
-    (mutations tried: a release not clearing the checkpoint flag of a
-    device copy → a differing verdict; release allowed at stage 0 only
-    for transfers (`lowest` computed from TRANSFERS) → "stage 0 does not
-    exist" where the simulator says otherwise)."""
+    same states after each op; and the accepted ones also run in the
+    runtime, with the plain step's gradients and the simulator's states.
+    Fails on any release rule not mirrored. Mutations tried, each failing
+    both networks: release allowed at stage 0 only for transfers (`lowest`
+    from TRANSFERS: "stage 0 does not exist" where the simulator says
+    otherwise); the "nothing to release" check removed; the release not
+    recording which op freed the tensor (a later read "was never
+    computed"); the release of a host copy ignored. Not caught, because
+    it cannot be seen: the release keeping a checkpoint flag (see
+    `_release_and_remake`)."""
     L = len(NETWORKS[name]()[0])
     chain = files[name]["chain"]
+    net, x, target = NETWORKS[name]()
+    pristine = copy.deepcopy(net)
+    torch.manual_seed(SEED)
+    want = plain_step(net, x, target)
     bases = []
     for a in RUNTIMES:
         path = _schedule(files, name, a)
@@ -407,8 +424,47 @@ def test_validator_agrees_with_the_simulator_on_edited_release_schedules(files, 
             accepted += 1
             assert mine is None, f"case {case}: the simulator accepts, the wrapper says {mine}"
             assert states == _sim(json.loads(p.stdout)["states"]), f"case {case}"
+            twin = copy.deepcopy(pristine)
+            step = remat_torch.checkpointed(twin, doc)
+            torch.manual_seed(SEED)
+            _assert_plain(snapshot(twin, step(x, target)), want, f"{name} case {case}")
+            assert step.last_states == states, f"case {case}"
         else:
             refused += 1
             assert mine is not None, f"case {case}: the simulator refuses: {p.stderr}"
             assert p.stderr.strip() == f"error: {path}: invalid schedule: {mine}", (case, p.stderr, mine)
     assert refused > 30 and accepted > 20, (refused, accepted)
+
+
+def test_backward_reads_the_input_resident_then(files, tmp_path):
+    """The simulator's B^ℓ reads whichever of a^{ℓ-1}, ā^{ℓ-1} is on the
+    device; F_all^ℓ may have run on the other one. Here (mlp, ℓ = 3) F_all^3
+    ran on ā^2, which is offloaded after it; F_ck^2 makes a^2 for B^3, and
+    ā^2 comes back for B^2. Before release support the wrapper refused this
+    at B^3 with a RuntimeError (its graph held the offloaded storage); the
+    same mechanism now serves releases, and this list must run with the
+    plain step's gradients and the simulator's states. Mutation tried: the
+    graph keeping the input tensor it ran on (no `_InputView`) → B^3 fails
+    reading the storage the offload resized to 0."""
+    name, k = "mlp", 3
+    net, x, target = NETWORKS[name]()
+    L = len(net)
+    ops = [_f("forward_all", l) for l in range(1, k + 1)] + [_t("offload", k - 1, "saved")]
+    ops += [_f("forward_all", l) for l in range(k + 1, L + 1)]
+    ops += [_f("backward", l) for l in range(L, k, -1)]
+    ops += [_f("forward_checkpoint", k - 1), _f("backward", k), _t("prefetch", k - 1, "saved")]
+    ops += [_f("backward", l) for l in range(k - 1, 0, -1)]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(_doc(ops, L)))
+    chain = files[name]["chain"]
+    sim = _sim(simulator_states(chain, path))
+    assert validate(load_schedule(path).ops, L) == sim
+    b = ops.index(_f("backward", k))
+    assert f"a^{k - 1}" in sim[b - 1]["device"] and f"ā^{k - 1}" in sim[b - 1]["host"]
+    twin = copy.deepcopy(net)
+    torch.manual_seed(SEED)
+    want = plain_step(net, x, target)
+    step = remat_torch.checkpointed(twin, path)
+    torch.manual_seed(SEED)
+    _assert_plain(snapshot(twin, step(x, target)), want, "B^3 on a recomputed a^2")
+    assert step.last_states == sim
