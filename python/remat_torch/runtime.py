@@ -14,7 +14,13 @@ Each logical tensor of docs/model.md is one record here:
 Where a record is (device, host) is read from the tensors themselves — a
 device copy is there when its storages are allocated, a host copy when the
 record holds host buffers — so `last_states` reports what the wrapper really
-holds, not what it meant to do.
+holds, not what it meant to do. A release (R) forgets a record: its storages
+are resized to 0 and a host copy dropped.
+
+The input of stage ℓ is not part of ā^ℓ: B^ℓ back-propagates through the
+graph of F_all^ℓ reading whichever input is on the device when it runs
+(`_StageInput`), as the simulator's B^ℓ does, so the one F_all^ℓ ran on may
+have been released or offloaded and recomputed in between.
 """
 
 from __future__ import annotations
