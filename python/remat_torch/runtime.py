@@ -14,7 +14,13 @@ Each logical tensor of docs/model.md is one record here:
 Where a record is (device, host) is read from the tensors themselves — a
 device copy is there when its storages are allocated, a host copy when the
 record holds host buffers — so `last_states` reports what the wrapper really
-holds, not what it meant to do.
+holds, not what it meant to do. A release (R) forgets a record: its storages
+are resized to 0 and a host copy dropped.
+
+The input of stage ℓ is not part of ā^ℓ: B^ℓ back-propagates through the
+graph of F_all^ℓ reading whichever input is on the device when it runs
+(`_StageInput`), as the simulator's B^ℓ does, so the one F_all^ℓ ran on may
+have been released or offloaded and recomputed in between.
 """
 
 from __future__ import annotations
@@ -142,6 +148,21 @@ class _Moved:
             self.ready.record(copy_stream)
         self.host = None
 
+    def release(self) -> None:
+        """R: forget the tensor. A device copy's storages are resized to 0,
+        as an offload does but with no copy: the memory is freed although
+        the next stage's input alias still views it (the graph of that
+        stage reads its input through `_StageInput`, not through this
+        storage). On CUDA the compute stream frees it after the operations
+        issued so far — the simulator's "at the end of the compute operation
+        listed before it" — and a prefetch still copying into it marked the
+        block used by the copy stream, so it is reused only once that copy
+        ends. A host copy is dropped."""
+        for st in self.storages:
+            st.resize_(0)
+        self.host = None
+        self.ready = None
+
     def wait(self) -> None:
         """Make the compute stream wait for a prefetch still in flight."""
         if self.ready is not None:
@@ -161,16 +182,65 @@ class _Activation:
         return self.value
 
 
+def _layout(t: torch.Tensor) -> Tuple:
+    return (tuple(t.size()), t.stride(), t.storage_offset(), t.dtype, t.untyped_storage().nbytes())
+
+
+class _StageInput:
+    """The input of stage ℓ as its graph reads it at B^ℓ.
+
+    The model's ā^ℓ does not contain the input: B^ℓ reads whichever of
+    a^{ℓ-1}, ā^{ℓ-1} is on the device then, and a schedule may have
+    released (or offloaded) the tensor F_all^ℓ ran on and recomputed it
+    since — DTR and DELTA release ā^{ℓ-1} and recompute a^{ℓ-1} before B^ℓ.
+    So the tensors autograd saves from the input's storage are not kept as
+    tensors (they would keep the released memory alive, or read a storage
+    resized to 0): they are kept as `_InputView`s, and B^ℓ binds `now` to
+    the input that is resident when it runs. A recomputation runs the same
+    kernels on the same values, so the bytes are the same."""
+
+    def __init__(self, alias: torch.Tensor) -> None:
+        self.key = _storage_key(alias.untyped_storage())
+        self.layout = _layout(alias)
+        self.now: Optional[torch.Tensor] = None
+
+    def bind(self, l: int, current: torch.Tensor) -> None:
+        if _layout(current) != self.layout:
+            # Never seen: F_ck/F_∅ and F_all of one stage give one layout.
+            raise RuntimeError(
+                f"B^{l}: the input resident now has another memory layout than the one "
+                f"F_all^{l} ran on ({_layout(current)} ≠ {self.layout})"
+            )
+        self.now = current
+
+
+class _InputView:
+    """A tensor autograd saved that lies in the stage's input storage
+    (the input itself, or a view of it): its place in that storage, read
+    from the input bound at B^ℓ."""
+
+    __slots__ = ("source", "dtype", "offset", "size", "stride")
+
+    def __init__(self, source: _StageInput, t: torch.Tensor) -> None:
+        self.source = source
+        self.dtype, self.offset, self.size, self.stride = t.dtype, t.storage_offset(), t.size(), t.stride()
+
+    def tensor(self) -> torch.Tensor:
+        now = self.source.now
+        assert now is not None, "an input view was unpacked outside B^ℓ"
+        out = torch.empty(0, dtype=self.dtype, device=now.device)
+        return out.set_(now.untyped_storage(), self.offset, self.size, self.stride)
+
+
 class _Saved:
     """ā^ℓ: the stage output with its graph, the input alias it stops at,
     and the storages of the graph's saved tensors (plus the output's)."""
 
     def __init__(self, out: torch.Tensor, alias: torch.Tensor, storages: List[torch.UntypedStorage],
-                 input_key: int) -> None:
+                 stage_input: _StageInput) -> None:
         self.out = out
         self.alias = alias
-        self.input_key = input_key
-        self.input_storage = alias.untyped_storage()
+        self.stage_input = stage_input
         self.moved = _Moved([out.untyped_storage(), *storages])
 
     def tensor(self) -> torch.Tensor:
@@ -268,8 +338,10 @@ class _Step:
                 self.backward(op)
             elif op.kind == "offload":
                 self.record_of(op).moved.offload(self.copy_stream)
-            else:
+            elif op.kind == "prefetch":
                 self.record_of(op).moved.prefetch(self.copy_stream)
+            else:
+                self.release(op)
             if self.owner.record_states:
                 self.states.append(self.snapshot(i))
         if self.x.requires_grad and self.grad.get(0) is not None:
@@ -280,9 +352,19 @@ class _Step:
 
     # --- records -------------------------------------------------------------
 
+    def table_of(self, op: Op) -> dict:
+        return self.saved if op.tensor == "saved" else self.act
+
     def record_of(self, op: Op):
-        table = self.saved if op.tensor == "saved" else self.act
-        return table[op.stage]
+        return self.table_of(op)[op.stage]
+
+    def release(self, op: Op) -> None:
+        """R(a^ℓ), R(ā^ℓ): the record is forgotten, its device memory freed
+        or its host copy dropped; a later read needs the recomputation or
+        the prefetch the schedule lists. (a^0, the caller's batch, is never
+        released by a valid schedule: nothing can make it again and B^1
+        reads it, so its storage is never resized here.)"""
+        self.table_of(op).pop(op.stage).moved.release()
 
     def input_of(self, l: int):
         """The input of stage ℓ: a^{ℓ-1} if on the device, else ā^{ℓ-1}."""
@@ -357,18 +439,21 @@ class _Step:
             if op.kind == "forward_all":
                 # The graph of stage ℓ stops at this alias: B^ℓ's δ^{ℓ-1} is its .grad.
                 alias = inp.detach().requires_grad_(l > 1 or self.input_gradient)
-                input_key = _storage_key(alias.untyped_storage())
+                stage_input = _StageInput(alias)
+                input_key = stage_input.key
                 storages: List[torch.UntypedStorage] = []
 
                 def pack(t: torch.Tensor):
+                    if _storage_key(t.untyped_storage()) == input_key:
+                        return _InputView(stage_input, t)
                     storages.append(t.untyped_storage())
                     # Detached: returning the output itself would make its
                     # grad_fn hold the tensor that holds it (a cycle that only
                     # the garbage collector frees, keeping ā^ℓ's memory).
                     return t.detach()
 
-                def unpack(t: torch.Tensor) -> torch.Tensor:
-                    return t
+                def unpack(t) -> torch.Tensor:
+                    return t.tensor() if isinstance(t, _InputView) else t
 
                 births = _Births()
                 with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
@@ -389,7 +474,7 @@ class _Step:
                         f"stage {l}: its output does not require grad, so B^{l} has nothing to "
                         "back-propagate"
                     )
-                self.saved[l] = _Saved(out, alias, storages, input_key)
+                self.saved[l] = _Saved(out, alias, storages, stage_input)
             else:
                 with torch.no_grad():
                     out = self.own(_call(stage, inp, self.target, last), inp)
@@ -410,19 +495,17 @@ class _Step:
         rec.moved.wait()
         src = self.input_of(l)
         src.moved.wait()
-        if rec.input_storage.nbytes() == 0:
-            # The graph of F_all^ℓ saved the tensor it ran on; a schedule may
-            # have moved that one to the host and made another input resident
-            # (the simulator only asks for *an* input). Refuse rather than
-            # back-propagate through freed memory.
-            raise RuntimeError(
-                f"B^{l}: the input F_all^{l} ran on is on the host; this wrapper needs that "
-                "same tensor on the device for B^{l}"
-            )
+        # The graph reads the input resident now, as the simulator's B^ℓ
+        # does: not necessarily the tensor F_all^ℓ ran on, which may have
+        # been released or offloaded since (`_StageInput`).
+        rec.stage_input.bind(l, src.tensor())
         delta = self.grad[l]
         if delta is None:
             delta = torch.ones_like(rec.out)
-        torch.autograd.backward(rec.out, grad_tensors=delta)
+        try:
+            torch.autograd.backward(rec.out, grad_tensors=delta)
+        finally:
+            rec.stage_input.now = None
         d_prev = rec.alias.grad
         if d_prev is None and (l > 1 or self.input_gradient):
             # The stage's output does not depend on its input.

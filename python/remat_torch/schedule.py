@@ -25,9 +25,13 @@ OP_KINDS = (
     "backward",
     "offload",
     "prefetch",
+    "release",
 )
 FORWARDS = ("forward_all", "forward_checkpoint", "forward_none")
 TRANSFERS = ("offload", "prefetch")
+# The operations that name a tensor ("tensor": "output" | "saved") and may
+# name stage 0 (a^0): the transfers and the release.
+ON_A_TENSOR = TRANSFERS + ("release",)
 TENSOR_KINDS = ("output", "saved")
 
 
@@ -41,10 +45,10 @@ class Op:
 
     kind: str
     stage: int
-    tensor: Optional[str] = None  # "output" or "saved" for transfers
+    tensor: Optional[str] = None  # "output" or "saved" for transfers and releases
 
     def __str__(self) -> str:
-        """The papers' notation, as the simulator writes it: `F_all^3`, `O(ā^3)`."""
+        """The papers' notation, as the simulator writes it: `F_all^3`, `O(ā^3)`, `R(a^2)`."""
         l = self.stage
         if self.kind == "forward_all":
             return f"F_all^{l}"
@@ -55,7 +59,8 @@ class Op:
         if self.kind == "backward":
             return f"B^{l}"
         sym = f"a^{l}" if self.tensor == "output" else f"ā^{l}"
-        return f"O({sym})" if self.kind == "offload" else f"P({sym})"
+        letter = {"offload": "O", "prefetch": "P", "release": "R"}[self.kind]
+        return f"{letter}({sym})"
 
 
 @dataclass(frozen=True)
@@ -90,12 +95,12 @@ def _parse_op(i: int, raw: Any) -> Op:
     stage = raw.get("stage")
     if not isinstance(stage, int) or isinstance(stage, bool) or stage < 0:
         raise ScheduleError(f"{where}.stage: expected a stage number ≥ 0, found {stage!r}")
-    allowed = {"op", "stage"} | ({"tensor"} if kind in TRANSFERS else set())
+    allowed = {"op", "stage"} | ({"tensor"} if kind in ON_A_TENSOR else set())
     extra = sorted(set(raw) - allowed)
     if extra:
         raise ScheduleError(f"{where}.{extra[0]}: unknown field for a {kind} operation")
     tensor = None
-    if kind in TRANSFERS:
+    if kind in ON_A_TENSOR:
         tensor = raw.get("tensor")
         if tensor not in TENSOR_KINDS:
             raise ScheduleError(
@@ -194,7 +199,8 @@ def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
     Mirrors `Simulation::step` and `check_complete`: a read of a tensor that
     is not on the device, a computation of one that is resident or on the
     host, a stage out of range, a transfer of something that is not there,
-    and an op list that does not run every B^L … B^1.
+    a release of something neither on the device nor on the host, and an op
+    list that does not run every B^L … B^1.
     """
     n = n_stages
     act = [_Slot() for _ in range(n + 1)]
@@ -257,7 +263,7 @@ def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
 
     for i, op in enumerate(ops):
         l = op.stage
-        lowest = 0 if op.kind in TRANSFERS else 1
+        lowest = 0 if op.kind in ON_A_TENSOR else 1
         if l < lowest or l > n:
             raise fail(i, op, f"stage {l} does not exist: stages are numbered {lowest}..={n}")
         if op.kind in FORWARDS:
@@ -285,7 +291,17 @@ def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
                 raise fail(i, op, "stage 0 has no ā")
             table = saved if op.tensor == "saved" else act
             s = table[l]
-            if op.kind == "offload":
+            if op.kind == "release":
+                # Forgets a device copy or a host copy alike (`release` in
+                # the simulator's engine.rs); a later read names this op as
+                # the one that freed it, and a checkpoint flag goes with it.
+                if s.where == ABSENT:
+                    raise fail(
+                        i, op, "is neither on the device nor on the host: there is nothing to release",
+                        name(table, l),
+                    )
+                s.where, s.by, s.checkpoint = ABSENT, i, False
+            elif op.kind == "offload":
                 if s.where != DEVICE:
                     raise missing(i, op, table, l)
                 s.where, s.by = HOST, i

@@ -9,7 +9,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from torch import nn
@@ -172,3 +172,27 @@ def simulator_states(chain_path: Path, schedule_path: Path) -> List[dict]:
     """`remat simulate --json --states`'s per-op states."""
     p = remat("simulate", str(chain_path), str(schedule_path), "--json", "--states")
     return json.loads(p.stdout)["states"]
+
+
+def same_verdict(chain_path: Path, schedule_path: Path, n_stages: int, case: int) -> Optional[List[dict]]:
+    """`remat simulate`'s verdict on a schedule file and the wrapper's
+    check's, which must agree: both accept, with the same states after each
+    op (the validator's are returned), or both refuse with the same message
+    (None is returned)."""
+    from remat_torch import ScheduleError
+    from remat_torch.schedule import load_schedule, validate
+
+    p = remat("simulate", str(chain_path), str(schedule_path), "--json", "--states", check=False)
+    try:
+        states, mine = validate(load_schedule(schedule_path).ops, n_stages), None
+    except ScheduleError as e:
+        states, mine = None, str(e)
+    if p.returncode == 0:
+        assert mine is None, f"case {case}: the simulator accepts, the wrapper says {mine}"
+        sim = json.loads(p.stdout)["states"]
+        assert states == [{"op": s["op"], "device": s["device"], "host": s["host"]} for s in sim], case
+        return states
+    assert mine is not None, f"case {case}: the simulator refuses: {p.stderr}"
+    want = f"error: {schedule_path}: invalid schedule: {mine}"
+    assert p.stderr.strip() == want, (case, p.stderr, mine)
+    return None
