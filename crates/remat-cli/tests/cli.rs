@@ -1390,31 +1390,17 @@ fn delta_settings_are_flags_echoed_in_the_report() {
         ("--trigger", "nan", "a share above 0 and at most 1"),
         ("--reload-limit", "99999", "99999 is not in 0..=5000"),
     ] {
-        refused(
-            &[
-                "solve",
-                "example:teaching",
-                "-a",
-                "delta",
-                "-b",
-                "50%",
-                flag,
-                value,
-            ],
-            &format!("for '{flag} <"),
-        );
-        refused(
-            &[
-                "solve",
-                "example:teaching",
-                "-a",
-                "delta",
-                "-b",
-                "50%",
-                flag,
-                value,
-            ],
-            says,
-        );
+        let args = [
+            "solve",
+            "example:teaching",
+            "-a",
+            "delta",
+            "-b",
+            "50%",
+            flag,
+            value,
+        ];
+        refused(&args, &format!("invalid value '{value}' for '{flag} <"));
+        refused(&args, says);
     }
 }
