@@ -317,3 +317,23 @@ test('a first visit is welcomed into the guide on the teaching chain, once', asy
     await linked.close();
   }
 });
+
+// Fails if a link's budget below the floor is planned (the page would show
+// "infeasible" for what the CLI refuses with exit 2) or silently dropped.
+test('a link whose budget is below the floor says so and keeps a plannable budget', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&budget=1000');
+  const notice = page.locator('#notice');
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /The link's budget, 1000 B, is below 320 MiB, the least memory any schedule of this chain needs; it was not applied\./);
+  // Half-way between M_low (384 MiB) and M_high: a plan, not an infeasible budget.
+  assert.match(await text(page, '#plan-status'), /✓/);
+  const shown = await page.locator('#budget-input').inputValue();
+  // The same chain, an edited hash: refused again, the budget stays.
+  await page.locator('#notice button').click();
+  await page.evaluate(() => { location.hash = '#chain=teaching&algorithm=rotor&budget=2000&bandwidth=12000000000'; });
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /2\.00 kB|1\.95 KiB|2000 B/);
+  assert.equal(await page.locator('#budget-input').inputValue(), shown);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

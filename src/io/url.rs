@@ -193,7 +193,11 @@ pub fn apply_url(
         }
     }
     if let (Some(budget), false) = (url.budget, reloaded) {
-        if controls.budget.get_untracked() != budget {
+        let budget = state
+            .loaded
+            .chain
+            .with_untracked(|chain| state.budget_from_link(chain, budget));
+        if let Some(budget) = budget.filter(|&b| controls.budget.get_untracked() != b) {
             controls.budget.set(budget);
         }
     }
