@@ -506,10 +506,12 @@ mod torch {
     /// beside it); a restore that copies instead of moving or borrowing
     /// holds two copies; a restore that puts nothing back, or a borrower not
     /// repointed after its owner moves, makes B^{ℓ+1} read freed or stale
-    /// bytes (gradients_match false, or a crash). Mutation tried: the
-    /// runner's `Exec::discard` dropping the handle only (the old
-    /// behaviour) — this test failed (dtr at 70 %: resident bytes differ
-    /// after the first release, peak above the prediction).
+    /// bytes (gradients_match false, or a crash). Mutations tried, each
+    /// failed this test: (1) the runner's `Exec::discard` dropping the
+    /// handle only (the old behaviour) — dtr at 70 %: resident bytes differ
+    /// after R(ā^1), peak 281 312 B against 248 544 predicted; (2) no
+    /// `repoint` after move_storage in src/shim.cpp — "borrow, then offload
+    /// and prefetch": B^3 reads the freed block, gradients_match false.
     #[test]
     fn dtr_releases_free_storage_under_live_graphs_as_predicted() {
         let (chain_path, chain) = profile("tiny-dtr.json", "tiny", "4", "16");
@@ -531,27 +533,48 @@ mod torch {
             assert!(releases_under_a_live_graph(&ops), "{percent} %: {ops:?}");
             let sched = tmp(&format!("dtr{percent}.json"));
             write_judged(&chain, "dtr", budget, ops, &sched);
-            exact(&run_json(&chain_path, &sched, &[]), &format!("dtr at {percent} %"));
+            exact(
+                &run_json(&chain_path, &sched, &[]),
+                &format!("dtr at {percent} %"),
+            );
         }
         let n = chain.len();
         let saved = TensorKind::Saved;
         let forward = |range: std::ops::RangeInclusive<usize>| {
-            range.map(|stage| Op::ForwardAll { stage }).collect::<Vec<_>>()
+            range
+                .map(|stage| Op::ForwardAll { stage })
+                .collect::<Vec<_>>()
         };
         let backward = |range: std::ops::RangeInclusive<usize>| {
-            range.rev().map(|stage| Op::Backward { stage }).collect::<Vec<_>>()
+            range
+                .rev()
+                .map(|stage| Op::Backward { stage })
+                .collect::<Vec<_>>()
         };
-        let r2 = Op::Release { stage: 2, tensor: saved };
+        let r2 = Op::Release {
+            stage: 2,
+            tensor: saved,
+        };
         let f2 = Op::ForwardAll { stage: 2 };
         let hand = [
             (
                 "borrow, then offload and prefetch",
                 [
                     forward(1..=4),
-                    vec![r2, f2, Op::Offload { stage: 2, tensor: saved }],
+                    vec![
+                        r2,
+                        f2,
+                        Op::Offload {
+                            stage: 2,
+                            tensor: saved,
+                        },
+                    ],
                     forward(5..=n),
                     backward(4..=n),
-                    vec![Op::Prefetch { stage: 2, tensor: saved }],
+                    vec![Op::Prefetch {
+                        stage: 2,
+                        tensor: saved,
+                    }],
                     backward(1..=3),
                 ],
             ),
@@ -562,7 +585,11 @@ mod torch {
                     vec![r2, f2, r2],
                     forward(5..=n),
                     backward(4..=n),
-                    vec![Op::ForwardCheckpoint { stage: 2 }, Op::Backward { stage: 3 }, f2],
+                    vec![
+                        Op::ForwardCheckpoint { stage: 2 },
+                        Op::Backward { stage: 3 },
+                        f2,
+                    ],
                     backward(1..=2),
                 ],
             ),

@@ -301,14 +301,22 @@ impl<'n> Exec<'n> {
     /// The device handles of tensors other than a^ℓ (leaves excluded: the
     /// leaf of stage ℓ+1 is an alias of a^ℓ by construction).
     fn other_resident(&self, l: usize) -> impl Iterator<Item = &Tensor> {
-        let acts = self.act.iter().enumerate().filter_map(move |(k, a)| match a {
-            Some((t, _)) if k != l => Some(t),
-            _ => None,
-        });
-        let outs = self.saved.iter().enumerate().filter_map(move |(k, s)| match s {
-            Some(s) if k != l => Some(&s.out),
-            _ => None,
-        });
+        let acts = self
+            .act
+            .iter()
+            .enumerate()
+            .filter_map(move |(k, a)| match a {
+                Some((t, _)) if k != l => Some(t),
+                _ => None,
+            });
+        let outs = self
+            .saved
+            .iter()
+            .enumerate()
+            .filter_map(move |(k, s)| match s {
+                Some(s) if k != l => Some(&s.out),
+                _ => None,
+            });
         let host_acts = self.act_host.iter().flatten().map(|h| &h.t);
         let host_outs = self.saved_host.iter().flatten().map(|s| &s.out);
         acts.chain(outs)
