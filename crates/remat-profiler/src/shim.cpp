@@ -10,6 +10,9 @@
 //    its tensors and scratchpads through c10's CPU allocator, so they are
 //    counted — docs/profiler.md has the evidence), NNPACK off (its workspace
 //    is a static buffer allocated outside c10).
+//  - releasing a^ℓ's storage under every alias and putting recomputed
+//    values back under it (R of dtr / delta; "Releasing a^ℓ at the storage
+//    level" below).
 //  - with REMAT_CUDA (cargo feature `cuda`, build.rs): the same memory
 //    interface read from the CUDA caching allocator's device statistics,
 //    CUDA events for op times, and offload / prefetch between device memory
