@@ -340,8 +340,8 @@ impl<'n> Exec<'n> {
     }
 
     /// Puts a device copy of a^ℓ back under each released a^ℓ's storage,
-    /// for every ℓ that has one again: recomputed by the operation just run,
-    /// prefetched, or still resident beside the copy released.
+    /// for every ℓ that has one again (the operation just run recomputed
+    /// it: F_ck / F_∅ as a^ℓ, F_all inside ā^ℓ).
     fn settle(&mut self) -> Result<(), String> {
         for l in 0..self.discarded.len() {
             let Some(old) = self.discarded[l].take() else {
