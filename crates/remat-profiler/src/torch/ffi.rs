@@ -1,7 +1,7 @@
 //! The C++ shim (src/shim.cpp): the counting CPU allocator, backward from a
 //! given gradient, taking a leaf's gradient out of it, and the storages a
 //! stage's graph saved (moved to host memory and back for offload /
-//! prefetch).
+//! prefetch), and a^ℓ's storage released under every alias and restored.
 
 use std::ffi::{c_int, c_void, CStr};
 use tch::Tensor;
@@ -26,6 +26,9 @@ extern "C" {
     fn remat_storages_record_end();
     fn remat_storages_add(set: *mut c_void, t: *mut c_void);
     fn remat_storages_move(set: *mut c_void, to_host: c_int) -> i64;
+    fn remat_storage_discard(t: *mut c_void) -> i64;
+    fn remat_storage_restore(old: *mut c_void, fresh: *mut c_void, allow_move: c_int) -> c_int;
+    fn remat_same_storage(a: *mut c_void, b: *mut c_void) -> c_int;
 }
 
 /// Installs the counting allocator, with oneDNN on (its memory goes through
@@ -208,4 +211,60 @@ impl Drop for Storages {
         // SAFETY: allocated by remat_storages_new, freed once.
         unsafe { remat_storages_free(self.0) }
     }
+}
+
+/// R(a^ℓ) / R(ā^ℓ) at the storage level: frees the bytes of `t`'s storage
+/// under every alias (the graph of stage ℓ+1 that saved a^ℓ included),
+/// keeping the storage itself; returns the bytes freed. Nothing may read it
+/// until [`restore`] puts values back (src/shim.cpp, "Releasing a^ℓ at the
+/// storage level").
+pub fn discard(t: &Tensor) -> Result<u64, String> {
+    // SAFETY: `t` is a live at::Tensor*; the shim swaps its storage's DataPtr.
+    let n = unsafe { remat_storage_discard(t.as_ptr() as *mut c_void) };
+    if n < 0 {
+        Err(last_error("release"))
+    } else {
+        Ok(n as u64)
+    }
+}
+
+/// What [`restore`] did with a released handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restored {
+    /// Nothing but the released handle read its storage: drop it.
+    Unread,
+    /// The recomputed tensor's block moved into the released storage: keep
+    /// the released handle, drop the recomputed one (now empty).
+    Moved,
+    /// The released storage reads the recomputed tensor's bytes: keep the
+    /// recomputed tensor.
+    Borrowed,
+}
+
+/// Puts the values of `fresh` (a^ℓ recomputed, or another device copy of
+/// it) back under the storage [`discard`] emptied, without a copy: moving
+/// `fresh`'s block when `allow_move` and nothing else holds it, else
+/// borrowing its bytes. Fails when the two are not laid out alike.
+pub fn restore(old: &Tensor, fresh: &Tensor, allow_move: bool) -> Result<Restored, String> {
+    // SAFETY: both are live at::Tensor*; the shim swaps DataPtrs of their
+    // storages and keeps the tensors themselves.
+    let rc = unsafe {
+        remat_storage_restore(
+            old.as_ptr() as *mut c_void,
+            fresh.as_ptr() as *mut c_void,
+            c_int::from(allow_move),
+        )
+    };
+    match rc {
+        0 => Ok(Restored::Unread),
+        1 => Ok(Restored::Moved),
+        2 => Ok(Restored::Borrowed),
+        _ => Err(last_error("restoring a released tensor")),
+    }
+}
+
+/// Whether `a` and `b` share one storage.
+pub fn same_storage(a: &Tensor, b: &Tensor) -> bool {
+    // SAFETY: both are live at::Tensor*; the shim only reads them.
+    unsafe { remat_same_storage(a.as_ptr() as *mut c_void, b.as_ptr() as *mut c_void) != 0 }
 }

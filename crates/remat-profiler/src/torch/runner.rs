@@ -15,6 +15,14 @@
 //!   B^ℓ that F_all^ℓ allocated, and the output), into memory the counting
 //!   allocator books as host, and back (`ffi::Storages`; src/shim.cpp says
 //!   why the storages move in place under their aliases).
+//! - R(a^ℓ) / R(ā^ℓ) free a^ℓ's storage under every alias, as DTR evicts
+//!   storages: the graph of stage ℓ+1 saved its input, so dropping the
+//!   runner's handles alone would keep a^ℓ while the model frees it. The
+//!   emptied handle waits in `discarded` until a forward recomputes a^ℓ
+//!   (or a copy of it is on the device again), then the values go back
+//!   under it with no copy (`ffi::restore`), so B^{ℓ+1} reads them from the
+//!   one copy the model counts. Releasing a host copy frees no device memory
+//!   and only drops it.
 //!
 //! Every forward of stage ℓ starts from the same seed, so dropout masks are
 //! replayed on recomputation and the gradients equal a plain step's.
@@ -66,6 +74,9 @@ pub struct Exec<'n> {
     act_host: Vec<Option<HostAct>>,
     /// Offloaded ā^ℓ.
     saved_host: Vec<Option<Saved>>,
+    /// a^ℓ released at the storage level: its emptied handle (no graph),
+    /// kept while no device copy of a^ℓ exists.
+    discarded: Vec<Option<Tensor>>,
     /// Times each operation, in list order (`op_seconds`).
     timeline: Timeline,
     /// Bytes really moved to host and back.
@@ -111,6 +122,7 @@ impl<'n> Exec<'n> {
             grad: (0..=n).map(|_| None).collect(),
             act_host: (0..=n).map(|_| None).collect(),
             saved_host: (0..=n).map(|_| None).collect(),
+            discarded: (0..=n).map(|_| None).collect(),
             timeline: Timeline::new(),
             offloaded_bytes: 0,
             prefetched_bytes: 0,
@@ -257,7 +269,9 @@ impl<'n> Exec<'n> {
                 tensor: TensorKind::Output,
                 ..
             } => {
-                if self.act[l].take().is_none() && self.act_host[l].take().is_none() {
+                if let Some((t, _)) = self.act[l].take() {
+                    self.discard(l, t).map_err(|e| format!("{op}: {e}"))?;
+                } else if self.act_host[l].take().is_none() {
                     return Err(format!(
                         "{op}: a^{l} is neither on the device nor on the host"
                     ));
@@ -267,14 +281,89 @@ impl<'n> Exec<'n> {
                 tensor: TensorKind::Saved,
                 ..
             } => {
-                if self.saved[l].take().is_none() && self.saved_host[l].take().is_none() {
+                if let Some(s) = self.saved[l].take() {
+                    // ā^ℓ's graph goes with the handles; a^ℓ, which the
+                    // next stage's graph may hold, at the storage level.
+                    let a = s.out.detach();
+                    drop(s);
+                    self.discard(l, a).map_err(|e| format!("{op}: {e}"))?;
+                } else if self.saved_host[l].take().is_none() {
                     return Err(format!(
                         "{op}: ā^{l} is neither on the device nor on the host"
                     ));
                 }
             }
         }
+        self.settle().map_err(|e| format!("{op}: {e}"))?;
         self.timeline.end()
+    }
+
+    /// The device handles of tensors other than a^ℓ (leaves excluded: the
+    /// leaf of stage ℓ+1 is an alias of a^ℓ by construction).
+    fn other_resident(&self, l: usize) -> impl Iterator<Item = &Tensor> {
+        let acts = self
+            .act
+            .iter()
+            .enumerate()
+            .filter_map(move |(k, a)| match a {
+                Some((t, _)) if k != l => Some(t),
+                _ => None,
+            });
+        let outs = self
+            .saved
+            .iter()
+            .enumerate()
+            .filter_map(move |(k, s)| match s {
+                Some(s) if k != l => Some(&s.out),
+                _ => None,
+            });
+        let host_acts = self.act_host.iter().flatten().map(|h| &h.t);
+        let host_outs = self.saved_host.iter().flatten().map(|s| &s.out);
+        acts.chain(outs)
+            .chain(host_acts)
+            .chain(host_outs)
+            .chain(self.grad.iter().flatten())
+    }
+
+    /// Releases the device copy `t` of a^ℓ: its storage's bytes are freed
+    /// under every alias and the emptied handle waits for a^ℓ's next device
+    /// copy. A storage that another tensor of the step shares (a stage
+    /// returning a view of its input) is not a^ℓ's alone: only the handle
+    /// is dropped then.
+    fn discard(&mut self, l: usize, t: Tensor) -> Result<(), String> {
+        if self.other_resident(l).any(|o| ffi::same_storage(o, &t)) {
+            return Ok(());
+        }
+        ffi::discard(&t)?;
+        self.discarded[l] = Some(t);
+        Ok(())
+    }
+
+    /// Puts a device copy of a^ℓ back under each released a^ℓ's storage,
+    /// for every ℓ that has one again (the operation just run recomputed
+    /// it: F_ck / F_∅ as a^ℓ, F_all inside ā^ℓ).
+    fn settle(&mut self) -> Result<(), String> {
+        for l in 0..self.discarded.len() {
+            let Some(old) = self.discarded[l].take() else {
+                continue;
+            };
+            // A no-grad a^ℓ (F_ck, F_∅) can give its block away; ā^ℓ's
+            // output stays where its graph saved it, and is borrowed.
+            let restored = match (&self.act[l], &self.saved[l]) {
+                (Some((t, _)), _) => ffi::restore(&old, t, true)?,
+                (None, Some(s)) => ffi::restore(&old, &s.out, false)?,
+                (None, None) => {
+                    self.discarded[l] = Some(old);
+                    continue;
+                }
+            };
+            if restored == ffi::Restored::Moved {
+                if let Some((t, _)) = &mut self.act[l] {
+                    *t = old;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Seconds each operation took, in list order (waits for the device).
