@@ -343,12 +343,14 @@ mod tests {
         assert_eq!(kept.imported_batch(), Some(4));
     }
 
-    // Fails if a rescale starts from the chain on screen instead of the
-    // original (sizes round to the byte: 100 B profiled at 3, run at 2 is
-    // 67 B, and 67 B back at 3 is 101 B), or if the profile's own values
-    // count as a change. Mutation tried: `scaled_from` without its
-    // as-profiled shortcut still passed (× 1 is exact), so the drift is
-    // shown directly on the rescaled chain below.
+    // Fails if scaling back to the profiled batch does not give the
+    // original exactly (name included), if the profile's own values count
+    // as a change, or if the stated profile is lost. The last lines show
+    // why the page never rescales the chain on screen: sizes round to the
+    // byte (100 B profiled at 3, run at 2, is 67 B; 67 B back at 3 is
+    // 101 B). Mutation tried: `scaled_imported` without `against` (batch 32
+    // at profiled 32 then counts as a change): failed here, the chain came
+    // back named "… · batch 32 (profiled 32) (scaled linearly)".
     #[test]
     fn an_imported_chain_scaled_there_and_back_is_the_original() {
         let mut original = find("vgg19-h100").unwrap().chain();
