@@ -201,13 +201,13 @@ const about = (page) => page.locator('.chain-about strong').innerText();
 const scaleError = (page) => page.locator('#scale-controls .err').innerText();
 
 // Fails if an imported chain is not rescaled by the linear rule from the
-// batch the user says it was profiled at (tried: the imported profile's
-// batch read from the wanted batch: nothing was scaled, the batch-64
-// export equalled the original), if the page's M_high is not the CLI's
-// for the chain scaled by hand, if the link or a reload drops the stated
-// profile or the scale, if Back does not walk them, or if a rescale starts
-// from the chain on screen rather than the original (then batch 32 after
-// 64 would stay doubled, and "As profiled" would not give the file back).
+// batch the user says it was profiled at, if the page's M_high is not the
+// CLI's for the chain scaled by hand, if the link or a reload drops the
+// stated profile or the scale, if Back does not walk them, or if a rescale
+// starts from the chain on screen rather than the file as imported.
+// Mutation tried (own page build): `rescale_imported` taking the chain on
+// screen as its original: the bf16 export came out with input_bytes
+// 67108864 instead of 33554432 (the doubled chain × 1, not the file × 1).
 test('an imported chain: profiled at batch 32, run at 64 and in bf16; the link, a reload and Back hold it; As profiled restores it', async () => {
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
   const six = JSON.parse(readFileSync(new URL('./fixtures/six-stages.json', import.meta.url), 'utf8'));
