@@ -216,6 +216,13 @@ mod tests {
     use super::*;
     use remat_core::examples::find;
 
+    /// `out` is `chain` by the core's rule with these factors, written out.
+    fn assert_scaled_by(out: &Chain, chain: &Chain, bytes: f64, seconds: f64) {
+        let by_hand = scaled(chain, Scale { bytes, seconds }).unwrap();
+        assert_eq!(out.stages, by_hand.stages);
+        assert_eq!(out.input_bytes, by_hand.input_bytes);
+    }
+
     fn at(batch: Option<u64>, sequence: Option<u64>, precision: Option<Precision>) -> ExampleScale {
         ExampleScale {
             batch,
@@ -235,16 +242,7 @@ mod tests {
         let chain = gpt2.chain();
         let out = scaled_example(gpt2, &at(Some(8), Some(2048), Some(Precision::Bf16))).unwrap();
         // × 2 (batch) × 2 (sequence) × ½ (bf16) in bytes; × 4 in time.
-        let by_hand = scaled(
-            &chain,
-            Scale {
-                bytes: 2.0,
-                seconds: 4.0,
-            },
-        )
-        .unwrap();
-        assert_eq!(out.stages, by_hand.stages);
-        assert_eq!(out.input_bytes, by_hand.input_bytes);
+        assert_scaled_by(&out, &chain, 2.0, 4.0);
         assert!(out.name.contains("batch 8 (profiled 4)"), "{}", out.name);
         assert!(out.name.contains("seq 2048"), "{}", out.name);
         assert!(out.name.contains("bf16"), "{}", out.name);
@@ -305,16 +303,7 @@ mod tests {
         // Profiled at 32 in fp32, run at 64 in bf16: bytes × 2 × ½, times × 2.
         let wanted = imported(Some(32), Some(64), None, Some(Precision::Bf16));
         let (out, kept) = scaled_imported(&original, &wanted).unwrap();
-        let by_hand = scaled(
-            &original,
-            Scale {
-                bytes: 1.0,
-                seconds: 2.0,
-            },
-        )
-        .unwrap();
-        assert_eq!(out.stages, by_hand.stages);
-        assert_eq!(out.input_bytes, by_hand.input_bytes);
+        assert_scaled_by(&out, &original, 1.0, 2.0);
         assert_eq!(kept, wanted);
         assert!(
             out.name
@@ -328,17 +317,11 @@ mod tests {
             &imported(None, None, Some(Precision::Bf16), Some(Precision::Fp32)),
         )
         .unwrap();
-        assert_eq!(
-            wider.stages,
-            scaled(&original, Scale::bytes(2.0)).unwrap().stages
-        );
+        assert_scaled_by(&wider, &original, 2.0, 1.0);
         // Nothing said about the profile: batch 1, so batch 4 is × 4.
         let (four, kept) =
             scaled_imported(&original, &imported(None, Some(4), None, None)).unwrap();
-        assert_eq!(
-            four.stages,
-            scaled(&original, Scale::batch(1, 4)).unwrap().stages
-        );
+        assert_scaled_by(&four, &original, 4.0, 4.0);
         assert!(four.name.contains("batch 4 (profiled 1)"), "{}", four.name);
         assert_eq!(kept.imported_batch(), Some(4));
     }
