@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { launch, open, nextPlan, planId, importFile, waitForPlan } from './helpers.mjs';
 
@@ -293,6 +294,12 @@ test('an imported chain: profiled at batch 32, run at 64 and in bf16; the link, 
   assert.match(await scaleError(page), /^batch: "65537"/);
   assert.equal(await about(page), 'six stages');
   assert.equal(await hashOf(page), before);
+  // The card, with its error shown: no serious or critical axe violation
+  // (every box and picker labelled, the text legible).
+  await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  const axe = await page.evaluate(async () => (await window.axe.run('#scale-controls', { resultTypes: ['violations'] }))
+    .violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.help}`));
+  assert.deepEqual(axe, []);
   // A link whose scale cannot apply: the file as imported, and why.
   const bad = await open(context, '#chain=imported&algorithm=rotor&batch=70000&profiled-batch=32');
   assert.match(await bad.page.locator('#notice').innerText(), /The link's scale: batch: 70000 is outside 1 to 65536; showing the imported chain as imported/);
