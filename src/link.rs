@@ -22,8 +22,9 @@ pub struct UrlState {
     pub bandwidth: Option<f64>,
     /// The minimum memory mode, on in this model (`min=pytorch|chen`).
     pub min_memory: Option<Model>,
-    /// An example's batch, sequence, precision where they differ from its
-    /// profile (`batch=64&seq=2048&precision=bf16`).
+    /// The batch, sequence, precision where they differ from the profile
+    /// (`batch=64&seq=2048&precision=bf16`); for an imported chain also
+    /// the profile the user states (`profiled-batch=32&profiled-precision=bf16`).
     pub scale: ExampleScale,
     /// The device-memory view's inputs while it is open (`gpu=…&params=…
     /// &weights=…&optimizer=…&margin=…`, or `state=BYTES` for an entered
@@ -50,6 +51,11 @@ impl UrlState {
             && agrees(&self.scale.batch, &full.scale.batch)
             && agrees(&self.scale.sequence, &full.scale.sequence)
             && agrees(&self.scale.precision, &full.scale.precision)
+            && agrees(&self.scale.profiled_batch, &full.scale.profiled_batch)
+            && agrees(
+                &self.scale.profiled_precision,
+                &full.scale.profiled_precision,
+            )
             && agrees(&self.device, &full.device)
     }
 
@@ -89,6 +95,10 @@ pub fn parse_hash(hash: &str) -> UrlState {
             "batch" => url.scale.batch = value.parse().ok().filter(|b: &u64| *b > 0),
             "seq" => url.scale.sequence = value.parse().ok().filter(|s: &u64| *s > 0),
             "precision" => url.scale.precision = Precision::from_name(&value),
+            "profiled-batch" => {
+                url.scale.profiled_batch = value.parse().ok().filter(|b: &u64| *b > 0)
+            }
+            "profiled-precision" => url.scale.profiled_precision = Precision::from_name(&value),
             "gpu" => device.gpu = value.parse().ok().filter(|b: &u64| *b > 0),
             "params" => device.parameters = value.parse().ok(),
             "weights" => device.weights = Weights::from_name(&value),
@@ -141,8 +151,9 @@ impl DevicePairs {
     }
 }
 
-/// `hash` with what the view adds beyond the four: the example's scale
-/// (only what differs from its profile) and the device-memory inputs.
+/// `hash` with what the view adds beyond the four: the chain's scale (only
+/// what differs from its profile; an imported chain's stated profile) and
+/// the device-memory inputs.
 pub fn with_extras(
     mut hash: String,
     scale: &ExampleScale,
@@ -156,6 +167,12 @@ pub fn with_extras(
     }
     if let Some(p) = scale.precision {
         hash.push_str(&format!("&precision={}", p.name()));
+    }
+    if let Some(b) = scale.profiled_batch {
+        hash.push_str(&format!("&profiled-batch={b}"));
+    }
+    if let Some(p) = scale.profiled_precision {
+        hash.push_str(&format!("&profiled-precision={}", p.name()));
     }
     if let Some(d) = device {
         hash.push_str(&format!("&gpu={}", d.gpu_bytes));
@@ -352,6 +369,8 @@ mod tests {
             batch: Some(64),
             sequence: Some(2048),
             precision: Some(Precision::Bf16),
+            profiled_batch: Some(32),
+            profiled_precision: Some(Precision::Bf16),
         };
         let devices = [
             DeviceInputs {
@@ -387,7 +406,8 @@ mod tests {
         );
         assert_eq!(plain, format_hash("vgg19", Algorithm::Rotor, 5, 12e9));
         // A hand-edited link: a GPU alone gets the defaults; no GPU, no view.
-        let url = parse_hash("#gpu=1000&batch=0&precision=fp8");
+        let url =
+            parse_hash("#gpu=1000&batch=0&precision=fp8&profiled-batch=0&profiled-precision=fp64");
         assert_eq!(
             url.device.map(|d| d.margin),
             Some(crate::device_memory::DEFAULT_MARGIN)
@@ -476,6 +496,10 @@ mod tests {
         assert_eq!(pen.write(batch.clone()), Some(Write::Push));
         let mut device = batch;
         device.device = Some(DeviceInputs::new(1));
-        assert_eq!(pen.write(device), Some(Write::Push));
+        assert_eq!(pen.write(device.clone()), Some(Write::Push));
+        // An imported chain's stated profile: a new entry too (Back walks it).
+        let mut profiled = device;
+        profiled.scale.profiled_batch = Some(32);
+        assert_eq!(pen.write(profiled), Some(Write::Push));
     }
 }

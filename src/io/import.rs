@@ -2,7 +2,8 @@
 //! schedule for the loaded chain.
 
 use crate::protocol::Planned;
-use crate::state::{AppState, ChainSource, Current};
+use crate::scaling::ExampleScale;
+use crate::state::{AppState, Current};
 use leptos::prelude::*;
 use remat_core::format::{read_any_chain, read_schedule, write_chain, SCHEDULE_FORMAT};
 use remat_core::model::units::format_bytes;
@@ -34,7 +35,10 @@ pub fn import_text(state: AppState, file_name: &str, text: &str) {
             state
                 .view
                 .info(format!("Imported {file_name}: {} stages.", chain.len()));
-            state.load_chain(chain, ChainSource::Imported, None);
+            // As imported: the scale card starts from the defaults.
+            if let Err(e) = state.load_imported(Arc::new(chain), ExampleScale::default(), None) {
+                state.view.error(e);
+            }
         }
         Err(e) => state.view.error(format!(
             "Could not import {file_name}: {e}. The previous chain stays loaded."

@@ -12,6 +12,7 @@ use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
+use std::sync::Arc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -207,18 +208,29 @@ pub fn apply_url(
 /// (the page then keeps its chain and says so).
 fn load_named(state: AppState, name: &str, scale: ExampleScale, budget: Option<u64>) -> bool {
     if name == "imported" {
-        return match load_stored().map(|t| read_any_chain(&t)) {
-            Some(Ok(chain)) => {
-                state.load_chain(chain, ChainSource::Imported, budget);
-                true
-            }
-            _ => {
-                state.view.info(
-                    "The link names an imported chain that this browser no longer has; showing an example instead.".into(),
-                );
-                false
-            }
+        // The page's own copy first (it is what the page scaled); a fresh
+        // page reads the copy kept in localStorage.
+        let original = state.imported_original().or_else(|| {
+            load_stored()
+                .and_then(|t| read_any_chain(&t).ok())
+                .map(Arc::new)
+        });
+        let Some(original) = original else {
+            state.view.info(
+                "The link names an imported chain that this browser no longer has; showing an example instead.".into(),
+            );
+            return false;
         };
+        if let Err(e) = state.load_imported(original.clone(), scale, budget) {
+            // The scale cannot apply: the chain as imported, and why.
+            state.view.info(format!(
+                "The link's scale: {e}; showing the imported chain as imported."
+            ));
+            return state
+                .load_imported(original, ExampleScale::default(), budget)
+                .is_ok();
+        }
+        return true;
     }
     match state.load_example(name, scale, budget) {
         Ok(()) => true,

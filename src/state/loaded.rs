@@ -28,9 +28,12 @@ pub struct Loaded {
     /// M_low and M_high: the slider's range.
     pub m_low: RwSignal<u64>,
     pub m_high: RwSignal<u64>,
-    /// An example's batch, sequence, precision where they differ from its
-    /// profile (default for an imported chain).
+    /// The batch, sequence, precision where they differ from the profile
+    /// (an example's, or what the user says of an imported chain's).
     pub scale: RwSignal<ExampleScale>,
+    /// The last imported chain as imported: an imported chain is always
+    /// rescaled from it, never from the scaled chain on screen.
+    pub(super) imported: StoredValue<Option<Arc<Chain>>>,
 }
 
 impl Loaded {
@@ -41,6 +44,7 @@ impl Loaded {
             m_low: RwSignal::new(0),
             m_high: RwSignal::new(0),
             scale: RwSignal::new(ExampleScale::default()),
+            imported: StoredValue::new(None),
         }
     }
 

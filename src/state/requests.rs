@@ -4,7 +4,7 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::protocol::Request;
-use crate::scaling::{scaled_example, ExampleScale};
+use crate::scaling::{scaled_example, scaled_imported, ExampleScale};
 use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
 use remat_core::examples;
@@ -12,6 +12,7 @@ use remat_core::format::write_chain;
 use remat_core::model::units::format_bytes;
 use remat_core::solvers::{memory_floor, Algorithm};
 use remat_core::Chain;
+use std::sync::Arc;
 
 #[derive(Clone, Copy)]
 pub(super) struct Requests {
@@ -97,12 +98,47 @@ impl AppState {
         let example =
             examples::find(name).ok_or_else(|| format!("the explorer has no chain \"{name}\""))?;
         let chain = scaled_example(example, &scale).map_err(|e| e.to_string())?;
+        // An example's profile is its own: what a link says about an
+        // imported chain's profile does not apply.
         let scale = example
             .profile
-            .map(|p| scale.against(&p))
+            .map(|p| ExampleScale {
+                profiled_batch: None,
+                profiled_precision: None,
+                ..scale.against(&p)
+            })
             .unwrap_or_default();
         self.load_scaled(chain, ChainSource::Example(name.to_string()), scale, budget);
         Ok(())
+    }
+
+    /// Loads an imported chain, `original` as imported, at `scale` (linear,
+    /// from the batch and precision the user says it was profiled at). The
+    /// original is kept: every later rescale starts from it. The error
+    /// names the control that cannot apply; the page then keeps its chain.
+    pub fn load_imported(
+        self,
+        original: Arc<Chain>,
+        scale: ExampleScale,
+        budget: Option<u64>,
+    ) -> Result<(), String> {
+        let (chain, scale) = scaled_imported(&original, &scale).map_err(|e| e.to_string())?;
+        self.loaded.imported.set_value(Some(original));
+        self.load_scaled(chain, ChainSource::Imported, scale, budget);
+        Ok(())
+    }
+
+    /// The imported chain on the page at another `scale`, from its original.
+    pub fn rescale_imported(self, scale: ExampleScale) -> Result<(), String> {
+        let original = self
+            .imported_original()
+            .ok_or("the page holds no imported chain to scale")?;
+        self.load_imported(original, scale, None)
+    }
+
+    /// The imported chain as imported, while the page has one.
+    pub fn imported_original(self) -> Option<Arc<Chain>> {
+        self.loaded.imported.get_value()
     }
 
     /// A link's budget for `chain`, unless it is below the floor: no

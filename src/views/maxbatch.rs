@@ -10,6 +10,7 @@ use super::compare::alg_color;
 use super::figure::{Figure, FigureButtons};
 use crate::device_memory::Breakdown;
 use crate::protocol::{BatchDevice, MaxBatch};
+use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, ChainSource};
 use leptos::prelude::*;
 use remat_core::examples;
@@ -20,13 +21,14 @@ const LABEL_W: f64 = 110.0;
 const TEXT_W: f64 = 330.0;
 
 /// The batch the loaded chain stands for: an example's (its profile's, or
-/// the batch it was scaled to); None for an imported chain.
-fn example_batch(source: &ChainSource, scaled: Option<u64>) -> Option<u64> {
+/// the batch it was scaled to); an imported chain's where the scale card
+/// was told one, else None (typed here).
+fn example_batch(source: &ChainSource, scale: &ExampleScale) -> Option<u64> {
     match source {
         ChainSource::Example(name) => examples::find(name)
             .and_then(|e| e.profile)
-            .map(|p| scaled.unwrap_or(p.batch)),
-        ChainSource::Imported => None,
+            .map(|p| scale.batch.unwrap_or(p.batch)),
+        ChainSource::Imported => scale.imported_batch(),
     }
 }
 
@@ -116,8 +118,7 @@ pub fn MaxBatchPanel() -> impl IntoView {
     let fraction = move || state.offloading.max_batching.get().unwrap_or(0.0);
     // An imported chain's batch, typed in (an example's comes from its profile).
     let typed = RwSignal::new(String::new());
-    let profiled =
-        move || example_batch(&state.loaded.source.get(), state.loaded.scale.get().batch);
+    let profiled = move || example_batch(&state.loaded.source.get(), &state.loaded.scale.get());
     let batch =
         move || profiled().or_else(|| typed.get().trim().parse::<u64>().ok().filter(|&b| b >= 1));
     let ask = move || -> Result<BatchDevice, String> {
