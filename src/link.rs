@@ -51,10 +51,10 @@ impl UrlState {
             && agrees(&self.scale.batch, &full.scale.batch)
             && agrees(&self.scale.sequence, &full.scale.sequence)
             && agrees(&self.scale.precision, &full.scale.precision)
-            && agrees(&self.scale.profiled_batch, &full.scale.profiled_batch)
+            && agrees(&self.scale.profiled.batch, &full.scale.profiled.batch)
             && agrees(
-                &self.scale.profiled_precision,
-                &full.scale.profiled_precision,
+                &self.scale.profiled.precision,
+                &full.scale.profiled.precision,
             )
             && agrees(&self.device, &full.device)
     }
@@ -96,9 +96,9 @@ pub fn parse_hash(hash: &str) -> UrlState {
             "seq" => url.scale.sequence = value.parse().ok().filter(|s: &u64| *s > 0),
             "precision" => url.scale.precision = Precision::from_name(&value),
             "profiled-batch" => {
-                url.scale.profiled_batch = value.parse().ok().filter(|b: &u64| *b > 0)
+                url.scale.profiled.batch = value.parse().ok().filter(|b: &u64| *b > 0)
             }
-            "profiled-precision" => url.scale.profiled_precision = Precision::from_name(&value),
+            "profiled-precision" => url.scale.profiled.precision = Precision::from_name(&value),
             "gpu" => device.gpu = value.parse().ok().filter(|b: &u64| *b > 0),
             "params" => device.parameters = value.parse().ok(),
             "weights" => device.weights = Weights::from_name(&value),
@@ -168,10 +168,10 @@ pub fn with_extras(
     if let Some(p) = scale.precision {
         hash.push_str(&format!("&precision={}", p.name()));
     }
-    if let Some(b) = scale.profiled_batch {
+    if let Some(b) = scale.profiled.batch {
         hash.push_str(&format!("&profiled-batch={b}"));
     }
-    if let Some(p) = scale.profiled_precision {
+    if let Some(p) = scale.profiled.precision {
         hash.push_str(&format!("&profiled-precision={}", p.name()));
     }
     if let Some(d) = device {
@@ -319,6 +319,7 @@ impl HistoryPen {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scaling::ImportedProfile;
 
     fn view(chain: &str, alg: Algorithm, budget: u64, bw: f64) -> UrlState {
         parse_hash(&format_hash(chain, alg, budget, bw))
@@ -369,8 +370,10 @@ mod tests {
             batch: Some(64),
             sequence: Some(2048),
             precision: Some(Precision::Bf16),
-            profiled_batch: Some(32),
-            profiled_precision: Some(Precision::Bf16),
+            profiled: ImportedProfile {
+                batch: Some(32),
+                precision: Some(Precision::Bf16),
+            },
         };
         let devices = [
             DeviceInputs {
@@ -499,7 +502,7 @@ mod tests {
         assert_eq!(pen.write(device.clone()), Some(Write::Push));
         // An imported chain's stated profile: a new entry too (Back walks it).
         let mut profiled = device;
-        profiled.scale.profiled_batch = Some(32);
+        profiled.scale.profiled.batch = Some(32);
         assert_eq!(pen.write(profiled), Some(Write::Push));
     }
 }

@@ -27,11 +27,17 @@ pub struct ExampleScale {
     pub batch: Option<u64>,
     pub sequence: Option<u64>,
     pub precision: Option<Precision>,
-    /// An imported chain only: the batch and precision the user says it
-    /// was profiled at (None: [`IMPORTED_BATCH`], [`IMPORTED_PRECISION`]).
-    /// An example's profile is its own; there they stay None.
-    pub profiled_batch: Option<u64>,
-    pub profiled_precision: Option<Precision>,
+    /// An imported chain only: what the user says it was profiled at. An
+    /// example's profile is its own; there it stays the default.
+    pub profiled: ImportedProfile,
+}
+
+/// The batch and precision the user says an imported chain was profiled
+/// at (None: [`IMPORTED_BATCH`], [`IMPORTED_PRECISION`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportedProfile {
+    pub batch: Option<u64>,
+    pub precision: Option<Precision>,
 }
 
 impl ExampleScale {
@@ -66,7 +72,7 @@ impl ExampleScale {
     /// The batch an imported chain stands for, where the user has said one
     /// (the batch it was scaled to, or the batch it was profiled at).
     pub fn imported_batch(&self) -> Option<u64> {
-        self.batch.or(self.profiled_batch)
+        self.batch.or(self.profiled.batch)
     }
 }
 
@@ -75,9 +81,9 @@ impl ExampleScale {
 pub fn imported_profile(scale: &ExampleScale) -> Profile {
     Profile {
         parameters: 0,
-        batch: scale.profiled_batch.unwrap_or(IMPORTED_BATCH),
+        batch: scale.profiled.batch.unwrap_or(IMPORTED_BATCH),
         sequence: None,
-        precision: scale.profiled_precision.unwrap_or(IMPORTED_PRECISION),
+        precision: scale.profiled.precision.unwrap_or(IMPORTED_PRECISION),
     }
 }
 
@@ -149,13 +155,16 @@ pub fn scaled_imported(
     wanted: &ExampleScale,
 ) -> Result<(Chain, ExampleScale), ScaleError> {
     let wanted = ExampleScale {
-        profiled_batch: wanted.profiled_batch.filter(|&b| b != IMPORTED_BATCH),
-        profiled_precision: wanted
-            .profiled_precision
-            .filter(|&p| p != IMPORTED_PRECISION),
+        profiled: ImportedProfile {
+            batch: wanted.profiled.batch.filter(|&b| b != IMPORTED_BATCH),
+            precision: wanted
+                .profiled
+                .precision
+                .filter(|&p| p != IMPORTED_PRECISION),
+        },
         ..*wanted
     };
-    if let Some(b) = wanted.profiled_batch {
+    if let Some(b) = wanted.profiled.batch {
         if !(1..=MAX_BATCH).contains(&b) {
             return Err(ScaleError(format!(
                 "profiled at batch: {b} is outside 1 to {MAX_BATCH}"
@@ -286,8 +295,10 @@ mod tests {
         ExampleScale {
             batch,
             precision,
-            profiled_batch,
-            profiled_precision,
+            profiled: ImportedProfile {
+                batch: profiled_batch,
+                precision: profiled_precision,
+            },
             ..ExampleScale::default()
         }
     }
@@ -345,7 +356,7 @@ mod tests {
             scaled_imported(&original, &imported(Some(32), Some(32), None, None)).unwrap();
         assert_eq!(back, original, "32 → 64 → 32 from the original");
         assert!(kept.is_profiled());
-        assert_eq!(kept.profiled_batch, Some(32), "the stated profile stays");
+        assert_eq!(kept.profiled.batch, Some(32), "the stated profile stays");
         // The defaults and the profile's own precision are no change.
         let (same, kept) = scaled_imported(
             &original,

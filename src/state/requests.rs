@@ -4,7 +4,7 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::protocol::Request;
-use crate::scaling::{scaled_example, scaled_imported, ExampleScale};
+use crate::scaling::{scaled_example, scaled_imported, ExampleScale, ImportedProfile};
 use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
 use remat_core::examples;
@@ -103,8 +103,7 @@ impl AppState {
         let scale = example
             .profile
             .map(|p| ExampleScale {
-                profiled_batch: None,
-                profiled_precision: None,
+                profiled: ImportedProfile::default(),
                 ..scale.against(&p)
             })
             .unwrap_or_default();

@@ -108,12 +108,12 @@ pub fn ScaleControls() -> impl IntoView {
         // An imported chain: first what it was profiled at, as the user says.
         let stated = imported.then(|| {
             let on_profiled = on_count("profiled at batch", MAX_BATCH, |s, n| {
-                s.profiled_batch = Some(n)
+                s.profiled.batch = Some(n)
             });
             view! {
                 {count_input("profiled-batch-input", "profiled at batch ", p.batch, MAX_BATCH, on_profiled)}
                 {precision_select("profiled-precision-select", "in ", p.precision,
-                    on_precision(|s, v| s.profiled_precision = Some(v)))}
+                    on_precision(|s, v| s.profiled.precision = Some(v)))}
                 <span class="scale-arrow" aria-hidden="true">"→"</span>
             }
         });

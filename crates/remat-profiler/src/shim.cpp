@@ -314,6 +314,15 @@ void repoint(c10::StorageImpl* owner) {
   }
 }
 
+// Gives storage `s` new bytes (`fresh`, possibly none) and points the
+// storages borrowing from it at them; returns the old block, which the
+// caller frees now or later (a pending copy).
+c10::DataPtr replace_bytes(c10::StorageImpl* s, c10::DataPtr fresh) {
+  c10::DataPtr old = s->set_data_ptr(std::move(fresh));
+  repoint(s);
+  return old;
+}
+
 bool is_borrower(const c10::StorageImpl* s) {
   return s->data_ptr().get_deleter() == &borrow_delete;
 }
@@ -325,8 +334,7 @@ int64_t discard_storage(const at::Tensor& t) {
   if (s->data_ptr().get() == nullptr) return 0;
   TORCH_CHECK(!is_borrower(s), "remat: the runner never releases a borrowing storage");
   c10::Device device = s->data_ptr().device();
-  c10::DataPtr old = s->set_data_ptr(c10::DataPtr(nullptr, device));
-  repoint(s);
+  c10::DataPtr old = replace_bytes(s, c10::DataPtr(nullptr, device));
   // `old` is freed here (on a GPU the block goes back to the caching
   // allocator, stream-ordered like any tensor's).
   return static_cast<int64_t>(s->nbytes());
@@ -381,8 +389,7 @@ int64_t move_storage(c10::StorageImpl* s, bool to_host) {
   if (is_host(dp) == to_host) return 0;
   c10::DataPtr fresh = allocate_counted(n, to_host);
   std::memcpy(fresh.get(), dp.get(), n);
-  c10::DataPtr old = s->set_data_ptr(std::move(fresh));
-  repoint(s);
+  c10::DataPtr old = replace_bytes(s, std::move(fresh));
   // `old` is freed here: the bytes leave the side they were booked on.
   return static_cast<int64_t>(n);
 }
@@ -688,8 +695,7 @@ int64_t cuda_move_storage(c10::StorageImpl* s, bool to_host) {
     // The pinned block is written on the side stream: not reused before.
     host->record_event(fresh.get(), fresh.get_context(), side.unwrap());
     cudaEvent_t copied = record_event(side.stream());
-    c10::DataPtr old = s->set_data_ptr(std::move(fresh));
-    repoint(s);
+    c10::DataPtr old = replace_bytes(s, std::move(fresh));
     st.pending.push_back(PendingFree{std::move(old), copied});
   } else {
     c10::DataPtr fresh = c10::cuda::CUDACachingAllocator::get()->allocate(n);
@@ -700,8 +706,7 @@ int64_t cuda_move_storage(c10::StorageImpl* s, bool to_host) {
     host->record_event(dp.get(), dp.get_context(), side.unwrap());
     // Compute reads the block only after the copy.
     stream_wait(compute, side.stream());
-    c10::DataPtr old = s->set_data_ptr(std::move(fresh));
-    repoint(s);
+    c10::DataPtr old = replace_bytes(s, std::move(fresh));
   }
   return static_cast<int64_t>(n);
 }
