@@ -2,7 +2,7 @@
 //! memory, its throughput and its growth over store-all
 //! ([`remat_core::maxbatch`]); the rest reads flags and prints.
 
-use super::plan_options;
+use super::{plan_options, TerminalProgress};
 use crate::args::{bytes_per_s, MaxbatchArgs};
 use crate::error::{CliError, Result};
 use crate::input;
@@ -13,7 +13,6 @@ use remat_core::maxbatch::{
 };
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::model::{AffineFit, BatchModel, ChainError};
-use std::io::IsTerminal;
 
 pub fn run(a: &MaxbatchArgs) -> Result<()> {
     let model = batch_model(a)?;
@@ -28,28 +27,17 @@ pub fn run(a: &MaxbatchArgs) -> Result<()> {
         a.algorithms.clone()
     };
     let options = plan_options(&a.plan, bytes_per_s(a.bandwidth));
-    let terminal = std::io::stderr().is_terminal();
-    let mut shown = None;
     // A search of a long chain takes a while: its percentage on a terminal.
-    let mut progress = |done: f64| {
-        let percent = (done * 100.0).floor() as u32;
-        if terminal && shown != Some(percent) {
-            eprint!("\rsearching: {percent:3} %");
-            shown = Some(percent);
-        }
-        true
-    };
+    let mut shown = TerminalProgress::new("searching");
     let found = max_batches(
         &model,
         &algorithms,
         &device,
         a.max_batch,
         &options,
-        &mut progress,
+        &mut |done| shown.report(done),
     );
-    if terminal {
-        eprint!("\r\x1b[K");
-    }
+    drop(shown);
     let found = found.map_err(flag_error)?;
     if a.json {
         report::print(&json_report(&model, &device, &found));

@@ -8,11 +8,13 @@ pub mod convert;
 pub mod examples;
 pub mod export;
 pub mod maxbatch;
+mod progress;
 pub mod simulate;
 pub mod solve;
 pub mod sweep;
 
 use crate::args::PlanFlags;
+use progress::TerminalProgress;
 use remat_core::solvers::{DeltaSettings, Options};
 
 /// The solver options a planning command's shared flags ask for, with the

@@ -1,7 +1,7 @@
 //! `remat solve`: one algorithm's schedule for one budget, judged by the
 //! simulator, with the chain's M_low and M_high and the algorithm's least.
 
-use super::plan_options;
+use super::{plan_options, TerminalProgress};
 use crate::args::{bytes_per_s, SolveArgs};
 use crate::error::{CliError, Result};
 use crate::input;
@@ -11,8 +11,7 @@ use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::{
-    max_useful_budget, memory_floor, no_progress, Algorithm, DeltaSettings, Options, Planner,
-    Solution,
+    max_useful_budget, memory_floor, Algorithm, DeltaSettings, Options, Planner, Solution,
 };
 use remat_core::sweep::rotor_m_low;
 use remat_core::Chain;
@@ -91,8 +90,12 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         segments: a.segments,
         ..plan_options(&a.plan, bandwidth)
     };
-    let planner = Planner::build(chain, algorithm, budget, &opts, &mut no_progress())?;
-    let solution = planner.plan(chain, budget)?;
+    // A long chain's table or search takes a while: its percentage on a
+    // terminal (the build, then the per-budget solve, each from 0 to 100 %).
+    let mut shown = TerminalProgress::new(format!("solving {algorithm}"));
+    let planner = Planner::build(chain, algorithm, budget, &opts, &mut |d| shown.report(d))?;
+    let solution = planner.plan_with_progress(chain, budget, &mut |d| shown.report(d))?;
+    drop(shown);
     let trace = match &solution.ops {
         Some(ops) => Some(
             judge(chain, ops, budget, bandwidth)

@@ -4,7 +4,7 @@
 //!
 //! [`compute`] is the whole computation; the rest reads flags and prints.
 
-use super::plan_options;
+use super::{plan_options, TerminalProgress};
 use crate::args::{SweepArgs, SweepFormat, SweepMemory};
 use crate::error::{CliError, Result};
 use crate::input;
@@ -14,7 +14,7 @@ use remat_core::solvers::hong::MAX_CHEN_STAGES;
 use remat_core::solvers::optimal::limits::MAX_STAGES as OPTIMAL_MAX_STAGES;
 use remat_core::solvers::persistent::PersistentTable;
 use remat_core::solvers::{
-    max_useful_budget, no_progress, Algorithm, Memory, Options, SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
+    max_useful_budget, Algorithm, Memory, Options, SlotPolicy, DEFAULT_OFFLOAD_SLOTS,
 };
 use remat_core::sweep::{rotor_m_low, sweep, SweepPoint, SweepRun};
 use remat_core::Chain;
@@ -179,6 +179,7 @@ pub fn compute(chain: &Chain, plan: &SweepPlan) -> Result<Sweep> {
                 .map(move |&alpha| SweepRun { alpha, bandwidth })
         })
         .collect();
+    let mut shown = TerminalProgress::new("sweeping");
     let points = sweep(
         chain,
         &plan.algorithms,
@@ -186,7 +187,7 @@ pub fn compute(chain: &Chain, plan: &SweepPlan) -> Result<Sweep> {
         m_low,
         m_high,
         &base,
-        &mut no_progress(),
+        &mut |done| shown.report(done),
     )?;
     Ok(Sweep {
         m_low,
