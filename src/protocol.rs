@@ -148,13 +148,13 @@ pub enum Response {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MaxBatch {
     pub device: BatchDevice,
+    /// The second profile's batch when the chain was fitted affinely
+    /// through two profiles; None: scaled linearly from one.
+    pub second_batch: Option<u64>,
     /// What is left for activations: memory − fixed − margin.
     pub budget_bytes: u64,
     /// The largest batch tried.
     pub max_batch: u64,
-    /// The second profile's batch when the chain was fitted affinely
-    /// through two profiles; None: scaled linearly from one.
-    pub second_batch: Option<u64>,
     pub rows: Vec<BatchRow>,
 }
 

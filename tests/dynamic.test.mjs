@@ -218,5 +218,11 @@ test('a second profile: the max-batch bars equal remat maxbatch --second-profile
   await page.locator('#maxbatch-second-remove').click();
   assert.equal(await page.locator('#maxbatch-second-name').count(), 0);
   assert.match(await text(page, '#maxbatch-model'), /linear in the batch from one profile at batch 32/);
+
+  // Another chain drops the second profile: it profiled the previous one.
+  await input.setInputFiles(secondPath);
+  await page.waitForSelector('#maxbatch-second-name');
+  await page.locator('#chain-select').selectOption('teaching');
+  await page.waitForFunction(() => !document.querySelector('#maxbatch-second-name'));
   assert.deepEqual(errors, []);
 });

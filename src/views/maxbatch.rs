@@ -17,7 +17,6 @@ use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
 use remat_core::model::units::format_bytes;
-use wasm_bindgen::JsCast;
 
 const ROW_H: f64 = 30.0;
 const LABEL_W: f64 = 110.0;
@@ -181,19 +180,18 @@ fn typed_batch(text: &str) -> Option<u64> {
 #[component]
 fn SecondProfileInput(second: RwSignal<Option<Second>>, batch: RwSignal<String>) -> impl IntoView {
     let state = use_app();
-    let on_file = move |ev: leptos::ev::Event| {
-        let input: web_sys::HtmlInputElement = event_target(&ev);
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            import_second(state, second, file);
-        }
+    let picker = NodeRef::<leptos::html::Input>::new();
+    let on_file = move |_| {
+        let Some(input) = picker.get() else { return };
+        let chosen = input.files().and_then(|f| f.get(0));
         // Choosing the same file again must fire `change` again.
         input.set_value("");
+        if let Some(file) = chosen {
+            import_second(state, second, file);
+        }
     };
     let open_dialog = move |_| {
-        if let Some(input) = leptos::prelude::document()
-            .get_element_by_id("maxbatch-second-input")
-            .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
-        {
+        if let Some(input) = picker.get() {
             input.click();
         }
     };
@@ -206,7 +204,7 @@ fn SecondProfileInput(second: RwSignal<Option<Second>>, batch: RwSignal<String>)
                 "Import chain…"
             </button>
             <input id="maxbatch-second-input" type="file" accept=".json,application/json"
-                tabindex="-1" aria-hidden="true" on:change=on_file />
+                tabindex="-1" aria-hidden="true" node_ref=picker on:change=on_file />
             <label>" at batch "
                 <input id="maxbatch-second-batch" type="text" inputmode="numeric" size="8"
                     aria-label="Second profile's batch"
