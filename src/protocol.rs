@@ -53,11 +53,26 @@ pub enum Request {
     /// overhead vs bandwidth at a fixed α.
     Sweep { generation: u64, bandwidth: f64 },
     /// The largest batch of each method within a device's memory
-    /// (`remat_core::maxbatch`), the chain taken as profiled at `batch`.
+    /// (`remat_core::maxbatch`), the chain taken as profiled at
+    /// `device.batch`: scaled linearly, or fitted affinely through it and
+    /// `second`.
     MaxBatch {
         generation: u64,
         device: BatchDevice,
+        #[serde(default)]
+        second: Option<SecondProfile>,
     },
+}
+
+/// A second profile of the loaded chain's stages at another batch, for the
+/// max-batch search's affine fit (`remat maxbatch --second-profile CHAIN2
+/// --second-batch N2`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecondProfile {
+    /// `remat-chain/1` (or rotor) text, read by the worker as by the CLI.
+    pub chain: String,
+    /// The batch it was profiled at.
+    pub batch: u64,
 }
 
 /// The device a max-batch search fits into, from the device-memory card.
@@ -133,6 +148,9 @@ pub enum Response {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MaxBatch {
     pub device: BatchDevice,
+    /// The second profile's batch when the chain was fitted affinely
+    /// through two profiles; None: scaled linearly from one.
+    pub second_batch: Option<u64>,
     /// What is left for activations: memory − fixed − margin.
     pub budget_bytes: u64,
     /// The largest batch tried.

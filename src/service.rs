@@ -15,10 +15,11 @@
 //! [`receive`]: PlannerService::receive
 
 use crate::protocol::{
-    BatchDevice, BatchRow, Built, CurvePoint, MaxBatch, Planned, Request, Response, Summary, Sweep,
-    SweepPoint, Table, Task,
+    BatchDevice, BatchRow, Built, CurvePoint, MaxBatch, Planned, Request, Response, SecondProfile,
+    Summary, Sweep, SweepPoint, Table, Task,
 };
 use remat_core::format::read_any_chain;
+use remat_core::model::{AffineFit, BatchModel};
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::optimal;
 use remat_core::solvers::{
@@ -162,13 +163,23 @@ impl PlannerService {
                 generation,
                 bandwidth,
             } => self.sweep(generation, bandwidth, emit),
-            Request::MaxBatch { generation, device } => self.max_batch(generation, device, emit),
+            Request::MaxBatch {
+                generation,
+                device,
+                second,
+            } => self.max_batch(generation, device, second, emit),
         }
     }
 
-    fn max_batch(&self, generation: u64, device: BatchDevice, emit: &mut Emit<'_>) {
+    fn max_batch(
+        &self,
+        generation: u64,
+        device: BatchDevice,
+        second: Option<SecondProfile>,
+        emit: &mut Emit<'_>,
+    ) {
         let work = |chain: &Chain, progress: &mut dyn FnMut(f64) -> bool| {
-            max_batch(chain, device, progress)
+            max_batch(chain, device, second.as_ref(), progress)
         };
         let answer = |found| Response::MaxBatched { generation, found };
         self.long_task((generation, Task::MaxBatch), emit, work, answer);
@@ -564,19 +575,39 @@ pub const MAX_BATCH_ALGORITHMS: [Algorithm; 5] = [
     Algorithm::Pofo,
 ];
 
+/// `chain` as a function of the batch, as `remat maxbatch` builds it:
+/// profiled at `batch` and scaled linearly, or, with a second profile, the
+/// core's affine fit through both. A second profile that cannot be read, or
+/// that the fit refuses (other stages, the same batch), fails with the
+/// core's message, which names the field (`second.stages`, `second.batch`).
+pub fn batch_model(
+    chain: &Chain,
+    batch: u64,
+    second: Option<&SecondProfile>,
+) -> Result<BatchModel, String> {
+    let Some(second) = second else {
+        return BatchModel::linear(chain.clone(), batch).map_err(|e| e.to_string());
+    };
+    let profile = read_any_chain(&second.chain)
+        .map_err(|e| format!("second profile: could not read it: {e}"))?;
+    AffineFit::new(chain.clone(), batch, profile, second.batch)
+        .map(BatchModel::Affine)
+        .map_err(|e| format!("second profile: {e}"))
+}
+
 /// The largest batch of store-all and each of [`MAX_BATCH_ALGORITHMS`]
-/// for `chain` profiled at `device.batch`, through the core's search (the
-/// CLI's `remat maxbatch` runs the same function, with the chain's own
-/// bandwidth and the default options). Sizes and times scale linearly with
-/// the batch. `progress` returning false cancels.
+/// for `chain` profiled at `device.batch` (and `second`, see
+/// [`batch_model`]), through the core's search (the CLI's `remat maxbatch`
+/// runs the same function, with the chain's own bandwidth and the default
+/// options). `progress` returning false cancels.
 pub fn max_batch(
     chain: &Chain,
     device: BatchDevice,
+    second: Option<&SecondProfile>,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<MaxBatch, String> {
     use remat_core::maxbatch::{max_batches, Device, Margin, DEFAULT_MAX_BATCH};
-    use remat_core::model::BatchModel;
-    let model = BatchModel::linear(chain.clone(), device.batch).map_err(|e| e.to_string())?;
+    let model = batch_model(chain, device.batch, second)?;
     let core_device = Device {
         memory_bytes: device.memory_bytes,
         fixed_bytes: device.fixed_bytes,
@@ -604,6 +635,7 @@ pub fn max_batch(
         device,
         budget_bytes: found.budget_bytes,
         max_batch: found.max_batch,
+        second_batch: second.map(|s| s.batch),
         rows,
     })
 }

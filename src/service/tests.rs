@@ -472,3 +472,150 @@ fn a_chain_too_long_for_the_search_fails_at_once_with_the_reason() {
         "{error}"
     );
 }
+
+/// A profile of `chain` at twice its batch that is not the chain scaled:
+/// outputs and gradients × 2, saved tensors × 2 less half of what they keep
+/// beyond the output (a part that does not grow with the batch, as ∂W),
+/// times × 1.5 (a small batch that does not fill the device). Every field
+/// of the fit stays ≥ 0 and ā ≥ a at every batch ≥ 1.
+fn at_twice_the_batch(chain: &Chain) -> Chain {
+    use remat_core::model::{scaled, Scale};
+    let mut second = scaled(
+        chain,
+        Scale {
+            bytes: 2.0,
+            seconds: 1.5,
+        },
+    )
+    .unwrap();
+    for (s, first) in second.stages.iter_mut().zip(&chain.stages) {
+        s.saved_bytes -= (first.saved_bytes - first.output_bytes) / 2;
+    }
+    second
+}
+
+/// The max-batch request for the teaching chain on a 4 GiB device with no
+/// margin, profiled at batch 8, with `second` as the second profile.
+fn max_batch_request(second: Option<SecondProfile>) -> Request {
+    Request::MaxBatch {
+        generation: 1,
+        device: BatchDevice {
+            memory_bytes: 4 << 30,
+            fixed_bytes: 0,
+            margin_bytes: 0,
+            batch: 8,
+        },
+        second,
+    }
+}
+
+fn max_batched(answers: Vec<Response>) -> MaxBatch {
+    match only(answers) {
+        Response::MaxBatched { found, .. } => found,
+        other => panic!("expected a max-batch answer, got {other:?}"),
+    }
+}
+
+// With a second profile the worker's answer is the core's search on the
+// affine fit through both profiles, built here by hand: every row's batch,
+// limit flag and samples/s. Fails if the second profile were ignored (the
+// linear answer differs, checked below), its batch taken as the first's,
+// or the fit built from other batches. Mutation tried: `batch_model`
+// returning the linear model whatever the second profile: every row
+// differed (store-all 23 against the fit's 28, pofo 102 against 112), and
+// the refusals below were not made.
+#[test]
+fn a_second_profile_gives_the_cores_affine_answer() {
+    use remat_core::maxbatch::{max_batches, Device, Margin, DEFAULT_MAX_BATCH};
+    let first = examples::teaching();
+    let second = at_twice_the_batch(&first);
+    let mut worker = loaded(Role::Worker, &first);
+    let profile = SecondProfile {
+        chain: write_chain(&second),
+        batch: 16,
+    };
+    let found = max_batched(ask(&mut worker, max_batch_request(Some(profile))));
+    assert_eq!(found.second_batch, Some(16));
+
+    let fit = AffineFit::new(first.clone(), 8, second, 16).unwrap();
+    let algorithms: Vec<Algorithm> = std::iter::once(Algorithm::StoreAll)
+        .chain(MAX_BATCH_ALGORITHMS)
+        .collect();
+    let device = Device {
+        memory_bytes: 4 << 30,
+        fixed_bytes: 0,
+        margin: Margin::Bytes(0),
+    };
+    let core = max_batches(
+        &BatchModel::Affine(fit),
+        &algorithms,
+        &device,
+        DEFAULT_MAX_BATCH,
+        &Options::default(),
+        &mut |_| true,
+    )
+    .unwrap();
+    let want: Vec<(Algorithm, Option<u64>, bool, Option<f64>)> = core
+        .methods
+        .iter()
+        .map(|l| (l.algorithm, l.batch, l.at_limit, l.samples_per_second()))
+        .collect();
+    let got: Vec<(Algorithm, Option<u64>, bool, Option<f64>)> = found
+        .rows
+        .iter()
+        .map(|r| (r.algorithm, r.batch, r.at_limit, r.samples_per_second))
+        .collect();
+    assert_eq!(got, want);
+
+    let linear = max_batched(ask(&mut worker, max_batch_request(None)));
+    assert_eq!(linear.second_batch, None);
+    assert_ne!(
+        linear.rows[0].batch, found.rows[0].batch,
+        "the fit must change store-all's batch, or this test could not tell"
+    );
+}
+
+// A second profile the fit refuses fails with the core's message, which
+// names the field: other stages (their number), the first profile's batch,
+// a file that is not a chain. Fails if the worker fitted such a profile, or
+// answered with a message of its own that names no field.
+#[test]
+fn a_second_profile_the_fit_refuses_names_the_field() {
+    let first = examples::teaching();
+    let mut worker = loaded(Role::Worker, &first);
+    let mut fewer = first.clone();
+    fewer.stages.pop();
+    let cases = [
+        (
+            write_chain(&fewer),
+            16,
+            "second.stages: 9 stages, the first profile has 10",
+        ),
+        (
+            write_chain(&first),
+            8,
+            "second.batch: equals the first profile's batch (8)",
+        ),
+        (
+            "{\"format\": \"remat-chain/1\"}".to_string(),
+            16,
+            "could not read it: input_bytes: missing",
+        ),
+    ];
+    for (chain, batch, message) in cases {
+        let answer = only(ask(
+            &mut worker,
+            max_batch_request(Some(SecondProfile { chain, batch })),
+        ));
+        let Response::Failed {
+            task: Some(Task::MaxBatch),
+            error,
+            ..
+        } = answer
+        else {
+            panic!("expected a refusal, got {answer:?}");
+        };
+        assert!(error.starts_with("second profile: "), "{error}");
+        assert!(error.contains(message), "{error}");
+    }
+}

@@ -292,13 +292,19 @@ impl AppState {
         });
     }
 
-    /// Searches the largest batch of each method in the worker.
-    pub fn send_max_batch(self, device: crate::protocol::BatchDevice) {
+    /// Searches the largest batch of each method in the worker, the chain
+    /// fitted through `second` too when there is one.
+    pub fn send_max_batch(
+        self,
+        device: crate::protocol::BatchDevice,
+        second: Option<crate::protocol::SecondProfile>,
+    ) {
         self.ensure_worker();
         self.offloading.max_batching.set(Some(0.0));
         self.requests.send(Request::MaxBatch {
             generation: self.requests.generation.get_value(),
             device,
+            second,
         });
     }
 

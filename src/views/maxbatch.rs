@@ -2,18 +2,20 @@
 //! method runs within the device-memory card's GPU (its memory, the
 //! model's state as fixed bytes, its margin), with the throughput there,
 //! as a bar chart. Searched in the worker by `remat_core::maxbatch` (the
-//! CLI's `remat maxbatch`); sizes and times scale linearly from the
-//! profiled batch.
+//! CLI's `remat maxbatch`): sizes and times scale linearly from the
+//! profiled batch, or, given a second profile of the same stages at another
+//! batch, follow the core's affine fit through both (`--second-profile`).
 
 use super::chart::{TaskControl, CHART_W};
 use super::compare::alg_color;
 use super::figure::{Figure, FigureButtons};
 use crate::device_memory::Breakdown;
-use crate::protocol::{BatchDevice, MaxBatch};
+use crate::protocol::{BatchDevice, MaxBatch, SecondProfile};
 use crate::scaling::ExampleScale;
-use crate::state::{use_app, use_device_memory, ChainSource};
+use crate::state::{use_app, use_device_memory, AppState, ChainSource};
 use leptos::prelude::*;
 use remat_core::examples;
+use remat_core::format::read_any_chain;
 use remat_core::model::units::format_bytes;
 
 const ROW_H: f64 = 30.0;
@@ -88,17 +90,27 @@ fn bars(found: &MaxBatch) -> String {
 }
 
 /// The note every max-batch figure carries.
-pub const SCALED: &str = "Sizes and times are scaled linearly from the profiled batch; offloading uses the chain's own bandwidth.";
+pub const SCALED: &str = "Sizes and times at each batch come from the profiles (linear from one, affine through two); offloading uses the chain's own bandwidth.";
 
-/// The device and the batches searched, in one line.
+/// Which batch model the search uses, in words, from the first profile's
+/// batch and the second profile's (when there is one); `?` where not typed.
+pub fn model_words(first: &str, second: Option<&str>) -> String {
+    match second {
+        None => format!("linear in the batch from one profile at batch {first}"),
+        Some(second) => format!("affine from two profiles at batch {first} and {second}: sizes and times a + b·batch; reproduces both profiles exactly"),
+    }
+}
+
+/// The device, the batch model and the batches searched, in one line.
 pub fn budget_line(found: &MaxBatch) -> String {
+    let second = found.second_batch.map(|b| b.to_string());
     format!(
-        "{} GPU − {} fixed − {} margin = {} for activations · profiled at batch {} · tried up to {}",
+        "{} GPU − {} fixed − {} margin = {} for activations · {} · tried up to {}",
         format_bytes(found.device.memory_bytes),
         format_bytes(found.device.fixed_bytes),
         format_bytes(found.device.margin_bytes),
         format_bytes(found.budget_bytes),
-        found.device.batch,
+        model_words(&found.device.batch.to_string(), second.as_deref()),
         grouped(found.max_batch),
     )
 }
@@ -110,6 +122,106 @@ fn caption(found: &MaxBatch) -> String {
     )
 }
 
+/// A second profile read from a file: what the panel shows of it, and its
+/// text, which the worker reads again (as the CLI reads `--second-profile`).
+#[derive(Clone, Debug, PartialEq)]
+struct Second {
+    file: String,
+    name: String,
+    stages: usize,
+    text: String,
+}
+
+/// `text` read as a chain (`remat-chain/1` or rotor) by the core's reader;
+/// the error names the field and says that nothing changed.
+fn read_second(file: &str, text: String) -> Result<Second, String> {
+    match read_any_chain(&text) {
+        Ok(chain) => Ok(Second {
+            file: file.to_string(),
+            stages: chain.len(),
+            name: chain.name,
+            text,
+        }),
+        Err(e) => Err(format!(
+            "Could not import {file} as the second profile: {e}. The max-batch panel stays as it was."
+        )),
+    }
+}
+
+/// The second profile's file, read and kept (or refused) once it is read.
+fn import_second(state: AppState, second: RwSignal<Option<Second>>, file: web_sys::File) {
+    let file_name = file.name();
+    let promise = file.text();
+    leptos::task::spawn_local(async move {
+        let text = wasm_bindgen_futures::JsFuture::from(promise).await;
+        let read = text
+            .map_err(|_| format!("Could not read {file_name}."))
+            .and_then(|t| read_second(&file_name, t.as_string().unwrap_or_default()));
+        match read {
+            Ok(s) => {
+                state
+                    .view
+                    .info(format!("Second profile: {file_name}, {} stages.", s.stages));
+                second.set(Some(s));
+            }
+            Err(e) => state.view.error(e),
+        }
+    });
+}
+
+/// A whole number ≥ 1 typed in a batch field.
+fn typed_batch(text: &str) -> Option<u64> {
+    text.trim().parse::<u64>().ok().filter(|&b| b >= 1)
+}
+
+/// "Second profile (optional): [Import chain…] at batch [N2]", the profile
+/// read (its name, stages, a way to remove it). A real button (reachable
+/// with Tab) opens the hidden file input, as the header's Import does.
+#[component]
+fn SecondProfileInput(second: RwSignal<Option<Second>>, batch: RwSignal<String>) -> impl IntoView {
+    let state = use_app();
+    let picker = NodeRef::<leptos::html::Input>::new();
+    let on_file = move |_| {
+        let Some(input) = picker.get() else { return };
+        let chosen = input.files().and_then(|f| f.get(0));
+        // Choosing the same file again must fire `change` again.
+        input.set_value("");
+        if let Some(file) = chosen {
+            import_second(state, second, file);
+        }
+    };
+    let open_dialog = move |_| {
+        if let Some(input) = picker.get() {
+            input.click();
+        }
+    };
+    view! {
+        <div class="maxbatch-second" role="group" aria-labelledby="maxbatch-second-label">
+            <span id="maxbatch-second-label">"Second profile (optional): "</span>
+            <button id="maxbatch-second-button" on:click=open_dialog
+                aria-label="Second profile: Import chain…"
+                title="A remat-chain/1 or rotor chain of the same stages, profiled at another batch">
+                "Import chain…"
+            </button>
+            <input id="maxbatch-second-input" type="file" accept=".json,application/json"
+                tabindex="-1" aria-hidden="true" node_ref=picker on:change=on_file />
+            <label>" at batch "
+                <input id="maxbatch-second-batch" type="text" inputmode="numeric" size="8"
+                    aria-label="Second profile's batch"
+                    prop:value=move || batch.get()
+                    on:change=move |ev| batch.set(event_target_value(&ev)) />
+            </label>
+            {move || second.get().map(|s| view! {
+                <span id="maxbatch-second-name">
+                    <strong>{s.name}</strong>{format!(" · {} stages · {}", s.stages, s.file)}
+                </span>
+                <button id="maxbatch-second-remove" on:click=move |_| second.set(None)
+                    aria-label="Remove the second profile">"Remove"</button>
+            })}
+        </div>
+    }
+}
+
 #[component]
 pub fn MaxBatchPanel() -> impl IntoView {
     let state = use_app();
@@ -118,23 +230,48 @@ pub fn MaxBatchPanel() -> impl IntoView {
     let fraction = move || state.offloading.max_batching.get().unwrap_or(0.0);
     // An imported chain's batch, typed in (an example's comes from its profile).
     let typed = RwSignal::new(String::new());
+    let second = RwSignal::new(None::<Second>);
+    let second_typed = RwSignal::new(String::new());
+    // A second profile is of the chain loaded when it was imported: another
+    // chain (or scale) drops it.
+    Effect::new(move |_| {
+        state.loaded.chain.track();
+        second.set(None);
+    });
     let profiled = move || example_batch(&state.loaded.source.get(), &state.loaded.scale.get());
-    let batch =
-        move || profiled().or_else(|| typed.get().trim().parse::<u64>().ok().filter(|&b| b >= 1));
-    let ask = move || -> Result<BatchDevice, String> {
+    let batch = move || profiled().or_else(|| typed_batch(&typed.get()));
+    let ask = move || -> Result<(BatchDevice, Option<SecondProfile>), String> {
         let b = Breakdown::of(&device.inputs.get());
         let batch = batch()
             .ok_or("batch: type the batch the chain was profiled at (a whole number ≥ 1)")?;
-        Ok(BatchDevice {
+        let second = match second.get() {
+            None => None,
+            Some(s) => Some(SecondProfile {
+                chain: s.text,
+                batch: typed_batch(&second_typed.get()).ok_or(
+                    "second profile's batch: type the batch it was profiled at (a whole number ≥ 1)",
+                )?,
+            }),
+        };
+        let device = BatchDevice {
             memory_bytes: b.gpu,
             fixed_bytes: b.model_total,
             margin_bytes: b.margin,
             batch,
-        })
+        };
+        Ok((device, second))
     };
     let run = move |()| match ask() {
-        Ok(d) => state.send_max_batch(d),
+        Ok((d, second)) => state.send_max_batch(d, second),
         Err(e) => state.view.error(e),
+    };
+    // The model the next search uses, in words ("?" for a batch not typed).
+    let model = move || {
+        let first = batch().map_or("?".to_string(), |b| b.to_string());
+        let n2 = second
+            .with(|s| s.is_some())
+            .then(|| typed_batch(&second_typed.get()).map_or("?".to_string(), |b| b.to_string()));
+        format!("Model: {}.", model_words(&first, n2.as_deref()))
     };
     let found = state.offloading.max_batch;
     let height = move || {
@@ -160,6 +297,8 @@ pub fn MaxBatchPanel() -> impl IntoView {
                         on:change=move |ev| typed.set(event_target_value(&ev)) />
                 </label>
             })}
+            <SecondProfileInput second=second batch=second_typed />
+            <p class="hint" id="maxbatch-model">{model}</p>
             {move || found.with(|f| f.as_ref().map(|f| {
                 let svg = bars(f);
                 let text = caption(f);
@@ -168,6 +307,7 @@ pub fn MaxBatchPanel() -> impl IntoView {
                     <svg id="maxbatch-svg" xmlns="http://www.w3.org/2000/svg" role="img"
                         data-memory=d.memory_bytes data-fixed=d.fixed_bytes data-margin=d.margin_bytes
                         data-batch=d.batch data-max-batch=f.max_batch
+                        data-second-batch=f.second_batch.map(|b| b.to_string()).unwrap_or_default()
                         aria-label="Largest batch per method, with its throughput"
                         viewBox=format!("0 0 {CHART_W} {}", height()) font-family="Inter, system-ui, sans-serif"
                         inner_html=svg></svg>
