@@ -271,10 +271,13 @@ pub fn bytes_per_parameter(weights: Weights, optimizer: Optimizer) -> u64 {
     2 * weights.element_bytes() + weights.state_bytes(optimizer)
 }
 
-/// Where an activation budget stands against the chain's range.
-pub fn against_range(activations: u64, (low, high): (u64, u64)) -> &'static str {
-    if activations < low {
-        "below M_low: no schedule of this chain fits; a smaller batch or offloading is needed"
+/// Where an activation budget stands against the chain's floor (the least
+/// any schedule needs) and its range M_low … M_high.
+pub fn against_range(activations: u64, floor: u64, (low, high): (u64, u64)) -> &'static str {
+    if activations < floor {
+        "below the floor: no schedule of this chain fits, offloading or not; a smaller batch is needed"
+    } else if activations < low {
+        "below M_low: no schedule that only recomputes fits; offloading can, down to the floor, or a smaller batch"
     } else if activations >= high {
         "at or above M_high: everything can be kept, no recomputation needed"
     } else {
@@ -400,8 +403,9 @@ mod tests {
 
     #[test]
     fn the_budget_is_placed_against_the_range() {
-        assert!(against_range(5, (10, 20)).starts_with("below M_low"));
-        assert!(against_range(15, (10, 20)).starts_with("between"));
-        assert!(against_range(20, (10, 20)).starts_with("at or above"));
+        assert!(against_range(3, 4, (10, 20)).starts_with("below the floor"));
+        assert!(against_range(5, 4, (10, 20)).starts_with("below M_low"));
+        assert!(against_range(15, 4, (10, 20)).starts_with("between"));
+        assert!(against_range(20, 4, (10, 20)).starts_with("at or above"));
     }
 }

@@ -324,7 +324,7 @@ test('a link whose budget is below the floor says so and keeps a plannable budge
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&budget=1000');
   const notice = page.locator('#notice');
   await notice.waitFor();
-  assert.match(await notice.innerText(), /The link's budget, 1000 B, is below 320 MiB, the least memory any schedule of this chain needs; it was not applied\./);
+  assert.match(await notice.innerText(), /The budget asked for, 1000 B, is below 320 MiB, the least memory any schedule of this chain needs; it was not applied\./);
   // Half-way between M_low (384 MiB) and M_high: a plan, not an infeasible budget.
   assert.match(await text(page, '#plan-status'), /✓/);
   const shown = await page.locator('#budget-input').inputValue();

@@ -197,7 +197,7 @@ pub fn apply_url(
         let budget = state
             .loaded
             .chain
-            .with_untracked(|chain| state.budget_from_link(chain, budget));
+            .with_untracked(|chain| state.checked_budget(chain, budget));
         if let Some(budget) = budget.filter(|&b| controls.budget.get_untracked() != b) {
             controls.budget.set(budget);
         }

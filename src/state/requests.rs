@@ -9,7 +9,7 @@ use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::write_chain;
-use remat_core::model::units::format_bytes;
+use remat_core::model::units::format_bytes_apart;
 use remat_core::solvers::{memory_floor, Algorithm};
 use remat_core::Chain;
 use std::sync::Arc;
@@ -140,18 +140,18 @@ impl AppState {
         self.loaded.imported.get_value()
     }
 
-    /// A link's budget for `chain`, unless it is below the floor: no
-    /// schedule runs there (the CLI refuses it, exit 2), so the page says so
-    /// and keeps the budget it has (or starts half-way).
-    pub fn budget_from_link(self, chain: &Chain, budget: u64) -> Option<u64> {
+    /// A budget asked for `chain` (by a link, the device-memory card, the
+    /// guide), unless it is below the floor: no schedule runs there (the CLI
+    /// refuses it, exit 2), so the page says so and keeps the budget it has
+    /// (or, for a chain being loaded, starts half-way).
+    pub fn checked_budget(self, chain: &Chain, budget: u64) -> Option<u64> {
         let floor = memory_floor(chain);
         if budget >= floor.bytes {
             return Some(budget);
         }
+        let (budget, at_least) = format_bytes_apart(budget, floor.bytes);
         self.view.error(format!(
-            "The link's budget, {}, is below {}, the least memory any schedule of this chain needs; it was not applied.",
-            format_bytes(budget),
-            format_bytes(floor.bytes)
+            "The budget asked for, {budget}, is below {at_least}, the least memory any schedule of this chain needs; it was not applied."
         ));
         None
     }
@@ -171,7 +171,7 @@ impl AppState {
         self.shown.reset();
         self.offloading.reset();
         r.land_all();
-        let budget = budget.and_then(|b| self.budget_from_link(&chain, b));
+        let budget = budget.and_then(|b| self.checked_budget(&chain, b));
         let (low, high) = budget_range(&chain);
         if let (Some(bandwidth), None) = (chain.bandwidth_bytes_per_s, budget) {
             self.controls.bandwidth.set(bandwidth);

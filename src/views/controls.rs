@@ -7,7 +7,7 @@ use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
 use remat_core::examples::{self, Provenance};
-use remat_core::model::units::{format_rate, parse_rate, parse_size};
+use remat_core::model::units::{format_bytes_apart, format_rate, parse_rate, parse_size};
 use remat_core::solvers::{memory_floor, Algorithm};
 use wasm_bindgen::JsCast;
 
@@ -276,10 +276,9 @@ pub fn BudgetPanel() -> impl IntoView {
         Ok(b) => {
             let floor = state.loaded.chain.with_untracked(|c| memory_floor(c));
             if b < floor.bytes {
+                let (b, at_least) = format_bytes_apart(b, floor.bytes);
                 typed_error.set(Some(format!(
-                    "{} is below {}, the least memory any schedule of this chain needs ({floor})",
-                    bytes(b),
-                    bytes(floor.bytes)
+                    "{b} is below {at_least}, the least memory any schedule of this chain needs ({floor})"
                 )));
             } else {
                 state.controls.budget.set(b);

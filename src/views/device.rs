@@ -12,6 +12,7 @@ use crate::state::{use_app, use_device_memory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::model::units::parse_size;
+use remat_core::solvers::memory_floor;
 
 /// The weights' and the optimizer's names of a counted state ("" if entered).
 fn counted_choice(model: ModelState) -> (String, String) {
@@ -65,7 +66,7 @@ fn segment(class: &'static str, part: u64, gpu: u64, label: String) -> impl Into
 }
 
 /// The equation, the bar and where the budget stands.
-fn result(inputs: DeviceInputs, range: (u64, u64)) -> AnyView {
+fn result(inputs: DeviceInputs, floor: u64, range: (u64, u64)) -> AnyView {
     let b = Breakdown::of(&inputs);
     let parts = match inputs.model {
         ModelState::Entered(total) => format!("{} model state (entered)", bytes(total)),
@@ -99,7 +100,7 @@ fn result(inputs: DeviceInputs, range: (u64, u64)) -> AnyView {
                 <b id="device-budget" data-bytes=act.to_string()>{format!("{} for activations", bytes(act))}</b>
             </p>
             {bar}
-            <p class="hint" id="device-verdict">{format!("This budget is {}.", against_range(act, range))}</p>
+            <p class="hint" id="device-verdict">{format!("This budget is {}.", against_range(act, floor, range))}</p>
         }
         .into_any(),
         Err(e) => view! {
@@ -188,8 +189,15 @@ pub fn DeviceMemoryCard() -> impl IntoView {
         ModelState::Entered(_) => String::new(),
     };
     let activations = move || Breakdown::of(&inputs.get()).activations().ok();
+    // Below the chain's floor the budget is refused, as a typed one is.
     let use_budget = move |_| {
-        if let Some(b) = activations() {
+        let checked = activations().and_then(|b| {
+            state
+                .loaded
+                .chain
+                .with_untracked(|c| state.checked_budget(c, b))
+        });
+        if let Some(b) = checked {
             state.controls.budget.set(b);
         }
     };
@@ -249,7 +257,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                 </div>
                 <p class="hint">{example_count}{move || if counted() { format!(" · {}", per_parameter()) } else { String::new() }}
                     " · weights and gradients: 4 B each in fp32, 2 B in bf16; the optimizer keeps × 0 (SGD), × 1 (momentum) or × 2 (Adam's two moments) of the weights' size; mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
-                {move || result(inputs.get(), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
+                {move || result(inputs.get(), state.loaded.chain.with(|c| memory_floor(c).bytes), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
                 <div class="device-actions">
                     <button id="use-device-budget" class="primary" disabled=move || activations().is_none()
                         on:click=use_budget>"Use this budget"</button>

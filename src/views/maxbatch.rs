@@ -271,7 +271,18 @@ pub fn MaxBatchPanel() -> impl IntoView {
         let n2 = second
             .with(|s| s.is_some())
             .then(|| typed_batch(&second_typed.get()).map_or("?".to_string(), |b| b.to_string()));
-        format!("Model: {}.", model_words(&first, n2.as_deref()))
+        // A rescaled chain is not a measurement: the fit goes through it as
+        // scaled, so say so rather than "reproduces both profiles".
+        let rescaled = !state.loaded.scale.get().is_profiled() && n2.is_some();
+        format!(
+            "Model: {}.{}",
+            model_words(&first, n2.as_deref()),
+            if rescaled {
+                " The loaded chain is itself rescaled linearly from its profile: for a fit through two measurements, load it as profiled."
+            } else {
+                ""
+            }
+        )
     };
     let found = state.offloading.max_batch;
     let height = move || {

@@ -50,7 +50,7 @@ pub enum ArgError {
     ShareOutOfRange(String),
     #[error(transparent)]
     NotANumber(#[from] std::num::ParseFloatError),
-    #[error("`{0}`: a share above 0 and at most 1 (0.35)")]
+    #[error("`{0}`: a share above 0 and at most 1")]
     ShareNotInUnit(String),
     #[error("a memory ratio from 0 to 1, got {0}")]
     RatioOutOfRange(f64),

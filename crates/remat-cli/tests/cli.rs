@@ -155,6 +155,11 @@ fn a_budget_below_the_floor_is_refused_for_every_algorithm() {
         ],
         "is below 320 MiB",
     );
+    // Where the two sizes would read the same, the bytes tell them apart.
+    refused(
+        &["solve", "example:vgg19", "-a", "rotor", "-b", "2055356671"],
+        "--budget: 1.91 GiB (2055356671 B) is below 1.91 GiB (2055356672 B)",
+    );
     let at = solve_json(
         "example:teaching",
         &["-a", "pofo", "-b", &format!("{}", 320u64 << 20)],

@@ -127,3 +127,29 @@ fn pofo_meets_the_floor_of_the_teaching_chain() {
     let trace = judge(&chain, &ops, floor, Some(12e9)).unwrap();
     assert_eq!(trace.peak_bytes, floor);
 }
+
+/// The floor's explanation names the workspace when it has one: a stage
+/// whose forward needs a large o_f^ℓ next to 1-byte tensors must not read
+/// as if three bytes needed 977 KiB. Could fail if the workspace were left
+/// out of the words (as it first was).
+#[test]
+fn the_floor_says_which_workspace_it_counts() {
+    let mut chain = teaching();
+    chain.stages.truncate(2);
+    (chain.input_bytes, chain.input_gradient_bytes) = (1, 1);
+    for s in &mut chain.stages {
+        (s.output_bytes, s.saved_bytes, s.gradient_bytes) = (1, 1, 1);
+    }
+    chain.stages[0].forward_overhead_bytes = 1_000_000;
+    let floor = memory_floor(&chain);
+    assert_eq!(floor.bytes, 1_000_000 + 3);
+    assert_eq!(
+        floor.to_string(),
+        "the first forward of stage 1 holds its input a^0, a^1 and the loss gradient at once, with its workspace o_f^1 = 977 KiB"
+    );
+    chain.stages[0].forward_overhead_bytes = 0;
+    chain.stages[1].backward_overhead_bytes = 5000;
+    assert!(memory_floor(&chain)
+        .to_string()
+        .ends_with("δ^2 and δ^1 at once, with its workspace o_b^2 = 4.88 KiB"));
+}

@@ -294,6 +294,17 @@ c10::DataPtr borrowed_from(c10::StorageImpl* owner) {
   return {dp.get(), new Borrow{strong(owner)}, &borrow_delete, dp.device()};
 }
 
+// Drops the entries of owners none of whose borrowers lives any more (an
+// owner outlives its borrowers, so these are owners gone with their step):
+// the table stays as small as the borrowing in flight.
+void forget_dead_owners() {
+  for (auto it = g_borrowers.begin(); it != g_borrowers.end();) {
+    bool any = false;
+    for (auto& w : it->second) any = any || !w.expired();
+    it = any ? std::next(it) : g_borrowers.erase(it);
+  }
+}
+
 // After `owner`'s DataPtr changed: every live borrower reads the new bytes.
 void repoint(c10::StorageImpl* owner) {
   auto it = g_borrowers.find(owner);
@@ -361,6 +372,7 @@ int restore_storage(const at::Tensor& old, const at::Tensor& fresh, bool allow_m
     return 1;
   }
   s->set_data_ptr_noswap(borrowed_from(f));
+  forget_dead_owners();
   g_borrowers[f].emplace_back(strong(s));
   repoint(s);
   return 2;

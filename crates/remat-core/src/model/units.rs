@@ -129,6 +129,27 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+/// Two sizes a message compares (`budget` below `floor`), each as
+/// [`format_bytes`] writes it — with the exact bytes added when the two
+/// would read the same (`1.91 GiB (2055356671 B)`).
+///
+/// ```
+/// use remat_core::model::units::format_bytes_apart;
+/// assert_eq!(format_bytes_apart(1 << 20, 2 << 20), ("1.00 MiB".into(), "2.00 MiB".into()));
+/// assert_eq!(
+///     format_bytes_apart((2 << 30) - 1, 2 << 30),
+///     ("2.00 GiB (2147483647 B)".into(), "2.00 GiB (2147483648 B)".into())
+/// );
+/// ```
+pub fn format_bytes_apart(a: u64, b: u64) -> (String, String) {
+    let (x, y) = (format_bytes(a), format_bytes(b));
+    if x == y && a != b {
+        (format!("{x} ({a} B)"), format!("{y} ({b} B)"))
+    } else {
+        (x, y)
+    }
+}
+
 /// `12.3 ms`, `1.25 s`, `850 µs`.
 pub fn format_seconds(seconds: f64) -> String {
     let a = seconds.abs();

@@ -15,6 +15,7 @@
 //! [`persistent::min_budget_met`]: super::persistent::min_budget_met
 
 use super::store_all;
+use crate::model::units::format_bytes;
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -27,26 +28,40 @@ pub struct Floor {
     /// The operation whose working set is `bytes`: every schedule runs it
     /// at least once.
     pub op: Op,
+    /// Its workspace in that working set: o_f^ℓ for a forward, o_b^ℓ
+    /// (signed) for B^ℓ.
+    pub workspace: i64,
 }
 
 impl std::fmt::Display for Floor {
-    /// Why, for a person: `B^3 holds its input a^2, ā^3, δ^3 and δ^2 at once`.
+    /// Why, for a person: `B^3 holds its input a^2, ā^3, δ^3 and δ^2 at
+    /// once`, and its workspace when it has one (`, with o_b^3 = 16.0 MiB`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let l = self.op.stage();
         let p = l - 1;
+        let workspace = match self.op {
+            Op::Backward { .. } => "o_b",
+            _ => "o_f",
+        };
         match self.op {
             Op::Backward { .. } => {
-                write!(f, "B^{l} holds its input a^{p}, ā^{l}, δ^{l} and δ^{p} at once")
+                write!(f, "B^{l} holds its input a^{p}, ā^{l}, δ^{l} and δ^{p} at once")?
             }
             Op::ForwardAll { .. } => write!(
                 f,
                 "F_all^{l} holds its input a^{p}, ā^{l} and a gradient δ^j (j ≥ {l}) at once"
-            ),
+            )?,
             _ => write!(
                 f,
                 "the first forward of stage {l} holds its input a^{p}, a^{l} and the loss gradient at once"
-            ),
+            )?,
         }
+        if self.workspace != 0 {
+            let sign = if self.workspace < 0 { "−" } else { "" };
+            let size = format_bytes(self.workspace.unsigned_abs());
+            write!(f, ", with its workspace {workspace}^{l} = {sign}{size}")?;
+        }
+        Ok(())
     }
 }
 
@@ -93,6 +108,7 @@ pub fn memory_floor(chain: &Chain) -> Floor {
     let mut floor = Floor {
         bytes: chain.input_bytes.saturating_add(seed),
         op: Op::ForwardNone { stage: 1 },
+        workspace: 0,
     };
     for (l, &least) in least_gradient.iter().enumerate().take(n + 1).skip(1) {
         let s = chain.stage(l);
@@ -101,19 +117,26 @@ pub fn memory_floor(chain: &Chain) -> Floor {
             (
                 sum(&[input, s.output_bytes, s.forward_overhead(), seed]),
                 Op::ForwardNone { stage: l },
+                s.forward_overhead() as i64,
             ),
             (
                 sum(&[input, s.saved_bytes, s.forward_overhead(), least]),
                 Op::ForwardAll { stage: l },
+                s.forward_overhead() as i64,
             ),
             (
                 input.saturating_add(chain.backward_bytes(l)),
                 Op::Backward { stage: l },
+                s.backward_overhead_bytes,
             ),
         ];
-        for (bytes, op) in needs {
+        for (bytes, op, workspace) in needs {
             if bytes > floor.bytes {
-                floor = Floor { bytes, op };
+                floor = Floor {
+                    bytes,
+                    op,
+                    workspace,
+                };
             }
         }
     }
