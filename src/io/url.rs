@@ -7,7 +7,7 @@
 
 use super::import::load_stored;
 use crate::link::{format_hash, parse_hash, with_extras, with_min_memory, HistoryPen, Write};
-use crate::scaling::ExampleScale;
+use crate::scaling::{kept_scale, ExampleScale};
 use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
 use leptos::prelude::*;
 use remat_core::examples;
@@ -180,7 +180,10 @@ pub fn apply_url(
     // A link naming a chain names its scale too (none: as profiled).
     let shown = state.loaded.source.get_untracked().name();
     let reloaded = match &url.chain {
-        Some(name) if *name != shown || url.scale != state.loaded.scale.get_untracked() => {
+        Some(name)
+            if *name != shown
+                || kept_scale(name, url.scale) != state.loaded.scale.get_untracked() =>
+        {
             load_named(state, name, url.scale, url.budget)
         }
         _ => false,

@@ -4,7 +4,7 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::protocol::Request;
-use crate::scaling::{scaled_example, scaled_imported, ExampleScale, ImportedProfile};
+use crate::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
 use crate::service::{budget_range, wants_worker};
 use leptos::prelude::*;
 use remat_core::examples;
@@ -100,13 +100,11 @@ impl AppState {
         let chain = scaled_example(example, &scale).map_err(|e| e.to_string())?;
         // An example's profile is its own: what a link says about an
         // imported chain's profile does not apply.
-        let scale = example
-            .profile
-            .map(|p| ExampleScale {
-                profiled: ImportedProfile::default(),
-                ..scale.against(&p)
-            })
-            .unwrap_or_default();
+        let scale = if example.profile.is_some() {
+            kept_scale(name, scale)
+        } else {
+            ExampleScale::default()
+        };
         self.load_scaled(chain, ChainSource::Example(name.to_string()), scale, budget);
         Ok(())
     }
