@@ -160,6 +160,13 @@ fn without_imported_defaults(scale: ExampleScale) -> ExampleScale {
     }
 }
 
+/// An imported chain's scale as the page keeps it: the profile's defaults
+/// (batch 1, fp32) left out, then what equals that profile.
+fn kept_imported(scale: ExampleScale) -> ExampleScale {
+    let scale = without_imported_defaults(scale);
+    scale.against(&imported_profile(&scale))
+}
+
 /// The scale as the page keeps it once the chain named `name` (an example,
 /// or `imported`) is loaded at `scale`: what equals the profile left out,
 /// and for an example no imported profile (its own profile applies). A link
@@ -167,8 +174,7 @@ fn without_imported_defaults(scale: ExampleScale) -> ExampleScale {
 /// that cannot apply is returned as it is (loading it says why).
 pub fn kept_scale(name: &str, scale: ExampleScale) -> ExampleScale {
     if name == "imported" {
-        let scale = without_imported_defaults(scale);
-        return scale.against(&imported_profile(&scale));
+        return kept_imported(scale);
     }
     match remat_core::examples::find(name).and_then(|e| e.profile) {
         Some(p) => ExampleScale {
@@ -187,7 +193,7 @@ pub fn scaled_imported(
     original: &Chain,
     wanted: &ExampleScale,
 ) -> Result<(Chain, ExampleScale), ScaleError> {
-    let wanted = without_imported_defaults(*wanted);
+    let wanted = kept_imported(*wanted);
     if let Some(b) = wanted.profiled.batch {
         if !(1..=MAX_BATCH).contains(&b) {
             return Err(ScaleError(format!(
@@ -201,7 +207,6 @@ pub fn scaled_imported(
         ));
     }
     let profile = imported_profile(&wanted);
-    let wanted = wanted.against(&profile);
     Ok((scaled_from(original.clone(), &profile, &wanted)?, wanted))
 }
 

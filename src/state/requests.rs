@@ -143,11 +143,11 @@ impl AppState {
     /// refuses it, exit 2), so the page says so and keeps the budget it has
     /// (or, for a chain being loaded, starts half-way).
     pub fn checked_budget(self, chain: &Chain, budget: u64) -> Option<u64> {
-        let floor = memory_floor(chain);
-        if budget >= floor.bytes {
-            return Some(budget);
-        }
-        let (budget, at_least) = format_bytes_apart(budget, floor.bytes);
+        let below = match memory_floor(chain).admit(budget) {
+            Ok(budget) => return Some(budget),
+            Err(below) => below,
+        };
+        let (budget, at_least) = format_bytes_apart(below.budget, below.floor.bytes);
         self.view.error(format!(
             "The budget asked for, {budget}, is below {at_least}, the least memory any schedule of this chain needs; it was not applied."
         ));

@@ -7,7 +7,7 @@ use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
 use remat_core::examples::{self, Provenance};
-use remat_core::model::units::{format_bytes_apart, format_rate, parse_rate, parse_size};
+use remat_core::model::units::{format_rate, parse_rate, parse_size};
 use remat_core::solvers::{memory_floor, Algorithm};
 use wasm_bindgen::JsCast;
 
@@ -273,17 +273,14 @@ pub fn BudgetPanel() -> impl IntoView {
     // not a budget to plan (and the plan on screen stays).
     let commit_typed = move || match parse_size(&typed.get_untracked()) {
         Ok(0) => typed_error.set(Some("the budget must be above 0".into())),
-        Ok(b) => {
-            let floor = state.loaded.chain.with_untracked(|c| memory_floor(c));
-            if b < floor.bytes {
-                let (b, at_least) = format_bytes_apart(b, floor.bytes);
-                typed_error.set(Some(format!(
-                    "{b} is below {at_least}, the least memory any schedule of this chain needs ({floor})"
-                )));
-            } else {
-                state.controls.budget.set(b);
-            }
-        }
+        Ok(b) => match state
+            .loaded
+            .chain
+            .with_untracked(|c| memory_floor(c).admit(b))
+        {
+            Ok(b) => state.controls.budget.set(b),
+            Err(below) => typed_error.set(Some(below.to_string())),
+        },
         Err(e) => typed_error.set(Some(e.to_string())),
     };
     let commit_bw = move || match parse_link(&bw_text.get_untracked()) {

@@ -31,12 +31,8 @@ pub enum CliError {
     MaxBatch(#[from] remat_core::maxbatch::MaxBatchError),
     /// A budget no schedule of the chain meets, whatever the algorithm:
     /// bad input, not an infeasible result (which is about one algorithm).
-    #[error("--budget: {budget} is below {floor}, the least memory any schedule of this chain needs ({why}); no algorithm runs in less")]
-    BelowFloor {
-        budget: String,
-        floor: String,
-        why: remat_core::solvers::Floor,
-    },
+    #[error("--budget: {0}; no algorithm runs in less")]
+    BelowFloor(#[from] remat_core::solvers::BelowFloor),
     #[error("--segments: only for -a sequential, not {0}")]
     SegmentsNotSequential(Algorithm),
     #[error(transparent)]

@@ -52,9 +52,8 @@ fn whole_transfers(mut chain: Chain, bw: f64) -> Chain {
 
 /// A budget from the least any schedule needs to M_high.
 fn budget_at(chain: &Chain, frac: f64) -> u64 {
-    let low = memory_floor(chain)
-        .bytes
-        .max(chain.input_bytes + chain.gradient_bytes(chain.len()));
+    // The floor already counts a^0 and δ^L, resident when the step starts.
+    let low = memory_floor(chain).bytes;
     let high = max_useful_budget(chain).max(low);
     low + ((high - low) as f64 * frac) as u64
 }

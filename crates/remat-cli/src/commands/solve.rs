@@ -7,7 +7,7 @@ use crate::error::{CliError, Result};
 use crate::input;
 use crate::report::{self, Run, SolveReport};
 use remat_core::format::{write_schedule, Predicted, ScheduleFile};
-use remat_core::model::units::{format_bytes, format_bytes_apart, format_rate, format_seconds};
+use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::{
@@ -78,14 +78,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
     let m_high = max_useful_budget(chain);
     let budget = a.budget.bytes(m_high);
     let floor = memory_floor(chain);
-    if budget < floor.bytes {
-        let (budget, bytes) = format_bytes_apart(budget, floor.bytes);
-        return Err(CliError::BelowFloor {
-            budget,
-            floor: bytes,
-            why: floor,
-        });
-    }
+    floor.admit(budget)?;
     let bandwidth = bytes_per_s(a.bandwidth).or(chain.bandwidth_bytes_per_s);
     let opts = Options {
         segments: a.segments,

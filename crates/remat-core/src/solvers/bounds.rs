@@ -15,7 +15,7 @@
 //! [`persistent::min_budget_met`]: super::persistent::min_budget_met
 
 use super::store_all;
-use crate::model::units::format_bytes;
+use crate::model::units::{format_bytes, format_bytes_apart};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -64,6 +64,42 @@ impl std::fmt::Display for Floor {
         Ok(())
     }
 }
+
+impl Floor {
+    /// `budget` if a schedule can run in it, else why not ([`BelowFloor`]).
+    pub fn admit(self, budget: u64) -> Result<u64, BelowFloor> {
+        if budget >= self.bytes {
+            Ok(budget)
+        } else {
+            Err(BelowFloor {
+                budget,
+                floor: self,
+            })
+        }
+    }
+}
+
+/// A budget below the floor: no schedule of the chain runs in it, whatever
+/// the algorithm — bad input, not an infeasible budget. The message puts
+/// the exact bytes next to sizes that would read the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BelowFloor {
+    pub budget: u64,
+    pub floor: Floor,
+}
+
+impl std::fmt::Display for BelowFloor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (budget, floor) = format_bytes_apart(self.budget, self.floor.bytes);
+        write!(
+            f,
+            "{budget} is below {floor}, the least memory any schedule of this chain needs ({})",
+            self.floor
+        )
+    }
+}
+
+impl std::error::Error for BelowFloor {}
 
 /// A budget below which no schedule can run, whatever it recomputes,
 /// offloads or releases: some operation every complete schedule runs needs

@@ -35,6 +35,6 @@ pub use api::{
     Solution, SolveError, DEFAULT_MAX_TABLE_BYTES, DEFAULT_OFFLOAD_SLOTS, DEFAULT_SLOTS,
     MAX_RELOAD_LIMIT,
 };
-pub use bounds::{budget_at_ratio, max_useful_budget, memory_floor, Floor};
+pub use bounds::{budget_at_ratio, max_useful_budget, memory_floor, BelowFloor, Floor};
 pub use planner::{solve, Planner};
 pub use slots::{Memory, SlotPolicy};
