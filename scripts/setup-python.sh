@@ -40,6 +40,24 @@ else
   py -c "import torch; assert torch.__version__.startswith('2.13.0'), torch.__version__"
   echo "torch 2.13.0 imports with $D"
 fi
+# The model libraries the tests describe real networks from (built from
+# configs with random weights; nothing is downloaded at test time), pinned:
+# torchvision 0.28.0 is the release built against torch 2.13.0. Installed with
+# --no-deps (pip would otherwise pull a second torch) and their own Python
+# dependencies named. Idempotent: skipped when all three import at these
+# versions.
+MODELS_OK='import torchvision, transformers, timm, sys; sys.exit(not (torchvision.__version__.startswith("0.28.0") and transformers.__version__ == "5.24.0" and timm.__version__ == "1.0.31"))'
+if py -c "$MODELS_OK" >/dev/null 2>&1; then
+  echo "torchvision 0.28.0, transformers 5.24.0, timm 1.0.31 import with $D"
+else
+  python3 -m pip install --quiet --no-deps --upgrade --target "$D" \
+    torchvision==0.28.0 transformers==5.24.0 timm==1.0.31
+  python3 -m pip install --quiet --upgrade --target "$D" \
+    'numpy>=1.17,<3' 'pillow>=5.3.0' 'huggingface-hub>=1.31.0,<2' 'tokenizers>=0.23.1,<0.24' \
+    'safetensors>=0.8.0' 'regex>=2025.10.22' 'pyyaml>=5.1' 'packaging>=20.0' 'tqdm>=4.60' typer
+  py -c "$MODELS_OK"
+  echo "torchvision 0.28.0, transformers 5.24.0, timm 1.0.31 installed in $D"
+fi
 # The package itself, as a user installs it (`pip install ./python`), into
 # the same directory; --upgrade replaces the previous copy.
 python3 -m pip install --quiet --no-deps --upgrade --target "$D" ./python

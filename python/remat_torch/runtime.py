@@ -173,10 +173,12 @@ class _Moved:
 class _Activation:
     """a^ℓ: a plain tensor; `checkpoint` is set by F_ck^{ℓ+1}."""
 
-    def __init__(self, value: torch.Tensor) -> None:
+    def __init__(self, value: Optional[torch.Tensor]) -> None:
+        # None for a^0 of a model whose stages were found: stage 1 reads
+        # the step constants, which the step holds (`_Step.consts`).
         self.value = value
         self.checkpoint = False
-        self.moved = _Moved([value.untyped_storage()])
+        self.moved = _Moved([] if value is None else [value.untyped_storage()])
 
     def tensor(self) -> torch.Tensor:
         return self.value
@@ -232,15 +234,74 @@ class _InputView:
         return out.set_(now.untyped_storage(), self.offset, self.size, self.stride)
 
 
+class _Entry(torch.autograd.Function):
+    """The input of a recording forward: a view of the stage's input whose
+    gradient is handed to the caller as autograd computed it. A leaf with
+    `requires_grad` would do the same through `.grad`, but AccumulateGrad
+    re-lays a gradient out to the leaf's strides (the "layout contract"), an
+    extra copy that changes the kernels the previous stage's backward runs
+    (timm's ConvNeXt then differs from a plain step in the last bits).
+    `anchor` is a 0-d tensor that requires grad, so the view records a graph
+    even when nothing before it does; it receives no gradient."""
+
+    @staticmethod
+    def forward(ctx, inp: torch.Tensor, anchor: torch.Tensor, box: list) -> torch.Tensor:
+        ctx.box = box
+        return inp.view_as(inp)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        ctx.box.append(grad)
+        ctx.box = None
+        return None, None, None
+
+
+class _Seed(torch.autograd.Function):
+    """Starts B^ℓ with δ^ℓ handed over: the runtime keeps no reference to it,
+    so autograd frees it after its last reader, as in a plain step (a
+    tensor passed to `torch.autograd.backward` stays referenced by the
+    caller's frame until the call returns)."""
+
+    @staticmethod
+    def forward(ctx, out: torch.Tensor, box: list) -> torch.Tensor:
+        ctx.box = box
+        return out.new_zeros(())
+
+    @staticmethod
+    def backward(ctx, _grad: torch.Tensor):
+        delta = ctx.box.pop()
+        ctx.box = None
+        return delta, None
+
+
+def backward_handing_over(out_box: list, delta_box: list) -> None:
+    """B^ℓ as autograd runs it in a plain step: `out_box` holds the stage's
+    output (the only reference the caller keeps), `delta_box` δ^ℓ (empty for
+    the loss, whose seed is autograd's implicit 1). Both are emptied before
+    the engine runs, so the output and δ^ℓ are freed as soon as their last
+    reader has run."""
+    out = out_box.pop()
+    if delta_box:
+        seed = _Seed.apply(out, delta_box)
+        del out
+        torch.autograd.backward(seed)
+    else:
+        box = [out]
+        del out
+        torch.autograd.backward(box.pop())
+
+
 class _Saved:
     """ā^ℓ: the stage output with its graph, the input alias it stops at,
     and the storages of the graph's saved tensors (plus the output's)."""
 
-    def __init__(self, out: torch.Tensor, alias: torch.Tensor, storages: List[torch.UntypedStorage],
-                 stage_input: _StageInput) -> None:
+    def __init__(self, out: torch.Tensor, alias: Optional[torch.Tensor], storages: List[torch.UntypedStorage],
+                 stage_input: Optional[_StageInput], grad_box: list) -> None:
         self.out = out
         self.alias = alias
         self.stage_input = stage_input
+        # δ^{ℓ-1} lands here when B^ℓ runs (`_Entry`).
+        self.grad_box = grad_box
         self.moved = _Moved([out.untyped_storage(), *storages])
 
     def tensor(self) -> torch.Tensor:
@@ -255,80 +316,159 @@ def needs_input_gradient(first: nn.Module, x: torch.Tensor) -> bool:
     return x.requires_grad or not any(p.requires_grad for p in first.parameters())
 
 
-def _call(stage: nn.Module, x: torch.Tensor, target, last: bool):
-    return stage(x, target) if last else stage(x)
+def _signature(batch, target) -> Tuple:
+    """What a found program depends on: the batch's and target's shapes,
+    dtypes and devices (export specializes on them)."""
+    leaves = sorted(batch.items()) if isinstance(batch, dict) else [("", batch)]
+    leaves = leaves + [("target", target)]
+    return tuple(
+        (k, tuple(v.shape), v.dtype, str(v.device)) if isinstance(v, torch.Tensor) else (k, repr(v))
+        for k, v in leaves
+    )
 
 
 class Checkpointed:
     """One training step, forward and backward, following a schedule.
 
-    `step(x, target)` returns the loss (a detached float tensor) and leaves
-    the parameters' `.grad` filled (accumulated, like `loss.backward()`).
-    After a call, `last_states[i]` is `{"op": i, "device": [...], "host": [...]}`
-    — the tensors the wrapper held after op i, named like the simulator —
-    and `last_forward_counts[ℓ]` the forwards stage ℓ ran.
+    `step(batch, target)` returns the loss (a detached float tensor) and
+    leaves the parameters' `.grad` filled (accumulated, like
+    `loss.backward()`). After a call, `last_states[i]` is
+    `{"op": i, "device": [...], "host": [...]}` — the tensors the wrapper held
+    after op i, named like the simulator — and `last_forward_counts[ℓ]` the
+    forwards stage ℓ ran.
     """
 
-    def __init__(self, stages: Sequence[nn.Module], schedule: ScheduleLike) -> None:
-        self.stages: List[nn.Module] = list(stages)
-        if not self.stages:
-            raise ScheduleError("stages: the network has no stage")
+    def __init__(self, model, schedule: ScheduleLike, loss=None, granularity: str = "block",
+                 merge: int = 1) -> None:
+        from .staging import StageList, StagingError
+
+        self.model = model
+        self.loss = loss
+        self.granularity = granularity
+        self.merge = merge
+        if loss is None and not isinstance(model, (list, tuple, nn.Sequential)):
+            raise StagingError(
+                "loss: required for a model that is not a list of stages: pass loss=fn with "
+                "fn(output, target) returning the scalar loss"
+            )
         self.schedule: Schedule = load_schedule(schedule)
+        self._programs: Dict[Tuple, object] = {}
+        self.program = StageList(list(model)) if loss is None else None
         # Everything is checked before anything runs: a refused schedule
         # never leaves a half-done step (parameters' .grad partly filled).
         # A file's problems read as `remat simulate` words them.
-        try:
-            check(self.schedule, len(self.stages))
-        except ScheduleError as e:
-            if isinstance(schedule, (str, os.PathLike)):
-                what = "" if str(e).startswith(("stages:", "ops:")) else "invalid schedule: "
-                raise ScheduleError(f"{os.fspath(schedule)}: {what}{e}") from None
-            raise
+        self._source = schedule
+        if self.program is not None:
+            self._check(len(self.program))
         self.record_states = True
         self.last_states: List[dict] = []
         self.last_forward_counts: List[int] = []
 
+    def _check(self, n: int) -> None:
+        try:
+            check(self.schedule, n)
+        except ScheduleError as e:
+            if isinstance(self._source, (str, os.PathLike)):
+                what = "" if str(e).startswith(("stages:", "ops:")) else "invalid schedule: "
+                raise ScheduleError(f"{os.fspath(self._source)}: {what}{e}") from None
+            raise
+
+    def program_for(self, batch, target):
+        """The stages for this batch's shapes: the user's list, or found in
+        the model (once per shape, then reused)."""
+        if self.program is not None:
+            return self.program
+        from .staging import make_program
+
+        key = _signature(batch, target)
+        program = self._programs.get(key)
+        if program is None:
+            program = make_program(self.model, batch, target, self.loss, self.granularity, self.merge)
+            self._check(len(program))
+            for op in self.schedule.ops:
+                if op.stage == 0 and op.kind in ("offload", "prefetch", "release"):
+                    raise ScheduleError(
+                        f"ops: this schedule moves a^0 ({op.kind}), which here holds the step "
+                        "constants (the batch, masks, position ids) that every stage reads; "
+                        "offloading a^0 is not supported for a model whose stages are found"
+                    )
+            self._programs[key] = program
+        return program
+
+    @property
+    def stage_names(self) -> Optional[List[str]]:
+        """The names of the stages of the last program used (None before)."""
+        if self.program is not None:
+            return self.program.names
+        if not self._programs:
+            return None
+        return list(self._programs.values())[-1].names
+
     # --- the step -----------------------------------------------------------
 
-    def __call__(self, x: torch.Tensor, target=None) -> torch.Tensor:
-        run = _Step(self, x, target)
+    def __call__(self, batch, target=None) -> torch.Tensor:
+        program = self.program_for(batch, target)
+        run = _Step(self, program, batch, target)
         loss = run.execute()
         self.last_states = run.states
         self.last_forward_counts = run.forward_counts
         return loss
 
 
+def _device_of(batch) -> torch.device:
+    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
+    for t in leaves:
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return torch.device("cpu")
+
+
 class _Step:
     """The state of one call: the records, RNG states, the copy stream."""
 
-    def __init__(self, owner: Checkpointed, x: torch.Tensor, target) -> None:
+    def __init__(self, owner: Checkpointed, program, batch, target) -> None:
         self.owner = owner
-        self.stages = owner.stages
-        self.n = len(self.stages)
+        self.program = program
+        self.n = len(program)
         self.target = target
-        self.device = x.device
-        cuda = x.is_cuda
-        self.copy_stream = torch.cuda.Stream(device=x.device) if cuda else None
-        a0 = x.detach()
-        self.x = x
-        self.act: Dict[int, _Activation] = {0: _Activation(a0)}
+        self.device = _device_of(batch)
+        cuda = self.device.type == "cuda"
+        self.copy_stream = torch.cuda.Stream(device=self.device) if cuda else None
+        self.consts = program.constants(batch, target)
+        first = program.first_input(batch)
+        self.x = first
+        if first is not None:
+            a0 = _Activation(first.detach())
+        else:
+            # a^0 is the step constants: kept on the device for the step.
+            a0 = _Activation(None)
+            a0.moved = _Moved(
+                t.untyped_storage() for t in self.consts if isinstance(t, torch.Tensor)
+            )
+        self.act: Dict[int, _Activation] = {0: a0}
         self.saved: Dict[int, _Saved] = {}
-        # δ^L is resident from the start (the loss seed); None until B^L
-        # knows the loss's dtype and shape.
+        # δ^L is resident from the start (the loss seed); None: autograd's
+        # implicit 1 for the scalar loss.
         self.grad: Dict[int, Optional[torch.Tensor]] = {self.n: None}
         self.rng: Dict[int, Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
         self.forward_counts = [0] * (self.n + 1)
         self.states: List[dict] = []
         self.loss: Optional[torch.Tensor] = None
-        self.input_gradient = needs_input_gradient(self.stages[0], x)
+        if first is not None:
+            self.input_gradient = needs_input_gradient(program.modules[0], first)
+        else:
+            self.input_gradient = False
+        # A 0-d leaf so that every recorded input has a graph (`_Entry`).
+        self.anchor = torch.zeros((), device=self.device, requires_grad=True)
         # Storages that are never part of ā^ℓ: parameters and buffers (the
-        # model's, outside the chain's memory) and the target.
+        # model's, outside the chain's memory), the target and the step
+        # constants.
         self.foreign = set()
-        for m in self.stages:
-            for t in list(m.parameters()) + list(m.buffers()):
+        for t in list(program.all_parameters()) + list(program.all_buffers()):
+            self.foreign.add(_storage_key(t.untyped_storage()))
+        for t in self.consts:
+            if isinstance(t, torch.Tensor):
                 self.foreign.add(_storage_key(t.untyped_storage()))
-        if isinstance(target, torch.Tensor):
-            self.foreign.add(_storage_key(target.untyped_storage()))
 
     def execute(self) -> torch.Tensor:
         for i, op in enumerate(self.owner.schedule.ops):
@@ -344,9 +484,10 @@ class _Step:
                 self.release(op)
             if self.owner.record_states:
                 self.states.append(self.snapshot(i))
-        if self.x.requires_grad and self.grad.get(0) is not None:
+        x = self.x
+        if x is not None and x.requires_grad and self.grad.get(0) is not None:
             d0 = self.grad[0]
-            self.x.grad = d0 if self.x.grad is None else self.x.grad + d0
+            x.grad = d0 if x.grad is None else x.grad + d0
         assert self.loss is not None
         return self.loss
 
@@ -406,8 +547,7 @@ class _Step:
             yield
             return
         cpu_state, cuda_state = self.rng[l]
-        stage = self.stages[l - 1]
-        buffers = [(b, b.detach().clone()) for b in stage.buffers()]
+        buffers = [(b, b.detach().clone()) for b in self.program.buffers(l)]
         with torch.random.fork_rng(devices=[self.device] if cuda else [], device_type="cuda"):
             torch.set_rng_state(cpu_state)
             if cuda:
@@ -417,34 +557,41 @@ class _Step:
             for b, old in buffers:
                 b.copy_(old)
 
-    def own(self, out: torch.Tensor, inp: torch.Tensor) -> torch.Tensor:
+    def own(self, out: torch.Tensor, inp: Optional[torch.Tensor]) -> torch.Tensor:
         """The output as a tensor that owns its memory: a stage that returns
         a view of its input or of a parameter (Flatten, Identity) would
         otherwise make a^ℓ and a^{ℓ-1} one storage, which the model counts
         twice and an offload of one would take the other with it."""
         key = _storage_key(out.untyped_storage())
-        if key == _storage_key(inp.untyped_storage()) or key in self.foreign:
+        if (inp is not None and key == _storage_key(inp.untyped_storage())) or key in self.foreign:
             return out.clone()
         return out
 
     def forward(self, op: Op) -> None:
         l = op.stage
         last = l == self.n
-        stage = self.stages[l - 1]
         src = self.input_of(l)
         src.moved.wait()
         inp = src.tensor()
         self.forward_counts[l] += 1
         with self.replay(l):
             if op.kind == "forward_all":
-                # The graph of stage ℓ stops at this alias: B^ℓ's δ^{ℓ-1} is its .grad.
-                alias = inp.detach().requires_grad_(l > 1 or self.input_gradient)
-                stage_input = _StageInput(alias)
-                input_key = stage_input.key
+                box: list = []
+                if inp is None:
+                    alias, stage_input, input_key = None, None, None
+                elif l > 1 or self.input_gradient:
+                    # The graph of stage ℓ stops at this view; B^ℓ's δ^{ℓ-1} lands in `box`.
+                    alias = _Entry.apply(inp.detach(), self.anchor, box)
+                    stage_input = _StageInput(alias)
+                    input_key = stage_input.key
+                else:
+                    alias = inp.detach()
+                    stage_input = _StageInput(alias)
+                    input_key = stage_input.key
                 storages: List[torch.UntypedStorage] = []
 
                 def pack(t: torch.Tensor):
-                    if _storage_key(t.untyped_storage()) == input_key:
+                    if input_key is not None and _storage_key(t.untyped_storage()) == input_key:
                         return _InputView(stage_input, t)
                     storages.append(t.untyped_storage())
                     # Detached: returning the output itself would make its
@@ -458,7 +605,7 @@ class _Step:
                 births = _Births()
                 with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
                     with births:
-                        out = _call(stage, alias, self.target, last)
+                        out = self.program.run(l, alias, self.consts)
                     out = self.own(out, alias)
                 # Parameters, buffers, the target and the input are never
                 # born in the stage; the check on them is a second guard.
@@ -474,10 +621,10 @@ class _Step:
                         f"stage {l}: its output does not require grad, so B^{l} has nothing to "
                         "back-propagate"
                     )
-                self.saved[l] = _Saved(out, alias, storages, stage_input)
+                self.saved[l] = _Saved(out, alias, storages, stage_input, box)
             else:
                 with torch.no_grad():
-                    out = self.own(_call(stage, inp, self.target, last), inp)
+                    out = self.own(self.program.run(l, inp, self.consts), inp)
                 self.act[l] = _Activation(out)
         if last:
             self.loss = out.detach().clone().float()
@@ -490,43 +637,59 @@ class _Step:
     # --- backward -----------------------------------------------------------
 
     def backward(self, op: Op) -> None:
+        """B^ℓ as autograd runs it in a plain step: the runtime drops its own
+        references to ā^ℓ and δ^ℓ first, so the engine frees each saved
+        tensor and δ^ℓ after its last reader (the measured, signed o_b^ℓ of
+        a described chain accounts for exactly that)."""
         l = op.stage
-        rec = self.saved[l]
+        rec = self.saved.pop(l)
         rec.moved.wait()
         src = self.input_of(l)
         src.moved.wait()
         # The graph reads the input resident now, as the simulator's B^ℓ
         # does: not necessarily the tensor F_all^ℓ ran on, which may have
         # been released or offloaded since (`_StageInput`).
-        rec.stage_input.bind(l, src.tensor())
-        delta = self.grad[l]
-        if delta is None:
-            delta = torch.ones_like(rec.out)
+        stage_input = rec.stage_input
+        if stage_input is not None:
+            stage_input.bind(l, src.tensor())
+        delta = self.grad.pop(l)
+        out_box = [rec.out]
+        grad_box = rec.grad_box
+        alias = rec.alias
+        rec.out = None
+        rec.moved.storages = []
+        del rec
+        delta_box = [] if delta is None else [delta]
+        del delta
         try:
-            torch.autograd.backward(rec.out, grad_tensors=delta)
+            backward_handing_over(out_box, delta_box)
         finally:
-            rec.stage_input.now = None
-        d_prev = rec.alias.grad
+            if stage_input is not None:
+                stage_input.now = None
+        d_prev = grad_box[0] if grad_box else None
         if d_prev is None and (l > 1 or self.input_gradient):
             # The stage's output does not depend on its input.
-            d_prev = torch.zeros_like(rec.alias)
-        rec.alias.grad = None
-        del self.grad[l]
-        del self.saved[l]
+            d_prev = torch.zeros_like(alias)
         a = self.act.get(l - 1)
         if a is not None and a.moved.on_device():
             del self.act[l - 1]
         self.grad[l - 1] = d_prev
 
 
-def checkpointed(stages: Sequence[nn.Module] | nn.Sequential, schedule: ScheduleLike) -> Checkpointed:
-    """`step = checkpointed(stages, "schedule.json")`; then `loss = step(x, target)`.
+def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "block",
+                 merge: int = 1) -> Checkpointed:
+    """`step = checkpointed(model, "schedule.json", loss=fn)`; then
+    `loss = step(batch, target)`.
 
-    `stages` is an `nn.Sequential` or a list of modules, one per stage of the
-    chain the schedule was solved for; the last one is called as
-    `stage(activation, target)` and returns the scalar loss. The schedule is
-    a `remat-schedule/1` file path, its decoded JSON, or a `Schedule`; it is
-    checked against the number of stages and replayed with the simulator's
-    rules before any step runs (ScheduleError with the reason otherwise).
+    `model` is any `nn.Module` (with `loss`, `fn(output, target)` returning
+    the scalar loss, as the training loop computes it): its stages are found
+    as `describe_chain` found them (same `granularity` and `merge`), once per
+    batch shape. Without `loss`, `model` is an `nn.Sequential` or a list of
+    modules, one per stage, the last one called as `stage(activation,
+    target)` and returning the loss. `batch` is a tensor or a dict of the
+    model's keyword inputs. The schedule is a `remat-schedule/1` file path,
+    its decoded JSON, or a `Schedule`; it is checked against the number of
+    stages and replayed with the simulator's rules before any step runs
+    (ScheduleError with the reason otherwise).
     """
-    return Checkpointed(stages, schedule)
+    return Checkpointed(model, schedule, loss=loss, granularity=granularity, merge=merge)

@@ -1,0 +1,177 @@
+"""Memory as the allocator sees it, with parameter gradients booked outside.
+
+Sizes in a chain are what the allocator holds, never numel × element size:
+
+* on CUDA, `torch.cuda.memory_allocated` and `max_memory_allocated` (the
+  caching allocator's own count of bytes handed out, which is what runs out);
+* on the CPU, the allocator's events seen by `torch.profiler` with
+  `profile_memory=True`: PyTorch's CPU allocator reports every allocation and
+  free with its size (`c10::reportMemoryUsageToProfiler`), oneDNN's blocked
+  copies and scratchpads included (ideep allocates through c10, see
+  docs/profiler.md), so the running sum of the events is the exact live
+  count, and its maximum the peak. The profiler is on only while memory is
+  measured; times are taken in separate runs with it off.
+
+Parameter gradients are outside the chain (docs/model.md: weights, their
+gradients and the optimizer state are not in a budget). With
+`zero_grad(set_to_none=True)` a stage's backward creates them and they stay
+until the optimizer step; each is booked outside the count from the moment
+autograd accumulates it into `.grad` (a post-accumulate-grad hook), once per
+parameter and step — the rule the plain step's measured peak follows too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, List, Optional, Tuple
+
+import torch
+from torch import nn
+
+# A marker allocation the hooks make so that a booking has its place among
+# the profiler's events on the CPU (an odd size no tensor of the model has
+# in practice; its own bytes are not counted).
+_MARK = 999_983
+
+
+class Meter:
+    """Measures, for a call `fn()`, the net change of live bytes and the
+    peak above the level at the start, both with the parameter gradients
+    accumulated during the call booked outside."""
+
+    def __init__(self, device: torch.device, params: Iterable[nn.Parameter] = ()) -> None:
+        self.device = torch.device(device)
+        self.params = [p for p in params if p.requires_grad]
+
+    def measure(self, fn: Callable[[], Any]) -> Tuple[Any, int, int]:
+        """(fn's result, net bytes, peak bytes above the start)."""
+        booked: List[int] = []
+        seen: set = set()
+        cuda = self.device.type == "cuda"
+        segments: List[int] = []
+
+        def hook(p: torch.Tensor) -> None:
+            if id(p) in seen or p.grad is None:
+                return
+            seen.add(id(p))
+            size = p.grad.untyped_storage().nbytes()
+            if cuda:
+                torch.cuda.synchronize(self.device)
+                segments.append(torch.cuda.max_memory_allocated(self.device) - sum(booked))
+                booked.append(size)
+                torch.cuda.reset_peak_memory_stats(self.device)
+            else:
+                booked.append(size)
+                torch.empty(_MARK, dtype=torch.uint8)
+
+        handles = [p.register_post_accumulate_grad_hook(hook) for p in self.params]
+        try:
+            if cuda:
+                return self._measure_cuda(fn, booked, segments)
+            return self._measure_cpu(fn, booked)
+        finally:
+            for h in handles:
+                h.remove()
+
+    def _measure_cuda(self, fn, booked, segments):
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        start = torch.cuda.memory_allocated(self.device)
+        result = fn()
+        torch.cuda.synchronize(self.device)
+        segments.append(torch.cuda.max_memory_allocated(self.device) - sum(booked))
+        net = torch.cuda.memory_allocated(self.device) - sum(booked) - start
+        return result, net, max(0, max(segments) - start)
+
+    def _measure_cpu(self, fn, booked):
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            result = fn()
+        events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+        # Stable: events of one nanosecond keep the order they were reported in.
+        events.sort(key=lambda e: e.start_ns())
+        cur = peak = 0
+        marks = iter(booked)
+        for e in events:
+            n = e.nbytes()
+            if n == _MARK:
+                cur -= next(marks, 0)
+                continue
+            if n == -_MARK:
+                continue
+            cur += n
+            peak = max(peak, cur)
+        return result, cur, peak
+
+
+def storage_bytes(tensors: Iterable[Any]) -> int:
+    """The bytes of the distinct storages of `tensors` (non-tensors ignored)."""
+    seen = {}
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            st = t.untyped_storage()
+            seen[st._cdata] = st.nbytes()
+    return sum(seen.values())
+
+
+def plain_step_peak(
+    model: nn.Module,
+    batch: Any,
+    target: Any,
+    loss: Optional[Callable] = None,
+) -> dict:
+    """The activation peak of one plain training step, the figure a chain's
+    M_high is held to: over `loss(model(batch), target).backward()` with the
+    parameter gradients set to none before, the maximum of the allocator's
+    live bytes minus those live before the forward and minus the parameter
+    gradients accumulated so far, plus the batch's and the target's bytes
+    (a^0; step constants made in the forward are in the live bytes already).
+
+    Without `loss`, `model` is a list or `nn.Sequential` of stages whose last
+    one takes `(activation, target)` and returns the loss. Parameter
+    gradients, buffers and the RNG state are restored afterwards.
+    Returns `{"peak_bytes", "batch_bytes", "loss"}`.
+    """
+    from .staging import model_loss
+
+    modules = list(model) if isinstance(model, (list, tuple)) else [model]
+    params = [p for m in modules for p in m.parameters()]
+    device = _device_of(batch)
+    saved_grads = [p.grad for p in params]
+    buffers = [(b, b.detach().clone()) for m in modules for b in m.buffers()]
+    rng = torch.get_rng_state()
+    for p in params:
+        p.grad = None
+
+    def step():
+        if loss is None:
+            h = batch
+            for i, m in enumerate(modules if len(modules) > 1 else list(modules[0])):
+                last = i == (len(modules) if len(modules) > 1 else len(modules[0])) - 1
+                h = m(h, target) if last else m(h)
+            out = h
+        else:
+            out = model_loss(model, loss, batch, target)
+        out.backward()
+        return out.detach()
+
+    try:
+        value, _, peak = Meter(device, params).measure(step)
+    finally:
+        for p, g in zip(params, saved_grads):
+            p.grad = g
+        with torch.no_grad():
+            for b, old in buffers:
+                b.copy_(old)
+        torch.set_rng_state(rng)
+    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
+    a0 = storage_bytes(leaves + [target])
+    return {"peak_bytes": peak + a0, "batch_bytes": a0, "loss": float(value)}
+
+
+def _device_of(batch: Any) -> torch.device:
+    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
+    for t in leaves:
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return torch.device("cpu")

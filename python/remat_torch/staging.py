@@ -1,0 +1,557 @@
+"""Stages found, not written: any `nn.Module` and its loss cut into a chain.
+
+The model and the user's loss are captured together as one graph with
+`torch.export.export(..., strict=False)` (non-strict export runs the model's
+own Python on fake tensors, so transformers' and timm's control flow is taken
+as it runs for this batch's shapes), then cut where the chain model needs a
+cut: between two consecutive computations crossed by **exactly one tensor
+that needs a gradient** (the residual stream of a transformer, the feature
+map of a CNN). Everything that needs no gradient — the batch, the target,
+attention masks, position ids, rotary tables, and whatever is computed from
+them alone — is a *step constant*: computed once per step, before the first
+stage, passed to every stage that reads it, counted once with a^0, never
+recomputed, offloaded or released.
+
+The stages run the captured graph's own aten operations on the model's own
+parameters and buffers (the same objects, so `.grad` lands where the
+optimizer looks, tied weights stay tied); `describe_chain` checks, on the
+user's batch, that they give the loss and gradients of the model's own
+forward and `loss.backward()`, bit for bit.
+
+Default granularity: one stage per block — a child of an `nn.ModuleList`,
+`nn.Sequential` or `nn.ModuleDict` (`transformer.h.3`, `layer2.1`,
+`blocks.7`), the deepest such container when they nest — and the glue in
+between (stems, embeddings, heads with the loss) as stages named by their
+modules joined with `+`. `granularity="fine"` gives every valid cut;
+`merge=k` joins k consecutive blocks into one stage.
+
+A cut never falls just before an operation that writes into the crossing
+tensor in place (torchvision's `relu(inplace=True)`): the write would go
+into the kept checkpoint.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from torch import fx, nn
+
+
+class StagingError(ValueError):
+    """The model cannot be cut into a chain as asked (the message says where
+    and why)."""
+
+
+class _WithLoss(nn.Module):
+    """The model and the user's loss as one module: what export captures.
+    `batch` is a tensor (the model's positional input) or a dict of keyword
+    inputs."""
+
+    def __init__(self, model: nn.Module, loss: Callable[[Any, Any], torch.Tensor]) -> None:
+        super().__init__()
+        self.m = model
+        self.loss_fn = loss
+
+    def forward(self, batch, target):
+        out = self.m(**batch) if isinstance(batch, dict) else self.m(batch)
+        return self.loss_fn(out, target)
+
+
+def model_loss(model: nn.Module, loss: Callable, batch, target) -> torch.Tensor:
+    """The user's own step: `loss(model(batch), target)`, as a training loop
+    writes it."""
+    out = model(**batch) if isinstance(batch, dict) else model(batch)
+    return loss(out, target)
+
+
+_CONTAINERS = (nn.ModuleList, nn.Sequential, nn.ModuleDict)
+
+
+def _writes_arg(node: fx.Node, value: fx.Node) -> bool:
+    """Whether `node` writes into `value` in place (an aten op whose schema
+    marks that argument `Tensor(a!)`, or Python's in-place operators)."""
+    if node.op != "call_function":
+        return False
+    if node.target in (operator.iadd, operator.isub, operator.imul, operator.itruediv):
+        return bool(node.args) and node.args[0] is value
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return False
+    for i, arg in enumerate(schema.arguments):
+        info = arg.alias_info
+        if info is None or not info.is_write:
+            continue
+        given = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+        if given is value:
+            return True
+    return False
+
+
+def _is_tensor_value(node: fx.Node) -> bool:
+    return isinstance(node.meta.get("val"), torch.Tensor)
+
+
+@dataclass
+class Stage:
+    """One stage: `module(h, *constants)` → the next crossing tensor (the
+    loss for the last stage). `h` is absent for stage 1, which reads only
+    step constants (the batch)."""
+
+    name: str
+    module: fx.GraphModule
+    constants: List[int]  # indices into the step constants
+    parameters: List[nn.Parameter] = field(default_factory=list)
+    buffers: List[torch.Tensor] = field(default_factory=list)
+
+    def __call__(self, h: Optional[torch.Tensor], consts: Sequence[torch.Tensor]) -> torch.Tensor:
+        args = [consts[i] for i in self.constants]
+        return self.module(*args) if h is None else self.module(h, *args)
+
+
+@dataclass
+class StagedModel:
+    """A model and its loss as a chain: a constants program (run once per
+    step, without gradient) and the stages."""
+
+    model: nn.Module
+    loss: Callable
+    stages: List[Stage]
+    constants_module: fx.GraphModule
+    in_spec: Any
+    constant_names: List[str]
+
+    def constants(self, batch, target) -> List[torch.Tensor]:
+        """The step constants for this batch: the batch's and the target's
+        tensors that a stage reads, and everything computed from them alone."""
+        flat = fx._pytree.tree_flatten_spec(([batch, target], {}), self.in_spec)
+        with torch.no_grad():
+            out = self.constants_module(*flat)
+        return list(out)
+
+    @property
+    def names(self) -> List[str]:
+        return [s.name for s in self.stages]
+
+
+def _module_chain(node: fx.Node) -> List[str]:
+    """The qualified names of the modules `node` ran inside, outermost
+    first, relative to the user's model (the wrapper's `m.` removed)."""
+    out = []
+    for path, _ in (node.meta.get("nn_module_stack") or {}).values():
+        if path == "m":
+            continue
+        if path.startswith("m."):
+            out.append(path[2:])
+    return out
+
+
+def _repeats(mod: nn.Module) -> Tuple[bool, bool]:
+    """(some class of child repeats, all children are of one class) for a
+    ModuleList, Sequential or ModuleDict; (False, False) for anything else."""
+    if not isinstance(mod, _CONTAINERS):
+        return False, False
+    kinds = [type(c) for c in mod.children()]
+    return len(kinds) != len(set(kinds)), len(kinds) > 1 and len(set(kinds)) == 1
+
+
+def _block_key(model: nn.Module, chain: List[str]) -> Optional[str]:
+    """The block a node belongs to: the outermost child of a container of
+    blocks (one in which some class of child repeats: GPT-2's `h`, VGG's
+    `features`, MobileNet's `features`), refined to a deeper child while its
+    container holds blocks of one class alone (timm's `stages.0.blocks`), so
+    that a block's own parts (`downsample = Sequential(Conv2d, BatchNorm2d)`,
+    MobileNet's `conv`) are not taken for blocks."""
+    best = None
+    for path in chain:
+        parent = path.rpartition(".")[0]
+        try:
+            mod = model.get_submodule(parent) if parent else model
+        except AttributeError:
+            continue
+        some, uniform = _repeats(mod)
+        if (best is None and some) or (best is not None and uniform):
+            best = path
+    return best
+
+
+def _segment_name(chains: List[List[str]], key: Optional[str]) -> str:
+    """A block's name is its key (`layer2.0`; `features.0+features.1` when
+    an in-place op joins two), or the deepest module all its nodes ran in
+    when that lies inside the block (`stages.1.downsample`). Glue is named
+    by the innermost modules its nodes ran in, in order, an enclosing one
+    left out when a part of it is named (`conv1+bn1+relu+maxpool`,
+    `transformer.ln_f+lm_head`)."""
+    common: Optional[List[str]] = None
+    for chain in chains:
+        if common is None:
+            common = list(chain)
+        else:
+            k = 0
+            while k < min(len(common), len(chain)) and common[k] == chain[k]:
+                k += 1
+            common = common[:k]
+    if key is not None:
+        if common and (common[-1] + ".").startswith(key + "."):
+            return common[-1]
+        return key
+    reps: List[str] = []
+    for chain in chains:
+        if chain and chain[-1] not in reps:
+            reps.append(chain[-1])
+    reps = [r for r in reps if not any(o.startswith(r + ".") for o in reps)]
+    return "+".join(reps)
+
+
+def _export(model: nn.Module, batch, target, loss: Callable):
+    wrapper = _WithLoss(model, loss)
+    try:
+        return torch.export.export(wrapper, (batch, target), strict=False)
+    except Exception as e:  # export's errors are many types; all are the model's
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise StagingError(
+            f"{type(model).__name__}: torch.export could not capture the model and its loss "
+            f"on this batch ({type(e).__name__}: {first}); pass the stages yourself as a list "
+            "of modules (the last one returning the loss)"
+        ) from e
+
+
+def find_stages(
+    model: nn.Module,
+    batch,
+    target,
+    loss: Callable,
+    granularity: str = "block",
+    merge: int = 1,
+) -> StagedModel:
+    """Cut `loss(model(batch), target)` into stages (module docstring)."""
+    if granularity not in ("block", "fine"):
+        raise StagingError(f"granularity: expected \"block\" or \"fine\", got {granularity!r}")
+    if not isinstance(merge, int) or isinstance(merge, bool) or merge < 1:
+        raise StagingError(f"merge: expected a whole number ≥ 1, got {merge!r}")
+    ep = _export(model, batch, target, loss)
+    gm = ep.module()
+    graph = gm.graph
+
+    # Guards and metadata assertions check the batch's shapes; the stages
+    # run on the batch they were found for, so they are dropped.
+    for node in list(graph.nodes):
+        drop = node.op == "call_module" and str(node.target).startswith("_guards")
+        name = str(node.target)
+        drop |= node.op == "call_function" and "_assert" in name and not node.users
+        if drop:
+            graph.erase_node(node)
+    # Dead values (a KV cache the loss never reads) are dropped, writes kept.
+    for node in reversed(list(graph.nodes)):
+        if node.op == "call_function" and not node.users:
+            schema = getattr(node.target, "_schema", None)
+            if node.target is operator.getitem or (schema is not None and not schema.is_mutable):
+                graph.erase_node(node)
+
+    params = {id(p) for p in model.parameters() if p.requires_grad}
+    nodes = list(graph.nodes)
+    variable: Dict[fx.Node, bool] = {}
+    for node in nodes:
+        if node.op == "get_attr":
+            variable[node] = id(getattr_path(gm, node.target)) in params
+        elif node.op == "placeholder":
+            variable[node] = False
+        else:
+            variable[node] = any(variable.get(a, False) for a in node.all_input_nodes)
+
+    computed = [n for n in nodes if n.op == "call_function"]
+    order = [n for n in computed if variable[n]]
+    consts = [n for n in computed if not variable[n]]
+    output = next(n for n in nodes if n.op == "output")
+    loss_node = output.args[0]
+    while isinstance(loss_node, (tuple, list)):
+        if len(loss_node) != 1:
+            raise StagingError("loss: must return one scalar tensor")
+        loss_node = loss_node[0]
+    if not isinstance(loss_node, fx.Node) or not variable.get(loss_node, False):
+        raise StagingError(
+            "loss: its value does not depend on any trainable parameter of the model "
+            "(nothing to back-propagate)"
+        )
+    val = loss_node.meta.get("val")
+    if isinstance(val, torch.Tensor) and val.numel() != 1:
+        raise StagingError(f"loss: must return one scalar, got a tensor of shape {tuple(val.shape)}")
+
+    index = {n: i for i, n in enumerate(order)}
+    n_ops = len(order)
+    last_use: Dict[fx.Node, int] = {}
+    for n in order:
+        uses = [index[u] for u in n.users if u in index]
+        if n is loss_node:
+            uses.append(n_ops)
+        last_use[n] = max(uses, default=index[n])
+
+    # Valid cuts: after position i, exactly one variable tensor crosses and
+    # nothing later writes into it in place.
+    crossing_at: List[List[fx.Node]] = []
+    live: List[fx.Node] = []
+    for i, n in enumerate(order):
+        live = [v for v in live if last_use[v] > i]
+        if last_use[n] > i:
+            live.append(n)
+        crossing_at.append(list(live))
+    cuts: List[int] = []
+    for i in range(n_ops - 1):
+        cross = crossing_at[i]
+        if len(cross) != 1 or not _is_tensor_value(cross[0]):
+            continue
+        v = cross[0]
+        if any(index.get(u, -1) > i and _writes_arg(u, v) for u in v.users):
+            continue
+        cuts.append(i)
+
+    chains = {n: _module_chain(n) for n in order}
+    keys = {n: _block_key(model, chains[n]) for n in order}
+
+    # The finest segments, then grouped into blocks.
+    bounds = [-1] + cuts + [n_ops - 1]
+    segments = [order[a + 1 : b + 1] for a, b in zip(bounds, bounds[1:])]
+
+    def seg_key(seg: List[fx.Node]) -> Optional[str]:
+        # The blocks a segment spans (two when an in-place op forbids the
+        # cut between them), or None for glue.
+        ks: List[str] = []
+        for n in seg:
+            k = keys[n]
+            if k is None:
+                return None
+            if k not in ks:
+                ks.append(k)
+        return "+".join(ks)
+
+    groups: List[Tuple[Optional[str], List[fx.Node]]] = []
+    for seg in segments:
+        k = seg_key(seg)
+        if granularity == "block" and groups and groups[-1][0] == k:
+            groups[-1][1].extend(seg)
+        else:
+            groups.append((k, list(seg)))
+    if merge > 1:
+        merged: List[Tuple[Optional[str], List[fx.Node]]] = []
+        run = 0
+        for k, seg in groups:
+            if k is not None and merged and merged[-1][0] is not None and run % merge != 0:
+                merged[-1] = (merged[-1][0] + "+" + k, merged[-1][1] + seg)
+            else:
+                merged.append((k, seg))
+                run = 0
+            run = run + 1 if k is not None else 0
+        groups = merged
+
+    if len(groups) < 2:
+        raise StagingError(_no_cut_message(model, order, keys, crossing_at))
+
+    # Step constants: every placeholder and constant a stage reads.
+    const_set = set(consts) | {n for n in nodes if n.op == "placeholder"}
+    stage_nodes = [g for _, g in groups]
+    members = {n: s for s, g in enumerate(stage_nodes) for n in g}
+    const_used: List[fx.Node] = []
+    for g in stage_nodes:
+        for n in g:
+            for a in n.all_input_nodes:
+                if a in const_set and a not in const_used:
+                    const_used.append(a)
+
+    constants_module = _constants_module(gm, nodes, consts, const_used)
+    stages: List[Stage] = []
+    for s, ((key, g), seg_nodes) in enumerate(zip(groups, stage_nodes)):
+        inp = None
+        if s > 0:
+            inp = crossing_at[index[stage_nodes[s - 1][-1]]][0]
+        out = loss_node if s == len(stage_nodes) - 1 else crossing_at[index[g[-1]]][0]
+        name = _segment_name([chains[n] for n in g], key)
+        if s == len(stage_nodes) - 1:
+            name = (name + "+loss") if name else "loss"
+        stages.append(
+            _stage_module(gm, s, name or f"stage{s + 1}", g, inp, out, const_used, members, variable)
+        )
+    return StagedModel(
+        model=model,
+        loss=loss,
+        stages=stages,
+        constants_module=constants_module,
+        in_spec=gm._in_spec,
+        constant_names=[n.name for n in const_used],
+    )
+
+
+def getattr_path(root: nn.Module, target: str):
+    obj: Any = root
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _no_cut_message(model, order, keys, crossing_at) -> str:
+    for i in range(len(order) - 1):
+        a, b = keys[order[i]], keys[order[i + 1]]
+        if a != b and a is not None and b is not None:
+            cross = crossing_at[i]
+            what = ", ".join(f"`{v.name}`" for v in cross[:4])
+            return (
+                f"{type(model).__name__}: no stage boundary found: between `{a}` and `{b}`, "
+                f"{len(cross)} tensors that need a gradient cross ({what}); a cut must be crossed "
+                "by exactly one. Pass the stages yourself as a list of modules."
+            )
+    return (
+        f"{type(model).__name__}: no stage boundary found: at no point of the step does "
+        "exactly one tensor that needs a gradient cross from one computation to the next. "
+        "Pass the stages yourself as a list of modules."
+    )
+
+
+def _copy_into(new: fx.Graph, gm: fx.GraphModule, node: fx.Node, env: Dict[fx.Node, fx.Node]) -> fx.Node:
+    def arg(a: fx.Node) -> fx.Node:
+        if a not in env:
+            if a.op == "get_attr":
+                env[a] = new.get_attr(a.target)
+            else:
+                raise KeyError(a.name)
+        return env[a]
+
+    env[node] = new.node_copy(node, arg)
+    return env[node]
+
+
+def _constants_module(gm, nodes, consts, const_used) -> fx.GraphModule:
+    new = fx.Graph()
+    env: Dict[fx.Node, fx.Node] = {}
+    for n in nodes:
+        if n.op == "placeholder":
+            env[n] = new.placeholder(n.name)
+    for n in consts:
+        _copy_into(new, gm, n, env)
+    new.output(tuple(env[n] for n in const_used))
+    return fx.GraphModule(gm, new)
+
+
+def _stage_module(gm, s, name, g, inp, out, const_used, members, variable) -> Stage:
+    new = fx.Graph()
+    env: Dict[fx.Node, fx.Node] = {}
+    if inp is not None:
+        env[inp] = new.placeholder("h")
+    used = []
+    for n in g:
+        for a in n.all_input_nodes:
+            if a in const_used and a not in used:
+                used.append(a)
+    used.sort(key=const_used.index)
+    for a in used:
+        env[a] = new.placeholder(f"c_{a.name}")
+    for n in g:
+        _copy_into(new, gm, n, env)
+    new.output(env[out])
+    module = fx.GraphModule(gm, new)
+    attrs = [getattr_path(gm, n.target) for n in new.nodes if n.op == "get_attr"]
+    return Stage(
+        name=name,
+        module=module,
+        constants=[const_used.index(a) for a in used],
+        parameters=[t for t in attrs if isinstance(t, nn.Parameter)],
+        buffers=[t for t in attrs if isinstance(t, torch.Tensor) and not isinstance(t, nn.Parameter)],
+    )
+
+
+class StageList:
+    """The old convention as a program: the user's own stages, stage 1 reads
+    the batch as a^0, the last is called `stage(h, target)` and returns the
+    loss. No step constants but the target."""
+
+    def __init__(self, stages: Sequence[nn.Module]) -> None:
+        self.modules: List[nn.Module] = list(stages)
+        if not self.modules:
+            raise StagingError("stages: the network has no stage")
+        self.names = [f"{i}:{type(m).__name__}" for i, m in enumerate(self.modules, start=1)]
+        self.module_names: List[Optional[str]] = [None] * len(self.modules)
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+    def constants(self, batch, target) -> List[Any]:
+        return [target]
+
+    def first_input(self, batch) -> Optional[torch.Tensor]:
+        return batch
+
+    def run(self, l: int, h, consts) -> torch.Tensor:
+        m = self.modules[l - 1]
+        return m(h, consts[0]) if l == len(self.modules) else m(h)
+
+    def parameters(self, l: int) -> List[nn.Parameter]:
+        return list(self.modules[l - 1].parameters())
+
+    def buffers(self, l: int) -> List[torch.Tensor]:
+        return list(self.modules[l - 1].buffers())
+
+    def all_parameters(self) -> List[nn.Parameter]:
+        return _distinct(p for m in self.modules for p in m.parameters())
+
+    def all_buffers(self) -> List[torch.Tensor]:
+        return _distinct(b for m in self.modules for b in m.buffers())
+
+
+class StagedProgram:
+    """A `StagedModel` as the runtime and the describer run it."""
+
+    def __init__(self, staged: StagedModel) -> None:
+        self.staged = staged
+        self.names = [s.name for s in staged.stages]
+        self.module_names: List[Optional[str]] = [
+            s.name[: -len("+loss")] if s.name.endswith("+loss") else (None if s.name == "loss" else s.name)
+            for s in staged.stages
+        ]
+
+    def __len__(self) -> int:
+        return len(self.staged.stages)
+
+    def constants(self, batch, target) -> List[Any]:
+        return self.staged.constants(batch, target)
+
+    def first_input(self, batch) -> Optional[torch.Tensor]:
+        return None
+
+    def run(self, l: int, h, consts) -> torch.Tensor:
+        return self.staged.stages[l - 1](h, consts)
+
+    def parameters(self, l: int) -> List[nn.Parameter]:
+        return list(self.staged.stages[l - 1].parameters)
+
+    def buffers(self, l: int) -> List[torch.Tensor]:
+        return list(self.staged.stages[l - 1].buffers)
+
+    def all_parameters(self) -> List[nn.Parameter]:
+        return _distinct(self.staged.model.parameters())
+
+    def all_buffers(self) -> List[torch.Tensor]:
+        return _distinct(self.staged.model.buffers())
+
+
+def _distinct(items) -> list:
+    seen: Dict[int, Any] = {}
+    for t in items:
+        seen.setdefault(id(t), t)
+    return list(seen.values())
+
+
+def make_program(model, batch, target, loss: Optional[Callable], granularity: str = "block",
+                 merge: int = 1):
+    """The stages of `model`: the user's own (a list or `nn.Sequential` and
+    no `loss`: the old convention), else found by `find_stages`."""
+    if loss is None:
+        if isinstance(model, (list, tuple, nn.Sequential)):
+            return StageList(list(model))
+        raise StagingError(
+            "loss: required for a model that is not a list of stages: pass "
+            "loss=fn with fn(output, target) returning the scalar loss, as your training loop "
+            "computes it"
+        )
+    if isinstance(model, (list, tuple)):
+        model = nn.Sequential(*model)
+    return StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
