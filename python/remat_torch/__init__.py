@@ -1,24 +1,32 @@
-"""remat_torch: run one training step of a chain of PyTorch modules exactly
-as a Remat schedule (`remat-schedule/1`) says.
+"""remat_torch: describe any PyTorch model as a Remat chain, and run its
+training step exactly as a Remat schedule (`remat-schedule/1`) says.
 
-    step = remat_torch.checkpointed(stages, "schedule.json")
-    loss = step(x, target)      # forward + backward; parameters' .grad filled
+    chain = remat_torch.describe_chain(model, batch, target, loss=fn)
+    # json.dump(chain, ...); remat solve chain.json -a rotor -b 60% -o plan.json
+    step = remat_torch.checkpointed(model, "plan.json", loss=fn)
+    loss = step(batch, target)  # forward + backward; parameters' .grad filled
 
 See docs/pytorch.md in the Remat repository for the semantics of each
 operation, RNG and BatchNorm handling, offloading and the limitations.
 """
 
 from .chain import describe_chain
+from .measure import Meter, plain_step_peak
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
+from .staging import StagingError, find_stages
 
 __all__ = [
     "Checkpointed",
+    "Meter",
     "Op",
     "Schedule",
     "ScheduleError",
+    "StagingError",
     "checkpointed",
     "describe_chain",
+    "find_stages",
+    "plain_step_peak",
     "load_schedule",
     "parse_schedule",
     "validate",

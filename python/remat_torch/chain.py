@@ -1,128 +1,379 @@
-"""A `remat-chain/1` description of a list of stages, measured in Python.
+"""A `remat-chain/1` description of a PyTorch model, measured as it trains.
 
-Sizes come from the tensors themselves — ω_a^ℓ the output's storage, ω_ā^ℓ
-the output plus the storages autograd saves for B^ℓ (seen through
-`saved_tensors_hooks`; parameters, buffers, the input and the target left
-out), which is exactly what `remat_torch.checkpointed` keeps and moves as
-a^ℓ and ā^ℓ. Times are wall-clock medians. Transient workspaces (o_f, o_b)
-are not measured: `remat-profile` (docs/profiler.md) measures those with a
-counting allocator for its built-in models; here they are left at 0.
-The forward times include the bookkeeping of which storages a stage creates
-(a Python call per aten op), as the runtime's F_all does.
+    chain = remat_torch.describe_chain(model, batch, target, loss=fn)
+
+Stages are found in the model (`staging.find_stages`) and checked against
+the model's own forward and `loss.backward()`, bit for bit; or, without
+`loss`, they are the user's list of modules (the last returning the loss).
+
+Sizes come from the allocator (`measure.Meter`), the way
+`../shared/reference/README.md` and remat-profile measure them, each stage
+on its own, in backward order so that a shared weight's gradient exists
+when its earlier stage runs backward, as in a step:
+
+* ω_a^ℓ: what a no-grad forward leaves allocated (the input held apart);
+* ω_ā^ℓ: what a recording forward leaves (output and saved tensors);
+* o_f^ℓ: the transient peak above what the forward leaves, the larger of
+  the recording and the no-grad forward;
+* o_b^ℓ: the peak of B^ℓ run as autograd runs it — the output and δ^ℓ
+  handed to autograd and freed after their last reader — above its start,
+  minus ω_δ^{ℓ-1}; signed (docs/model.md);
+* ω_δ^ℓ: the gradient B^{ℓ+1} really produced; a^0 (`input_bytes`): the
+  batch, the target and the step constants.
+
+Times are eager medians after a warm-up, with the profiler off: the
+recording forward, the no-grad forward (`forward_nograd_seconds`) and the
+backward apart, under the autocast and dtype in force at the call.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 from torch import nn
 
-from .runtime import _Births, needs_input_gradient
+from .measure import Meter, storage_bytes
+from .runtime import _Entry, backward_handing_over, needs_input_gradient
+from .staging import StagedProgram, StagingError, make_program, model_loss
 
 
-def _storage_bytes(t: torch.Tensor) -> int:
-    return t.untyped_storage().nbytes()
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
-def _sync(x: torch.Tensor) -> None:
-    if x.is_cuda:
-        torch.cuda.synchronize(x.device)
+def _leaves(batch) -> List[Any]:
+    return list(batch.values()) if isinstance(batch, dict) else [batch]
+
+
+def _device_of(batch) -> torch.device:
+    for t in _leaves(batch):
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return torch.device("cpu")
+
+
+class _State:
+    """Parameter gradients, buffers and RNG, saved and put back: describing
+    a model leaves it as it was."""
+
+    def __init__(self, params: List[nn.Parameter], buffers: List[torch.Tensor], device) -> None:
+        self.params = params
+        self.grads = [p.grad for p in params]
+        self.buffers = [(b, b.detach().clone()) for b in buffers]
+        self.device = device
+        self.rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+
+    def reset(self, rng: bool = True) -> None:
+        """Buffers and RNG as saved; parameter gradients none."""
+        with torch.no_grad():
+            for b, old in self.buffers:
+                b.copy_(old)
+        for p in self.params:
+            p.grad = None
+        if rng:
+            torch.set_rng_state(self.rng)
+            if self.cuda_rng is not None:
+                torch.cuda.set_rng_state(self.cuda_rng, self.device)
+
+    def restore(self) -> None:
+        self.reset()
+        for p, g in zip(self.params, self.grads):
+            p.grad = g
+
+
+class _Pipeline:
+    """Runs a program's stages one by one, the way the runtime does."""
+
+    def __init__(self, program, batch, target, device) -> None:
+        self.program = program
+        self.device = device
+        self.consts = program.constants(batch, target)
+        self.first = program.first_input(batch)
+        self.input_gradient = (
+            self.first is not None and needs_input_gradient(program.modules[0], self.first)
+        )
+        self.anchor = torch.zeros((), device=device, requires_grad=True)
+        foreign = [*program.all_parameters(), *program.all_buffers(), *program.attribute_tensors(),
+                   *self.consts]
+        self.foreign = {t.untyped_storage()._cdata for t in foreign if isinstance(t, torch.Tensor)}
+
+    def own(self, out: torch.Tensor, inp: Optional[torch.Tensor]) -> torch.Tensor:
+        key = out.untyped_storage()._cdata
+        if (inp is not None and key == inp.untyped_storage()._cdata) or key in self.foreign:
+            return out.clone()
+        return out
+
+    def forward_nograd(self, l: int, inp) -> torch.Tensor:
+        with torch.no_grad():
+            return self.own(self.program.run(l, inp, self.consts), inp)
+
+    def forward_recording(self, l: int, inp, box: list) -> torch.Tensor:
+        if inp is None:
+            x = None
+        elif l > 1 or self.input_gradient:
+            x = _Entry.apply(inp.detach(), self.anchor, box)
+        else:
+            x = inp.detach()
+        with torch.enable_grad():
+            return self.own(self.program.run(l, x, self.consts), x)
+
+
+def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, target, state: _State,
+            device) -> None:
+    """The found stages against the model's own step, bit for bit."""
+    state.reset()
+    hooks, seen = [], {}
+    for name in program.module_names:
+        if name is None or "+" in name:
+            continue
+        try:
+            mod = model.get_submodule(name)
+        except AttributeError:
+            continue
+
+        def hook(_m, _i, out, name=name):
+            t = out[0] if isinstance(out, (tuple, list)) else out
+            if isinstance(t, torch.Tensor):
+                seen.setdefault(name, t.detach().clone())
+
+        hooks.append(mod.register_forward_hook(hook))
+    try:
+        expected = model_loss(model, loss, batch, target)
+        expected.backward()
+    finally:
+        for h in hooks:
+            h.remove()
+    want = {id(p): (None if p.grad is None else p.grad.clone()) for p in state.params}
+    state.reset()
+    pipe = _Pipeline(program, batch, target, device)
+    outs: List[torch.Tensor] = []
+    boxes: List[list] = []
+    h = pipe.first
+    for l in range(1, len(program) + 1):
+        box: list = []
+        y = pipe.forward_recording(l, h, box)
+        outs.append(y)
+        boxes.append(box)
+        h = y
+    got_loss = outs[-1].detach().clone()
+    delta: Optional[torch.Tensor] = None
+    for l in range(len(program), 0, -1):
+        backward_handing_over([outs.pop()], [] if delta is None else [delta])
+        box = boxes.pop()
+        delta = box[0] if box else None
+    if not torch.equal(got_loss, expected.detach()):
+        where = ""
+        # Not stored: only the stage outputs' first difference is named.
+        for l, name in enumerate(program.module_names, start=1):
+            if name in seen:
+                where = f" (compare the output of `{name}`, stage {l})"
+                break
+        raise StagingError(
+            f"the found stages compute another loss than the model: {got_loss.item()!r} vs "
+            f"{expected.item()!r}{where}; pass the stages yourself"
+        )
+    for l in range(1, len(program) + 1):
+        for p in program.parameters(l):
+            a, b = want.get(id(p)), p.grad
+            if (a is None) != (b is None) or (a is not None and not torch.equal(a, b)):
+                diff = "one is missing" if a is None or b is None else (
+                    f"max difference {float((a - b).abs().max()):.3g}"
+                )
+                raise StagingError(
+                    f"stage {l} ({program.names[l - 1]}): its parameters' gradients differ from "
+                    f"the model's own backward ({diff}); pass the stages yourself"
+                )
+    state.reset()
 
 
 def describe_chain(
-    stages: Sequence[nn.Module],
-    x: torch.Tensor,
+    model,
+    batch,
     target: Any = None,
-    name: str = "remat_torch chain",
+    name: Optional[str] = None,
     repeat: int = 3,
     bandwidth_bytes_per_s: Optional[float] = None,
+    *,
+    loss: Optional[Callable] = None,
+    granularity: str = "block",
+    merge: int = 1,
+    check: bool = True,
 ) -> Dict[str, Any]:
-    """The chain of `stages` on the batch `x` as a `remat-chain/1` dict
-    (write it with `json.dump` and give it to `remat solve`).
+    """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
+    with `json.dump` and give it to `remat solve`).
 
-    Runs `repeat` forward+backward passes per stage (parameter `.grad` is
-    left as it was, the RNG state and buffers too), so the timings include
-    warm caches; the first pass is not timed.
+    `model` is any `nn.Module` and `loss(output, target)` the line the
+    training loop has (`output` is whatever the model returns: a tensor, a
+    transformers `ModelOutput`, a tuple); `batch` is its input, a tensor or a
+    dict of keyword inputs. The stages are found (module docstring of
+    `remat_torch.staging`; `granularity="fine"` for every cut, `merge=k` to
+    join k blocks) and, with `check`, compared with the model's own step
+    (StagingError naming the first stage that differs). Without `loss`,
+    `model` is a list or `nn.Sequential` of stages, the last called as
+    `stage(h, target)` and returning the loss.
+
+    Runs a few forward and backward passes per stage; parameter `.grad`,
+    buffers and the RNG state are left as they were.
     """
-    stages = list(stages)
-    foreign = {t.untyped_storage()._cdata for m in stages for t in [*m.parameters(), *m.buffers()]}
-    if isinstance(target, torch.Tensor):
-        foreign.add(target.untyped_storage()._cdata)
-    grads = {p: (None if p.grad is None else p.grad.clone()) for m in stages for p in m.parameters()}
-    buffers = [(b, b.detach().clone()) for m in stages for b in m.buffers()]
-    rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state(x.device) if x.is_cuda else None
-    out: List[Dict[str, Any]] = []
-    a = x.detach()
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
+    device = _device_of(batch)
+    program = make_program(model, batch, target, loss, granularity, merge)
+    params = list(program.all_parameters())
+    state = _State(params, list(program.all_buffers()), device)
     try:
-        for l, stage in enumerate(stages, start=1):
-            last = l == len(stages)
-            fw: List[float] = []
-            bw: List[float] = []
-            saved_bytes = 0
-            y = None
-            for k in range(repeat + 1):
-                inp = a.detach().requires_grad_(l > 1 or needs_input_gradient(stages[0], x))
-                seen: Dict[int, int] = {}
-                key_in = inp.untyped_storage()._cdata
-
-                def pack(t: torch.Tensor):
-                    st = t.untyped_storage()
-                    if st._cdata != key_in and st._cdata not in foreign:
-                        seen[st._cdata] = st.nbytes()
-                    return t.detach()
-
-                births = _Births()
-                _sync(x)
-                t0 = time.perf_counter()
-                with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), births:
-                    y = stage(inp, target) if last else stage(inp)
-                _sync(x)
-                t1 = time.perf_counter()
-                # What the runtime counts in ā^ℓ: storages born in the stage.
-                seen = {k: v for k, v in seen.items() if k in births.keys}
-                torch.autograd.backward(y, torch.ones_like(y))
-                _sync(x)
-                t2 = time.perf_counter()
-                if k > 0:
-                    fw.append(t1 - t0)
-                    bw.append(t2 - t1)
-                seen.pop(y.untyped_storage()._cdata, None)
-                saved_bytes = sum(seen.values())
-            assert y is not None
-            # numel × size, not the storage: an output that views its input
-            # (Flatten) is copied by the runtime into a tensor of its own.
-            output_bytes = y.numel() * y.element_size()
-            out.append({
-                "name": f"{l}:{type(stage).__name__}",
-                "forward_seconds": statistics.median(fw) if fw else 0.0,
-                "backward_seconds": statistics.median(bw) if bw else 0.0,
-                "output_bytes": output_bytes,
-                "saved_bytes": output_bytes + saved_bytes,
-            })
-            with torch.no_grad():
-                a = stage(a, target) if last else stage(a)
+        if check and isinstance(program, StagedProgram):
+            _verify(program, program.staged.model, loss, batch, target, state, device)
+        stages, a0, d0 = _measure(program, batch, target, device, params, state, repeat)
     finally:
-        for p, g in grads.items():
-            p.grad = g
-        with torch.no_grad():
-            for b, old in buffers:
-                b.copy_(old)
-        torch.set_rng_state(rng)
-        if cuda_rng is not None:
-            torch.cuda.set_rng_state(cuda_rng, x.device)
+        state.restore()
+
+    threads = torch.get_num_threads()
+    how = (
+        "torch.cuda memory statistics" if device.type == "cuda" else "the CPU allocator's events (torch.profiler)"
+    )
+    found = "stages found by torch.export" if isinstance(program, StagedProgram) else "stages given"
     chain: Dict[str, Any] = {
         "format": "remat-chain/1",
-        "name": name,
-        "source": f"remat_torch.describe_chain on {x.device} (torch {torch.__version__}); "
-        "sizes are tensor storages, no workspaces",
-        "input_bytes": _storage_bytes(x),
-        "input_gradient_bytes": _storage_bytes(x) if needs_input_gradient(stages[0], x) else 0,
-        "stages": out,
+        "name": name or f"{type(model).__name__} (remat_torch)",
+        "source": (
+            f"measured by remat_torch.describe_chain on {device} (torch {torch.__version__}, "
+            f"{threads} threads), {found}; sizes from {how}, parameter gradients outside; "
+            f"times: medians of {repeat} after a warm-up"
+        ),
+        "input_bytes": a0,
+        "input_gradient_bytes": d0,
+        "inputs": _inputs(batch, target),
+        "stages": stages,
     }
     if bandwidth_bytes_per_s is not None:
         chain["bandwidth_bytes_per_s"] = bandwidth_bytes_per_s
     return chain
+
+
+def _inputs(batch, target) -> List[Dict[str, Any]]:
+    items = list(batch.items()) if isinstance(batch, dict) else [("", batch)]
+    if isinstance(target, torch.Tensor):
+        items.append(("target", target))
+    return [
+        {"name": k, "shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", "")}
+        for k, v in items
+        if isinstance(v, torch.Tensor)
+    ]
+
+
+def _measure(program, batch, target, device, params, state: _State, repeat: int):
+    state.reset()
+    pipe = _Pipeline(program, batch, target, device)
+    n = len(program)
+    meter = Meter(device, params)
+    # The inputs of every stage, from no-grad forwards.
+    inputs: List[Optional[torch.Tensor]] = [pipe.first]
+    for l in range(1, n):
+        inputs.append(pipe.forward_nograd(l, inputs[-1]))
+
+    def backward_sweep(record: Optional[Dict[int, Dict[str, int]]]) -> Dict[int, torch.Tensor]:
+        """F_all^ℓ then B^ℓ for ℓ = L … 1, δ^ℓ the gradient B^{ℓ+1} made;
+        measured when `record` is given. Returns the δ^ℓ used."""
+        deltas: Dict[int, torch.Tensor] = {}
+        delta: Optional[torch.Tensor] = None
+        for l in range(n, 0, -1):
+            inp = inputs[l - 1]
+            row: Dict[str, int] = {}
+            if record is not None:
+                keep: list = []
+                _, net, peak = meter.measure(lambda: keep.append(pipe.forward_nograd(l, inp)))
+                row["output_bytes"], row["nograd_transient"] = net, peak - net
+                keep.clear()
+            box: list = []
+            out: list = []
+            if record is None:
+                out.append(pipe.forward_recording(l, inp, box))
+            else:
+                _, net, peak = meter.measure(lambda: out.append(pipe.forward_recording(l, inp, box)))
+                row["saved_bytes"], row["recording_transient"] = net, peak - net
+            if delta is not None:
+                deltas[l] = delta
+                row["gradient_bytes"] = storage_bytes([delta])
+            else:
+                row["gradient_bytes"] = storage_bytes(out)
+            dbox = [] if delta is None else [delta]
+            delta = None
+            if record is None:
+                backward_handing_over(out, dbox)
+            else:
+                _, _, peak = meter.measure(lambda: backward_handing_over(out, dbox))
+                row["backward_peak"] = peak
+            delta = box[0] if box else None
+            if record is not None:
+                row["input_gradient_bytes"] = 0 if delta is None else storage_bytes([delta])
+                record[l] = row
+            box.clear()
+        return deltas
+
+    backward_sweep(None)  # warm-up: first calls allocate caches, pick kernels
+    state.reset(rng=True)
+    rows: Dict[int, Dict[str, int]] = {}
+    deltas = backward_sweep(rows)
+    state.reset(rng=True)
+
+    # Times, the profiler off: each op of each stage, `repeat` times.
+    times: Dict[int, Dict[str, List[float]]] = {l: {"f": [], "n": [], "b": []} for l in range(1, n + 1)}
+    for _ in range(repeat):
+        for l in range(n, 0, -1):
+            inp = inputs[l - 1]
+            _sync(device)
+            t0 = time.perf_counter()
+            y = pipe.forward_nograd(l, inp)
+            _sync(device)
+            times[l]["n"].append(time.perf_counter() - t0)
+            del y
+            box: list = []
+            t0 = time.perf_counter()
+            out = [pipe.forward_recording(l, inp, box)]
+            _sync(device)
+            t1 = time.perf_counter()
+            for p in program.parameters(l):
+                p.grad = None
+            d = deltas.get(l)
+            backward_handing_over(out, [] if d is None else [d])
+            _sync(device)
+            times[l]["b"].append(time.perf_counter() - t1)
+            times[l]["f"].append(t1 - t0)
+            box.clear()
+        state.reset(rng=True)
+
+    stages = []
+    for l in range(1, n + 1):
+        r = rows[l]
+        d_prev = r["input_gradient_bytes"]
+        out_b = r["output_bytes"]
+        saved = max(r["saved_bytes"], out_b)
+        stage: Dict[str, Any] = {
+            "name": program.names[l - 1],
+            "forward_seconds": statistics.median(times[l]["f"]),
+            "forward_nograd_seconds": statistics.median(times[l]["n"]),
+            "backward_seconds": statistics.median(times[l]["b"]),
+            "output_bytes": out_b,
+            "saved_bytes": saved,
+        }
+        module = program.module_names[l - 1]
+        if module:
+            stage["module"] = module
+        if r["gradient_bytes"] != out_b:
+            stage["gradient_bytes"] = r["gradient_bytes"]
+        o_f = max(0, r["nograd_transient"], r["recording_transient"])
+        if o_f:
+            stage["forward_overhead_bytes"] = o_f
+        o_b = r["backward_peak"] - d_prev
+        if o_b:
+            stage["backward_overhead_bytes"] = o_b
+        stages.append(stage)
+    a0 = storage_bytes([*_leaves(batch), target, *pipe.consts])
+    d0 = rows[1]["input_gradient_bytes"]
+    return stages, a0, d0

@@ -496,6 +496,9 @@ class StageList:
     def all_buffers(self) -> List[torch.Tensor]:
         return _distinct(b for m in self.modules for b in m.buffers())
 
+    def attribute_tensors(self) -> List[torch.Tensor]:
+        return _attribute_tensors(self.modules)
+
 
 class StagedProgram:
     """A `StagedModel` as the runtime and the describer run it."""
@@ -531,6 +534,23 @@ class StagedProgram:
 
     def all_buffers(self) -> List[torch.Tensor]:
         return _distinct(self.staged.model.buffers())
+
+    def attribute_tensors(self) -> List[torch.Tensor]:
+        # The captured graph's constants (tensors kept as plain attributes,
+        # lifted by export) are among each stage's non-parameter attributes.
+        return _distinct(
+            [*_attribute_tensors([self.staged.model]), *(b for s in self.staged.stages for b in s.buffers)]
+        )
+
+
+def _attribute_tensors(modules: Sequence[nn.Module]) -> List[torch.Tensor]:
+    """Tensors kept as plain attributes of the modules (not parameters or
+    buffers): constants a stage reads, never part of what it saves."""
+    out = []
+    for m in modules:
+        for sub in m.modules():
+            out.extend(v for v in vars(sub).values() if isinstance(v, torch.Tensor))
+    return _distinct(out)
 
 
 def _distinct(items) -> list:
