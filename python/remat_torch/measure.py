@@ -22,6 +22,10 @@ parameter and step — the rule the plain step's measured peak follows too.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 import torch
@@ -85,8 +89,14 @@ class Meter:
     def _measure_cpu(self, fn, booked):
         from torch.profiler import ProfilerActivity, profile
 
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+        with _quiet_stderr():
+            prof.__enter__()
+        try:
             result = fn()
+        finally:
+            with _quiet_stderr():
+                prof.__exit__(None, None, None)
         events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
         # Stable: events of one nanosecond keep the order they were reported in.
         events.sort(key=lambda e: e.start_ns())
@@ -102,6 +112,28 @@ class Meter:
             cur += n
             peak = max(peak, cur)
         return result, cur, peak
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Kineto prints a line to the process's stderr at every profiler start
+    and stop (and a GPU probe's failure on a machine without one): noise
+    around each measurement, silenced at the file-descriptor level for the
+    start and stop only (the model's own code runs outside)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def storage_bytes(tensors: Iterable[Any]) -> int:

@@ -421,7 +421,8 @@ class _Step:
         # δ^L is resident from the start (the loss seed); None: autograd's
         # implicit 1 for the scalar loss.
         self.grad: Dict[int, Optional[torch.Tensor]] = {self.n: None}
-        self.rng: Dict[int, Tuple[torch.Tensor, Optional[torch.Tensor]]] = {}
+        self.rng: Dict[int, Optional[Tuple[bytes, Optional[bytes]]]] = {}
+        self.forwards = owner.schedule.forwards_per_stage(self.n)
         self.forward_counts = [0] * (self.n + 1)
         self.states: List[dict] = []
         self.loss: Optional[torch.Tensor] = None
@@ -511,20 +512,30 @@ class _Step:
         forward (same dropout mask) and leaves no trace: the global RNG
         continues as after a plain step, and buffers (BatchNorm running
         statistics, num_batches_tracked) keep the one update of the first
-        forward, as a plain step makes."""
+        forward, as a plain step makes.
+
+        The state is kept only for stages the schedule runs more than once,
+        as Python bytes: a CPU RNG state is a 5 KiB tensor from the CPU
+        allocator, which on the CPU is the device's memory (14 of them put a
+        ViT's measured peak 0.6 % above the prediction)."""
         cuda = self.device.type == "cuda"
         if l not in self.rng:
-            cpu_state = torch.get_rng_state()
-            cuda_state = torch.cuda.get_rng_state(self.device) if cuda else None
-            self.rng[l] = (cpu_state, cuda_state)
+            if self.forwards[l] > 1:
+                cpu_state = bytes(torch.get_rng_state().tolist())
+                cuda_state = bytes(torch.cuda.get_rng_state(self.device).tolist()) if cuda else None
+                self.rng[l] = (cpu_state, cuda_state)
+            else:
+                self.rng[l] = None
             yield
             return
+        if self.rng[l] is None:
+            raise RuntimeError(f"stage {l} runs more forwards than its schedule lists")
         cpu_state, cuda_state = self.rng[l]
         buffers = [(b, b.detach().clone()) for b in self.program.buffers(l)]
         with torch.random.fork_rng(devices=[self.device] if cuda else [], device_type="cuda"):
-            torch.set_rng_state(cpu_state)
+            torch.set_rng_state(torch.tensor(list(cpu_state), dtype=torch.uint8))
             if cuda:
-                torch.cuda.set_rng_state(cuda_state, self.device)
+                torch.cuda.set_rng_state(torch.tensor(list(cuda_state), dtype=torch.uint8), self.device)
             yield
         with torch.no_grad():
             for b, old in buffers:
