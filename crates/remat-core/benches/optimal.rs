@@ -37,6 +37,7 @@ pub fn random_chain(stages: usize) -> Chain {
         input_bytes: draw(1, 4),
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
+        inputs: None,
         stages,
     }
 }

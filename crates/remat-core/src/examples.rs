@@ -266,6 +266,7 @@ pub fn teaching() -> Chain {
         input_bytes: mib(64),
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
+        inputs: None,
         stages,
     }
 }
@@ -322,6 +323,7 @@ pub fn nonpersistent_chain(n: usize) -> Chain {
         input_bytes: mib(1),
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
+        inputs: None,
         stages,
     }
 }
@@ -421,6 +423,7 @@ pub fn vgg19() -> Chain {
         input_bytes: batch * 3 * 224 * 224 * F32,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
+        inputs: None,
         stages,
     }
 }
@@ -496,6 +499,7 @@ pub fn resnet50() -> Chain {
         input_bytes: batch * 3 * 224 * 224 * F32,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
+        inputs: None,
         stages,
     }
 }
@@ -541,6 +545,7 @@ pub fn gpt2() -> Chain {
         input_bytes: s * b * 8,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
+        inputs: None,
         stages,
     }
 }
@@ -571,6 +576,7 @@ pub fn synthetic(n: usize) -> Chain {
         input_bytes: mib(64),
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
+        inputs: None,
         stages,
     }
 }

@@ -177,6 +177,7 @@ fn reload_or_recompute_chain() -> Chain {
         forward_overhead_bytes: 0,
         backward_overhead_bytes: 0,
         forward_nograd_seconds: nograd,
+        module: None,
     };
     Chain {
         name: "reload or recompute".into(),
@@ -185,6 +186,7 @@ fn reload_or_recompute_chain() -> Chain {
         input_gradient_bytes: 1,
         // 1 B/s at DELTA's 35 %.
         bandwidth_bytes_per_s: Some(1.0 / DeltaSettings::default().link_share),
+        inputs: None,
         stages: vec![
             stage(15.0, 1, 20, Some(1.0)),
             stage(1.0, 1, 15, None),

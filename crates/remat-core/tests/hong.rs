@@ -106,6 +106,7 @@ fn chain_of(d: &[u64]) -> Chain {
         input_bytes: d[0],
         input_gradient_bytes: d[0],
         bandwidth_bytes_per_s: None,
+        inputs: None,
         stages: d[1..]
             .iter()
             .enumerate()

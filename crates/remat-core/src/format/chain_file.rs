@@ -3,9 +3,11 @@
 //! The file structs say which fields exist, which are optional and their
 //! defaults; serde reads them; [`Chain::validate`] judges the values.
 
-use super::json::{check_syntax, expect_format, objects, present, read, FormatError};
-use super::numbers::{Bytes, Rate, Seconds, SignedBytes};
-use crate::model::{Chain, Stage};
+use super::json::{
+    check_syntax, expect_format, objects, optional_objects, present, read, FormatError,
+};
+use super::numbers::{Bytes, Dim, Rate, Seconds, SignedBytes};
+use crate::model::{Chain, InputTensor, Stage};
 use serde::{Deserialize, Serialize};
 
 pub const CHAIN_FORMAT: &str = "remat-chain/1";
@@ -28,6 +30,20 @@ struct ChainFile {
     bandwidth_bytes_per_s: Option<Rate>,
     #[serde(deserialize_with = "objects")]
     stages: Vec<StageFile>,
+    /// Absent or `null`: not described.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "optional_objects")]
+    inputs: Option<Vec<InputFile>>,
+}
+
+/// One tensor of the batch the chain was measured on.
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct InputFile {
+    #[serde(default)]
+    name: String,
+    shape: Vec<Dim>,
+    dtype: String,
 }
 
 #[derive(Deserialize, Serialize)]
@@ -50,6 +66,9 @@ struct StageFile {
     /// Absent or `null`: the same as `forward_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     forward_nograd_seconds: Option<Seconds>,
+    /// Absent or `null`: not described.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    module: Option<String>,
 }
 
 fn unnamed() -> String {
@@ -65,6 +84,9 @@ impl From<ChainFile> for Chain {
             input_gradient_bytes: f.input_gradient_bytes.unwrap_or(f.input_bytes).0,
             bandwidth_bytes_per_s: f.bandwidth_bytes_per_s.map(|r| r.0),
             stages: f.stages.into_iter().map(Stage::from).collect(),
+            inputs: f
+                .inputs
+                .map(|list| list.into_iter().map(InputTensor::from).collect()),
         }
     }
 }
@@ -81,6 +103,17 @@ impl From<StageFile> for Stage {
             forward_overhead_bytes: f.forward_overhead_bytes.0,
             backward_overhead_bytes: f.backward_overhead_bytes.0,
             forward_nograd_seconds: f.forward_nograd_seconds.map(|t| t.0),
+            module: f.module,
+        }
+    }
+}
+
+impl From<InputFile> for InputTensor {
+    fn from(f: InputFile) -> InputTensor {
+        InputTensor {
+            name: f.name,
+            shape: f.shape.into_iter().map(|d| d.0).collect(),
+            dtype: f.dtype,
         }
     }
 }
@@ -97,6 +130,10 @@ impl From<&Chain> for ChainFile {
                 .then_some(Bytes(c.input_gradient_bytes)),
             bandwidth_bytes_per_s: c.bandwidth_bytes_per_s.map(Rate),
             stages: c.stages.iter().map(StageFile::from).collect(),
+            inputs: c
+                .inputs
+                .as_ref()
+                .map(|list| list.iter().map(InputFile::from).collect()),
         }
     }
 }
@@ -113,6 +150,17 @@ impl From<&Stage> for StageFile {
             forward_overhead_bytes: SignedBytes(s.forward_overhead_bytes),
             backward_overhead_bytes: SignedBytes(s.backward_overhead_bytes),
             forward_nograd_seconds: s.forward_nograd_seconds.map(Seconds),
+            module: s.module.clone(),
+        }
+    }
+}
+
+impl From<&InputTensor> for InputFile {
+    fn from(t: &InputTensor) -> InputFile {
+        InputFile {
+            name: t.name.clone(),
+            shape: t.shape.iter().copied().map(Dim).collect(),
+            dtype: t.dtype.clone(),
         }
     }
 }
@@ -155,3 +203,6 @@ pub fn write_chain(chain: &Chain) -> String {
     let value = serde_json::to_value(ChainFile::from(chain)).expect("a chain always serializes");
     serde_json::to_string_pretty(&value).expect("a JSON value always serializes")
 }
+
+#[cfg(test)]
+mod tests;

@@ -120,8 +120,21 @@ where
     D: Deserializer<'de>,
     T: Deserialize<'de>,
 {
-    let list = Vec::<Object<T>>::deserialize(d)?;
-    Ok(list.into_iter().map(|o| o.0).collect())
+    Vec::<Object<T>>::deserialize(d).map(unwrapped)
+}
+
+/// For `#[serde(default, deserialize_with = "optional_objects")]`: an
+/// optional list of JSON objects, `null` read as absent.
+pub(super) fn optional_objects<'de, D, T>(d: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<Object<T>>>::deserialize(d)?.map(unwrapped))
+}
+
+fn unwrapped<T>(list: Vec<Object<T>>) -> Vec<T> {
+    list.into_iter().map(|o| o.0).collect()
 }
 
 /// For `#[serde(default, deserialize_with = "present")]`: an optional field

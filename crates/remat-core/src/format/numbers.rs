@@ -138,3 +138,44 @@ fn whole<E: de::Error>(x: f64) -> Result<f64, E> {
     }
     Ok(x)
 }
+
+/// A tensor dimension: a whole number ≥ 0 from any JSON number (`4.0` is
+/// accepted, `4.5` and `-3` are not).
+#[derive(Clone, Copy, Debug, Serialize)]
+#[serde(transparent)]
+pub(super) struct Dim(pub u64);
+
+struct DimVisitor;
+
+impl DimVisitor {
+    fn refuse<E: de::Error>(x: impl fmt::Display) -> E {
+        E::custom(format!("must be a whole number ≥ 0, got {x}"))
+    }
+}
+
+impl Visitor<'_> for DimVisitor {
+    type Value = u64;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a whole number ≥ 0")
+    }
+    fn visit_u64<E: de::Error>(self, d: u64) -> Result<u64, E> {
+        Ok(d)
+    }
+    fn visit_i64<E: de::Error>(self, d: i64) -> Result<u64, E> {
+        u64::try_from(d).map_err(|_| Self::refuse(d))
+    }
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<u64, E> {
+        // Below 2^53 a double holds every whole number exactly.
+        if x >= 0.0 && x.fract() == 0.0 && x < 9_007_199_254_740_992.0 {
+            Ok(x as u64)
+        } else {
+            Err(Self::refuse(x))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Dim {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DimVisitor).map(Dim)
+    }
+}

@@ -117,6 +117,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
                 forward_overhead_bytes: f.ftmp[i].0 as i64,
                 backward_overhead_bytes: f.btmp[i].0 as i64,
                 forward_nograd_seconds: None,
+                module: None,
             }
         })
         .collect();
@@ -132,6 +133,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
         input_bytes: f.cw[0].0,
         input_gradient_bytes: f.cw[0].0,
         bandwidth_bytes_per_s: None,
+        inputs: None,
         stages,
     }
 }

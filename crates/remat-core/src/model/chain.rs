@@ -1,5 +1,6 @@
 //! A training step as a chain of stages 1..L (rotor report, Section 3.1).
 
+use super::inputs::{self, InputTensor};
 use std::fmt;
 
 /// One stage ℓ of the chain: F^ℓ maps a^{ℓ-1} to a^ℓ, B^ℓ maps δ^ℓ to δ^{ℓ-1}.
@@ -28,6 +29,10 @@ pub struct Stage {
     /// u_f^ℓ of a forward that records no graph (F_ck, F_∅ run under
     /// no-grad); None: the same as `forward_seconds`.
     pub forward_nograd_seconds: Option<f64>,
+    /// The qualified name of the framework module(s) the stage runs
+    /// (`transformer.h.3`, `conv1+bn1+relu+maxpool`), for people; None when
+    /// not known. Outside the digest, like `name`.
+    pub module: Option<String>,
 }
 
 impl Stage {
@@ -49,6 +54,7 @@ impl Stage {
             forward_overhead_bytes: 0,
             backward_overhead_bytes: 0,
             forward_nograd_seconds: None,
+            module: None,
         }
     }
 
@@ -79,6 +85,9 @@ pub struct Chain {
     /// β: host↔device bandwidth for offloading, if known.
     pub bandwidth_bytes_per_s: Option<f64>,
     pub stages: Vec<Stage>,
+    /// The tensors of the batch the numbers were measured on, for people;
+    /// None when not known. Outside the digest, like `name` and `source`.
+    pub inputs: Option<Vec<InputTensor>>,
 }
 
 /// Why a chain is not usable; `path` names the field as in the JSON file.
@@ -161,6 +170,15 @@ impl Chain {
             .sum()
     }
 
+    /// The batch it was measured on in one line (`input_ids int64 [4, 128]`);
+    /// None when no input is described.
+    pub fn inputs_summary(&self) -> Option<String> {
+        self.inputs
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .map(inputs::describe)
+    }
+
     /// Checks every field; the error names the first bad one.
     pub fn validate(&self) -> Result<(), ChainError> {
         if self.stages.is_empty() {
@@ -189,6 +207,9 @@ impl Chain {
                     format!("must be 0 (no link) or a finite rate of at least 1 byte/s, got {bw}"),
                 ));
             }
+        }
+        if let Some(tensors) = &self.inputs {
+            inputs::validate(tensors)?;
         }
         for (i, s) in self.stages.iter().enumerate() {
             for (field, v) in [
@@ -281,7 +302,9 @@ impl Chain {
     }
 
     /// A digest of everything that decides whether a schedule is valid and
-    /// how long it takes (sizes, times, input), not the name or the source.
+    /// how long it takes (sizes, times, input), not what only describes the
+    /// chain: its name, source and inputs, the stages' names and modules
+    /// (nor the bandwidth, which a schedule records itself).
     ///
     /// FNV-1a over a canonical encoding: cheap, dependency-free and stable
     /// across platforms; it identifies a chain, it does not protect it.

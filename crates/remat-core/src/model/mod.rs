@@ -1,8 +1,10 @@
 //! The chain model shared by every algorithm (`docs/model.md`).
 
 mod chain;
+mod inputs;
 pub mod scale;
 pub mod units;
 
 pub use chain::{Chain, ChainError, Stage, MAX_STAGES};
+pub use inputs::{InputTensor, MAX_INPUTS, MAX_INPUT_DIMS};
 pub use scale::{scaled, AffineFit, BatchModel, Scale};

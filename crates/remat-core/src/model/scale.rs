@@ -17,6 +17,16 @@
 //! through both profiles, so ∂W and the launch time a small batch is bound
 //! by land in the fixed part. [`BatchModel`] is either rule, as a function
 //! of the batch.
+//!
+//! A chain's `inputs` describe the tensors it was measured on. A scaled
+//! chain was not measured on them, and which dimension is the batch (or
+//! what the dtype becomes at another precision) is not known here: a
+//! position-ids tensor of shape [1, 128] does not grow with the batch, and
+//! a sequence-first one has its batch second. So the inputs are kept only
+//! where the chain is a measured one unchanged: [`scaled`] by factors of
+//! exactly 1, or an affine fit read at one of its two profiled batches
+//! (that profile's inputs); anywhere else the scaled chain has none. Stage
+//! names and modules are kept: the stages are the same.
 
 use super::{Chain, ChainError, Stage};
 
@@ -59,8 +69,9 @@ impl Scale {
     }
 }
 
-/// `chain` with its sizes and times multiplied by `scale`. Sizes round to
-/// the nearest byte. Refused (naming the factor) when a factor is not a
+/// `chain` with its sizes and times multiplied by `scale`, its `inputs`
+/// dropped unless both factors are 1 (the module doc says why). Sizes round
+/// to the nearest byte. Refused (naming the factor) when a factor is not a
 /// finite positive number or a size would not fit in 64 bits; the result is
 /// validated like a chain read from a file.
 pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
@@ -90,6 +101,9 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
         Ok(x as i64)
     };
     let mut out = chain.clone();
+    if scale.bytes != 1.0 || scale.seconds != 1.0 {
+        out.inputs = None;
+    }
     out.input_bytes = size("input_bytes", chain.input_bytes)?;
     out.input_gradient_bytes = size("input_gradient_bytes", chain.input_gradient_bytes)?;
     for (l, s) in out.stages.iter_mut().enumerate() {
@@ -165,7 +179,8 @@ impl BatchModel {
 /// the line through both: v(b) = v₁ (b₂ − b)/(b₂ − b₁) + v₂ (b − b₁)/(b₂ − b₁),
 /// which is v₁ at b₁ and v₂ at b₂ exactly (sizes in integers, times with
 /// one weight 0 and the other 1). Name, source and bandwidth are the first
-/// profile's (a link does not depend on the batch).
+/// profile's (a link does not depend on the batch); the inputs are the
+/// profile's at a profiled batch, none elsewhere (the module doc says why).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AffineFit {
     first: Chain,
@@ -245,6 +260,11 @@ impl AffineFit {
             c.input_gradient_bytes,
         )?;
         out.bandwidth_bytes_per_s = a.bandwidth_bytes_per_s.or(c.bandwidth_bytes_per_s);
+        out.inputs = match batch {
+            b if b == self.first_batch => a.inputs.clone(),
+            b if b == self.second_batch => c.inputs.clone(),
+            _ => None,
+        };
         for (l, (s, (x, y))) in out
             .stages
             .iter_mut()
@@ -303,6 +323,7 @@ impl Line {
                 y.backward_overhead_bytes,
             )?,
             forward_nograd_seconds: nograd,
+            module: x.module.clone(),
         })
     }
 
@@ -525,5 +546,41 @@ mod affine_tests {
         let e = fit.at(4).unwrap_err();
         assert_eq!(e.path, "stages[2].forward_seconds");
         assert!(e.message.contains("negative at batch 4"), "{e}");
+    }
+
+    // Fails if a scaled chain kept the inputs it was not measured on (at
+    // batch 8, `input_ids [4, 128]` would be wrong), if the identity or a
+    // profiled batch dropped them (mutation tried: `out.inputs = None`
+    // unconditionally in `scaled`; the fit answering the first profile's
+    // inputs at the second batch), or if a rescale lost the stages' modules.
+    #[test]
+    fn inputs_are_kept_only_where_the_chain_is_measured_and_modules_always() {
+        let described = |batch: u64| {
+            let mut c = examples::teaching();
+            c.inputs = Some(vec![crate::model::InputTensor {
+                name: "input_ids".into(),
+                shape: vec![batch, 128],
+                dtype: "int64".into(),
+            }]);
+            c.stages[2].module = Some("transformer.h.1".into());
+            c
+        };
+        let first = described(4);
+        let twice = scaled(&first, Scale::batch(4, 8)).unwrap();
+        assert_eq!(twice.inputs, None);
+        assert_eq!(twice.stages[2].module, first.stages[2].module);
+        assert_eq!(scaled(&first, Scale::bytes(0.5)).unwrap().inputs, None);
+        assert_eq!(scaled(&first, Scale::batch(4, 4)).unwrap(), first);
+        let linear = BatchModel::linear(first.clone(), 4).unwrap();
+        assert_eq!(linear.at(4).unwrap().inputs, first.inputs);
+
+        let mut second = scaled(&first, Scale::batch(4, 16)).unwrap();
+        second.inputs = described(16).inputs;
+        let fit = AffineFit::new(first.clone(), 4, second.clone(), 16).unwrap();
+        assert_eq!(fit.at(4).unwrap().inputs, first.inputs);
+        assert_eq!(fit.at(16).unwrap().inputs, second.inputs);
+        let between = fit.at(8).unwrap();
+        assert_eq!(between.inputs, None);
+        assert_eq!(between.stages[2].module, first.stages[2].module);
     }
 }

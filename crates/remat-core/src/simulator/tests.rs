@@ -42,6 +42,7 @@ fn chain() -> Chain {
         input_bytes: 100,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(10.0),
+        inputs: None,
         stages,
     }
 }
@@ -259,6 +260,7 @@ fn a_prefetch_waits_for_memory_freed_by_the_op_before_it() {
         input_bytes: 100,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(50.0),
+        inputs: None,
         stages: vec![
             Stage::new("1", 1.0, 1.0, 10, 10),
             Stage::new("2", 1.0, 1.0, 5, 50),

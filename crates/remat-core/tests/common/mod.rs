@@ -41,6 +41,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
                 forward_overhead_bytes: if with_overheads { of } else { 0 },
                 backward_overhead_bytes: if with_overheads { ob.max(-freed) } else { 0 },
                 forward_nograd_seconds: nograd.filter(|_| with_overheads).map(|t| t.min(f) as f64),
+                module: None,
             }
         });
     (
@@ -54,6 +55,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
             input_bytes: input,
             input_gradient_bytes: input_grad,
             bandwidth_bytes_per_s: None,
+            inputs: None,
             stages,
         })
 }
@@ -84,6 +86,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
                 (of / 2) as i64
             },
             forward_nograd_seconds: nograd.map(|r| f * r),
+            module: None,
         });
     (proptest::collection::vec(stage, 1..=max_len), 1u64..1 << 28).prop_map(|(stages, input)| {
         Chain {
@@ -92,6 +95,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
             input_bytes: input,
             input_gradient_bytes: input,
             bandwidth_bytes_per_s: None,
+            inputs: None,
             stages,
         }
     })

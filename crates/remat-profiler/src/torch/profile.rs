@@ -238,6 +238,7 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
             forward_overhead_bytes: s.forward_overhead,
             backward_overhead_bytes: s.backward_overhead,
             forward_nograd_seconds: Some(median(nograd[i].clone())),
+            module: None,
         })
         .collect();
     let source = match dev {
@@ -266,6 +267,7 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         // The input batch needs no gradient: PyTorch never computes δ^0.
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(bandwidth),
+        inputs: None,
         stages,
     };
     chain

@@ -69,6 +69,7 @@
 //!     input_bytes: 4,
 //!     input_gradient_bytes: 4,
 //!     bandwidth_bytes_per_s: None,
+//!     inputs: None,
 //!     stages,
 //! };
 //! let best = hong::optimal(&chain, Model::PyTorch).unwrap();

@@ -1,0 +1,213 @@
+//! The descriptive fields of `remat-chain/1`: the top-level `inputs` (the
+//! batch the chain was measured on) and each stage's `module`. Each test
+//! says which mutation of the code it catches.
+
+use super::{read_chain, write_chain};
+use crate::model::{Chain, InputTensor};
+use serde_json::{json, Value};
+
+/// A chain without the descriptive fields, as files were before them.
+fn plain() -> Value {
+    json!({
+        "format": "remat-chain/1", "name": "t", "input_bytes": 100,
+        "stages": [
+            {"name": "a", "forward_seconds": 0.1, "backward_seconds": 0.2, "output_bytes": 10, "saved_bytes": 20},
+            {"name": "b", "forward_seconds": 0.1, "backward_seconds": 0.2, "output_bytes": 4, "saved_bytes": 8}
+        ]
+    })
+}
+
+/// `plain()` with a batch of two tensors and a module on the first stage.
+fn described() -> Value {
+    let mut v = plain();
+    v["inputs"] = json!([
+        {"name": "input_ids", "shape": [4, 128], "dtype": "int64"},
+        {"name": "", "shape": [], "dtype": "float32"}
+    ]);
+    v["stages"][0]["module"] = "transformer.h.3".into();
+    v
+}
+
+fn read(v: &Value) -> Chain {
+    read_chain(&v.to_string()).unwrap()
+}
+
+/// The error reading `described()` after `edit`.
+fn error_of(edit: impl FnOnce(&mut Value)) -> String {
+    let mut v = described();
+    edit(&mut v);
+    read_chain(&v.to_string()).unwrap_err().to_string()
+}
+
+/// Catches a field left out of the file struct or of `From<ChainFile>`
+/// (the values would not arrive), and a default that is not None (old
+/// files would gain inputs or modules).
+#[test]
+fn inputs_and_modules_are_read_when_given_and_none_otherwise() {
+    let old = read(&plain());
+    assert_eq!(old.inputs, None);
+    assert!(old.stages.iter().all(|s| s.module.is_none()));
+
+    let chain = read(&described());
+    assert_eq!(
+        chain.inputs,
+        Some(vec![
+            InputTensor {
+                name: "input_ids".into(),
+                shape: vec![4, 128],
+                dtype: "int64".into()
+            },
+            InputTensor {
+                name: String::new(),
+                shape: vec![],
+                dtype: "float32".into()
+            },
+        ])
+    );
+    assert_eq!(chain.stages[0].module.as_deref(), Some("transformer.h.3"));
+    assert_eq!(chain.stages[1].module, None);
+    assert_eq!(
+        chain.inputs_summary().as_deref(),
+        Some("input_ids int64 [4, 128], float32 []")
+    );
+    assert_eq!(old.inputs_summary(), None);
+
+    // `null` is absent, as for the other optional descriptive fields; a
+    // tensor's `name` may be left out (positional); a whole float is a dim.
+    let mut v = described();
+    v["stages"][0]["module"] = Value::Null;
+    v["inputs"] = Value::Null;
+    let chain = read(&v);
+    assert_eq!((chain.inputs, chain.stages[0].module.clone()), (None, None));
+    let mut v = plain();
+    v["inputs"] = json!([{"shape": [2.0, 3], "dtype": "bfloat16"}]);
+    assert_eq!(
+        read(&v).inputs.unwrap()[0],
+        InputTensor {
+            name: String::new(),
+            shape: vec![2, 3],
+            dtype: "bfloat16".into()
+        }
+    );
+}
+
+/// Catches a dim read as a plain `u64` (serde's own message, without the
+/// value), a missing `deny_unknown_fields` on the tensor, and each limit or
+/// the dtype check left out of `Chain::validate`.
+#[test]
+fn bad_inputs_and_modules_are_named_by_their_field() {
+    type Edit = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(|v| v["inputs"][0]["shape"][1] = (-3).into()),
+            "inputs[0].shape[1]: must be a whole number ≥ 0, got -3",
+        ),
+        (
+            Box::new(|v| v["inputs"][1]["shape"] = json!([1.5])),
+            "inputs[1].shape[0]: must be a whole number ≥ 0, got 1.5",
+        ),
+        (
+            Box::new(|v| v["inputs"][0]["shape"][0] = "4".into()),
+            "inputs[0].shape[0]: expected a whole number ≥ 0, found the string \"4\"",
+        ),
+        (
+            Box::new(|v| v["inputs"][0]["shape"] = 4.into()),
+            "inputs[0].shape: expected an array, found the number 4",
+        ),
+        (
+            Box::new(|v| v["inputs"][1]["dtype"] = "".into()),
+            "inputs[1].dtype: must name the element type (\"float32\", \"bfloat16\", \"int64\", …)",
+        ),
+        (
+            Box::new(|v| {
+                v["inputs"][0].as_object_mut().unwrap().remove("dtype");
+            }),
+            "inputs[0].dtype: missing",
+        ),
+        (
+            Box::new(|v| {
+                v["inputs"][0].as_object_mut().unwrap().remove("shape");
+            }),
+            "inputs[0].shape: missing",
+        ),
+        (
+            Box::new(|v| v["inputs"][0]["dtyp"] = "int64".into()),
+            "inputs[0].dtyp: unknown field; did you mean `dtype`?",
+        ),
+        (
+            Box::new(|v| v["inputs"][0]["name"] = 3.into()),
+            "inputs[0].name: expected a string, found the number 3",
+        ),
+        (
+            Box::new(|v| v["inputs"][1] = json!([4, 128])),
+            "inputs[1]: expected an object, found an array",
+        ),
+        (
+            Box::new(|v| v["inputs"] = json!({"input_ids": [4, 128]})),
+            "inputs: expected an array, found an object",
+        ),
+        (
+            Box::new(|v| v["input"] = json!([])),
+            "input: unknown field; did you mean `inputs`?",
+        ),
+        (
+            Box::new(|v| {
+                let t = v["inputs"][0].clone();
+                v["inputs"] = Value::Array(vec![t; crate::model::MAX_INPUTS + 1]);
+            }),
+            "inputs: 65 tensors is more than the 64 this tool accepts",
+        ),
+        (
+            Box::new(|v| {
+                v["inputs"][1]["shape"] = json!(vec![1; crate::model::MAX_INPUT_DIMS + 1])
+            }),
+            "inputs[1].shape: 17 dimensions is more than the 16 this tool accepts",
+        ),
+        (
+            Box::new(|v| v["stages"][1]["module"] = json!(["fc"])),
+            "stages[1].module: expected a string, found an array",
+        ),
+        (
+            Box::new(|v| v["stages"][1]["modules"] = "fc".into()),
+            "stages[1].modules: unknown field; did you mean `module`?",
+        ),
+    ];
+    for (edit, expected) in cases {
+        assert_eq!(error_of(edit), expected);
+    }
+    // The limits themselves are accepted.
+    let mut v = described();
+    v["inputs"] = Value::Array(vec![v["inputs"][0].clone(); crate::model::MAX_INPUTS]);
+    v["inputs"][0]["shape"] = json!(vec![0; crate::model::MAX_INPUT_DIMS]);
+    assert_eq!(read(&v).inputs.unwrap().len(), crate::model::MAX_INPUTS);
+}
+
+/// Catches `write_chain` leaving either field out (the round trip loses
+/// it) or writing it when absent (`"inputs": null` in an old chain's file).
+#[test]
+fn written_files_keep_inputs_and_modules_and_only_when_given() {
+    let chain = read(&described());
+    let text = write_chain(&chain);
+    assert_eq!(read_chain(&text).unwrap(), chain);
+    let written: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(written["inputs"], described()["inputs"]);
+    assert_eq!(written["stages"][0]["module"], "transformer.h.3");
+    assert!(written["stages"][1].get("module").is_none(), "{text}");
+
+    let old = write_chain(&read(&plain()));
+    assert!(!old.contains("inputs") && !old.contains("module"), "{old}");
+}
+
+/// Catches `inputs` or `module` entering `Chain::digest`: a schedule made
+/// for a chain must still match it once the describer names its batch
+/// and modules.
+#[test]
+fn the_digest_ignores_inputs_and_modules() {
+    let (old, new) = (read(&plain()), read(&described()));
+    assert_ne!(old, new);
+    assert_eq!(old.digest(), new.digest());
+    let mut other = new.clone();
+    other.inputs.as_mut().unwrap()[0].shape[0] = 8;
+    other.stages[1].module = Some("fc".into());
+    assert_eq!(other.digest(), old.digest());
+}
