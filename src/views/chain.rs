@@ -251,6 +251,9 @@ pub fn ChainView() -> impl IntoView {
             <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("stage {l}: {}", s.name)}</b>
                 <table class="kv">
+                    {s.module.clone().map(|m| view! {
+                        <tr><td>"module"</td><td>{m}</td></tr>
+                    })}
                     <tr><td>"forward u_f"</td><td>{ms(s.forward_seconds)}</td></tr>
                     <tr><td>"backward u_b"</td><td>{ms(s.backward_seconds)}</td></tr>
                     <tr><td>"output a^ℓ"</td><td>{bytes(s.output_bytes)}</td></tr>

@@ -121,6 +121,9 @@ pub fn Header() -> impl IntoView {
                 )
             }}
             <ChainSourceLine />
+            {move || state.loaded.chain.with(|c| c.inputs_summary()).map(|batch| view! {
+                <div id="chain-batch">{format!("batch: {batch}")}</div>
+            })}
         </div>
     }
 }

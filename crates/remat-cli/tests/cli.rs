@@ -1409,3 +1409,65 @@ fn delta_settings_are_flags_echoed_in_the_report() {
         refused(&args, says);
     }
 }
+
+/// A chain whose file names the batch it was measured on prints it under
+/// the chain's line in every text report that names the chain; one without
+/// prints no such line. Catches `say_chain` (or maxbatch's header) losing
+/// the line, and `inputs` or `module` entering the digest: a schedule made
+/// for the plain teaching chain still simulates on the described one.
+#[test]
+fn a_described_batch_is_printed_under_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: Value =
+        serde_json::from_slice(&remat(&["examples", "--write", "teaching"]).stdout).unwrap();
+    v["inputs"] = serde_json::json!([
+        {"name": "input_ids", "shape": [4, 128], "dtype": "int64"},
+        {"name": "", "shape": [4], "dtype": "float32"}
+    ]);
+    v["stages"][0]["module"] = "transformer.h.0".into();
+    let path = dir.path().join("described.json");
+    std::fs::write(&path, v.to_string()).unwrap();
+    let path = path.to_str().unwrap();
+    let (schedule, _) = solved_on(
+        "example:teaching",
+        &dir,
+        "s.json",
+        &["-a", "rotor", "-b", "100%"],
+    );
+    let batch = "input_ids int64 [4, 128], float32 [4]";
+    let text = |args: &[&str]| {
+        let out = remat(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (args, chain_line, batch_line) in [
+        (
+            vec!["solve", path, "-a", "rotor", "-b", "100%"],
+            "chain      teaching chain (10 stages)",
+            format!("batch      {batch}"),
+        ),
+        (
+            vec!["simulate", path, &schedule],
+            "chain      teaching chain (10 stages)",
+            format!("batch      {batch}"),
+        ),
+        (
+            vec!["checkpoints", path, "--model", "pytorch"],
+            "chain        teaching chain (10 stages)",
+            format!("batch        {batch}"),
+        ),
+        (
+            vec![
+                "maxbatch", path, "--memory", "4GiB", "--batch", "4", "-a", "rotor",
+            ],
+            "chain: teaching chain",
+            format!("batch: {batch}"),
+        ),
+    ] {
+        let out = text(&args);
+        let lines: Vec<&str> = out.lines().take(2).collect();
+        assert_eq!(lines, [chain_line, &batch_line], "{args:?}:\n{out}");
+    }
+    let plain = text(&["solve", "example:teaching", "-a", "rotor", "-b", "100%"]);
+    assert!(!plain.contains("batch "), "{plain}");
+}

@@ -112,7 +112,7 @@ fn print_text(chain: &Chain, model: Model, m: &Measured) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    say!("chain        {} ({} stages)", chain.name, chain.len());
+    super::say_chain(chain, 13);
     say!(
         "model        {model}: {}",
         match model {

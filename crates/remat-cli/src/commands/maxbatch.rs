@@ -123,6 +123,9 @@ fn ratio(x: Option<f64>) -> String {
 
 fn print_table(model: &BatchModel, device: &Device, found: &MaxBatches) {
     say!("chain: {}", model.profile().name);
+    if let Some(batch) = model.profile().inputs_summary() {
+        say!("batch: {batch}");
+    }
     say!("model: {}", model_words(model));
     say!(
         "activation budget: {} memory − {} fixed − {} = {}",

@@ -16,6 +16,16 @@ pub mod sweep;
 use crate::args::PlanFlags;
 use progress::TerminalProgress;
 use remat_core::solvers::{DeltaSettings, Options};
+use remat_core::Chain;
+
+/// A text report's first lines, labels `width` wide: the chain's name and
+/// length, and the batch it was measured on when its file says.
+fn say_chain(chain: &Chain, width: usize) {
+    say!("{:<width$}{} ({} stages)", "chain", chain.name, chain.len());
+    if let Some(batch) = chain.inputs_summary() {
+        say!("{:<width$}{batch}", "batch");
+    }
+}
 
 /// The solver options a planning command's shared flags ask for, with the
 /// link `bandwidth`.

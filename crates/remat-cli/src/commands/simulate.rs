@@ -74,7 +74,7 @@ fn json_report<'a>(
 }
 
 fn print_text(chain: &Chain, schedule: &ScheduleFile, trace: &Trace, states: &[OpState]) {
-    say!("chain      {} ({} stages)", chain.name, chain.len());
+    super::say_chain(chain, 11);
     say!(
         "schedule   {} ops by {}",
         schedule.ops.len(),

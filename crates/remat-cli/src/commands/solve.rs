@@ -1,7 +1,7 @@
 //! `remat solve`: one algorithm's schedule for one budget, judged by the
 //! simulator, with the chain's M_low and M_high and the algorithm's least.
 
-use super::{plan_options, TerminalProgress};
+use super::{plan_options, say_chain, TerminalProgress};
 use crate::args::{bytes_per_s, SolveArgs};
 use crate::error::{CliError, Result};
 use crate::input;
@@ -145,7 +145,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
 }
 
 fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
-    say!("chain      {} ({} stages)", chain.name, chain.len());
+    say_chain(chain, 11);
     say!("algorithm  {algorithm} ({})", s.solution.detail);
     say!(
         "budget     {}   (floor {}, M_low {}, {algorithm}'s least {}{}, M_high {})",
