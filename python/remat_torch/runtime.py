@@ -287,17 +287,6 @@ def needs_input_gradient(first: nn.Module, x: torch.Tensor) -> bool:
     return x.requires_grad or not any(p.requires_grad for p in first.parameters())
 
 
-def _signature(batch, target) -> Tuple:
-    """What a found program depends on: the batch's and target's shapes,
-    dtypes and devices (export specializes on them)."""
-    leaves = sorted(batch.items()) if isinstance(batch, dict) else [("", batch)]
-    leaves = leaves + [("target", target)]
-    return tuple(
-        (k, tuple(v.shape), v.dtype, str(v.device)) if isinstance(v, torch.Tensor) else (k, repr(v))
-        for k, v in leaves
-    )
-
-
 class Checkpointed:
     """One training step, forward and backward, following a schedule.
 
@@ -349,7 +338,7 @@ class Checkpointed:
         the model (once per shape, then reused)."""
         if self.program is not None:
             return self.program
-        from .staging import make_program
+        from .staging import _signature, make_program
 
         key = _signature(batch, target)
         program = self._programs.get(key)

@@ -33,6 +33,7 @@ into the kept checkpoint.
 from __future__ import annotations
 
 import operator
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -560,10 +561,27 @@ def _distinct(items) -> list:
     return list(seen.values())
 
 
+# Found programs, per model (weakly: a dropped model drops its programs) and
+# per batch signature, loss and granularity: describing a model and then
+# running several schedules on it captures it once.
+_FOUND: "weakref.WeakKeyDictionary[nn.Module, Dict[Tuple, StagedProgram]]" = weakref.WeakKeyDictionary()
+
+
+def _signature(batch, target) -> Tuple:
+    leaves = sorted(batch.items()) if isinstance(batch, dict) else [("", batch)]
+    leaves = leaves + [("target", target)]
+    return tuple(
+        (k, tuple(v.shape), v.dtype, str(v.device), v.requires_grad) if isinstance(v, torch.Tensor)
+        else (k, repr(v))
+        for k, v in leaves
+    )
+
+
 def make_program(model, batch, target, loss: Optional[Callable], granularity: str = "block",
                  merge: int = 1):
     """The stages of `model`: the user's own (a list or `nn.Sequential` and
-    no `loss`: the old convention), else found by `find_stages`."""
+    no `loss`: the old convention), else found by `find_stages` (once per
+    model, batch signature, loss, granularity and merge)."""
     if loss is None:
         if isinstance(model, (list, tuple, nn.Sequential)):
             return StageList(list(model))
@@ -574,4 +592,8 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
         )
     if isinstance(model, (list, tuple)):
         model = nn.Sequential(*model)
-    return StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
+    key = (_signature(batch, target), loss, granularity, merge, model.training)
+    found = _FOUND.setdefault(model, {})
+    if key not in found:
+        found[key] = StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
+    return found[key]
