@@ -13,8 +13,9 @@ when its earlier stage runs backward, as in a step:
 
 * ω_a^ℓ: what a no-grad forward leaves allocated (the input held apart);
 * ω_ā^ℓ: what a recording forward leaves (output and saved tensors);
-* o_f^ℓ: the transient peak above what the forward leaves, the larger of
-  the recording and the no-grad forward;
+* o_f^ℓ: the transient peak above what the recording forward (F_all)
+  leaves; the no-grad forward's (F_ck, F_∅) apart, as
+  `forward_nograd_overhead_bytes`;
 * o_b^ℓ: the peak of B^ℓ run as autograd runs it — the output and δ^ℓ
   handed to autograd and freed after their last reader — above its start,
   minus ω_δ^{ℓ-1}; signed (docs/model.md);
@@ -123,9 +124,22 @@ class _Pipeline:
             return self.own(self.program.run(l, x, self.consts), x)
 
 
+def _agrees(got: torch.Tensor, want: torch.Tensor, exact: bool) -> bool:
+    """Bit for bit on the CPU, where PyTorch's kernels are deterministic. On
+    a GPU, atomics make the model's own backward differ from itself in the
+    last bits (an embedding's gradient, a convolution's weight gradient:
+    2.6e-9 … 4.7e-7 on an H200), so there the check is to 1e-4 of the
+    tensor's largest magnitude."""
+    if exact:
+        return torch.equal(got, want)
+    scale = float(want.abs().max()) if want.numel() else 0.0
+    return got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-4, atol=1e-4 * scale + 1e-12))
+
+
 def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, target, state: _State,
             device) -> None:
-    """The found stages against the model's own step, bit for bit."""
+    """The found stages against the model's own step, bit for bit (on the
+    CPU; `_agrees`)."""
     state.reset()
     hooks, seen = [], {}
     for name in program.module_names:
@@ -166,9 +180,9 @@ def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, tar
         backward_handing_over([outs.pop()], [] if delta is None else [delta])
         box = boxes.pop()
         delta = box[0] if box else None
-    if not torch.equal(got_loss, expected.detach()):
+    exact = device.type == "cpu"
+    if not _agrees(got_loss, expected.detach(), exact):
         where = ""
-        # Not stored: only the stage outputs' first difference is named.
         for l, name in enumerate(program.module_names, start=1):
             if name in seen:
                 where = f" (compare the output of `{name}`, stage {l})"
@@ -180,7 +194,7 @@ def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, tar
     for l in range(1, len(program) + 1):
         for p in program.parameters(l):
             a, b = want.get(id(p)), p.grad
-            if (a is None) != (b is None) or (a is not None and not torch.equal(a, b)):
+            if (a is None) != (b is None) or (a is not None and not _agrees(b, a, exact)):
                 diff = "one is missing" if a is None or b is None else (
                     f"max difference {float((a - b).abs().max()):.3g}"
                 )
@@ -367,9 +381,15 @@ def _measure(program, batch, target, device, params, state: _State, repeat: int)
             stage["module"] = module
         if r["gradient_bytes"] != out_b:
             stage["gradient_bytes"] = r["gradient_bytes"]
-        o_f = max(0, r["nograd_transient"], r["recording_transient"])
+        # F_all's transient and F_ck/F_∅'s apart: without autograd PyTorch
+        # may pick other kernels (a GPT-2 block's attention: 0.14 MB
+        # recording, 2.1 MB no-grad on the CPU).
+        o_f = max(0, r["recording_transient"])
+        o_f_nograd = max(0, r["nograd_transient"])
         if o_f:
             stage["forward_overhead_bytes"] = o_f
+        if o_f_nograd != o_f:
+            stage["forward_nograd_overhead_bytes"] = o_f_nograd
         o_b = r["backward_peak"] - d_prev
         if o_b:
             stage["backward_overhead_bytes"] = o_b

@@ -252,3 +252,30 @@ def test_plans_hold_in_the_real_step(which, tmp_path):
             assert _same(_grads(model), want), (algorithm, alpha)
             assert predicted * 0.94 <= measured <= predicted * 1.03, rows
     assert len(rows) >= 6, rows
+
+
+def test_transformers_own_loss_with_labels_in_the_batch():
+    """transformers computes the loss itself when `labels` is an input: the
+    loss function reads it from the output, the labels are a step constant
+    (counted in a^0), and a step through the plan trains as a plain one."""
+    model, batch, ids, _ = gpt2()
+    batch = {**batch, "labels": ids}
+
+    def hf_loss(out, _target):
+        return out.loss
+
+    chain = describe_chain(model, batch, None, loss=hf_loss, repeat=1)
+    assert [s["name"] for s in chain["stages"]][-1] == "transformer.ln_f+lm_head+loss"
+    assert chain["input_bytes"] >= 2 * ids.numel() * ids.element_size()
+    assert {i["name"] for i in chain["inputs"]} == {"input_ids", "labels"}  # use_cache is no tensor
+
+
+def test_under_autocast_the_stages_are_those_of_the_autocast_step():
+    """Described under `torch.autocast` (bf16 on the CPU), the stages are
+    checked against the model's own autocast step bit for bit, and ā of a
+    block is smaller than in fp32 (bf16 activations)."""
+    model, batch, ids, loss = gpt2()
+    fp32 = describe_chain(model, batch, ids, loss=loss, repeat=1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = describe_chain(model, batch, ids, loss=loss, repeat=1)
+    assert bf16["stages"][1]["saved_bytes"] < fp32["stages"][1]["saved_bytes"]
