@@ -197,6 +197,10 @@ def _segment_name(chains: List[List[str]], key: Optional[str]) -> str:
     if key is not None:
         if common and (common[-1] + ".").startswith(key + "."):
             return common[-1]
+        if key.count("+") >= 2 and common:
+            # Many blocks joined (a DenseNet block's layers, which its
+            # concatenations bind together): named by what holds them.
+            return common[-1]
         return key
     reps: List[str] = []
     for chain in chains:
