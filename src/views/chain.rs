@@ -265,6 +265,9 @@ pub fn ChainView() -> impl IntoView {
                     {s.forward_nograd_seconds.map(|t| view! {
                         <tr><td>"no-grad forward"</td><td>{ms(t)}</td></tr>
                     })}
+                    {s.forward_nograd_overhead_bytes.filter(|&o| o != s.forward_overhead_bytes).map(|o| view! {
+                        <tr><td>"no-grad overhead o_f∅"</td><td>{signed_bytes(o)}</td></tr>
+                    })}
                 </table>
                 <div><i class="dot" style=format!("background:{}", fate_color(fate))></i>{fate.describe()}</div>
                 {(rec > 0).then(|| view! { <div>{format!("recomputed {rec}× in the backward phase")}</div> })}

@@ -177,6 +177,7 @@ fn reload_or_recompute_chain() -> Chain {
         forward_overhead_bytes: 0,
         backward_overhead_bytes: 0,
         forward_nograd_seconds: nograd,
+        forward_nograd_overhead_bytes: None,
         module: None,
     };
     Chain {

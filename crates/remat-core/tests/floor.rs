@@ -147,6 +147,24 @@ fn the_floor_says_which_workspace_it_counts() {
         floor.to_string(),
         "the first forward of stage 1 holds its input a^0, a^1 and the loss gradient at once, with its workspace o_f^1 = 977 KiB"
     );
+    // A no-grad transient below o_f, but the first forward's need still
+    // above F_all^1's (which runs next to δ^1, 1 byte, not δ^2): the floor
+    // is the no-grad first forward, and its workspace is named o_f∅.
+    chain.stages[0].forward_nograd_overhead_bytes = Some(999_000);
+    chain.stages[1].gradient_bytes = 10_000;
+    let floor = memory_floor(&chain);
+    assert_eq!(floor.bytes, 1 + 1 + 999_000 + 10_000);
+    assert_eq!(
+        floor.to_string(),
+        "the first forward of stage 1 holds its input a^0, a^1 and the loss gradient at once, with its workspace o_f∅^1 = 976 KiB"
+    );
+    // A no-grad transient above o_f: F_all^1 is the cheaper first forward.
+    chain.stages[0].forward_nograd_overhead_bytes = Some(3_000_000);
+    let floor = memory_floor(&chain);
+    assert_eq!(floor.bytes, 1 + 1 + 1_000_000 + 10_000);
+    assert_eq!(floor.op, remat_core::Op::ForwardAll { stage: 1 });
+    chain.stages[0].forward_nograd_overhead_bytes = None;
+    chain.stages[1].gradient_bytes = 1;
     chain.stages[0].forward_overhead_bytes = 0;
     chain.stages[1].backward_overhead_bytes = 5000;
     assert!(memory_floor(&chain)

@@ -85,6 +85,8 @@ struct Naive {
     abar: Vec<usize>,
     d: Vec<usize>,
     of: Vec<usize>,
+    /// o_f∅: the no-grad transient of the F_ck / F_∅ chains.
+    ofn: Vec<usize>,
     /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ: o_b may be negative.
     b: Vec<usize>,
     uf: Vec<f64>,
@@ -119,6 +121,9 @@ impl Naive {
             abar: (0..=n).map(|l| st(l, &|s| s.saved_bytes)).collect(),
             d: (0..=n).map(|l| chain.gradient_bytes(l) as usize).collect(),
             of: (0..=n).map(|l| st(l, &|s| s.forward_overhead())).collect(),
+            ofn: (0..=n)
+                .map(|l| st(l, &|s| s.nograd_forward_overhead()))
+                .collect(),
             b: (0..=n)
                 .map(|l| {
                     if l == 0 {
@@ -153,7 +158,7 @@ impl Naive {
         self.d[j] + self.abar[i] + self.of[i]
     }
     fn mf_none(&self, i: usize, k: usize, j: usize) -> usize {
-        self.d[j] + if k == i { 0 } else { self.a[k - 1] } + self.a[k] + self.of[k]
+        self.d[j] + if k == i { 0 } else { self.a[k - 1] } + self.a[k] + self.ofn[k]
     }
     fn mb(&self, i: usize) -> usize {
         self.b[i]
@@ -184,11 +189,9 @@ impl Naive {
             let eps_f = self.idle(mf as f64 + d2 - m as f64);
             best = best.min(self.uf[i] + self.ub[i] + sub + eps_f + eps_b);
         }
-        if (i..j).any(|k| self.mf_none(i, k, j) > m) {
-            return best;
-        }
         for last in i..j {
-            if self.a[last] > m {
+            // The F_ck^i / F_∅ chain runs stages i..=last only.
+            if self.a[last] > m || (i..=last).any(|k| self.mf_none(i, k, j) > m) {
                 continue;
             }
             let f: f64 = (i..=last).map(|k| self.ufn[k]).sum();

@@ -494,7 +494,7 @@ mod oracle {
                 }
                 _ => {
                     if d.act[l].is_some()
-                        || d.bytes + s.output_bytes + s.forward_overhead() > self.budget
+                        || d.bytes + s.output_bytes + s.nograd_forward_overhead() > self.budget
                     {
                         return None;
                     }

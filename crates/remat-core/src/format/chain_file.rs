@@ -66,6 +66,9 @@ struct StageFile {
     /// Absent or `null`: the same as `forward_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     forward_nograd_seconds: Option<Seconds>,
+    /// Absent or `null`: the same as `forward_overhead_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    forward_nograd_overhead_bytes: Option<SignedBytes>,
     /// Absent or `null`: not described.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     module: Option<String>,
@@ -103,6 +106,7 @@ impl From<StageFile> for Stage {
             forward_overhead_bytes: f.forward_overhead_bytes.0,
             backward_overhead_bytes: f.backward_overhead_bytes.0,
             forward_nograd_seconds: f.forward_nograd_seconds.map(|t| t.0),
+            forward_nograd_overhead_bytes: f.forward_nograd_overhead_bytes.map(|b| b.0),
             module: f.module,
         }
     }
@@ -150,6 +154,7 @@ impl From<&Stage> for StageFile {
             forward_overhead_bytes: SignedBytes(s.forward_overhead_bytes),
             backward_overhead_bytes: SignedBytes(s.backward_overhead_bytes),
             forward_nograd_seconds: s.forward_nograd_seconds.map(Seconds),
+            forward_nograd_overhead_bytes: s.forward_nograd_overhead_bytes.map(SignedBytes),
             module: s.module.clone(),
         }
     }

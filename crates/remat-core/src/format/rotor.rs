@@ -117,6 +117,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
                 forward_overhead_bytes: f.ftmp[i].0 as i64,
                 backward_overhead_bytes: f.btmp[i].0 as i64,
                 forward_nograd_seconds: None,
+                forward_nograd_overhead_bytes: None,
                 module: None,
             }
         })

@@ -17,9 +17,11 @@ pub struct Stage {
     pub saved_bytes: u64,
     /// ω_δ^ℓ: size of δ^ℓ = ∂loss/∂a^ℓ.
     pub gradient_bytes: u64,
-    /// o_f^ℓ: transient extra memory while F^ℓ runs, on top of its output.
-    /// Signed like o_b^ℓ, but F^ℓ keeps everything it leaves (F_all: ā^ℓ),
-    /// so a valid chain has o_f^ℓ ≥ 0.
+    /// o_f^ℓ: transient extra memory while F_all^ℓ (the recording forward)
+    /// runs, on top of its output; also F_ck^ℓ's and F_∅^ℓ's unless
+    /// `forward_nograd_overhead_bytes` is given. Signed like o_b^ℓ, but F^ℓ
+    /// keeps everything it leaves (F_all: ā^ℓ), so a valid chain has
+    /// o_f^ℓ ≥ 0.
     pub forward_overhead_bytes: i64,
     /// o_b^ℓ: transient extra memory while B^ℓ runs, on top of δ^ℓ, ā^ℓ,
     /// δ^{ℓ-1} and the input. Negative when autograd frees δ^ℓ and parts of
@@ -29,6 +31,12 @@ pub struct Stage {
     /// u_f^ℓ of a forward that records no graph (F_ck, F_∅ run under
     /// no-grad); None: the same as `forward_seconds`.
     pub forward_nograd_seconds: Option<f64>,
+    /// o_f∅^ℓ: transient extra memory while a forward that records no graph
+    /// (F_ck^ℓ, F_∅^ℓ) runs, on top of its output; None: the same as
+    /// `forward_overhead_bytes`. Frameworks pick other kernels without
+    /// autograd (another attention, another cuDNN workspace), so the two
+    /// transients can differ either way. ≥ 0 in a valid chain.
+    pub forward_nograd_overhead_bytes: Option<i64>,
     /// The qualified name of the framework module(s) the stage runs
     /// (`transformer.h.3`, `conv1+bn1+relu+maxpool`), for people; None when
     /// not known. Outside the digest, like `name`.
@@ -54,6 +62,7 @@ impl Stage {
             forward_overhead_bytes: 0,
             backward_overhead_bytes: 0,
             forward_nograd_seconds: None,
+            forward_nograd_overhead_bytes: None,
             module: None,
         }
     }
@@ -63,9 +72,27 @@ impl Stage {
         self.forward_nograd_seconds.unwrap_or(self.forward_seconds)
     }
 
-    /// o_f^ℓ in bytes (≥ 0 in a validated chain).
+    /// o_f^ℓ in bytes, F_all^ℓ's transient (≥ 0 in a validated chain).
     pub fn forward_overhead(&self) -> u64 {
         self.forward_overhead_bytes.max(0) as u64
+    }
+
+    /// o_f∅^ℓ in bytes, the transient of F_ck^ℓ and F_∅^ℓ: the no-grad
+    /// overhead when given, else o_f^ℓ (≥ 0 in a validated chain).
+    pub fn nograd_forward_overhead(&self) -> u64 {
+        self.forward_nograd_overhead_bytes
+            .unwrap_or(self.forward_overhead_bytes)
+            .max(0) as u64
+    }
+
+    /// The transient of a forward of either kind: o_f^ℓ when `records`
+    /// (F_all^ℓ), o_f∅^ℓ otherwise (F_ck^ℓ, F_∅^ℓ).
+    pub fn forward_overhead_of(&self, records: bool) -> u64 {
+        if records {
+            self.forward_overhead()
+        } else {
+            self.nograd_forward_overhead()
+        }
     }
 }
 
@@ -244,14 +271,21 @@ impl Chain {
             // The memory during an operation never drops below what it leaves
             // resident: F^ℓ keeps its output (o_f ≥ 0), B^ℓ frees at most
             // δ^ℓ and ā^ℓ before it ends.
-            if s.forward_overhead_bytes < 0 {
-                return Err(ChainError::new(
-                    format!("stages[{i}].forward_overhead_bytes"),
-                    format!(
-                        "must be ≥ 0, got {}: F^ℓ keeps what it computes, so the memory while it runs is at least what it leaves",
-                        s.forward_overhead_bytes
-                    ),
-                ));
+            for (field, v) in [
+                ("forward_overhead_bytes", s.forward_overhead_bytes),
+                (
+                    "forward_nograd_overhead_bytes",
+                    s.forward_nograd_overhead_bytes.unwrap_or(0),
+                ),
+            ] {
+                if v < 0 {
+                    return Err(ChainError::new(
+                        format!("stages[{i}].{field}"),
+                        format!(
+                            "must be ≥ 0, got {v}: F^ℓ keeps what it computes, so the memory while it runs is at least what it leaves"
+                        ),
+                    ));
+                }
             }
             let freed = s.gradient_bytes as i128 + s.saved_bytes as i128;
             if (s.backward_overhead_bytes as i128) < -freed {
@@ -287,6 +321,7 @@ impl Chain {
                     + s.output_bytes as u128
                     + s.gradient_bytes as u128
                     + s.forward_overhead_bytes.unsigned_abs() as u128
+                    + s.forward_nograd_overhead_bytes.map_or(0, i64::unsigned_abs) as u128
                     + s.backward_overhead_bytes.unsigned_abs() as u128
             })
             .sum::<u128>()
@@ -326,6 +361,10 @@ impl Chain {
             if let Some(t) = s.forward_nograd_seconds {
                 h.write_u64(0x6e6f_6772_6164); // "nograd"
                 h.write_u64(t.to_bits());
+            }
+            if let Some(o) = s.forward_nograd_overhead_bytes {
+                h.write_u64(0x6e6f_6772_6164_6f66); // "nogradof"
+                h.write_u64(o as u64);
             }
         }
         format!("fnv1a64:{:016x}", h.finish())

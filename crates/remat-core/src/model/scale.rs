@@ -1,7 +1,7 @@
 //! A chain rescaled to another batch size, sequence length or precision.
 //!
 //! The rule is linear: every size a stage keeps or needs (ω_a, ω_ā, ω_δ,
-//! o_f, o_b, the input) is multiplied by `bytes`, every time (u_f, u_b and
+//! o_f, the no-grad o_f, o_b, the input) is multiplied by `bytes`, every time (u_f, u_b and
 //! the no-grad forward) by `seconds`. That is what happens to activations
 //! when the batch grows, and it is only an approximation, on purpose said
 //! wherever a scaled chain is shown:
@@ -112,6 +112,10 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
         s.saved_bytes = size(&at("saved_bytes"), s.saved_bytes)?;
         s.gradient_bytes = size(&at("gradient_bytes"), s.gradient_bytes)?;
         s.forward_overhead_bytes = signed(&at("forward_overhead_bytes"), s.forward_overhead_bytes)?;
+        s.forward_nograd_overhead_bytes = s
+            .forward_nograd_overhead_bytes
+            .map(|o| signed(&at("forward_nograd_overhead_bytes"), o))
+            .transpose()?;
         s.backward_overhead_bytes =
             signed(&at("backward_overhead_bytes"), s.backward_overhead_bytes)?;
         s.forward_seconds *= scale.seconds;
@@ -297,6 +301,16 @@ impl Line {
                 )
             })
             .transpose()?;
+        let nograd_overhead = (x.forward_nograd_overhead_bytes.is_some()
+            || y.forward_nograd_overhead_bytes.is_some())
+        .then(|| {
+            self.signed(
+                &at("forward_nograd_overhead_bytes"),
+                x.nograd_forward_overhead() as i64,
+                y.nograd_forward_overhead() as i64,
+            )
+        })
+        .transpose()?;
         Ok(Stage {
             name: x.name.clone(),
             forward_seconds: self.seconds(
@@ -323,6 +337,7 @@ impl Line {
                 y.backward_overhead_bytes,
             )?,
             forward_nograd_seconds: nograd,
+            forward_nograd_overhead_bytes: nograd_overhead,
             module: x.module.clone(),
         })
     }
@@ -401,7 +416,8 @@ mod tests {
     // doubled by hand. Mutation tried: dropping the gradient_bytes line.
     #[test]
     fn doubling_the_batch_doubles_every_size_and_time() {
-        let chain = examples::resnet50();
+        let mut chain = examples::resnet50();
+        chain.stages[1].forward_nograd_overhead_bytes = Some(12345);
         let twice = scaled(&chain, Scale::batch(32, 64)).unwrap();
         assert_eq!(twice.input_bytes, 2 * chain.input_bytes);
         assert_eq!(twice.input_gradient_bytes, 2 * chain.input_gradient_bytes);
@@ -410,6 +426,10 @@ mod tests {
             assert_eq!(b.saved_bytes, 2 * a.saved_bytes);
             assert_eq!(b.gradient_bytes, 2 * a.gradient_bytes);
             assert_eq!(b.forward_overhead_bytes, 2 * a.forward_overhead_bytes);
+            assert_eq!(
+                b.forward_nograd_overhead_bytes,
+                a.forward_nograd_overhead_bytes.map(|o| 2 * o)
+            );
             assert_eq!(b.backward_overhead_bytes, 2 * a.backward_overhead_bytes);
             assert_eq!(b.forward_seconds, 2.0 * a.forward_seconds);
             assert_eq!(b.backward_seconds, 2.0 * a.backward_seconds);
@@ -459,6 +479,7 @@ mod affine_tests {
             s.forward_seconds += 1e-4;
             s.backward_seconds += 3e-4;
             s.forward_nograd_seconds = Some(s.forward_seconds * 0.9);
+            s.forward_nograd_overhead_bytes = Some(s.forward_overhead_bytes / 2 + 5);
         }
         c
     }
@@ -480,12 +501,17 @@ mod affine_tests {
                 // The first profile has no no-grad times: the fit takes u_f.
                 let p_nograd = Some(p.nograd_forward_seconds());
                 assert_eq!(g.forward_nograd_seconds, p_nograd, "{}", p.name);
+                // Likewise its no-grad overheads: o_f.
+                let p_overhead = Some(p.nograd_forward_overhead() as i64);
+                assert_eq!(g.forward_nograd_overhead_bytes, p_overhead, "{}", p.name);
                 let g = Stage {
                     forward_nograd_seconds: None,
+                    forward_nograd_overhead_bytes: None,
                     ..g.clone()
                 };
                 let p = Stage {
                     forward_nograd_seconds: None,
+                    forward_nograd_overhead_bytes: None,
                     ..p.clone()
                 };
                 assert_eq!(g, p, "at batch {batch}");

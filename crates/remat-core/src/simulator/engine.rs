@@ -414,12 +414,15 @@ impl<'a> Simulation<'a> {
         };
         self.must_be_absent(index, op, out)?;
         let stage = self.chain.stage(l);
-        // F_ck and F_∅ record no graph: the no-grad time when the chain has it.
-        let seconds = match op {
-            Op::ForwardAll { .. } => stage.forward_seconds,
-            _ => stage.nograd_forward_seconds(),
+        // F_ck and F_∅ record no graph: the no-grad time and transient when
+        // the chain has them.
+        let records = matches!(op, Op::ForwardAll { .. });
+        let seconds = if records {
+            stage.forward_seconds
+        } else {
+            stage.nograd_forward_seconds()
         };
-        let overhead = stage.forward_overhead();
+        let overhead = stage.forward_overhead_of(records);
         let ready = self.fit_start(self.compute_free.max(ready), self.bytes(out) + overhead);
         let (start, end) = self.compute_lane(index, ready, seconds);
         self.allocate(out, start, end, index as u32);

@@ -106,6 +106,29 @@ fn nograd_forward_time_is_used_for_checkpoint_and_none() {
     assert_eq!(t.makespan_seconds, 9.5);
 }
 
+/// F_all takes o_f, F_ck and F_∅ the no-grad o_f∅. Fails if the simulator
+/// charges one transient for both kinds: mutation tried, o_f for every
+/// forward (case a peaks at 210, not 231).
+#[test]
+fn nograd_forward_overhead_is_used_for_checkpoint_and_none() {
+    // (a) F_∅^2's no-grad transient 100 ≫ o_f^2 = 5: a^0 100 + δ^3 1 +
+    // a^1 10 + a^2 20 + 100 during F_∅^2 = 231, above B^2's 210.
+    let mut c = chain();
+    c.stages[1].forward_nograd_overhead_bytes = Some(100);
+    c.validate().unwrap();
+    assert_eq!(simulate(&c, &CHECKPOINTED).unwrap().peak_bytes, 231);
+    // (b) o_f^2 = 30 with no no-grad transient: F_all^2 holds a^0 100,
+    // δ^2 20, ā^1 30, ā^2 50 and 30 = 230; F_∅^2 only 131.
+    c.stages[1].forward_overhead_bytes = 30;
+    c.stages[1].forward_nograd_overhead_bytes = Some(0);
+    assert_eq!(simulate(&c, &CHECKPOINTED).unwrap().peak_bytes, 230);
+    // A negative no-grad transient is refused, naming the field.
+    c.stages[1].forward_nograd_overhead_bytes = Some(-1);
+    let err = c.validate().unwrap_err();
+    assert_eq!(err.path, "stages[1].forward_nograd_overhead_bytes");
+    assert!(err.message.starts_with("must be ≥ 0, got -1"), "{err}");
+}
+
 #[test]
 fn checkpoints_survive_forward_none_and_plain_inputs_do_not() {
     let c = chain();

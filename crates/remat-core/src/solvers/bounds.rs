@@ -28,9 +28,13 @@ pub struct Floor {
     /// The operation whose working set is `bytes`: every schedule runs it
     /// at least once.
     pub op: Op,
-    /// Its workspace in that working set: o_f^ℓ for a forward, o_b^ℓ
-    /// (signed) for B^ℓ.
+    /// Its workspace in that working set: o_f^ℓ for an F_all^ℓ, o_f∅^ℓ for
+    /// a no-grad first forward (F_ck^ℓ or F_∅^ℓ: `op` is `ForwardNone`),
+    /// o_b^ℓ (signed) for B^ℓ.
     pub workspace: i64,
+    /// Whether `workspace` is a no-grad transient the chain gives apart
+    /// (`forward_nograd_overhead_bytes`): it is then named o_f∅, not o_f.
+    pub nograd_workspace: bool,
 }
 
 impl std::fmt::Display for Floor {
@@ -41,6 +45,7 @@ impl std::fmt::Display for Floor {
         let p = l - 1;
         let workspace = match self.op {
             Op::Backward { .. } => "o_b",
+            _ if self.nograd_workspace => "o_f∅",
             _ => "o_f",
         };
         match self.op {
@@ -107,8 +112,9 @@ impl std::error::Error for BelowFloor {}
 /// device while it runs (docs/model.md's accounting):
 ///
 /// * the first forward of ℓ (it runs before B^L, since B^L needs every
-///   stage's output computed once): its input (≥ ω_a^{ℓ-1}), its output
-///   (≥ ω_a^ℓ), o_f^ℓ and δ^L;
+///   stage's output computed once): its input (≥ ω_a^{ℓ-1}), δ^L, and
+///   either ω_a^ℓ + o_f∅^ℓ (a no-grad F_ck^ℓ / F_∅^ℓ) or ω_ā^ℓ + o_f^ℓ (an
+///   F_all^ℓ): the schedule picks the kind, so the lesser of the two;
 /// * an F_all^ℓ (B^ℓ reads ā^ℓ, which only F_all^ℓ produces — a prefetch
 ///   only brings back what an F_all^ℓ made): its input, ω_ā^ℓ, o_f^ℓ and
 ///   the one gradient then resident, δ^j for some j ≥ ℓ (no operation frees
@@ -145,33 +151,52 @@ pub fn memory_floor(chain: &Chain) -> Floor {
         bytes: chain.input_bytes.saturating_add(seed),
         op: Op::ForwardNone { stage: 1 },
         workspace: 0,
+        nograd_workspace: false,
     };
     for (l, &least) in least_gradient.iter().enumerate().take(n + 1).skip(1) {
         let s = chain.stage(l);
         let input = chain.output_bytes(l - 1);
-        let needs = [
+        // The first forward of ℓ, of whichever kind needs less. As an
+        // F_all^ℓ it is never above the F_all^ℓ term below with δ^L for δ^j.
+        let nograd = sum(&[input, s.output_bytes, s.nograd_forward_overhead(), seed]);
+        let recording = sum(&[input, s.saved_bytes, s.forward_overhead(), seed]);
+        let first = if nograd <= recording {
             (
-                sum(&[input, s.output_bytes, s.forward_overhead(), seed]),
+                nograd,
                 Op::ForwardNone { stage: l },
+                s.nograd_forward_overhead() as i64,
+                s.forward_nograd_overhead_bytes.is_some(),
+            )
+        } else {
+            (
+                recording,
+                Op::ForwardAll { stage: l },
                 s.forward_overhead() as i64,
-            ),
+                false,
+            )
+        };
+        let needs = [
+            first,
             (
                 sum(&[input, s.saved_bytes, s.forward_overhead(), least]),
                 Op::ForwardAll { stage: l },
                 s.forward_overhead() as i64,
+                false,
             ),
             (
                 input.saturating_add(chain.backward_bytes(l)),
                 Op::Backward { stage: l },
                 s.backward_overhead_bytes,
+                false,
             ),
         ];
-        for (bytes, op, workspace) in needs {
+        for (bytes, op, workspace, nograd_workspace) in needs {
             if bytes > floor.bytes {
                 floor = Floor {
                     bytes,
                     op,
                     workspace,
+                    nograd_workspace,
                 };
             }
         }

@@ -113,6 +113,8 @@ struct Grid {
     abar: Vec<usize>,
     d: Vec<usize>,
     of: Vec<usize>,
+    /// o_f∅^ℓ: the transient of the no-grad F_ck / F_∅.
+    ofn: Vec<usize>,
     /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ (o_b may be negative).
     b: Vec<usize>,
     uf: Vec<f64>,
@@ -132,6 +134,7 @@ impl Grid {
             abar,
             d,
             of,
+            ofn,
             b,
             uf,
             ub,
@@ -149,6 +152,7 @@ impl Grid {
             abar,
             d,
             of,
+            ofn,
             b,
             uf,
             ub,
@@ -182,10 +186,11 @@ impl Grid {
         self.d[j] + self.abar[i] + self.of[i]
     }
 
-    /// 𝓜_{F^k}^{i,j} for the F_ck^i / F_∅^k chain: a^{k-1} counts for k > i.
+    /// 𝓜_{F^k}^{i,j} for the F_ck^i / F_∅^k chain: a^{k-1} counts for k > i;
+    /// no graph is recorded, so the transient is o_f∅^k.
     fn m_fnone(&self, i: usize, k: usize, j: usize) -> usize {
         let input = if k == i { 0 } else { self.a[k - 1] };
-        self.d[j] + input + self.a[k] + self.of[k]
+        self.d[j] + input + self.a[k] + self.ofn[k]
     }
 
     /// 𝓜_{B_i}^{i,j}: B^i holds ā^i, δ^i and δ^{i-1}.
@@ -487,13 +492,15 @@ impl Pofo {
         if i == j {
             return;
         }
-        let g = &self.grid;
-        // Every forward of the F_ck^i / F_∅ chain over i..j must fit.
-        let threshold = (i..j).map(|k| g.m_fnone(i, k, j)).max().unwrap_or(0);
+        // Every forward of the F_ck^i / F_∅ chain over i..=last must fit
+        // (only those: a later stage's forward is the sub-problem's, which
+        // may run it as an F_all, whose o_f may be below o_f∅).
+        let mut threshold = 0;
         let mut f = 0.0;
         let mut reach = f64::NEG_INFINITY;
         for last in i..j {
             let g = &self.grid;
+            threshold = threshold.max(g.m_fnone(i, last, j));
             f += g.ufn[last];
             reach = reach.max(g.m_fnone(i, last, j) as f64 + g.beta * f);
             let code = 2 + (last - i) as Choice;

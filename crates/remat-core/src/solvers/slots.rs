@@ -21,8 +21,11 @@ pub(crate) struct SlotSizes {
     pub abar: Vec<usize>,
     /// ω_δ^ℓ.
     pub d: Vec<usize>,
-    /// o_f^ℓ (never negative in a valid chain).
+    /// o_f^ℓ, F_all^ℓ's transient (never negative in a valid chain).
     pub of: Vec<usize>,
+    /// o_f∅^ℓ, the transient of F_ck^ℓ and F_∅^ℓ
+    /// ([`Stage::nograd_forward_overhead`]).
+    pub ofn: Vec<usize>,
     /// What B^ℓ needs besides its input: ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ
     /// ([`Chain::backward_bytes`]), rounded up as one sum so that a negative
     /// o_b^ℓ needs no signed arithmetic in the DPs (0 for ℓ = 0).
@@ -63,6 +66,7 @@ impl SlotSizes {
             abar: per_stage(|s| s.saved_bytes),
             d: (0..=n).map(|l| in_slots(chain.gradient_bytes(l))).collect(),
             of: per_stage(|s| s.forward_overhead()),
+            ofn: per_stage(|s| s.nograd_forward_overhead()),
             b: (0..=n)
                 .map(|l| {
                     if l == 0 {

@@ -11,13 +11,17 @@ use remat_core::{Chain, Op, Stage};
 ///
 /// `with_overheads` also draws what measured chains have: backward overheads
 /// down to −(ω_δ^ℓ + ω_ā^ℓ) (autograd frees δ^ℓ and ā^ℓ while B^ℓ runs) and
-/// no-grad forward times below the recording ones. How a test over these can
-/// fail: a DP that counts B^ℓ without its (negative) overhead predicts a
-/// higher peak or a larger M_low than the simulator measures, and one that
-/// times F_ck / F_∅ with the recording u_f predicts a slower schedule.
-/// Mutations tried, both caught by tests/exhaustive.rs: clamping o_b at 0 in
-/// `Chain::backward_bytes` (the DPs' B^ℓ term), and summing u_f instead of the
-/// no-grad times in rotor's C_ck case.
+/// no-grad forward times below the recording ones, and no-grad forward
+/// transients o_f∅ apart from o_f (0..=6 against 0..=3: above and below it).
+/// How a test over these can fail: a DP that counts B^ℓ without its
+/// (negative) overhead predicts a higher peak or a larger M_low than the
+/// simulator measures, one that times F_ck / F_∅ with the recording u_f
+/// predicts a slower schedule, and one that charges F_ck / F_∅ the recording
+/// transient o_f (or F_all the no-grad one) predicts another peak, M_low or
+/// feasibility than the simulator's. Mutations tried, all caught by
+/// tests/exhaustive.rs: clamping o_b at 0 in `Chain::backward_bytes` (the
+/// DPs' B^ℓ term), summing u_f instead of the no-grad times in rotor's C_ck
+/// case, and o_f instead of o_f∅ in rotor's m_∅ (`none_term`).
 pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Value = Chain> {
     let stage = (
         1u32..=10,
@@ -28,8 +32,9 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
         0i64..=3,
         -12i64..=3,
         proptest::option::of(0u32..=10),
+        proptest::option::of(0i64..=6),
     )
-        .prop_map(move |(f, b, out, extra, grad, of, ob, nograd)| {
+        .prop_map(move |(f, b, out, extra, grad, of, ob, nograd, of_nograd)| {
             let freed = (grad + out + extra) as i64;
             Stage {
                 name: String::new(),
@@ -41,6 +46,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
                 forward_overhead_bytes: if with_overheads { of } else { 0 },
                 backward_overhead_bytes: if with_overheads { ob.max(-freed) } else { 0 },
                 forward_nograd_seconds: nograd.filter(|_| with_overheads).map(|t| t.min(f) as f64),
+                forward_nograd_overhead_bytes: of_nograd.filter(|_| with_overheads),
                 module: None,
             }
         });
@@ -70,8 +76,10 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
         0u64..1 << 24,
         any::<bool>(),
         proptest::option::of(0.3f64..1.0),
+        // A no-grad transient apart from o_f, above or below it.
+        proptest::option::of(0u64..1 << 25),
     )
-        .prop_map(|(f, b, out, extra, of, freeing, nograd)| Stage {
+        .prop_map(|(f, b, out, extra, of, freeing, nograd, of_nograd)| Stage {
             name: String::new(),
             forward_seconds: f,
             backward_seconds: b,
@@ -86,6 +94,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
                 (of / 2) as i64
             },
             forward_nograd_seconds: nograd.map(|r| f * r),
+            forward_nograd_overhead_bytes: of_nograd.map(|o| o as i64),
             module: None,
         });
     (proptest::collection::vec(stage, 1..=max_len), 1u64..1 << 28).prop_map(|(stages, input)| {

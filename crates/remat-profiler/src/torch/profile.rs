@@ -39,7 +39,10 @@ struct Sizes {
     output: u64,
     saved: u64,
     gradient: u64,
+    /// o_f: the recording forward's (F_all's) transient.
     forward_overhead: i64,
+    /// o_f∅: the no-grad forward's (F_ck's, F_∅'s) transient.
+    forward_nograd_overhead: i64,
     backward_overhead: i64,
 }
 
@@ -116,19 +119,19 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
             // ā includes a^ℓ; a stage whose graph keeps less still holds its output.
             saved: (abar.max(0) as u64).max(a),
             gradient: d.max(0) as u64,
-            forward_overhead: of_ng.max(of_rec).max(0),
+            forward_overhead: of_rec.max(0),
+            forward_nograd_overhead: of_ng.max(0),
             backward_overhead: ob,
         });
         let s = out.last().expect("just pushed");
         eprintln!(
-            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10} (recording {}, no-grad {})  o_b {:>11}  param grads {:>10}",
+            "  stage {l:>3}/{n} {:<12} a {:>10}  ā {:>10}  δ {:>10}  o_f {:>10}  o_f∅ {:>10}  o_b {:>11}  param grads {:>10}",
             net.stages[l - 1].0,
             s.output,
             s.saved,
             s.gradient,
             s.forward_overhead,
-            of_rec,
-            of_ng,
+            s.forward_nograd_overhead,
             s.backward_overhead,
             net.parameter_gradient_bytes()[l - 1],
         );
@@ -238,6 +241,7 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
             forward_overhead_bytes: s.forward_overhead,
             backward_overhead_bytes: s.backward_overhead,
             forward_nograd_seconds: Some(median(nograd[i].clone())),
+            forward_nograd_overhead_bytes: Some(s.forward_nograd_overhead),
             module: None,
         })
         .collect();

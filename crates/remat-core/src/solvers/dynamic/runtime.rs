@@ -249,7 +249,8 @@ impl Runtime<'_> {
             self.discard_host_copy(Tensor::output(m))?;
             self.locked.push(input);
             let op = Op::ForwardCheckpoint { stage: m };
-            let need = self.chain.output_bytes(m) + self.chain.stage(m).forward_overhead();
+            // No graph recorded: the no-grad transient o_f∅^m.
+            let need = self.chain.output_bytes(m) + self.chain.stage(m).nograd_forward_overhead();
             self.make_room(need, op)?;
             self.compute(op, &[input], Some(Tensor::output(m)))?;
             self.locked.truncate(top);

@@ -63,7 +63,10 @@ pub struct Model {
     out: Vec<u64>,
     saved: Vec<u64>,
     grad: Vec<u64>,
+    /// o_f^ℓ: the transient of F_all^ℓ.
     forward_overhead: Vec<u64>,
+    /// o_f∅^ℓ: the transient of F_ck^ℓ and F_∅^ℓ (no graph recorded).
+    forward_nograd_overhead: Vec<u64>,
     /// What B^ℓ allocates at its start: max(0, ω_δ^{ℓ−1} + o_b^ℓ).
     backward_alloc: Vec<u64>,
     /// u_f^ℓ: the time of F_all^ℓ.
@@ -134,6 +137,7 @@ impl Model {
             saved: per_stage(&|l| chain.saved_bytes(l)),
             grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
             forward_overhead: per_stage(&|l| chain.stage(l).forward_overhead()),
+            forward_nograd_overhead: per_stage(&|l| chain.stage(l).nograd_forward_overhead()),
             backward_alloc: per_stage(&|l| {
                 chain.backward_bytes(l) - chain.gradient_bytes(l) - chain.saved_bytes(l)
             }),
@@ -248,16 +252,17 @@ impl Model {
     /// already (no forward computes a tensor twice) or does not fit.
     fn computed(&self, here: &Here, l: usize, saved: bool) -> Option<(State, u64, u64)> {
         let mut to = *here.s;
-        let (bits, bytes) = if saved {
-            (&mut to.saved, self.saved[l])
+        // F_all records the graph (o_f); F_ck and F_∅ do not (o_f∅).
+        let (bits, bytes, overhead) = if saved {
+            (&mut to.saved, self.saved[l], self.forward_overhead[l])
         } else {
-            (&mut to.act, self.out[l])
+            (&mut to.act, self.out[l], self.forward_nograd_overhead[l])
         };
         if has(*bits, l) {
             return None;
         }
         *bits |= bit(l);
-        let peak = here.peak_with(bytes + self.forward_overhead[l])?;
+        let peak = here.peak_with(bytes + overhead)?;
         Some((to, here.level + bytes, peak))
     }
 

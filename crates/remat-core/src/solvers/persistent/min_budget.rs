@@ -27,27 +27,30 @@ fn min_budget_holding(chain: &Chain, variant: Variant, held: impl Fn(u64) -> u64
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
     let abar = |l: usize| chain.saved_bytes(l);
+    // o_f for F_all, o_f∅ for F_ck and F_∅ (the table's terms).
     let of = |l: usize| chain.stage(l).forward_overhead();
+    let ofn = |l: usize| chain.stage(l).nograd_forward_overhead();
     let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
     let m_all = |s: usize, t: usize| sum(&[d(t), abar(s), of(s)]).max(chain.backward_bytes(s));
     // p[s][t]: min memory to process s..t, a^{s-1} excluded.
     let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
     for s in (1..=n).rev() {
-        let mut inner = 0u64;
         for t in s..=n {
             if s == t {
                 p[s][t] = m_all(s, s);
                 continue;
             }
-            if t >= s + 2 {
-                inner = inner.max(sum(&[a(t - 2), a(t - 1), of(t - 1)]));
-            }
             let mut best = u64::MAX;
             if variant == Variant::Rotor {
                 best = m_all(s, t).max(held(abar(s)).saturating_add(p[s + 1][t]));
             }
-            let thr = sum(&[d(t), a(s), of(s)]).max(d(t).saturating_add(inner));
+            // The F_∅^j of the split at `next`: s < j < next (the table's m_∅).
+            let mut inner = 0u64;
             for next in s + 1..=t {
+                if next >= s + 2 {
+                    inner = inner.max(sum(&[a(next - 2), a(next - 1), ofn(next - 1)]));
+                }
+                let thr = sum(&[d(t), a(s), ofn(s)]).max(d(t).saturating_add(inner));
                 let need = thr
                     .max(held(a(next - 1)).saturating_add(p[next][t]))
                     .max(p[s][next - 1]);

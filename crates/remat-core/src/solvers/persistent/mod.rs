@@ -13,6 +13,12 @@
 //!
 //! **Accounting.** `docs/model.md`'s: B^ℓ holds δ^ℓ, ā^ℓ, δ^{ℓ-1} and its input at
 //! once, so m_all^{s,t} = max(ω_δ^t + ω_ā^s + o_f^s, ω_δ^s + ω_ā^s + ω_δ^{s-1} + o_b^s).
+//! F_all takes the recording forward's transient o_f; F_ck and F_∅ the
+//! no-grad one o_f∅ (`forward_nograd_overhead_bytes`, o_f when not given),
+//! in m_∅: ω_δ^t + ω_a^s + o_f∅^s and ω_δ^t + ω_a^{j-1} + ω_a^j + o_f∅^j
+//! for the F_∅^j the split at s' runs, s < j < s' (the report's Theorem 1
+//! takes every s < j < t, the same answer only when o_f∅ = o_f:
+//! [`PersistentTable::m_none`]).
 //! The initial δ^L counts against the budget, like a^0. o_b^s may be negative
 //! (autograd frees δ^s and parts of ā^s while B^s runs); the second term is
 //! [`Chain::backward_bytes`], rounded up as one sum.
@@ -93,11 +99,13 @@ pub struct PersistentTable {
     /// Held sizes in slots, rounded up (capped at M+1, already infeasible).
     act: Vec<usize>,
     saved: Vec<usize>,
-    /// Exact bytes, for each operation's own need: ω_a, ω_ā, ω_δ, o_f.
+    /// Exact bytes, for each operation's own need: ω_a, ω_ā, ω_δ, o_f
+    /// (F_all's transient) and o_f∅ (F_ck's and F_∅'s).
     act_bytes: Vec<u64>,
     saved_bytes: Vec<u64>,
     grad: Vec<u64>,
     fwd_over: Vec<u64>,
+    fwd_over_nograd: Vec<u64>,
     /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ in bytes ([`Chain::backward_bytes`]:
     /// o_b may be negative).
     bwd_need: Vec<u64>,
@@ -254,6 +262,7 @@ impl PersistentTable {
             saved_bytes,
             grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
             fwd_over: per_stage(|s| s.forward_overhead()),
+            fwd_over_nograd: per_stage(|s| s.nograd_forward_overhead()),
             bwd_need: (0..=n)
                 .map(|l| if l == 0 { 0 } else { chain.backward_bytes(l) })
                 .collect(),
@@ -321,20 +330,25 @@ impl PersistentTable {
         self.lattice.need(forward.max(self.bwd_need[s]))
     }
 
-    /// One term of m_∅ in bytes: running F^j with a^{j-1} and a^j resident.
+    /// One term of m_∅ in bytes: running F_∅^j with a^{j-1} and a^j resident.
     fn none_term(&self, j: usize) -> u64 {
         let a = &self.act_bytes;
         a[j - 1]
             .saturating_add(a[j])
-            .saturating_add(self.fwd_over[j])
+            .saturating_add(self.fwd_over_nograd[j])
     }
 
-    /// m_∅^{s,t} as an index, given max_{s<j<t} of the F_∅ terms in bytes.
+    /// m_∅ of the split at s' as an index, given `inner`, the max of the
+    /// F_∅^j terms in bytes over the F_∅ the split runs, s < j < s'. (The
+    /// rotor report takes s < j < t: with one o_f the terms j ≥ s' are
+    /// implied by the sub-chain s'..t, which must run F^j; with o_f∅ apart
+    /// that sub-chain may run it as an F_all with a smaller o_f, and the
+    /// report's form misses such schedules.)
     fn m_none(&self, s: usize, t: usize, inner: u64) -> usize {
         let d = self.grad[t];
         let first = d
             .saturating_add(self.act_bytes[s])
-            .saturating_add(self.fwd_over[s]);
+            .saturating_add(self.fwd_over_nograd[s]);
         self.lattice.need(first.max(d.saturating_add(inner)))
     }
 
@@ -368,25 +382,25 @@ impl PersistentTable {
         let mut sat = vec![width; rows];
         let mut tail = vec![f64::INFINITY; rows];
         let mut best = vec![vec![f64::INFINITY; width]; COLUMNS];
-        // Per column of the block: (hi, m_∅ threshold).
-        let mut limits = [(0usize, 0usize); COLUMNS];
+        // Per column of the block: where its computed part ends.
+        let mut limits = [0usize; COLUMNS];
         let mut done = 0usize;
         let mut t0 = 1;
         while t0 <= n {
             let t1 = (t0 + COLUMNS - 1).min(n);
             for s in (1..=t1).rev() {
                 let first = t0.max(s);
-                let mut inner = (s + 1..first).map(|j| self.none_term(j)).max().unwrap_or(0);
                 for t in first..=t1 {
-                    if t >= s + 2 && t > first {
-                        inner = inner.max(self.none_term(t - 1));
-                    }
-                    let hi = self.start_row(s, t, &mut sat, &mut tail, &mut best[t - t0]);
-                    limits[t - t0] = (hi, self.m_none(s, t, inner));
+                    limits[t - t0] = self.start_row(s, t, &mut sat, &mut tail, &mut best[t - t0]);
                 }
                 let mut f = 0.0;
+                // max over the F_∅^j of this split, s < j < next.
+                let mut inner = 0u64;
                 for next in s + 1..=t1 {
                     f += self.forward_nograd[next - 1];
+                    if next >= s + 2 {
+                        inner = inner.max(self.none_term(next - 1));
+                    }
                     let w = self.act[next - 1];
                     let left = self.row_start[s] + (next - 1 - s);
                     if next > first {
@@ -395,14 +409,14 @@ impl PersistentTable {
                             s,
                             next - 1,
                             tail[left],
-                            limits[next - 1 - t0].0,
+                            limits[next - 1 - t0],
                             &best[next - 1 - t0],
                         );
                     }
                     let b = self.row(s, next - 1);
                     for t in next.max(first)..=t1 {
-                        let (hi, thr) = limits[t - t0];
-                        let lo = thr.max(w);
+                        let hi = limits[t - t0];
+                        let lo = self.m_none(s, t, inner).max(w);
                         if lo >= hi {
                             continue;
                         }
@@ -423,7 +437,7 @@ impl PersistentTable {
                     }
                 }
                 let last = self.row_start[s] + (t1 - s);
-                self.finish_row(s, t1, tail[last], limits[t1 - t0].0, &best[t1 - t0]);
+                self.finish_row(s, t1, tail[last], limits[t1 - t0], &best[t1 - t0]);
                 done += t1 + 1 - first;
             }
             t0 = t1 + 1;
@@ -582,13 +596,15 @@ impl PersistentTable {
                 }
             }
         }
-        let inner = (s + 1..t).map(|j| self.none_term(j)).max().unwrap_or(0);
-        let thr = self.m_none(s, t, inner);
         let mut f = 0.0;
+        let mut inner = 0u64;
         for next in s + 1..=t {
             f += self.forward_nograd[next - 1];
+            if next >= s + 2 {
+                inner = inner.max(self.none_term(next - 1));
+            }
             let w = self.act[next - 1];
-            if m >= thr.max(w) {
+            if m >= self.m_none(s, t, inner).max(w) {
                 let c = (f + self.table[self.row(next, t) + m - w])
                     + self.table[self.row(s, next - 1) + m];
                 if let Some(d) = consider(c, Decision::Checkpoint { next }) {
@@ -623,10 +639,11 @@ impl PersistentTable {
             }
             Decision::Checkpoint { next } => {
                 ops.push(Op::ForwardCheckpoint { stage: s });
-                let mut peak = d(t) + a(s) + st.forward_overhead();
+                let mut peak = d(t) + a(s) + st.nograd_forward_overhead();
                 for j in s + 1..next {
                     ops.push(Op::ForwardNone { stage: j });
-                    peak = peak.max(d(t) + a(j - 1) + a(j) + chain.stage(j).forward_overhead());
+                    let of = chain.stage(j).nograd_forward_overhead();
+                    peak = peak.max(d(t) + a(j - 1) + a(j) + of);
                 }
                 let right = self.read_out(chain, next, t, m - self.act[next - 1], ops);
                 let left = self.read_out(chain, s, next - 1, m, ops);
