@@ -401,7 +401,10 @@ proptest! {
     }
 
     /// The same on small integer chains with every overhead, where ties
-    /// between equal scores are common (the tie-break order matters).
+    /// between equal scores are common (the tie-break order matters), o_f∅
+    /// apart from o_f included. Mutation tried: the runtime making room
+    /// for an F_ck recomputation with o_f instead of o_f∅ (fails: the
+    /// judged run peaks over the budget).
     #[test]
     fn random_integer_chains_fit_or_name_the_op(
         chain in integer_chain(12, true),

@@ -66,7 +66,16 @@ proptest! {
     /// enumeration is independent of the DP (`common::persistent_schedules`
     /// builds the class from its structure; the simulator times each).
     /// Mutation tried: rotor's `m_all` without δ^{s−1} in the backward term
-    /// (fails: DP feasible below the exhaustive M_low).
+    /// (fails: DP feasible below the exhaustive M_low). The chains draw a
+    /// no-grad transient o_f∅ above and below o_f (`common::integer_chain`);
+    /// mutations tried, each failed here: o_f instead of o_f∅ in rotor's
+    /// F_∅ term (`none_term`: DP feasible where nothing is) or its F_ck
+    /// term (`m_none`: DP time 119 vs optimum 120); o_f in `min_budget`'s
+    /// F_ck or F_∅ term (M_low 17 vs 19, 26 vs 27); the simulator charging
+    /// o_f to every forward (M_low 20 vs 19); rotor's m_∅ over every
+    /// F_∅^j, s < j < t, as in the report, instead of those its split runs
+    /// (M_low 6 vs 5 on 3 stages: F_ck^1, F_all^2, F_all^3, B^3, B^2,
+    /// F_all^1, B^1 runs no F_∅^2, whose o_f∅ is 5).
     #[test]
     fn rotor_is_optimal_among_persistent_schedules(chain in integer_chain(7, true)) {
         check_optimal(&chain, Algorithm::Rotor, Variant::Rotor);

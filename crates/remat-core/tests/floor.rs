@@ -39,7 +39,11 @@ fn runner(cases: u32) -> TestRunner {
 /// while an operation runs. Mutation tried: the F_all^ℓ term with δ^ℓ
 /// instead of the least δ^j, j ≥ ℓ (a schedule may compute ā^ℓ early, next
 /// to a small δ^L, and keep it): the floor then exceeded the exact least
-/// (8 > 5 bytes on a 2-stage chain), and this test failed.
+/// (8 > 5 bytes on a 2-stage chain), and this test failed. The chains draw
+/// o_f∅ apart from o_f; mutations tried, each failed here (and in the next
+/// test): the first forward charged a^ℓ + o_f∅^ℓ whatever the kind (an
+/// F_all^ℓ with a smaller o_f^ℓ may be the first), and charged o_f^ℓ as
+/// the no-grad transient (the pre-o_f∅ term).
 #[test]
 fn no_compute_schedule_needs_less_than_the_floor() {
     let met = std::cell::Cell::new(0u32);

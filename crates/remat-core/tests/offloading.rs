@@ -567,3 +567,62 @@ fn the_heuristics_refuse_a_5000_stage_chain_at_once() {
         );
     }
 }
+
+/// A chain where only the F_∅ a split runs may count (found by
+/// `pofo_without_bandwidth_equals_rotor` with pofo's C_Δ threshold in the
+/// report's form, shrunk): F_∅^3 needs a no-grad transient of 5 bytes that
+/// F_all^3 does not, so a split of C_Δ(i, j) whose F_∅ chain stops before
+/// stage 3 must not be charged for F_∅^3, which it never runs (the
+/// sub-problem after it runs F_all^3).
+///
+/// Could fail if: pofo or rotor counted an F_∅ its split does not run.
+/// Mutation tried: pofo's C_Δ threshold over every k in i..j, as in the
+/// paper (fails: pofo None where rotor meets 23 bytes, as the simulator
+/// confirms). The proptests above catch o_f charged to F_ck/F_∅ in
+/// `m_fnone` (all three failed with that mutation).
+#[test]
+fn the_dps_count_only_the_forwards_a_split_runs() {
+    let stage = |out: u64, saved: u64, grad: u64, ob: i64, nograd: Option<i64>| remat_core::Stage {
+        gradient_bytes: grad,
+        backward_overhead_bytes: ob,
+        forward_nograd_overhead_bytes: nograd,
+        ..remat_core::Stage::new("", 1.0, 1.0, out, saved)
+    };
+    let chain = Chain {
+        name: "split".into(),
+        source: "hand-made".into(),
+        input_bytes: 4,
+        input_gradient_bytes: 0,
+        bandwidth_bytes_per_s: None,
+        inputs: None,
+        stages: vec![
+            stage(6, 7, 0, 0, None),
+            stage(2, 2, 0, 0, None),
+            stage(8, 8, 0, 0, Some(5)),
+            stage(0, 0, 7, 0, None),
+            stage(3, 7, 0, 0, None),
+            stage(4, 10, 5, 0, None),
+            stage(2, 4, 3, 2, None),
+        ],
+    };
+    chain.validate().unwrap();
+    let budget = 23;
+    let rotor = PersistentTable::build(
+        &chain,
+        Variant::Rotor,
+        budget,
+        budget as usize,
+        BIG,
+        &mut no_progress(),
+    )
+    .unwrap();
+    let plan = rotor.plan(&chain, budget).expect("rotor meets the budget");
+    let t = trace_of(&chain, &plan.ops, budget, None);
+    assert!(t.peak_bytes <= budget);
+    assert_eq!(plan.predicted_peak_bytes, t.peak_bytes);
+    assert_eq!(t.makespan_seconds, plan.predicted_seconds);
+    assert_eq!(
+        dp(&chain, Mode::Full, budget, None),
+        Some(plan.predicted_seconds)
+    );
+}
