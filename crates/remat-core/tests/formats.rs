@@ -81,6 +81,18 @@ fn every_validation_error_names_its_field() {
             "stages[1].forward_nograd_seconds: must be ≥ 0",
         ),
         (
+            Box::new(|v| v["stages"][1]["forward_nograd_overhead_bytes"] = (-1).into()),
+            "stages[1].forward_nograd_overhead_bytes: must be ≥ 0, got -1: F^ℓ keeps what it computes",
+        ),
+        (
+            Box::new(|v| v["stages"][0]["forward_nograd_overhead_bytes"] = 0.5.into()),
+            "stages[0].forward_nograd_overhead_bytes: must be a whole number of bytes",
+        ),
+        (
+            Box::new(|v| v["stages"][0]["forward_nograd_overhead_bytes"] = "1 MiB".into()),
+            "stages[0].forward_nograd_overhead_bytes: expected a number of bytes, found the string \"1 MiB\"",
+        ),
+        (
             Box::new(|v| v["stages"][0]["saved_byte"] = 3.into()),
             "stages[0].saved_byte: unknown field; did you mean `saved_bytes`?",
         ),
@@ -529,6 +541,7 @@ fn written_chains_keep_their_bytes() {
     chain.input_gradient_bytes = 7;
     chain.stages[1].gradient_bytes = 5;
     chain.stages[1].forward_nograd_seconds = Some(0.05);
+    chain.stages[1].forward_nograd_overhead_bytes = Some(3);
     let expected = r#"{
   "bandwidth_bytes_per_s": 12000000000.0,
   "format": "remat-chain/1",
@@ -547,6 +560,7 @@ fn written_chains_keep_their_bytes() {
     {
       "backward_overhead_bytes": 2,
       "backward_seconds": 0.2,
+      "forward_nograd_overhead_bytes": 3,
       "forward_nograd_seconds": 0.05,
       "forward_overhead_bytes": 1,
       "forward_seconds": 0.1,
@@ -562,7 +576,8 @@ fn written_chains_keep_their_bytes() {
 }
 
 /// Optional fields: `null` means absent where the format says so
-/// (`bandwidth_bytes_per_s`, `forward_nograd_seconds`) and is refused
+/// (`bandwidth_bytes_per_s`, `forward_nograd_seconds`,
+/// `forward_nograd_overhead_bytes`) and is refused
 /// elsewhere, as before. Mutation tried: `Option<Bytes>` without
 /// `deserialize_with = "present"` — a `null` gradient was read as absent.
 #[test]
@@ -570,9 +585,11 @@ fn null_is_absent_only_where_the_format_says_so() {
     let mut v = good();
     v["bandwidth_bytes_per_s"] = serde_json::Value::Null;
     v["stages"][0]["forward_nograd_seconds"] = serde_json::Value::Null;
+    v["stages"][0]["forward_nograd_overhead_bytes"] = serde_json::Value::Null;
     let chain = read_chain(&v.to_string()).unwrap();
     assert_eq!(chain.bandwidth_bytes_per_s, None);
     assert_eq!(chain.stages[0].forward_nograd_seconds, None);
+    assert_eq!(chain.stages[0].forward_nograd_overhead_bytes, None);
     for (field, expected) in [
         (
             "input_gradient_bytes",
@@ -595,4 +612,32 @@ fn rotor_error(text: &str) -> String {
     read_rotor(text, TimeUnit::Seconds, "r")
         .unwrap_err()
         .to_string()
+}
+
+/// `forward_nograd_overhead_bytes` is optional like `forward_nograd_seconds`:
+/// a chain without it keeps its digest (every schedule made for it stays
+/// valid), one with it is another chain for the digest (even at o_f's
+/// value, as a given no-grad time equal to u_f is), and it survives a
+/// rescaling. Could fail if the digest hashed the field when absent (the
+/// pinned digest of the teaching chain changes), or ignored it when given
+/// (a schedule made for another transient would be accepted).
+#[test]
+fn the_nograd_overhead_is_optional_and_in_the_digest_when_given() {
+    let teaching = examples::teaching();
+    assert_eq!(teaching.digest(), "fnv1a64:3638b1b952894e9f");
+    let mut given = teaching.clone();
+    given.stages[2].forward_nograd_overhead_bytes = Some(given.stages[2].forward_overhead_bytes);
+    assert_ne!(given.digest(), teaching.digest());
+    let mut other = given.clone();
+    other.stages[2].forward_nograd_overhead_bytes = Some(1 << 20);
+    assert_ne!(other.digest(), given.digest());
+    let text = write_chain(&other);
+    assert!(
+        text.contains("\"forward_nograd_overhead_bytes\": 1048576"),
+        "{text}"
+    );
+    assert_eq!(read_chain(&text).unwrap().digest(), other.digest());
+    assert!(!write_chain(&teaching).contains("forward_nograd_overhead_bytes"));
+    let twice = remat_core::model::scaled(&other, remat_core::model::Scale::bytes(2.0)).unwrap();
+    assert_eq!(twice.stages[2].forward_nograd_overhead_bytes, Some(2 << 20));
 }
