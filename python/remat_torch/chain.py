@@ -251,14 +251,25 @@ def describe_chain(
     how = (
         "torch.cuda memory statistics" if device.type == "cuda" else "the CPU allocator's events (torch.profiler)"
     )
-    found = "stages found by torch.export" if isinstance(program, StagedProgram) else "stages given"
+    found = (
+        "stages found by torch.export and checked against the model's own step"
+        if isinstance(program, StagedProgram) and check
+        else "stages found by torch.export" if isinstance(program, StagedProgram) else "stages given"
+    )
+    where = f"device={device.type}"
+    if device.type == "cuda":
+        where += f" ({torch.cuda.get_device_name(device)})"
+    leaves = [t for t in _leaves(batch) if isinstance(t, torch.Tensor)]
+    size = f"batch {leaves[0].shape[0]}" if leaves and leaves[0].dim() else "batch ?"
+    shapes = ", ".join(f"{i['name'] or 'input'} {i['dtype']} {i['shape']}" for i in _inputs(batch, target))
     chain: Dict[str, Any] = {
         "format": "remat-chain/1",
         "name": name or f"{type(model).__name__} (remat_torch)",
         "source": (
-            f"measured by remat_torch.describe_chain on {device} (torch {torch.__version__}, "
-            f"{threads} threads), {found}; sizes from {how}, parameter gradients outside; "
-            f"times: medians of {repeat} after a warm-up"
+            f"measured by remat_torch.describe_chain: {type(model).__name__}, {size} ({shapes}); "
+            f"{where}, {threads} threads, PyTorch {torch.__version__.split('+')[0]}, "
+            f"{time.strftime('%Y-%m-%d')}; method: {found}; sizes are allocator deltas from {how}, "
+            f"parameter gradients outside; times: eager medians of {repeat} after a warm-up"
         ),
         "input_bytes": a0,
         "input_gradient_bytes": d0,

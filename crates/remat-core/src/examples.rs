@@ -133,6 +133,10 @@ const VGG19_PARAMETERS: u64 = 143_667_240;
 /// head (the measured files state the shape, not the vocabulary).
 const GPT2_PARAMETERS: u64 = 124_439_808;
 const RESNET18_PARAMETERS: u64 = 46_758_048 / 4;
+/// The CPU GPT-2 described by remat_torch: GPT2Config(n_layer=4, n_embd=128,
+/// n_head=4, vocab_size=2000, n_positions=128), tied head (counted by
+/// PyTorch: `sum(p.numel() for p in model.parameters())`).
+const GPT2_TINY_PARAMETERS: u64 = 1_065_728;
 const VGG19_32PX_PARAMETERS: u64 = 172_015_776 / 4;
 
 /// One built-in chain: `example:NAME` on the command line, `#chain=NAME` in
@@ -207,6 +211,8 @@ pub const EXAMPLES: &[Example] = &[
     measured("resnet50-h100", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): ResNet-50, batch 32, 224 px, fp32/TF32", include_str!("../data/h100-resnet50.json")).at(images(RESNET50_PARAMETERS, 32)),
     measured("gpt2-h100-efficient", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, memory-efficient attention", include_str!("../data/h100-gpt2-efficient.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     measured("gpt2-h100-math", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, math attention (scores kept)", include_str!("../data/h100-gpt2-math.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
+    measured("gpt2-cpu-torch", "measured on this project's 2-core CPU build machine by remat_torch.describe_chain (PyTorch 2.13, transformers 5.24, 2026-11-26), stages found in the model: GPT-2, 4 blocks × 128, vocabulary 2000, batch 4, seq 128, fp32", include_str!("../data/cpu-gpt2-remat-torch.json")).at(tokens(GPT2_TINY_PARAMETERS, 4, 128)),
+    measured("gpt2-h200-torch", "measured on an H200 by remat_torch.describe_chain (PyTorch 2.11, transformers 5.17, 2026-11-26), stages found in the model: GPT-2 small, 12 blocks, batch 4, seq 1024, fp32", include_str!("../data/h200-gpt2-remat-torch.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     measured("resnet18-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): ResNet-18, batch 8, 96 px, fp32", include_str!("../data/cpu-resnet18-b8-96px.json")).at(images(RESNET18_PARAMETERS, 8)),
     measured("vgg19-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): VGG-19, batch 4, 32 px, fp32", include_str!("../data/cpu-vgg19-b4-32px.json")).at(images(VGG19_32PX_PARAMETERS, 4)),
     // Analytic chains.
@@ -627,9 +633,13 @@ mod tests {
         {
             let source = e.chain().source;
             let any = |words: &[&str]| words.iter().any(|w| source.contains(w));
-            assert!(any(&["H100", "device=cpu"]), "{}: no device", e.name);
             assert!(
-                any(&["PyTorch 2.11", "libtorch 2.13"]),
+                any(&["H100", "device=cpu", "device=cuda"]),
+                "{}: no device",
+                e.name
+            );
+            assert!(
+                any(&["PyTorch 2.11", "libtorch 2.13", "PyTorch 2.13"]),
                 "{}: no library",
                 e.name
             );
@@ -637,7 +647,7 @@ mod tests {
             assert!(any(&["batch"]), "{}: no batch", e.name);
             assert!(any(&["Method:", "method:"]), "{}: no method", e.name);
             assert!(
-                any(&["caching-allocator", "counting CPU allocator"]),
+                any(&["caching-allocator", "counting CPU allocator", "allocator deltas"]),
                 "{}: sizes not said to be allocator deltas",
                 e.name
             );
