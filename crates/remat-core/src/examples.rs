@@ -647,7 +647,11 @@ mod tests {
             assert!(any(&["batch"]), "{}: no batch", e.name);
             assert!(any(&["Method:", "method:"]), "{}: no method", e.name);
             assert!(
-                any(&["caching-allocator", "counting CPU allocator", "allocator deltas"]),
+                any(&[
+                    "caching-allocator",
+                    "counting CPU allocator",
+                    "allocator deltas"
+                ]),
                 "{}: sizes not said to be allocator deltas",
                 e.name
             );
