@@ -61,7 +61,7 @@ def build(name: str, size: str, device: str):
                                        bos_token_id=0, eos_token_id=0, pad_token_id=0)
         model = transformers.LlamaForCausalLM(cfg)
         ids = torch.randint(0, cfg.vocab_size, (4, 1024 if big else 32))
-        return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids), "use_cache": False}, ids, lm_loss
+        return model, {"input_ids": ids, "use_cache": False}, ids, lm_loss
     if name == "resnet18":
         import torchvision
 

@@ -32,7 +32,9 @@ into the kept checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import operator
+import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -210,10 +212,61 @@ def _segment_name(chains: List[List[str]], key: Optional[str]) -> str:
     return "+".join(reps)
 
 
+def _unpacked(position_ids) -> bool:
+    """Whether every row of `position_ids` counts up by one (one sequence
+    per row, not packed), read on the real tensor before capture."""
+    if position_ids is None:
+        return True
+    if not isinstance(position_ids, torch.Tensor) or position_ids.dim() != 2:
+        return False
+    return bool((torch.diff(position_ids, dim=-1) == 1).all())
+
+
+@contextlib.contextmanager
+def _eager_paths(batch):
+    """Capture the attention path transformers takes eagerly. Exporting, it
+    cannot read the inputs' values, so it keeps the causal mask (SDPA then
+    runs with an explicit mask, and a GQA model repeats its keys and values
+    for each head group) where eagerly, with no padding mask and one
+    sequence per row, it passes `is_causal=True` (and `enable_gqa`). Those
+    are other kernels with other memory: on an H200, +17 MB per GPT-2 layer
+    with the mask, and for an fp32 Llama 2 GB less than the eager step,
+    whose GQA falls back to SDPA's math kernel. The stages serve this batch
+    only, so the two questions transformers cannot answer while exporting
+    are answered here from the real batch: it is not being exported for
+    other shapes, and the position ids (its own arange, or the batch's,
+    checked) are not packed. A padding mask the batch passes is kept as a
+    mask (eagerly it is skipped only when all ones: omit it then)."""
+    mu = sys.modules.get("transformers.masking_utils")
+    if mu is None or not hasattr(mu, "find_packed_sequence_indices"):
+        yield
+        return
+    positions = batch.get("position_ids") if isinstance(batch, dict) else None
+    if not _unpacked(positions):
+        yield
+        return
+    saved = {n: getattr(mu, n) for n in ("is_torchdynamo_exporting", "is_tracing", "find_packed_sequence_indices")
+             if hasattr(mu, n)}
+    if "is_torchdynamo_exporting" in saved:
+        mu.is_torchdynamo_exporting = lambda: False
+    if "is_tracing" in saved:
+        traced = saved["is_tracing"]
+        # Still true of a fake tensor (its values cannot be read), no longer
+        # of the export as a whole (transformers < 5.24 asks that way).
+        mu.is_tracing = lambda tensor=None: tensor is not None and traced(tensor)
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        for n, f in saved.items():
+            setattr(mu, n, f)
+
+
 def _export(model: nn.Module, batch, target, loss: Callable):
     wrapper = _WithLoss(model, loss)
     try:
-        return torch.export.export(wrapper, (batch, target), strict=False)
+        with _eager_paths(batch):
+            return torch.export.export(wrapper, (batch, target), strict=False)
     except Exception as e:  # export's errors are many types; all are the model's
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise StagingError(
