@@ -42,7 +42,6 @@ def test_readme_example_runs(index, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", os.path.dirname(remat_bin()) + os.pathsep + os.environ["PATH"])
     torch.manual_seed(0)
     first = {}
-    original_step = None
 
     # Record the first checkpointed loss and the plain loss before any update.
     import remat_torch
