@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 from torch import nn
 
+from .batch import device_of, leaves
 from .measure import Meter, storage_bytes
 from .runtime import _Entry, backward_handing_over, needs_input_gradient
 from .staging import StagedProgram, StagingError, make_program, model_loss
@@ -44,17 +45,6 @@ from .staging import StagedProgram, StagingError, make_program, model_loss
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-def _leaves(batch) -> List[Any]:
-    return list(batch.values()) if isinstance(batch, dict) else [batch]
-
-
-def _device_of(batch) -> torch.device:
-    for t in _leaves(batch):
-        if isinstance(t, torch.Tensor):
-            return t.device
-    return torch.device("cpu")
 
 
 class _State:
@@ -236,7 +226,7 @@ def describe_chain(
     """
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
-    device = _device_of(batch)
+    device = device_of(batch)
     program = make_program(model, batch, target, loss, granularity, merge)
     params = list(program.all_parameters())
     state = _State(params, list(program.all_buffers()), device)
@@ -259,8 +249,8 @@ def describe_chain(
     where = f"device={device.type}"
     if device.type == "cuda":
         where += f" ({torch.cuda.get_device_name(device)})"
-    leaves = [t for t in _leaves(batch) if isinstance(t, torch.Tensor)]
-    size = f"batch {leaves[0].shape[0]}" if leaves and leaves[0].dim() else "batch ?"
+    tensors = [t for t in leaves(batch) if isinstance(t, torch.Tensor)]
+    size = f"batch {tensors[0].shape[0]}" if tensors and tensors[0].dim() else "batch ?"
     shapes = ", ".join(f"{i['name'] or 'input'} {i['dtype']} {i['shape']}" for i in _inputs(batch, target))
     chain: Dict[str, Any] = {
         "format": "remat-chain/1",
@@ -405,6 +395,6 @@ def _measure(program, batch, target, device, params, state: _State, repeat: int)
         if o_b:
             stage["backward_overhead_bytes"] = o_b
         stages.append(stage)
-    a0 = storage_bytes([*_leaves(batch), target, *pipe.consts])
+    a0 = storage_bytes([*leaves(batch), target, *pipe.consts])
     d0 = rows[1]["input_gradient_bytes"]
     return stages, a0, d0

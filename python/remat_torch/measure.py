@@ -31,6 +31,8 @@ from typing import Any, Callable, Iterable, List, Optional, Tuple
 import torch
 from torch import nn
 
+from .batch import device_of, leaves
+
 # A marker allocation the hooks make so that a booking has its place among
 # the profiler's events on the CPU (an odd size no tensor of the model has
 # in practice; its own bytes are not counted).
@@ -168,7 +170,7 @@ def plain_step_peak(
 
     modules = list(model) if isinstance(model, (list, tuple)) else [model]
     params = [p for m in modules for p in m.parameters()]
-    device = _device_of(batch)
+    device = device_of(batch)
     saved_grads = [p.grad for p in params]
     buffers = [(b, b.detach().clone()) for m in modules for b in m.buffers()]
     rng = torch.get_rng_state()
@@ -196,14 +198,5 @@ def plain_step_peak(
             for b, old in buffers:
                 b.copy_(old)
         torch.set_rng_state(rng)
-    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
-    a0 = storage_bytes(leaves + [target])
+    a0 = storage_bytes(leaves(batch) + [target])
     return {"peak_bytes": peak + a0, "batch_bytes": a0, "loss": float(value)}
-
-
-def _device_of(batch: Any) -> torch.device:
-    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
-    for t in leaves:
-        if isinstance(t, torch.Tensor):
-            return t.device
-    return torch.device("cpu")

@@ -32,6 +32,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import torch
 from torch import nn
 
+from .batch import device_of
 from .schedule import FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, load_schedule
 
 
@@ -375,14 +376,6 @@ class Checkpointed:
         return loss
 
 
-def _device_of(batch) -> torch.device:
-    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
-    for t in leaves:
-        if isinstance(t, torch.Tensor):
-            return t.device
-    return torch.device("cpu")
-
-
 class _Step:
     """The state of one call: the records, RNG states, the copy stream."""
 
@@ -391,7 +384,7 @@ class _Step:
         self.program = program
         self.n = len(program)
         self.target = target
-        self.device = _device_of(batch)
+        self.device = device_of(batch)
         cuda = self.device.type == "cuda"
         self.copy_stream = torch.cuda.Stream(device=self.device) if cuda else None
         self.consts = program.constants(batch, target)
