@@ -166,9 +166,10 @@ def plain_step_peak(
     gradients, buffers and the RNG state are restored afterwards.
     Returns `{"peak_bytes", "batch_bytes", "loss"}`.
     """
-    from .staging import model_loss
+    from .staging import StageList, model_loss
 
-    modules = list(model) if isinstance(model, (list, tuple)) else [model]
+    stages = StageList(list(model)) if loss is None else None
+    modules = stages.modules if stages is not None else [model]
     params = [p for m in modules for p in m.parameters()]
     device = device_of(batch)
     saved_grads = [p.grad for p in params]
@@ -178,12 +179,10 @@ def plain_step_peak(
         p.grad = None
 
     def step():
-        if loss is None:
-            h = batch
-            for i, m in enumerate(modules if len(modules) > 1 else list(modules[0])):
-                last = i == (len(modules) if len(modules) > 1 else len(modules[0])) - 1
-                h = m(h, target) if last else m(h)
-            out = h
+        if stages is not None:
+            out = batch
+            for l in range(1, len(stages) + 1):
+                out = stages.run(l, out, [target])
         else:
             out = model_loss(model, loss, batch, target)
         out.backward()

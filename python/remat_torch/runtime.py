@@ -253,14 +253,13 @@ def backward_handing_over(out_box: list, delta_box: list) -> None:
     the engine runs, so the output and δ^ℓ are freed as soon as their last
     reader has run."""
     out = out_box.pop()
-    if delta_box:
-        seed = _Seed.apply(out, delta_box)
-        del out
-        torch.autograd.backward(seed)
-    else:
-        box = [out]
-        del out
-        torch.autograd.backward(box.pop())
+    if not delta_box:
+        # The loss: autograd seeds it with 1 (a 4-byte tensor it makes).
+        torch.autograd.backward(out)
+        return
+    seed = _Seed.apply(out, delta_box)
+    del out
+    torch.autograd.backward(seed)
 
 
 class _Saved:
@@ -288,6 +287,25 @@ def needs_input_gradient(first: nn.Module, x: torch.Tensor) -> bool:
     return x.requires_grad or not any(p.requires_grad for p in first.parameters())
 
 
+def foreign_storages(program, consts) -> set:
+    """Storages that are never part of ā^ℓ: parameters and buffers (the
+    model's, outside the chain's memory), tensors kept as module attributes,
+    the target and the step constants."""
+    tensors = [*program.all_parameters(), *program.all_buffers(), *program.attribute_tensors(), *consts]
+    return {_storage_key(t.untyped_storage()) for t in tensors if isinstance(t, torch.Tensor)}
+
+
+def owned(out: torch.Tensor, inp: Optional[torch.Tensor], foreign: set) -> torch.Tensor:
+    """The output as a tensor that owns its memory: a stage that returns
+    a view of its input or of a parameter (Flatten, Identity) would
+    otherwise make a^ℓ and a^{ℓ-1} one storage, which the model counts
+    twice and an offload of one would take the other with it."""
+    key = _storage_key(out.untyped_storage())
+    if (inp is not None and key == _storage_key(inp.untyped_storage())) or key in foreign:
+        return out.clone()
+    return out
+
+
 class Checkpointed:
     """One training step, forward and backward, following a schedule.
 
@@ -301,20 +319,17 @@ class Checkpointed:
 
     def __init__(self, model, schedule: ScheduleLike, loss=None, granularity: str = "block",
                  merge: int = 1) -> None:
-        from .staging import StageList, StagingError
+        from .staging import make_program
 
         self.model = model
         self.loss = loss
         self.granularity = granularity
         self.merge = merge
-        if loss is None and not isinstance(model, (list, tuple, nn.Sequential)):
-            raise StagingError(
-                "loss: required for a model that is not a list of stages: pass loss=fn with "
-                "fn(output, target) returning the scalar loss"
-            )
+        # Without a loss: the user's list of stages (or StagingError saying a
+        # loss is needed); with one, the stages are found at the first step.
+        self.program = make_program(model, None, None, None) if loss is None else None
         self.schedule: Schedule = load_schedule(schedule)
         self._programs: Dict[Tuple, object] = {}
-        self.program = StageList(list(model)) if loss is None else None
         # Everything is checked before anything runs: a refused schedule
         # never leaves a half-done step (parameters' .grad partly filled).
         # A file's problems read as `remat simulate` words them.
@@ -355,15 +370,6 @@ class Checkpointed:
                     )
             self._programs[key] = program
         return program
-
-    @property
-    def stage_names(self) -> Optional[List[str]]:
-        """The names of the stages of the last program used (None before)."""
-        if self.program is not None:
-            return self.program.names
-        if not self._programs:
-            return None
-        return list(self._programs.values())[-1].names
 
     # --- the step -----------------------------------------------------------
 
@@ -417,14 +423,7 @@ class _Step:
         # Storages that are never part of ā^ℓ: parameters and buffers (the
         # model's, outside the chain's memory), the target and the step
         # constants.
-        self.foreign = set()
-        for t in list(program.all_parameters()) + list(program.all_buffers()):
-            self.foreign.add(_storage_key(t.untyped_storage()))
-        for t in program.attribute_tensors():
-            self.foreign.add(_storage_key(t.untyped_storage()))
-        for t in self.consts:
-            if isinstance(t, torch.Tensor):
-                self.foreign.add(_storage_key(t.untyped_storage()))
+        self.foreign = foreign_storages(program, self.consts)
 
     def execute(self) -> torch.Tensor:
         for i, op in enumerate(self.owner.schedule.ops):
@@ -523,16 +522,6 @@ class _Step:
             for b, old in buffers:
                 b.copy_(old)
 
-    def own(self, out: torch.Tensor, inp: Optional[torch.Tensor]) -> torch.Tensor:
-        """The output as a tensor that owns its memory: a stage that returns
-        a view of its input or of a parameter (Flatten, Identity) would
-        otherwise make a^ℓ and a^{ℓ-1} one storage, which the model counts
-        twice and an offload of one would take the other with it."""
-        key = _storage_key(out.untyped_storage())
-        if (inp is not None and key == _storage_key(inp.untyped_storage())) or key in self.foreign:
-            return out.clone()
-        return out
-
     def forward(self, op: Op) -> None:
         l = op.stage
         last = l == self.n
@@ -570,7 +559,7 @@ class _Step:
 
                 with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
                     out = self.program.run(l, alias, self.consts)
-                    out = self.own(out, alias)
+                    out = owned(out, alias, self.foreign)
                 # ā^ℓ is what the stage made: not a parameter, buffer,
                 # module attribute, step constant, the target or the input.
                 # (A dispatch mode that saw every op's outputs found the
@@ -597,7 +586,7 @@ class _Step:
                 self.saved[l] = _Saved(out, alias, storages, stage_input, box)
             else:
                 with torch.no_grad():
-                    out = self.own(self.program.run(l, inp, self.consts), inp)
+                    out = owned(self.program.run(l, inp, self.consts), inp, self.foreign)
                 self.act[l] = _Activation(out)
         if last:
             self.loss = out.detach().clone().float()

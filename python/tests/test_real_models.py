@@ -149,7 +149,7 @@ def test_other_families_are_checked_bit_for_bit(factory):
     assert all(s.get("module") or s["name"] == "loss" for s in chain["stages"])
 
 
-def test_a_stage_that_differs_from_the_model_is_named():
+def test_a_stage_that_differs_from_the_model_is_refused():
     """Fails if the check compares nothing (mutation tried: `_verify`
     skipped — no error)."""
     model, batch, target, loss = resnet()
