@@ -3,8 +3,8 @@
 //! Data flows one way, and the modules follow it:
 //!
 //! * [`model`] — the chain of stages (sizes, times) and the units people type;
-//! * [`format`] — reading and writing `remat-chain/1`, rotor's chain layout and
-//!   `remat-schedule/1`, with errors that name the offending field;
+//! * [`format`] — reading and writing `remat-chain/1`, rotor's chain layout,
+//!   `remat-schedule/1` and `remat-run/1`, with errors that name the offending field;
 //! * [`schedule`] — the operations a schedule is made of (`F_all`, `F_ck`,
 //!   `F_∅`, `B`, offload, prefetch) and what they do to each stage;
 //! * [`simulator`] — runs any schedule on a chain (a compute lane and a copy
@@ -15,6 +15,8 @@
 //!   the CLI's `sweep` and the explorer;
 //! * [`maxbatch`] — the largest batch each method runs within a device's
 //!   memory, for the CLI's `maxbatch`;
+//! * [`measured`] — a measured step (`remat-run/1`) held op by op against
+//!   the simulator's prediction of its schedule;
 //! * [`examples`] — built-in chains with their provenance.
 //!
 //! No web and no torch dependencies: this crate builds for native targets and
@@ -23,6 +25,7 @@
 pub mod examples;
 pub mod format;
 pub mod maxbatch;
+pub mod measured;
 pub mod model;
 pub mod schedule;
 pub mod simulator;

@@ -641,3 +641,71 @@ fn the_nograd_overhead_is_optional_and_in_the_digest_when_given() {
     let twice = remat_core::model::scaled(&other, remat_core::model::Scale::bytes(2.0)).unwrap();
     assert_eq!(twice.stages[2].forward_nograd_overhead_bytes, Some(2 << 20));
 }
+
+/// A schedule carries its chain's `inputs` (the batch), so that a runtime
+/// can check its batch without the chain. Catches the copy left out of
+/// `ScheduleFile::new`, the field lost on writing or reading, a schedule
+/// without it gaining `"inputs": null`, its values not validated as a
+/// chain's, and the field entering the digest check.
+#[test]
+fn schedules_carry_the_chains_inputs() {
+    let chain = examples::by_name("gpt2-cpu-torch").unwrap();
+    let inputs = chain.inputs.clone().expect("described by remat_torch");
+    let sol = solve(
+        &chain,
+        Algorithm::StoreAll,
+        u64::MAX / 4,
+        &Options::default(),
+    )
+    .unwrap();
+    let predicted = Predicted {
+        makespan_seconds: 1.0,
+        peak_bytes: 1,
+    };
+    let file = ScheduleFile::new(
+        &chain,
+        "store-all",
+        1 << 40,
+        None,
+        predicted.clone(),
+        sol.ops.unwrap(),
+    );
+    assert_eq!(file.inputs.as_ref(), Some(&inputs));
+    let text = write_schedule(&file);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["inputs"][0]["dtype"], "int64", "{text}");
+    assert!(v["inputs"][0]["shape"].is_array());
+    let again = read_schedule(&text).unwrap();
+    assert_eq!(again, file);
+    assert_eq!(again.check_chain(&chain).unwrap(), None);
+
+    // A chain without inputs: no field at all, and old files still load.
+    let teaching = examples::teaching();
+    let plain = ScheduleFile::new(&teaching, "x", 1, None, predicted, vec![]);
+    let text = write_schedule(&plain);
+    assert!(!text.contains("inputs"), "{text}");
+    assert_eq!(read_schedule(&text).unwrap().inputs, None);
+
+    // Read and judged as a chain's: the error names the field.
+    let mut bad = v.clone();
+    bad["inputs"][0]["dtype"] = "".into();
+    assert_eq!(
+        read_schedule(&bad.to_string()).unwrap_err().to_string(),
+        "inputs[0].dtype: must name the element type (\"float32\", \"bfloat16\", \"int64\", …)"
+    );
+    let mut bad = v.clone();
+    bad["inputs"][0]["shape"][0] = (-4).into();
+    assert_eq!(
+        read_schedule(&bad.to_string()).unwrap_err().to_string(),
+        "inputs[0].shape[0]: must be a whole number ≥ 0, got -4"
+    );
+    let mut bad = v.clone();
+    bad["inputs"][0]["dtyp"] = "int64".into();
+    assert_eq!(
+        read_schedule(&bad.to_string()).unwrap_err().to_string(),
+        "inputs[0].dtyp: unknown field; did you mean `dtype`?"
+    );
+    let mut null = v;
+    null["inputs"] = serde_json::Value::Null;
+    assert_eq!(read_schedule(&null.to_string()).unwrap().inputs, None);
+}

@@ -36,10 +36,11 @@ struct ChainFile {
     inputs: Option<Vec<InputFile>>,
 }
 
-/// One tensor of the batch the chain was measured on.
+/// One tensor of the batch the chain was measured on (a chain's `inputs`,
+/// and a schedule's, copied from its chain).
 #[derive(Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-struct InputFile {
+pub(super) struct InputFile {
     #[serde(default)]
     name: String,
     shape: Vec<Dim>,
@@ -167,6 +168,32 @@ impl From<&InputTensor> for InputFile {
             shape: t.shape.iter().copied().map(Dim).collect(),
             dtype: t.dtype.clone(),
         }
+    }
+}
+
+/// `inputs` as an optional field of another format's struct (a schedule's):
+/// `#[serde(default, with = "inputs_field")]`, read and written as a
+/// chain's. Values are judged by [`crate::model::validate_inputs`].
+pub(super) mod inputs_field {
+    use super::{optional_objects, InputFile};
+    use crate::model::InputTensor;
+    use serde::{Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        inputs: &Option<Vec<InputTensor>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        inputs
+            .as_ref()
+            .map(|list| list.iter().map(InputFile::from).collect::<Vec<_>>())
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<InputTensor>>, D::Error> {
+        let list: Option<Vec<InputFile>> = optional_objects(d)?;
+        Ok(list.map(|l| l.into_iter().map(InputTensor::from).collect()))
     }
 }
 

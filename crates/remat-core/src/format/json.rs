@@ -148,7 +148,7 @@ where
 }
 
 /// serde's message at `path` (`.` is the document) in the formats' words.
-fn in_words(path: &str, message: &str) -> FormatError {
+pub(super) fn in_words(path: &str, message: &str) -> FormatError {
     let here = if path == "." { FILE } else { path };
     if let Some(field) = message
         .strip_prefix("missing field `")

@@ -1,5 +1,6 @@
 //! File formats: `remat-chain/1`, rotor's chain layout, `remat-schedule/1`,
-//! and the export of a schedule as `torch.utils.checkpoint` segments.
+//! `remat-run/1` (a measured step), and the export of a schedule as
+//! `torch.utils.checkpoint` segments.
 //!
 //! Each format is a serde file struct (`deny_unknown_fields`: a misspelt
 //! field is an error, not a default); `serde_path_to_error` names the field
@@ -13,11 +14,13 @@ mod json;
 mod numbers;
 pub mod pytorch;
 mod rotor;
+mod run_file;
 mod schedule_file;
 
 pub use chain_file::{read_chain, write_chain, CHAIN_FORMAT};
 pub use json::FormatError;
 pub use rotor::{read_rotor, TimeUnit};
+pub use run_file::{read_run, write_run, MeasuredOp, RunFile, MAX_RUN_OPS, RUN_FORMAT};
 pub use schedule_file::{
     read_schedule, write_schedule, Predicted, ScheduleError, ScheduleFile, SCHEDULE_FORMAT,
 };

@@ -1,7 +1,8 @@
 //! `remat-schedule/1`: a schedule for one chain, ready for a training run.
 
+use super::chain_file::inputs_field;
 use super::json::{check_syntax, expect_format, read, FormatError};
-use crate::model::Chain;
+use crate::model::{validate_inputs, Chain, InputTensor};
 use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,16 @@ pub struct ScheduleFile {
     /// What the solver predicted; absent in a hand-written schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted: Option<Predicted>,
+    /// The batch the chain was measured on (its `inputs`, same shape and
+    /// rules), copied by solvers so that a runtime can check its batch's
+    /// shapes and dtypes against the plan without the chain. Not part of
+    /// the digest; absent when the chain describes none.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "inputs_field"
+    )]
+    pub inputs: Option<Vec<InputTensor>>,
     pub ops: Vec<Op>,
 }
 
@@ -61,6 +72,7 @@ impl ScheduleFile {
             budget_bytes,
             bandwidth_bytes_per_s,
             predicted: Some(predicted),
+            inputs: chain.inputs.clone(),
             ops,
         }
     }
@@ -118,7 +130,11 @@ pub enum ScheduleError {
 pub fn read_schedule(text: &str) -> Result<ScheduleFile, FormatError> {
     check_syntax(text)?;
     expect_format(text, SCHEDULE_FORMAT)?;
-    read(text)
+    let schedule: ScheduleFile = read(text)?;
+    if let Some(inputs) = &schedule.inputs {
+        validate_inputs(inputs)?;
+    }
+    Ok(schedule)
 }
 
 pub fn write_schedule(schedule: &ScheduleFile) -> String {

@@ -48,7 +48,7 @@ pub(super) fn describe(inputs: &[InputTensor]) -> String {
 
 /// Checks the number of tensors, of each one's dimensions, and that each
 /// names its element type; the error names the field (`inputs[0].dtype`).
-pub(super) fn validate(inputs: &[InputTensor]) -> Result<(), ChainError> {
+pub fn validate(inputs: &[InputTensor]) -> Result<(), ChainError> {
     if inputs.len() > MAX_INPUTS {
         return Err(ChainError::new(
             "inputs",

@@ -6,5 +6,5 @@ pub mod scale;
 pub mod units;
 
 pub use chain::{Chain, ChainError, Stage, MAX_STAGES};
-pub use inputs::{InputTensor, MAX_INPUTS, MAX_INPUT_DIMS};
+pub use inputs::{validate as validate_inputs, InputTensor, MAX_INPUTS, MAX_INPUT_DIMS};
 pub use scale::{scaled, AffineFit, BatchModel, Scale};

@@ -649,6 +649,7 @@ impl<'a> Simulation<'a> {
             memory.push(MemoryStep {
                 time: e.time,
                 bytes: current,
+                op: (e.op != u32::MAX).then_some(e.op as usize),
             });
         }
         for r in &mut self.residency {

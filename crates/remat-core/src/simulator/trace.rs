@@ -62,6 +62,21 @@ pub struct Residency {
 pub struct MemoryStep {
     pub time: f64,
     pub bytes: u64,
+    /// The operation whose allocation or free this is; None for the step's
+    /// initial state (a^0 and δ^L, at time 0).
+    pub op: Option<usize>,
+}
+
+/// The chain's memory around one operation, read off the trace
+/// ([`Trace::op_memory`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OpMemory {
+    /// Once the operation ended: its own frees at its end counted, the
+    /// events of operations listed after it at that instant not.
+    pub after_bytes: u64,
+    /// The highest level while it ran: from its start (after the events of
+    /// the operations listed before it at that instant) to its end.
+    pub peak_bytes: u64,
 }
 
 /// Everything the simulator measured.
@@ -110,6 +125,40 @@ impl Trace {
     /// "fits" (peak ≤ budget) that solvers, the CLI and the explorer share.
     pub fn fits(&self, budget: u64) -> bool {
         self.peak_bytes <= budget
+    }
+
+    /// The memory after each operation and the highest during it, in
+    /// schedule order: what a runtime that measures op by op compares with
+    /// (`remat simulate --measured`). Read off the one memory curve, so it
+    /// agrees with the peak: the largest `peak_bytes` is `peak_bytes`
+    /// unless the peak is the initial state. Events at one instant are in
+    /// the order of the operations that caused them, so an operation's
+    /// window is a slice of the curve. O(n log m).
+    pub fn op_memory(&self) -> Vec<OpMemory> {
+        let steps = &self.memory;
+        // A step's place: its time, then its operation (None first).
+        let rank = |s: &MemoryStep| s.op.map_or(0, |o| o + 1);
+        let upto = |time: f64, op_rank: usize| {
+            steps.partition_point(|s| s.time.total_cmp(&time).then(rank(s).cmp(&op_rank)).is_le())
+        };
+        let level = |k: usize| if k == 0 { 0 } else { steps[k - 1].bytes };
+        self.spans
+            .iter()
+            .map(|span| {
+                // Before: everything up to this operation's start, the
+                // operations listed before it at that instant included.
+                let before = upto(span.start, span.op);
+                let after = upto(span.end, span.op + 1).max(before);
+                let peak = steps[before..after]
+                    .iter()
+                    .map(|s| s.bytes)
+                    .fold(level(before), u64::max);
+                OpMemory {
+                    after_bytes: level(after),
+                    peak_bytes: peak,
+                }
+            })
+            .collect()
     }
 
     /// Tensors on the device at `time` (residencies with start ≤ time < end).
