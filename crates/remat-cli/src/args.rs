@@ -393,6 +393,10 @@ pub struct SimulateArgs {
     /// one line per operation in the text.
     #[arg(long)]
     pub states: bool,
+    /// A measured run of this schedule (remat-run/1): predicted against
+    /// measured, op by op, and the peaks and times; `"measured"` in the JSON.
+    #[arg(long, value_name = "RUN")]
+    pub measured: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

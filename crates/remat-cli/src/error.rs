@@ -70,7 +70,7 @@ pub enum CliError {
 pub enum FileProblem {
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    #[error("{0} bytes is too large for a chain or schedule file")]
+    #[error("{0} bytes is too large for a chain, schedule or run file")]
     TooLarge(u64),
     #[error(transparent)]
     Format(#[from] FormatError),
@@ -80,6 +80,9 @@ pub enum FileProblem {
     Invalid(#[from] SimError),
     #[error(transparent)]
     Segments(#[from] SegmentsError),
+    /// A measured run that is not of this schedule or chain.
+    #[error(transparent)]
+    Run(#[from] Box<remat_core::measured::CompareError>),
     #[error("stages: the file says {said} stages, its operations cover {covered}")]
     StagesDiffer { said: usize, covered: usize },
 }

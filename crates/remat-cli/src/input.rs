@@ -4,7 +4,7 @@
 
 use crate::args::ChainArg;
 use crate::error::{CliError, FileProblem, InFile, Result};
-use remat_core::format::{read_any_chain, read_schedule, ScheduleFile};
+use remat_core::format::{read_any_chain, read_run, read_schedule, RunFile, ScheduleFile};
 use remat_core::{examples, Chain};
 use std::path::Path;
 
@@ -31,6 +31,11 @@ pub fn example(name: &str) -> Result<Chain> {
 /// A `remat-schedule/1` file.
 pub fn schedule(path: &Path) -> Result<ScheduleFile> {
     read_schedule(&read_text(path)?).in_file(path)
+}
+
+/// A `remat-run/1` file.
+pub fn run(path: &Path) -> Result<RunFile> {
+    read_run(&read_text(path)?).in_file(path)
 }
 
 pub fn read_text(path: &Path) -> Result<String> {

@@ -6,6 +6,7 @@
 //! the structs are free to share fields through `#[serde(flatten)]`.
 
 use remat_core::format::pytorch::Segment;
+use remat_core::measured::Comparison;
 use remat_core::simulator::{OpState, TensorId, Trace};
 use remat_core::solvers::hong::Model;
 use remat_core::solvers::DeltaSettings;
@@ -140,6 +141,90 @@ pub struct SimulateReport<'a> {
     /// With `--states` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub states: Option<Vec<StateReport>>,
+    /// With `--measured` only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measured: Option<MeasuredRunReport<'a>>,
+}
+
+/// `"measured"` of `remat simulate --measured RUN --json`: a measured run
+/// against the simulated step. Differences are measured − predicted;
+/// percentages measured ÷ predicted − 1, × 100 (null when nothing was
+/// predicted).
+#[derive(Serialize)]
+pub struct MeasuredRunReport<'a> {
+    /// The run's `source`.
+    pub source: &'a str,
+    pub predicted_peak_bytes: u64,
+    pub measured_peak_bytes: u64,
+    pub peak_difference_percent: Option<f64>,
+    /// The simulated makespan, and Σ of the run's seconds.
+    pub predicted_seconds: f64,
+    pub measured_seconds: f64,
+    pub time_difference_percent: Option<f64>,
+    pub ops: Vec<MeasuredOpReport>,
+}
+
+/// One operation of `"measured"."ops"`.
+#[derive(Serialize)]
+pub struct MeasuredOpReport {
+    pub index: usize,
+    /// As in `remat-schedule/1`: `op`, `stage`, `tensor` (transfers and
+    /// releases only).
+    #[serde(flatten)]
+    pub op: Op,
+    /// The papers' notation (`F_all^3`).
+    pub notation: String,
+    pub predicted_start_seconds: f64,
+    pub predicted_end_seconds: f64,
+    pub predicted_seconds: f64,
+    pub measured_seconds: f64,
+    pub seconds_difference: f64,
+    pub predicted_memory_bytes: u64,
+    pub measured_memory_bytes: u64,
+    pub memory_difference_bytes: i64,
+    pub predicted_peak_bytes: u64,
+    pub measured_peak_bytes: u64,
+    pub peak_difference_bytes: i64,
+}
+
+impl<'a> MeasuredRunReport<'a> {
+    pub fn new(source: &'a str, c: &Comparison) -> MeasuredRunReport<'a> {
+        // Saturated: sizes in a run may be any u64.
+        let diff =
+            |p: u64, m: u64| (m as i128 - p as i128).clamp(i64::MIN.into(), i64::MAX.into()) as i64;
+        MeasuredRunReport {
+            source,
+            predicted_peak_bytes: c.predicted_peak_bytes,
+            measured_peak_bytes: c.measured_peak_bytes,
+            peak_difference_percent: c.peak_change().map(|x| 100.0 * x),
+            predicted_seconds: c.predicted_makespan_seconds,
+            measured_seconds: c.measured_seconds,
+            time_difference_percent: c.time_change().map(|x| 100.0 * x),
+            ops: c
+                .rows
+                .iter()
+                .map(|r| MeasuredOpReport {
+                    index: r.index,
+                    op: r.op,
+                    notation: r.op.to_string(),
+                    predicted_start_seconds: r.predicted_start_seconds,
+                    predicted_end_seconds: r.predicted_end_seconds,
+                    predicted_seconds: r.predicted_seconds,
+                    measured_seconds: r.measured_seconds,
+                    seconds_difference: r.measured_seconds - r.predicted_seconds,
+                    predicted_memory_bytes: r.predicted_memory_bytes,
+                    measured_memory_bytes: r.measured_memory_bytes,
+                    memory_difference_bytes: diff(
+                        r.predicted_memory_bytes,
+                        r.measured_memory_bytes,
+                    ),
+                    predicted_peak_bytes: r.predicted_peak_bytes,
+                    measured_peak_bytes: r.measured_peak_bytes,
+                    peak_difference_bytes: diff(r.predicted_peak_bytes, r.measured_peak_bytes),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// One entry of `"states"`: tensors named as people and the papers write

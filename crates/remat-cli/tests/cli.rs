@@ -1471,3 +1471,187 @@ fn a_described_batch_is_printed_under_the_chain() {
     let plain = text(&["solve", "example:teaching", "-a", "rotor", "-b", "100%"]);
     assert!(!plain.contains("batch "), "{plain}");
 }
+
+/// The run fixture (`remat-run/1`): rotor at 30 MB on
+/// `example:gpt2-cpu-torch`, the simulator's prediction perturbed by hand;
+/// the explorer's browser tests import the same file.
+const RUN_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/run-gpt2-cpu-torch-rotor-30MB.json"
+);
+
+/// The schedule the run fixture was measured for, solved into `dir`.
+fn run_fixture_schedule(dir: &tempfile::TempDir) -> String {
+    let args = ["-a", "rotor", "-b", "30000000"];
+    solved_on("example:gpt2-cpu-torch", dir, "rotor.json", &args).0
+}
+
+#[test]
+fn simulate_measured_compares_op_by_op_in_json_and_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = run_fixture_schedule(&dir);
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(RUN_FIXTURE).unwrap()).unwrap();
+    let v = simulate_json(
+        "example:gpt2-cpu-torch",
+        &schedule,
+        &["--measured", RUN_FIXTURE],
+    );
+    let m = &v["measured"];
+    let ops = m["ops"].as_array().unwrap();
+    assert_eq!(ops.len(), run["ops"].as_array().unwrap().len());
+    assert_eq!(v["ops"], ops.len());
+    // The prediction is the report's own simulation; the measurement the file's.
+    assert_eq!(m["predicted_peak_bytes"], v["peak_bytes"]);
+    assert_eq!(m["predicted_seconds"], v["makespan_seconds"]);
+    let measured_peak = run["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["peak_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(m["measured_peak_bytes"], measured_peak);
+    let (pp, mp) = (
+        m["predicted_peak_bytes"].as_f64().unwrap(),
+        measured_peak as f64,
+    );
+    let percent = m["peak_difference_percent"].as_f64().unwrap();
+    assert!(
+        (percent - 100.0 * (mp / pp - 1.0)).abs() < 1e-9,
+        "{percent}"
+    );
+    assert!(percent > 0.0, "the fixture's peaks are 5 % over: {percent}");
+    let sum: f64 = run["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["seconds"].as_f64().unwrap())
+        .sum();
+    assert!((m["measured_seconds"].as_f64().unwrap() - sum).abs() < 1e-12);
+    assert!(m["time_difference_percent"].is_number());
+    assert!(m["source"].as_str().unwrap().starts_with("a test fixture"));
+    // Each row: the operation as in the file, both sides and the differences.
+    for (i, (row, file)) in ops.iter().zip(run["ops"].as_array().unwrap()).enumerate() {
+        assert_eq!(row["index"], i);
+        assert_eq!((&row["op"], &row["stage"]), (&file["op"], &file["stage"]));
+        assert_eq!(row["measured_memory_bytes"], file["memory_bytes"]);
+        assert_eq!(row["measured_peak_bytes"], file["peak_bytes"]);
+        assert_eq!(row["measured_seconds"], file["seconds"]);
+        let d = row["measured_memory_bytes"].as_i64().unwrap()
+            - row["predicted_memory_bytes"].as_i64().unwrap();
+        assert_eq!(row["memory_difference_bytes"], d);
+        assert!(row["peak_difference_bytes"].is_i64());
+        assert!(row["seconds_difference"].is_f64());
+        let (start, end) = (
+            row["predicted_start_seconds"].as_f64().unwrap(),
+            row["predicted_end_seconds"].as_f64().unwrap(),
+        );
+        assert!((row["predicted_seconds"].as_f64().unwrap() - (end - start)).abs() < 1e-15);
+        assert!(row["predicted_peak_bytes"].as_u64() >= row["predicted_memory_bytes"].as_u64());
+        assert!(row["notation"].is_string());
+    }
+    assert_eq!(ops[1]["notation"], "F_ck^2");
+    // Without --measured, no such field.
+    assert!(simulate_json("example:gpt2-cpu-torch", &schedule, &[])
+        .get("measured")
+        .is_none());
+
+    // Text: one line per operation, then the summary with signed percentages.
+    let out = remat(&[
+        "simulate",
+        "example:gpt2-cpu-torch",
+        &schedule,
+        "--measured",
+        RUN_FIXTURE,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("measured   a test fixture"), "{text}");
+    assert!(
+        text.contains("mem pred") && text.contains("Δ peak"),
+        "{text}"
+    );
+    assert!(text.contains("    1  F_ck^2"), "{text}");
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("summary"))
+        .expect("a summary line");
+    assert!(
+        summary.contains(&format!("({percent:+.1} %)")),
+        "{summary} vs {percent}"
+    );
+    assert!(summary.contains("time predicted"), "{summary}");
+}
+
+#[test]
+fn simulate_measured_refuses_a_bad_or_foreign_run_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = run_fixture_schedule(&dir);
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(RUN_FIXTURE).unwrap()).unwrap();
+    let write = |name: &str, v: &Value| {
+        let path = dir.path().join(name).to_str().unwrap().to_string();
+        std::fs::write(&path, v.to_string()).unwrap();
+        path
+    };
+    let measured = |path: &str, expected: &str| {
+        refused(
+            &[
+                "simulate",
+                "example:gpt2-cpu-torch",
+                &schedule,
+                "--measured",
+                path,
+            ],
+            &format!("error: {path}: {expected}"),
+        )
+    };
+    // A bad value, named by its field.
+    let mut low = run.clone();
+    low["ops"][3]["peak_bytes"] = 1.into();
+    measured(
+        &write("low.json", &low),
+        "ops[3].peak_bytes: smaller than memory_bytes",
+    );
+    let mut typo = run.clone();
+    typo["ops"][0]["second"] = 1.into();
+    measured(
+        &write("typo.json", &typo),
+        "ops[0].second: unknown field; did you mean `seconds`?",
+    );
+    measured(
+        &write(
+            "schedule.json",
+            &serde_json::json!({"format": "remat-schedule/1"}),
+        ),
+        "format: expected \"remat-run/1\", found \"remat-schedule/1\"",
+    );
+    // Another schedule's run: the first operation that differs.
+    let mut other = run.clone();
+    other["ops"][3]["op"] = "forward_all".into();
+    measured(
+        &write("other.json", &other),
+        "ops[3]: the run has forward_all 4, the schedule forward_checkpoint 4",
+    );
+    let mut short = run.clone();
+    short["ops"].as_array_mut().unwrap().pop();
+    measured(
+        &write("short.json", &short),
+        "ops[14]: the run ends after 14 operations, the schedule backward 1",
+    );
+    // Another chain's run (its digest), even with the same operations.
+    let mut foreign = run.clone();
+    foreign["chain_digest"] = "fnv1a64:0000000000000000".into();
+    measured(
+        &write("foreign.json", &foreign),
+        "chain_digest: this run was measured for chain \"GPT-2",
+    );
+    // A run without a digest is taken as given.
+    let mut plain = run;
+    plain.as_object_mut().unwrap().remove("chain_digest");
+    let path = write("plain.json", &plain);
+    let v = simulate_json("example:gpt2-cpu-torch", &schedule, &["--measured", &path]);
+    assert!(v["measured"]["ops"].is_array());
+    // A missing file is named too.
+    let missing = dir.path().join("none.json");
+    measured(missing.to_str().unwrap(), "No such file");
+}

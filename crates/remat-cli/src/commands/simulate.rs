@@ -1,11 +1,13 @@
 //! `remat simulate`: a schedule file judged on a chain: time, peak, validity
-//! and, with `--states`, where every tensor is after each operation.
+//! and, with `--states`, where every tensor is after each operation; with
+//! `--measured`, a measured run of it held against the simulation op by op.
 
 use crate::args::{bytes_per_s, SimulateArgs};
 use crate::error::{InFile, Result};
 use crate::input;
-use crate::report::{self, tensor_names, Run, SimulateReport, StateReport};
-use remat_core::format::ScheduleFile;
+use crate::report::{self, tensor_names, MeasuredRunReport, Run, SimulateReport, StateReport};
+use remat_core::format::{RunFile, ScheduleFile};
+use remat_core::measured::{self, Comparison};
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::simulator::{self, judge, OpState, SimOptions, Trace};
 use remat_core::Chain;
@@ -29,14 +31,23 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     } else {
         None
     };
+    // The run against the very trace reported above.
+    let measured = match &a.measured {
+        Some(path) => {
+            let run = input::run(path)?;
+            let compared = measured::check_chain(&run, &chain)
+                .and_then(|()| measured::compare_trace(&schedule.ops, &trace, &run));
+            let c = compared.map_err(Box::new).in_file(path)?;
+            Some((run, c))
+        }
+        None => None,
+    };
     if a.json {
-        report::print(&json_report(
-            &chain,
-            &schedule,
-            bw,
-            &trace,
-            states.as_deref(),
-        ));
+        let mut r = json_report(&chain, &schedule, bw, &trace, states.as_deref());
+        r.measured = measured
+            .as_ref()
+            .map(|(run, c)| MeasuredRunReport::new(&run.source, c));
+        report::print(&r);
     } else {
         print_text(
             &chain,
@@ -44,6 +55,9 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
             &trace,
             states.as_deref().unwrap_or_default(),
         );
+        if let Some((run, c)) = &measured {
+            print_measured(run, c);
+        }
     }
     Ok(())
 }
@@ -70,6 +84,7 @@ fn json_report<'a>(
         ),
         ops: schedule.ops.len(),
         states: states.map(|s| s.iter().map(StateReport::from).collect()),
+        measured: None,
     }
 }
 
@@ -118,4 +133,74 @@ fn print_text(chain: &Chain, schedule: &ScheduleFile, trace: &Trace, states: &[O
             tensor_names(&s.host).join(" ")
         );
     }
+}
+
+/// Predicted against measured, one line per operation, then the peaks and
+/// the times.
+fn print_measured(run: &RunFile, c: &Comparison) {
+    if !run.source.is_empty() {
+        say!("measured   {}", run.source);
+    }
+    say!(
+        "{:>5}  {:<9} {:>10} {:>10} {:>11}  {:>10} {:>10} {:>11}  {:>10} {:>10} {:>11}",
+        "op",
+        "",
+        "mem pred",
+        "mem meas",
+        "Δ mem",
+        "peak pred",
+        "peak meas",
+        "Δ peak",
+        "time pred",
+        "time meas",
+        "Δ time"
+    );
+    for r in &c.rows {
+        say!(
+            "{:>5}  {:<9} {:>10} {:>10} {:>11}  {:>10} {:>10} {:>11}  {:>10} {:>10} {:>11}",
+            r.index,
+            r.op.to_string(),
+            format_bytes(r.predicted_memory_bytes),
+            format_bytes(r.measured_memory_bytes),
+            signed_bytes(r.predicted_memory_bytes, r.measured_memory_bytes),
+            format_bytes(r.predicted_peak_bytes),
+            format_bytes(r.measured_peak_bytes),
+            signed_bytes(r.predicted_peak_bytes, r.measured_peak_bytes),
+            format_seconds(r.predicted_seconds),
+            format_seconds(r.measured_seconds),
+            signed_seconds(r.measured_seconds - r.predicted_seconds),
+        );
+    }
+    say!(
+        "summary    peak predicted {}, measured {} ({});  time predicted {} (makespan), measured {} (Σ ops) ({})",
+        format_bytes(c.predicted_peak_bytes),
+        format_bytes(c.measured_peak_bytes),
+        percent(c.peak_change()),
+        format_seconds(c.predicted_makespan_seconds),
+        format_seconds(c.measured_seconds),
+        percent(c.time_change()),
+    );
+}
+
+/// `+1.20 MiB`, `-512 B`, `0 B`: measured − predicted.
+fn signed_bytes(predicted: u64, measured: u64) -> String {
+    match measured.cmp(&predicted) {
+        std::cmp::Ordering::Equal => "0 B".into(),
+        std::cmp::Ordering::Greater => format!("+{}", format_bytes(measured - predicted)),
+        std::cmp::Ordering::Less => format!("-{}", format_bytes(predicted - measured)),
+    }
+}
+
+/// `+1.20 ms`, `-850.0 µs`, `0 s`.
+fn signed_seconds(d: f64) -> String {
+    if d > 0.0 {
+        format!("+{}", format_seconds(d))
+    } else {
+        format_seconds(d)
+    }
+}
+
+/// `+4.1 %`, `-0.3 %`; `n/a` when nothing was predicted.
+fn percent(change: Option<f64>) -> String {
+    change.map_or("n/a".into(), |x| format!("{:+.1} %", 100.0 * x))
 }
