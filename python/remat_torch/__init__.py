@@ -10,13 +10,16 @@ See docs/pytorch.md in the Remat repository for the semantics of each
 operation, RNG and BatchNorm handling, offloading and the limitations.
 """
 
+from .batch import BatchMismatch
 from .chain import describe_chain
+from .export import ExportError, apply_plan, export_plan
 from .measure import Meter, plain_step_peak
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
 from .staging import StagingError, find_stages
 
 __all__ = [
+    "BatchMismatch",
     "Checkpointed",
     "Meter",
     "Op",

@@ -36,44 +36,16 @@ from typing import Any, Callable, Dict, List, Optional
 import torch
 from torch import nn
 
+from .batch import describe as describe_inputs
 from .batch import device_of, leaves
-from .measure import Meter, storage_bytes
-from .runtime import _Entry, backward_handing_over, foreign_storages, needs_input_gradient, owned
+from .measure import Meter, TrainingState, storage_bytes
+from .runtime import StepInputs, _Entry, backward_handing_over, fixed_tensors, foreign_storages, needs_input_gradient, owned
 from .staging import StagedProgram, StagingError, make_program, model_loss
 
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-
-
-class _State:
-    """Parameter gradients, buffers and RNG, saved and put back: describing
-    a model leaves it as it was."""
-
-    def __init__(self, params: List[nn.Parameter], buffers: List[torch.Tensor], device) -> None:
-        self.params = params
-        self.grads = [p.grad for p in params]
-        self.buffers = [(b, b.detach().clone()) for b in buffers]
-        self.device = device
-        self.rng = torch.get_rng_state()
-        self.cuda_rng = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
-
-    def reset(self) -> None:
-        """Buffers and RNG as saved; parameter gradients none."""
-        with torch.no_grad():
-            for b, old in self.buffers:
-                b.copy_(old)
-        for p in self.params:
-            p.grad = None
-        torch.set_rng_state(self.rng)
-        if self.cuda_rng is not None:
-            torch.cuda.set_rng_state(self.cuda_rng, self.device)
-
-    def restore(self) -> None:
-        self.reset()
-        for p, g in zip(self.params, self.grads):
-            p.grad = g
 
 
 class _Pipeline:
@@ -88,7 +60,9 @@ class _Pipeline:
             self.first is not None and needs_input_gradient(program.modules[0], self.first)
         )
         self.anchor = torch.zeros((), device=device, requires_grad=True)
-        self.foreign = foreign_storages(program, self.consts)
+        fixed = fixed_tensors(program)
+        self.foreign = foreign_storages(fixed, self.consts)
+        self.inputs = StepInputs(program, batch, target, self.consts, fixed)
 
     def forward_nograd(self, l: int, inp) -> torch.Tensor:
         with torch.no_grad():
@@ -117,7 +91,7 @@ def _agrees(got: torch.Tensor, want: torch.Tensor, exact: bool) -> bool:
     return got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-4, atol=1e-4 * scale + 1e-12))
 
 
-def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, target, state: _State,
+def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, target, state: TrainingState,
             device) -> None:
     """The found stages against the model's own step, bit for bit (on the
     CPU; `_agrees`)."""
@@ -196,11 +170,11 @@ def describe_chain(
     device = device_of(batch)
     program = make_program(model, batch, target, loss, granularity, merge)
     params = list(program.all_parameters())
-    state = _State(params, list(program.all_buffers()), device)
+    state = TrainingState(params, list(program.all_buffers()), device)
     try:
         if check and isinstance(program, StagedProgram):
             _verify(program, program.staged.model, loss, batch, target, state, device)
-        stages, a0, d0 = _measure(program, batch, target, device, params, state, repeat)
+        stages, inputs, d0 = _measure(program, batch, target, device, params, state, repeat)
     finally:
         state.restore()
 
@@ -218,7 +192,7 @@ def describe_chain(
         where += f" ({torch.cuda.get_device_name(device)})"
     tensors = [t for t in leaves(batch) if isinstance(t, torch.Tensor)]
     size = f"batch {tensors[0].shape[0]}" if tensors and tensors[0].dim() else "batch ?"
-    shapes = ", ".join(f"{i['name'] or 'input'} {i['dtype']} {i['shape']}" for i in _inputs(batch, target))
+    shapes = ", ".join(f"{i['name'] or 'input'} {i['dtype']} {i['shape']}" for i in describe_inputs(batch, target))
     chain: Dict[str, Any] = {
         "format": "remat-chain/1",
         "name": name or f"{type(model).__name__} (remat_torch)",
@@ -226,11 +200,13 @@ def describe_chain(
             f"measured by remat_torch.describe_chain: {type(model).__name__}, {size} ({shapes}); "
             f"{where}, {threads} threads, PyTorch {torch.__version__.split('+')[0]}, "
             f"{time.strftime('%Y-%m-%d')}; method: {found}; sizes are allocator deltas from {how}, "
-            f"parameter gradients outside; times: eager medians of {repeat} after a warm-up"
+            f"parameter gradients outside, and the step constants ({inputs.constant_bytes} B: the "
+            f"target and what stages after the first read) outside like parameters; "
+            f"times: eager medians of {repeat} after a warm-up"
         ),
-        "input_bytes": a0,
+        "input_bytes": inputs.input_bytes,
         "input_gradient_bytes": d0,
-        "inputs": _inputs(batch, target),
+        "inputs": describe_inputs(batch, target),
         "stages": stages,
     }
     if bandwidth_bytes_per_s is not None:
@@ -238,18 +214,7 @@ def describe_chain(
     return chain
 
 
-def _inputs(batch, target) -> List[Dict[str, Any]]:
-    items = list(batch.items()) if isinstance(batch, dict) else [("", batch)]
-    if isinstance(target, torch.Tensor):
-        items.append(("target", target))
-    return [
-        {"name": k, "shape": list(v.shape), "dtype": str(v.dtype).replace("torch.", "")}
-        for k, v in items
-        if isinstance(v, torch.Tensor)
-    ]
-
-
-def _measure(program, batch, target, device, params, state: _State, repeat: int):
+def _measure(program, batch, target, device, params, state: TrainingState, repeat: int):
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
     n = len(program)
@@ -362,6 +327,5 @@ def _measure(program, batch, target, device, params, state: _State, repeat: int)
         if o_b:
             stage["backward_overhead_bytes"] = o_b
         stages.append(stage)
-    a0 = storage_bytes([*leaves(batch), target, *pipe.consts])
     d0 = rows[1]["input_gradient_bytes"]
-    return stages, a0, d0
+    return stages, pipe.inputs, d0

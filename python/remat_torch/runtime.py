@@ -27,19 +27,46 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
 from .batch import device_of
-from .schedule import FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, load_schedule
+from .schedule import FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, load_schedule, tracked_forwards
 
 
 def _storage_key(st: torch.UntypedStorage) -> int:
     # One StorageImpl may be seen through many Python storage objects;
     # `_cdata` is its address, stable while the storage lives.
     return st._cdata
+
+
+def _bytes_tensor(data: bytes) -> torch.Tensor:
+    """Bytes as a uint8 tensor over Python's memory (no allocator call)."""
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+def _host_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of `t` in host memory outside the device's count: on CUDA a
+    CPU tensor, on the CPU one over a `_host_buffer`."""
+    if t.device.type != "cpu":
+        return t.detach().to("cpu")
+    out = _host_buffer(t.numel() * t.element_size()).view(t.dtype).view(t.shape)
+    out.copy_(t.detach())
+    return out
+
+
+def _host_buffer(nbytes: int) -> torch.Tensor:
+    """Host memory for an offload from the CPU "device": a Python bytearray
+    seen as a tensor, from the C allocator rather than PyTorch's CPU
+    allocator. On the CPU the device's memory *is* that allocator (what
+    `remat_torch.measure` counts), so a host copy taken from it would make
+    an offload free nothing — as pinned memory on CUDA lies outside the
+    device's count, this pool lies outside the CPU's, and offloading plans
+    can be run and measured on a machine without a GPU. (The copies stay
+    synchronous: times are not those of a PCIe link.)"""
+    return torch.frombuffer(bytearray(nbytes), dtype=torch.uint8)
 
 
 class _Moved:
@@ -67,6 +94,18 @@ class _Moved:
         self.host: Optional[List[torch.Tensor]] = None
         # CUDA: the event after which the device copy can be read again.
         self.ready: Optional[torch.cuda.Event] = None
+        # Storages allocated before a measurement started, and whom to tell
+        # when one is freed (`Meter.missed_free`: the CPU profiler misses
+        # such frees).
+        self.preexisting: set = set()
+        self.missed_free = None
+
+    def _freed(self, st: torch.UntypedStorage, nbytes: int) -> None:
+        key = _storage_key(st)
+        if key in self.preexisting:
+            self.preexisting.discard(key)
+            if self.missed_free is not None:
+                self.missed_free(nbytes)
 
     def on_device(self) -> bool:
         return all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
@@ -86,7 +125,8 @@ class _Moved:
         for st, n in zip(self.storages, self.sizes):
             dev = self._bytes(st)
             if copy_stream is None:
-                host = dev.clone()
+                host = _host_buffer(n)
+                host.copy_(dev)
             else:
                 host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
                 with torch.cuda.stream(copy_stream):
@@ -98,6 +138,7 @@ class _Moved:
             self.host.append(host)
             del dev
             st.resize_(0)
+            self._freed(st, n)
 
     def prefetch(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
         assert self.host is not None
@@ -130,8 +171,11 @@ class _Moved:
         listed before it" — and a prefetch still copying into it marked the
         block used by the copy stream, so it is reused only once that copy
         ends. A host copy is dropped."""
-        for st in self.storages:
+        for st, n in zip(self.storages, self.sizes):
+            on_device = st.nbytes() == n
             st.resize_(0)
+            if on_device:
+                self._freed(st, n)
         self.host = None
         self.ready = None
 
@@ -287,12 +331,73 @@ def needs_input_gradient(first: nn.Module, x: torch.Tensor) -> bool:
     return x.requires_grad or not any(p.requires_grad for p in first.parameters())
 
 
-def foreign_storages(program, consts) -> set:
-    """Storages that are never part of ā^ℓ: parameters and buffers (the
-    model's, outside the chain's memory), tensors kept as module attributes,
-    the target and the step constants."""
-    tensors = [*program.all_parameters(), *program.all_buffers(), *program.attribute_tensors(), *consts]
-    return {_storage_key(t.untyped_storage()) for t in tensors if isinstance(t, torch.Tensor)}
+def fixed_tensors(program) -> List[torch.Tensor]:
+    """Parameters and buffers (the model's, outside the chain's memory) and
+    tensors kept as module attributes: never part of ā^ℓ."""
+    return [*program.all_parameters(), *program.all_buffers(), *program.attribute_tensors()]
+
+
+def foreign_storages(fixed: List[torch.Tensor], consts) -> set:
+    """Storages that are never part of ā^ℓ: the `fixed_tensors` (their
+    storages read now: an optimizer may have replaced one), the target and
+    the step constants."""
+    return {_storage_key(t.untyped_storage()) for t in [*fixed, *consts] if isinstance(t, torch.Tensor)}
+
+
+class StepInputs:
+    """a^0 and the step constants: which storages of the batch, the target
+    and the constants made from them the schedule may move, and which the
+    step holds throughout.
+
+    a^0 is what only stage 1 reads: the batch of a list of stages, or the
+    step constants that no later stage reads (pixel values, token ids
+    read by the embedding). What a later stage reads — the target (the loss
+    reads it: with a causal LM's labels that *are* the input ids, the ids
+    too), masks, position ids, rotary tables — and anything sharing a
+    storage with it, a parameter or a buffer, stays on the device for the
+    whole step: an offload of a^0 that emptied it would leave the loss
+    reading freed memory (the crash this rule prevents). Those are the step
+    constants, outside the chain's memory as parameters are: the chain's
+    `input_bytes` is the movable part alone, so a plan that offloads a^0
+    frees exactly what it predicted.
+
+    `offset_bytes` turns the allocator's count above the start of a step
+    (the caller's batch and target already allocated, the constants made
+    inside the step) into the chain's memory: + the movable bytes that were
+    there before, − the constant bytes made inside."""
+
+    def __init__(self, program, batch, target, consts: Sequence, fixed: Sequence[torch.Tensor]) -> None:
+        from .batch import leaves
+
+        first = program.first_input(batch)
+        if first is not None:
+            candidates, later = [first], list(consts)
+        else:
+            after = program.read_after_first()
+            candidates = [c for i, c in enumerate(consts) if i not in after]
+            later = [c for i, c in enumerate(consts) if i in after]
+        keep = {_storage_key(t.untyped_storage()) for t in [*later, *fixed] if isinstance(t, torch.Tensor)}
+        movable: Dict[int, torch.UntypedStorage] = {}
+        for t in candidates:
+            if isinstance(t, torch.Tensor) and t.untyped_storage().nbytes() > 0:
+                key = _storage_key(t.untyped_storage())
+                if key not in keep:
+                    movable.setdefault(key, t.untyped_storage())
+        caller = [t for t in [*leaves(batch), target] if isinstance(t, torch.Tensor)]
+        pre = {_storage_key(t.untyped_storage()): t.untyped_storage().nbytes() for t in caller}
+        every: Dict[int, int] = dict(pre)
+        for t in consts:
+            if isinstance(t, torch.Tensor):
+                every.setdefault(_storage_key(t.untyped_storage()), t.untyped_storage().nbytes())
+        self.movable: List[torch.UntypedStorage] = list(movable.values())
+        # The caller's storages among them (allocated before the step).
+        self.preexisting = {k for k in movable if k in pre}
+        self.input_bytes = sum(st.nbytes() for st in self.movable)
+        resident = {k: n for k, n in every.items() if k not in movable}
+        self.constant_bytes = sum(resident.values())
+        self.offset_bytes = sum(st.nbytes() for k, st in movable.items() if k in pre) - sum(
+            n for k, n in resident.items() if k not in pre
+        )
 
 
 def owned(out: torch.Tensor, inp: Optional[torch.Tensor], foreign: set) -> torch.Tensor:
@@ -318,7 +423,7 @@ class Checkpointed:
     """
 
     def __init__(self, model, schedule: ScheduleLike, loss=None, granularity: str = "block",
-                 merge: int = 1) -> None:
+                 merge: int = 1, chain=None, smaller_batch: bool = False) -> None:
         from .staging import make_program
 
         self.model = model
@@ -329,7 +434,19 @@ class Checkpointed:
         # loss is needed); with one, the stages are found at the first step.
         self.program = make_program(model, None, None, None) if loss is None else None
         self.schedule: Schedule = load_schedule(schedule)
+        # The batch the plan was made for: the schedule's copy of the
+        # chain's `inputs`, or the chain's, when given.
+        self.expected_inputs = _chain_inputs(chain) if chain is not None else self.schedule.inputs
+        self.smaller_batch = smaller_batch
+        self._warned = False
         self._programs: Dict[Tuple, object] = {}
+        # The F_all whose ā^ℓ is taken apart (`tracked_forwards`): learned
+        # once from the op list, not on every step.
+        self.tracked = tracked_forwards(self.schedule.ops)
+        # Per program: the tensors that are never part of ā^ℓ (parameters,
+        # buffers, attribute tensors), listed once — walking the modules
+        # each step cost a ViT 1–2 % of its step.
+        self._fixed: Dict[int, List[torch.Tensor]] = {}
         # Everything is checked before anything runs: a refused schedule
         # never leaves a half-done step (parameters' .grad partly filled).
         # A file's problems read as `remat simulate` words them.
@@ -361,31 +478,149 @@ class Checkpointed:
         if program is None:
             program = make_program(self.model, batch, target, self.loss, self.granularity, self.merge)
             self._check(len(program))
-            for op in self.schedule.ops:
-                if op.stage == 0 and op.kind in ("offload", "prefetch", "release"):
-                    raise ScheduleError(
-                        f"ops: this schedule moves a^0 ({op.kind}), which here holds the step "
-                        "constants (the batch, masks, position ids) that every stage reads; "
-                        "offloading a^0 is not supported for a model whose stages are found"
-                    )
             self._programs[key] = program
         return program
 
     # --- the step -----------------------------------------------------------
 
     def __call__(self, batch, target=None) -> torch.Tensor:
+        return self._run(batch, target).loss
+
+    def check_batch(self, batch, target) -> None:
+        """Refuses a batch of other shapes or element types than the plan's
+        (`remat_torch.batch.BatchMismatch`), before anything runs; a smaller
+        batch, when allowed, runs with a warning (once)."""
+        if self.expected_inputs is None:
+            return
+        import warnings
+
+        from .batch import compare, describe
+
+        plan = f"({self.schedule.algorithm or 'hand-written'} for {self.schedule.chain_name or 'its chain'})"
+        warning = compare(describe(batch, target), self.expected_inputs, plan, self.smaller_batch)
+        if warning and not self._warned:
+            warnings.warn(warning, stacklevel=3)
+            self._warned = True
+
+    def _run(self, batch, target, boundary=None, meter=None) -> "_Step":
+        self.check_batch(batch, target)
         program = self.program_for(batch, target)
-        run = _Step(self, program, batch, target)
-        loss = run.execute()
+        run = _Step(self, program, batch, target, meter)
+        run.execute(boundary)
         self.last_states = run.states
         self.last_forward_counts = run.forward_counts
-        return loss
+        self.last_inputs = run.inputs
+        return run
+
+    def measure_step(self, batch, target=None) -> Tuple[torch.Tensor, int]:
+        """One step with the allocator watched (`remat_torch.measure`):
+        (the loss, the step's peak in the chain's terms — what the plan's
+        `predicted_peak_bytes` predicts: a^0 and everything the step holds,
+        parameters, their gradients and the step constants outside)."""
+        from .measure import Meter
+
+        program = self.program_for(batch, target)
+        meter = Meter(device_of(batch), program.all_parameters())
+        run, _, peak = meter.measure(lambda: self._run(batch, target, meter=meter))
+        return run.loss, peak + run.inputs.offset_bytes
+
+    def record_run(self, batch, target=None, path=None, repeat: int = 3) -> Dict:
+        """One step of this plan recorded as a `remat-run/1` document (written
+        to `path` if given): after each operation the chain's memory and
+        the peak during it, as `measure_step` counts them, and its time, the
+        median of `repeat` further steps (the memory step is watched by the
+        allocator's events, which slow it). `remat simulate CHAIN SCHEDULE
+        --measured RUN` prints it against the prediction, and the explorer
+        overlays it on the memory curve. The parameters' `.grad`, the
+        buffers and the RNG state are left as they were."""
+        import json
+        import statistics
+        import time
+
+        from .measure import Meter, TrainingState
+
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+            raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
+        program = self.program_for(batch, target)
+        device = device_of(batch)
+        params = list(program.all_parameters())
+        state = TrainingState(params, list(program.all_buffers()), device)
+        cuda = device.type == "cuda"
+
+        n_ops = len(self.schedule.ops)
+        try:
+            state.reset()
+            meter = Meter(device, params)
+            run, ops = meter.measure_ops(
+                lambda boundary: self._run(batch, target, lambda i: boundary(), meter))
+            offset = run.inputs.offset_bytes
+            times: List[List[float]] = [[] for _ in range(n_ops)]
+            for _ in range(repeat):
+                state.reset()
+                marks = [0.0] * (n_ops + 1)
+
+                def tick(i: int) -> None:
+                    if cuda:
+                        torch.cuda.synchronize(device)
+                    marks[i + 1] = time.perf_counter()
+
+                if cuda:
+                    torch.cuda.synchronize(device)
+                # The step's setup (its constants) is counted in op 0.
+                marks[0] = time.perf_counter()
+                self._run(batch, target, tick)
+                for i in range(n_ops):
+                    times[i].append(marks[i + 1] - marks[i])
+        finally:
+            state.restore()
+        threads = torch.get_num_threads()
+        where = torch.cuda.get_device_name(device) if cuda else f"cpu, {threads} threads"
+        how = "torch.cuda memory statistics" if cuda else "the CPU allocator's events (torch.profiler)"
+        doc = {
+            "format": "remat-run/1",
+            "chain_name": self.schedule.chain_name,
+            "algorithm": self.schedule.algorithm,
+            "budget_bytes": self.schedule.budget_bytes or 0,
+            "source": (
+                f"measured by remat_torch.Checkpointed.record_run: {where}, PyTorch "
+                f"{torch.__version__.split('+')[0]}, {time.strftime('%Y-%m-%d')}; memory: {how}, "
+                "parameter gradients and step constants outside; times: medians of "
+                f"{repeat} steps, each op timed to its end"
+            ),
+            "ops": [],
+        }
+        if self.schedule.chain_digest:
+            doc["chain_digest"] = self.schedule.chain_digest
+        for op, (mem, peak), t in zip(self.schedule.ops, ops, times):
+            row = {"op": op.kind, "stage": op.stage}
+            if op.tensor is not None:
+                row["tensor"] = op.tensor
+            memory = max(0, mem + offset)
+            row.update(seconds=statistics.median(t), memory_bytes=memory,
+                       peak_bytes=max(memory, peak + offset))
+            doc["ops"].append(row)
+        if path is not None:
+            with open(os.fspath(path), "w", encoding="utf-8") as f:
+                json.dump(doc, f, indent=1)
+        return doc
+
+
+def _chain_inputs(chain) -> Optional[List[Dict]]:
+    """The `inputs` of a chain given as a path or a decoded dict."""
+    import json
+
+    from .schedule import _parse_inputs
+
+    if not isinstance(chain, dict):
+        with open(os.fspath(chain), encoding="utf-8") as f:
+            chain = json.load(f)
+    return _parse_inputs(chain.get("inputs"))
 
 
 class _Step:
     """The state of one call: the records, RNG states, the copy stream."""
 
-    def __init__(self, owner: Checkpointed, program, batch, target) -> None:
+    def __init__(self, owner: Checkpointed, program, batch, target, meter=None) -> None:
         self.owner = owner
         self.program = program
         self.n = len(program)
@@ -396,14 +631,17 @@ class _Step:
         self.consts = program.constants(batch, target)
         first = program.first_input(batch)
         self.x = first
-        if first is not None:
-            a0 = _Activation(first.detach())
-        else:
-            # a^0 is the step constants: kept on the device for the step.
-            a0 = _Activation(None)
-            a0.moved = _Moved(
-                t.untyped_storage() for t in self.consts if isinstance(t, torch.Tensor)
-            )
+        fixed = owner._fixed.get(id(program))
+        if fixed is None:
+            fixed = owner._fixed[id(program)] = fixed_tensors(program)
+        self.inputs = StepInputs(program, batch, target, self.consts, fixed)
+        # A found model's stage 1 reads a^0 among the step constants.
+        a0 = _Activation(None if first is None else first.detach())
+        a0.moved = _Moved(self.inputs.movable)
+        self.meter = meter
+        if meter is not None:
+            a0.moved.preexisting = set(self.inputs.preexisting)
+            a0.moved.missed_free = meter.missed_free
         self.act: Dict[int, _Activation] = {0: a0}
         self.saved: Dict[int, _Saved] = {}
         # δ^L is resident from the start (the loss seed); None: autograd's
@@ -423,12 +661,13 @@ class _Step:
         # Storages that are never part of ā^ℓ: parameters and buffers (the
         # model's, outside the chain's memory), the target and the step
         # constants.
-        self.foreign = foreign_storages(program, self.consts)
+        self.foreign = foreign_storages(fixed, self.consts)
 
-    def execute(self) -> torch.Tensor:
+    def execute(self, boundary=None) -> torch.Tensor:
+        """Runs the ops in order; `boundary(i)`, if given, after each."""
         for i, op in enumerate(self.owner.schedule.ops):
             if op.kind in FORWARDS:
-                self.forward(op)
+                self.forward(op, i in self.owner.tracked)
             elif op.kind == "backward":
                 self.backward(op)
             elif op.kind == "offload":
@@ -439,6 +678,8 @@ class _Step:
                 self.release(op)
             if self.owner.record_states:
                 self.states.append(self.snapshot(i))
+            if boundary is not None:
+                boundary(i)
         x = self.x
         if x is not None and x.requires_grad and self.grad.get(0) is not None:
             d0 = self.grad[0]
@@ -496,14 +737,16 @@ class _Step:
         forward, as a plain step makes.
 
         The state is kept only for stages the schedule runs more than once,
-        as Python bytes: a CPU RNG state is a 5 KiB tensor from the CPU
-        allocator, which on the CPU is the device's memory (14 of them put a
-        ViT's measured peak 0.6 % above the prediction)."""
+        as Python bytes, and buffers are snapshotted in host memory: a CPU
+        RNG state is a 5 KiB tensor from the CPU allocator, which on the CPU
+        is the device's memory (14 of them put a ViT's measured peak 0.6 %
+        above the prediction)."""
         cuda = self.device.type == "cuda"
         if l not in self.rng:
             if self.forwards[l] > 1:
-                cpu_state = bytes(torch.get_rng_state().tolist())
-                cuda_state = bytes(torch.cuda.get_rng_state(self.device).tolist()) if cuda else None
+                with self.outside():
+                    cpu_state = bytes(torch.get_rng_state().numpy())
+                    cuda_state = bytes(torch.cuda.get_rng_state(self.device).numpy()) if cuda else None
                 self.rng[l] = (cpu_state, cuda_state)
             else:
                 self.rng[l] = None
@@ -512,17 +755,39 @@ class _Step:
         if self.rng[l] is None:
             raise RuntimeError(f"stage {l} runs more forwards than its schedule lists")
         cpu_state, cuda_state = self.rng[l]
-        buffers = [(b, b.detach().clone()) for b in self.program.buffers(l)]
-        with torch.random.fork_rng(devices=[self.device] if cuda else [], device_type="cuda"):
-            torch.set_rng_state(torch.tensor(list(cpu_state), dtype=torch.uint8))
+        buffers = [(b, _host_copy(b)) for b in self.program.buffers(l)]
+        with self.outside():
+            now_cpu = bytes(torch.get_rng_state().numpy())
+            now_cuda = bytes(torch.cuda.get_rng_state(self.device).numpy()) if cuda else None
+            torch.set_rng_state(_bytes_tensor(cpu_state))
             if cuda:
-                torch.cuda.set_rng_state(torch.tensor(list(cuda_state), dtype=torch.uint8), self.device)
+                torch.cuda.set_rng_state(_bytes_tensor(cuda_state), self.device)
+        try:
             yield
+        finally:
+            with self.outside():
+                torch.set_rng_state(_bytes_tensor(now_cpu))
+                if cuda:
+                    torch.cuda.set_rng_state(_bytes_tensor(now_cuda), self.device)
+        # Through `.data`: a write that autograd's version counter does not
+        # see. The recomputed graph saved these buffers (BatchNorm's backward
+        # takes the running statistics as arguments, and reads none of them
+        # in training mode); restoring them is no change it must refuse.
         with torch.no_grad():
             for b, old in buffers:
-                b.copy_(old)
+                b.data.copy_(old)
 
-    def forward(self, op: Op) -> None:
+    def outside(self):
+        """The RNG bookkeeping's instants: RNG states are host memory (a
+        GPU's count never sees them), but on the CPU `torch.get_rng_state`
+        takes its 5 KiB from the allocator that stands for the device's
+        memory; a measurement books them outside (`Meter.outside`), as a
+        GPU's would."""
+        if self.meter is None:
+            return contextlib.nullcontext()
+        return self.meter.outside()
+
+    def forward(self, op: Op, tracked: bool = True) -> None:
         l = op.stage
         last = l == self.n
         src = self.input_of(l)
@@ -533,51 +798,20 @@ class _Step:
             if op.kind == "forward_all":
                 box: list = []
                 if inp is None:
-                    alias, stage_input, input_key = None, None, None
+                    alias = None
                 elif l > 1 or self.input_gradient:
                     # The graph of stage ℓ stops at this view; B^ℓ's δ^{ℓ-1} lands in `box`.
                     alias = _Entry.apply(inp.detach(), self.anchor, box)
-                    stage_input = _StageInput(alias)
-                    input_key = stage_input.key
                 else:
                     alias = inp.detach()
-                    stage_input = _StageInput(alias)
-                    input_key = stage_input.key
-                collected: List[torch.UntypedStorage] = []
-
-                def pack(t: torch.Tensor):
-                    if input_key is not None and _storage_key(t.untyped_storage()) == input_key:
-                        return _InputView(stage_input, t)
-                    collected.append(t.untyped_storage())
-                    # Detached: returning the output itself would make its
-                    # grad_fn hold the tensor that holds it (a cycle that only
-                    # the garbage collector frees, keeping ā^ℓ's memory).
-                    return t.detach()
-
-                def unpack(t) -> torch.Tensor:
-                    return t.tensor() if isinstance(t, _InputView) else t
-
-                with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-                    out = self.program.run(l, alias, self.consts)
-                    out = owned(out, alias, self.foreign)
-                # ā^ℓ is what the stage made: not a parameter, buffer,
-                # module attribute, step constant, the target or the input.
-                # (A dispatch mode that saw every op's outputs found the
-                # same storages, but changed the kernels: under it
-                # scaled_dot_product_attention's backward took 2.2 MiB more
-                # on a 4-block GPT-2 than in a plain step, and each aten op
-                # paid a Python call.)
-                storages = [
-                    st
-                    for st in collected
-                    if _storage_key(st) != input_key and _storage_key(st) not in self.foreign
-                ]
-                # Autograd keeps the pack hook (with the unpack hook) as long
-                # as the graph lives: what it collected must not stay
-                # referenced through it, or every saved tensor of ā^ℓ is
-                # held until B^ℓ ends instead of freed after its last reader
-                # (+2.2 MiB over the measured o_b on a 4-block GPT-2's block).
-                collected.clear()
+                if tracked:
+                    out, storages, stage_input = self.recording_taken_apart(l, alias)
+                else:
+                    # Nothing moves or forgets ā^ℓ or the input before B^ℓ:
+                    # autograd keeps what it saves, as in a plain step.
+                    with torch.enable_grad():
+                        out = owned(self.program.run(l, alias, self.consts), alias, self.foreign)
+                    storages, stage_input = [], None
                 if not out.requires_grad:
                     raise RuntimeError(
                         f"stage {l}: its output does not require grad, so B^{l} has nothing to "
@@ -595,6 +829,47 @@ class _Step:
                 src.checkpoint = True
             elif op.kind == "forward_none" and not src.checkpoint:
                 del self.act[l - 1]
+
+    def recording_taken_apart(self, l: int, alias: Optional[torch.Tensor]):
+        """F_all^ℓ with ā^ℓ's storages found (a saved-tensors hook sees every
+        tensor autograd saves) and the input kept as `_InputView`s, so that
+        the schedule can move or forget ā^ℓ and B^ℓ reads whichever input is
+        resident then. Returns (output, storages, stage input)."""
+        stage_input = None if alias is None else _StageInput(alias)
+        input_key = None if stage_input is None else stage_input.key
+        collected: List[torch.UntypedStorage] = []
+
+        def pack(t: torch.Tensor):
+            if input_key is not None and _storage_key(t.untyped_storage()) == input_key:
+                return _InputView(stage_input, t)
+            collected.append(t.untyped_storage())
+            # Detached: returning the output itself would make its
+            # grad_fn hold the tensor that holds it (a cycle that only
+            # the garbage collector frees, keeping ā^ℓ's memory).
+            return t.detach()
+
+        def unpack(t) -> torch.Tensor:
+            return t.tensor() if isinstance(t, _InputView) else t
+
+        with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            out = self.program.run(l, alias, self.consts)
+            out = owned(out, alias, self.foreign)
+        # ā^ℓ is what the stage made: not a parameter, buffer, module
+        # attribute, step constant, the target or the input. (A dispatch
+        # mode that saw every op's outputs found the same storages, but
+        # changed the kernels: under it scaled_dot_product_attention's
+        # backward took 2.2 MiB more on a 4-block GPT-2 than in a plain
+        # step, and each aten op paid a Python call.)
+        storages = [
+            st for st in collected if _storage_key(st) != input_key and _storage_key(st) not in self.foreign
+        ]
+        # Autograd keeps the pack hook (with the unpack hook) as long as the
+        # graph lives: what it collected must not stay referenced through
+        # it, or every saved tensor of ā^ℓ is held until B^ℓ ends instead of
+        # freed after its last reader (+2.2 MiB over the measured o_b on a
+        # 4-block GPT-2's block).
+        collected.clear()
+        return out, storages, stage_input
 
     # --- backward -----------------------------------------------------------
 
@@ -639,7 +914,7 @@ class _Step:
 
 
 def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "block",
-                 merge: int = 1) -> Checkpointed:
+                 merge: int = 1, chain=None, smaller_batch: bool = False) -> Checkpointed:
     """`step = checkpointed(model, "schedule.json", loss=fn)`; then
     `loss = step(batch, target)`.
 
@@ -653,5 +928,14 @@ def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "b
     its decoded JSON, or a `Schedule`; it is checked against the number of
     stages and replayed with the simulator's rules before any step runs
     (ScheduleError with the reason otherwise).
+
+    Each step's batch (and target) is checked against the batch the plan
+    was made for — the schedule's `inputs` (written by `remat solve` from
+    the chain's), or those of `chain` (a path or dict) — and a batch of
+    other shapes or element types is refused (`BatchMismatch`) before
+    anything runs; with `smaller_batch=True` a batch smaller along the
+    first dimension runs, with a warning that the plan's memory is then an
+    upper bound.
     """
-    return Checkpointed(model, schedule, loss=loss, granularity=granularity, merge=merge)
+    return Checkpointed(model, schedule, loss=loss, granularity=granularity, merge=merge, chain=chain,
+                        smaller_batch=smaller_batch)

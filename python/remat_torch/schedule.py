@@ -73,6 +73,10 @@ class Schedule:
     stages: Optional[int] = None
     budget_bytes: Optional[int] = None
     predicted_peak_bytes: Optional[int] = None
+    chain_digest: Optional[str] = None
+    # The batch the chain was measured on (`inputs`, copied from the chain
+    # by `remat solve`): what a step is checked against.
+    inputs: Optional[List[Dict[str, Any]]] = None
 
     def forwards_per_stage(self, n_stages: int) -> List[int]:
         """How many forward operations each stage 1…L runs (index 0 unused)."""
@@ -131,7 +135,24 @@ def parse_schedule(doc: Dict[str, Any]) -> Schedule:
         stages=stages,
         budget_bytes=doc.get("budget_bytes"),
         predicted_peak_bytes=predicted.get("peak_bytes") if isinstance(predicted, dict) else None,
+        chain_digest=doc.get("chain_digest") if isinstance(doc.get("chain_digest"), str) else None,
+        inputs=_parse_inputs(doc.get("inputs")),
     )
+
+
+def _parse_inputs(raw: Any) -> Optional[List[Dict[str, Any]]]:
+    if raw is None:
+        return None
+    if not isinstance(raw, list):
+        raise ScheduleError("inputs: expected a list of {\"name\", \"shape\", \"dtype\"}")
+    out = []
+    for i, t in enumerate(raw):
+        if (not isinstance(t, dict) or not isinstance(t.get("shape"), list)
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in t["shape"])
+                or not isinstance(t.get("dtype"), str)):
+            raise ScheduleError(f"inputs[{i}]: expected {{\"name\", \"shape\": [whole numbers], \"dtype\"}}")
+        out.append({"name": str(t.get("name", "")), "shape": list(t["shape"]), "dtype": t["dtype"]})
+    return out
 
 
 ScheduleLike = Union[str, "os.PathLike[str]", Dict[str, Any], Schedule]
@@ -333,3 +354,33 @@ def check(schedule: Schedule, n_stages: int) -> None:
     if problem:
         raise ScheduleError(problem)
     validate(schedule.ops, n_stages)
+
+
+def tracked_forwards(ops: Sequence[Op]) -> set:
+    """The indices of the F_all^ℓ whose ā^ℓ the runtime must take apart.
+
+    Finding ā^ℓ's storages (a saved-tensors hook on every tensor autograd
+    saves) and reading the stage's input afresh at B^ℓ cost a Python call
+    per saved tensor; a plain step pays neither. They are needed only when,
+    between F_all^ℓ and its B^ℓ, the schedule moves or forgets ā^ℓ (an
+    offload, a release: the storages must be known to free them), or
+    touches the input the graph stops at (a^{ℓ-1} or ā^{ℓ-1} offloaded,
+    released, recomputed, or consumed by another forward of stage ℓ: B^ℓ
+    must then read whichever copy is resident). Persistent schedules (rotor,
+    revolve, sequential, store-all, hong's) do neither, so their F_all run
+    as in a plain step."""
+    tracked = set()
+    for i, op in enumerate(ops):
+        if op.kind != "forward_all":
+            continue
+        l = op.stage
+        for later in ops[i + 1:]:
+            if later.kind == "backward" and later.stage == l:
+                break
+            if later.stage == l and (later.kind in FORWARDS or later.kind in ON_A_TENSOR):
+                tracked.add(i)
+                break
+            if later.stage == l - 1 and later.kind in (*FORWARDS, *ON_A_TENSOR):
+                tracked.add(i)
+                break
+    return tracked

@@ -538,6 +538,10 @@ class StageList:
     def first_input(self, batch) -> Optional[torch.Tensor]:
         return batch
 
+    def read_after_first(self) -> set:
+        """The step constants (indices) a stage after the first reads."""
+        return {0}
+
     def run(self, l: int, h, consts) -> torch.Tensor:
         m = self.modules[l - 1]
         return m(h, consts[0]) if l == len(self.modules) else m(h)
@@ -577,6 +581,10 @@ class StagedProgram:
 
     def first_input(self, batch) -> Optional[torch.Tensor]:
         return None
+
+    def read_after_first(self) -> set:
+        """The step constants (indices) a stage after the first reads."""
+        return {i for s in self.staged.stages[1:] for i in s.constants}
 
     def run(self, l: int, h, consts) -> torch.Tensor:
         return self.staged.stages[l - 1](h, consts)

@@ -67,3 +67,122 @@ def test_offloading_saved_leaves_shared_constants_in_place():
     assert twin[1].s.untyped_storage().nbytes() == 64 * 4
     after_offload = step.last_states[3]
     assert after_offload == {"op": 3, "device": ["a^0", "ā^1", "ā^3", "δ^6"], "host": ["ā^2"]}, after_offload
+
+
+class TokenLoss(nn.Module):
+    """The last stage of a tiny causal LM: next-token cross-entropy against
+    the target — which, as transformers trains a causal LM, *is* the input
+    ids."""
+
+    def forward(self, logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.size(-1)), ids[:, 1:].reshape(-1))
+
+
+def _a0_moved_around(L: int) -> dict:
+    """Store-all with a^0 offloaded once F_all^1 has read it and prefetched
+    before B^1 reads it again — and, after B^1, nothing else."""
+    ops = [{"op": "forward_all", "stage": 1}, {"op": "offload", "stage": 0, "tensor": "output"}]
+    ops += [{"op": "forward_all", "stage": l} for l in range(2, L + 1)]
+    ops += [{"op": "backward", "stage": l} for l in range(L, 1, -1)]
+    ops += [{"op": "prefetch", "stage": 0, "tensor": "output"}, {"op": "backward", "stage": 1}]
+    return {"format": "remat-schedule/1", "chain_name": "hand", "algorithm": "hand", "stages": L,
+            "budget_bytes": 0, "ops": ops}
+
+
+def test_labels_that_are_the_input_train_with_a0_offloaded():
+    """A causal LM given as stages, its labels the input tensor itself, and a
+    schedule that offloads a^0 while the loss is still to read the target.
+    The offload must not empty the storage the target shares (it did: the
+    loss read freed memory and the process died, exit 139): a^0's movable
+    part is what only stage 1 reads, so here nothing moves. Loss and
+    gradients bitwise those of a plain step, the caller's ids intact.
+    Mutation tried: `StepInputs` taking the batch as movable whatever
+    shares it → the process dies with a segmentation fault in the loss."""
+    torch.manual_seed(5)
+    net = nn.Sequential(nn.Embedding(100, 32), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 100), TokenLoss())
+    ids = torch.randint(0, 100, (4, 16))
+    before = ids.clone()
+    twin = copy.deepcopy(net)
+    want = plain_step(net, ids, ids)
+    step = remat_torch.checkpointed(twin, _a0_moved_around(len(net)))
+    got = snapshot(twin, step(ids, ids))
+    assert torch.equal(got["loss"], want["loss"])
+    for p in want["grads"]:
+        assert torch.equal(got["grads"][p], want["grads"][p]), p
+    assert torch.equal(ids, before)
+    assert step.last_inputs.input_bytes == 0 and step.last_inputs.constant_bytes == ids.numel() * 8
+
+
+def test_a_found_lm_whose_labels_are_the_input_trains_with_a0_offloaded():
+    """The same with a transformers GPT-2 whose stages are found: the ids
+    are read by the embedding and, as labels, by the loss; a^0 is what only
+    the first stage reads (position ids), and an offload of it leaves the
+    ids in place. Bitwise against a plain step, the caller's ids intact.
+    Mutation tried: the stage-1-only rule dropped (every step constant
+    movable) → the loss reads an emptied storage: segmentation fault."""
+    transformers = __import__("pytest").importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64,
+                                  bos_token_id=0, eos_token_id=0)
+    model = transformers.GPT2LMHeadModel(cfg).train()
+    ids = torch.randint(0, 100, (2, 16))
+    before = ids.clone()
+    batch = {"input_ids": ids, "use_cache": False}
+
+    def loss(out, labels):
+        # Reads the labels' storage itself (a shifted, reshaped slice would
+        # be a copy, made among the constants, and the ids movable).
+        return nn.functional.cross_entropy(out.logits.transpose(1, 2), labels)
+
+    chain = remat_torch.describe_chain(model, batch, ids, loss=loss, repeat=1, check=False)
+    params = dict(model.named_parameters())
+    rng = torch.get_rng_state()
+    want = loss(model(**batch), ids)
+    want.backward()
+    grads = {k: p.grad.clone() for k, p in params.items()}
+    for p in params.values():
+        p.grad = None
+    torch.set_rng_state(rng)
+    step = remat_torch.checkpointed(model, _a0_moved_around(len(chain["stages"])), loss=loss)
+    got = step(batch, ids)
+    assert torch.equal(got, want.detach().float())
+    for k, p in params.items():
+        assert torch.equal(p.grad, grads[k]), k
+    assert torch.equal(ids, before)
+    assert step.last_inputs.input_bytes == chain["input_bytes"]
+    assert ids.untyped_storage()._cdata not in {st._cdata for st in step.last_inputs.movable}
+
+
+def test_on_the_cpu_an_offload_frees_what_the_plan_says(tmp_path):
+    """Host copies come from a pool outside the CPU allocator that the
+    measurement watches (as pinned memory lies outside a GPU's count), so an
+    offloading plan's measured peak is its predicted one on a machine
+    without a GPU. POFO between the floor and M_high on the MLP offloads; measured
+    within 0.5 % of predicted. Mutation tried: host copies made with
+    `dev.clone()` (the CPU allocator) → measured peak above the prediction
+    by the offloaded bytes (+20 % and more)."""
+    import json
+
+    from helpers import mlp, solve
+
+    net, x, target = mlp()
+    chain = remat_torch.describe_chain(net, x, target, repeat=1, bandwidth_bytes_per_s=1e9)
+    (tmp_path / "c.json").write_text(json.dumps(chain))
+    ref = solve(tmp_path / "c.json", tmp_path / "s.json", "-a", "store-all", "-b", "100%")
+    floor, high = ref["floor_bytes"], ref["m_high_bytes"]
+    seen = 0
+    for alpha in (0.2, 0.5, 0.8):
+        percent = str(floor + round(alpha * (high - floor)))
+        report = solve(tmp_path / "c.json", tmp_path / "s.json", "-a", "pofo", "-b", percent)
+        plan = json.loads((tmp_path / "s.json").read_text())
+        if not report["feasible"] or not any(op["op"] == "offload" for op in plan["ops"]):
+            continue
+        seen += 1
+        step = remat_torch.checkpointed(net, tmp_path / "s.json")
+        step(x, target)
+        for p in net.parameters():
+            p.grad = None
+        _, measured = step.measure_step(x, target)
+        predicted = report["peak_bytes"]
+        assert abs(measured / predicted - 1) <= 0.005, (percent, measured, predicted)
+    assert seen, "no POFO plan offloads at these budgets"
