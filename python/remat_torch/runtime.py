@@ -337,6 +337,18 @@ def fixed_tensors(program) -> List[torch.Tensor]:
     return [*program.all_parameters(), *program.all_buffers(), *program.attribute_tensors()]
 
 
+def shared_parameters(program, n: int) -> List[nn.Parameter]:
+    """The trainable parameters more than one stage reads."""
+    seen: Dict[int, int] = {}
+    params: Dict[int, nn.Parameter] = {}
+    for l in range(1, n + 1):
+        for p in {id(p): p for p in program.parameters(l)}.values():
+            if p.requires_grad:
+                seen[id(p)] = seen.get(id(p), 0) + 1
+                params[id(p)] = p
+    return [params[k] for k, c in seen.items() if c > 1]
+
+
 def foreign_storages(fixed: List[torch.Tensor], consts) -> set:
     """Storages that are never part of ā^ℓ: the `fixed_tensors` (their
     storages read now: an optimizer may have replaced one), the target and
@@ -447,6 +459,7 @@ class Checkpointed:
         # buffers, attribute tensors), listed once — walking the modules
         # each step cost a ViT 1–2 % of its step.
         self._fixed: Dict[int, List[torch.Tensor]] = {}
+        self._shared: Dict[int, List[nn.Parameter]] = {}
         # Everything is checked before anything runs: a refused schedule
         # never leaves a half-done step (parameters' .grad partly filled).
         # A file's problems read as `remat simulate` words them.
@@ -662,6 +675,19 @@ class _Step:
         # model's, outside the chain's memory), the target and the step
         # constants.
         self.foreign = foreign_storages(fixed, self.consts)
+        # A parameter read by several stages (GPT-2's tied embedding: stage 1
+        # and the LM head) gets one gradient per stage; a plain step sums
+        # them in the graph and adds the sum to `.grad` once. Added one by
+        # one to an accumulated `.grad` they round differently (gradient
+        # accumulation drifted from plain training in the last bit), so
+        # such a parameter's `.grad` is set aside during the step and the
+        # step's sum added to it at the end, as autograd does.
+        shared = owner._shared.get(id(program))
+        if shared is None:
+            shared = owner._shared[id(program)] = shared_parameters(program, self.n)
+        self.set_aside = [(p, p.grad) for p in shared if p.grad is not None]
+        for p, _ in self.set_aside:
+            p.grad = None
 
     def execute(self, boundary=None) -> torch.Tensor:
         """Runs the ops in order; `boundary(i)`, if given, after each."""
@@ -680,6 +706,11 @@ class _Step:
                 self.states.append(self.snapshot(i))
             if boundary is not None:
                 boundary(i)
+        for p, before in self.set_aside:
+            if p.grad is not None:
+                with torch.no_grad():
+                    before += p.grad
+            p.grad = before
         x = self.x
         if x is not None and x.requires_grad and self.grad.get(0) is not None:
             d0 = self.grad[0]

@@ -657,7 +657,12 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
         )
     if isinstance(model, (list, tuple)):
         model = nn.Sequential(*model)
-    key = (_signature(batch, target), loss, granularity, merge, model.training)
+    # Under autocast the captured graph holds its casts: a program found
+    # outside it is another computation.
+    autocast = tuple(
+        (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")
+    )
+    key = (_signature(batch, target), loss, granularity, merge, model.training, autocast)
     found = _FOUND.setdefault(model, {})
     if key not in found:
         found[key] = StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
