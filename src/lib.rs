@@ -10,6 +10,8 @@
 //! - `state`: the page's signals, by concern, and the answers' effects;
 //! - `io`: files, the URL, localStorage;
 //! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
+//! - `measured`: an imported measured run (`remat-run/1`) against the plan
+//!   on screen, and the lines the memory chart draws from it (pure);
 //! - `device_memory`: GPU memory − model state − margin = the activation
 //!   budget (pure);
 //! - `scaling`: a built-in example at another batch, sequence, precision;
@@ -18,6 +20,7 @@
 
 pub mod device_memory;
 pub mod link;
+pub mod measured;
 pub mod min_memory;
 pub mod optimality;
 pub mod protocol;

@@ -1,11 +1,14 @@
-//! Imported files: a chain (kept in localStorage across reloads), or a
-//! schedule for the loaded chain.
+//! Imported files: a chain (kept in localStorage across reloads), a
+//! schedule for the loaded chain, or a measured run of the plan on screen.
 
+use crate::measured::summary;
 use crate::protocol::Planned;
 use crate::scaling::ExampleScale;
-use crate::state::{AppState, Current};
+use crate::state::{AppState, Current, LoadedRun};
 use leptos::prelude::*;
-use remat_core::format::{read_any_chain, read_schedule, write_chain, SCHEDULE_FORMAT};
+use remat_core::format::{
+    read_any_chain, read_run, read_schedule, write_chain, RUN_FORMAT, SCHEDULE_FORMAT,
+};
 use remat_core::model::units::format_bytes;
 use remat_core::simulator::judge;
 use std::sync::Arc;
@@ -20,9 +23,12 @@ pub(super) fn load_stored() -> Option<String> {
     storage().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
 }
 
-/// Reads an imported file — a chain, or a schedule for the loaded chain; a
-/// bad file leaves the loaded chain and plan in place.
+/// Reads an imported file — a chain, a schedule for the loaded chain, or a
+/// measured run; a bad file leaves the loaded chain and plan in place.
 pub fn import_text(state: AppState, file_name: &str, text: &str) {
+    if text.contains(RUN_FORMAT) {
+        return import_run(state, file_name, text);
+    }
     if text.contains(SCHEDULE_FORMAT) {
         return import_schedule(state, file_name, text);
     }
@@ -107,12 +113,52 @@ fn import_schedule(state: AppState, file_name: &str, text: &str) {
     })));
 }
 
+/// Reads a `remat-run/1` file and holds it against the plan on screen: drawn
+/// over the memory curve when the plan has its operations, else kept, with
+/// a notice naming the plan it was measured for. A bad file changes nothing
+/// (a run already shown stays).
+pub fn import_run(state: AppState, file_name: &str, text: &str) {
+    let run = match read_run(text) {
+        Ok(run) => run,
+        Err(e) => {
+            return state.view.error(format!(
+                "Could not import {file_name}: {e}. Nothing loaded changes."
+            ))
+        }
+    };
+    let ops = run.ops.len();
+    state.measured.run.set(Some(Arc::new(LoadedRun {
+        file_name: file_name.to_string(),
+        run,
+    })));
+    match state.measured.against.get_untracked() {
+        Some(Ok(c)) => state.view.info(format!(
+            "Imported {file_name}: {ops} measured ops, drawn over the memory curve: {}.",
+            summary(&c)
+        )),
+        Some(Err(why)) => state
+            .view
+            .error(format!("Imported {file_name}, not drawn: {why}.")),
+        None => {}
+    }
+}
+
 pub fn import_file(state: AppState, file: web_sys::File) {
+    read_file(state, file, import_text);
+}
+
+/// The run button's file: always read as a run (a chain given there is
+/// named as such by its `format`).
+pub fn import_run_file(state: AppState, file: web_sys::File) {
+    read_file(state, file, import_run);
+}
+
+fn read_file(state: AppState, file: web_sys::File, then: fn(AppState, &str, &str)) {
     let name = file.name();
     let promise = file.text();
     leptos::task::spawn_local(async move {
         match wasm_bindgen_futures::JsFuture::from(promise).await {
-            Ok(text) => import_text(state, &name, &text.as_string().unwrap_or_default()),
+            Ok(text) => then(state, &name, &text.as_string().unwrap_or_default()),
             Err(_) => state.view.error(format!("Could not read {name}.")),
         }
     });

@@ -9,6 +9,8 @@
 //! - `controls`: what the user chose (algorithm, budget, bandwidth);
 //! - `tables`: where each algorithm's table stands;
 //! - `shown`: the schedule on screen and the compare rows;
+//! - `measured`: an imported measured run and how it stands against the
+//!   schedule on screen;
 //! - `offloading`: the worker's compare rows and POFO's sweep;
 //! - `view`: cursor, step-through, notice, chart options;
 //! - `requests`: what is sent to the planner; `responses`: what comes back.
@@ -16,6 +18,7 @@
 mod controls;
 mod device;
 mod loaded;
+mod measured;
 mod min_memory;
 mod offloading;
 mod requests;
@@ -28,6 +31,7 @@ mod view;
 pub use controls::{Controls, DEFAULT_BANDWIDTH};
 pub use device::{use_device_memory, DeviceMemory};
 pub use loaded::{ChainSource, Loaded};
+pub use measured::{LoadedRun, MeasuredRun};
 pub use min_memory::{use_min_memory, MinMemory};
 pub use offloading::Offloading;
 pub use shown::{Current, Shown, StalePlan};
@@ -46,6 +50,7 @@ pub struct AppState {
     pub controls: Controls,
     pub tables: Tables,
     pub shown: Shown,
+    pub measured: MeasuredRun,
     pub offloading: Offloading,
     pub view: ViewState,
     requests: Requests,
@@ -61,11 +66,13 @@ impl AppState {
     /// answers from the planner come back to [`on_response`](Self::on_response).
     pub fn new(chain: Chain, source: ChainSource) -> AppState {
         let backend = Backend::default();
+        let shown = Shown::default();
         let state = AppState {
             loaded: Loaded::new(chain, source),
             controls: Controls::new(),
             tables: Tables::new(),
-            shown: Shown::default(),
+            shown,
+            measured: MeasuredRun::new(shown),
             offloading: Offloading::default(),
             view: ViewState::default(),
             requests: Requests::new(backend.clone()),

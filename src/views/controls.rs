@@ -27,22 +27,8 @@ pub fn Header() -> impl IntoView {
             device.follow_example(&name);
         }
     };
-    let on_file = move |ev: leptos::ev::Event| {
-        let input: web_sys::HtmlInputElement = event_target(&ev);
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            io::import_file(state, file);
-        }
-        // Choosing the same file again must fire `change` again.
-        input.set_value("");
-    };
-    let open_file_dialog = move |_| {
-        if let Some(input) = leptos::prelude::document()
-            .get_element_by_id("import-input")
-            .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
-        {
-            input.click();
-        }
-    };
+    let on_file = on_file_chosen(state, io::import_file);
+    let open_file_dialog = move |_| click_input("import-input");
     let selected = move || state.loaded.source.get().name();
     view! {
         <header class="top">
@@ -85,11 +71,12 @@ pub fn Header() -> impl IntoView {
                 </select>
                 // A real button (reachable with Tab) that opens the hidden file input.
                 <button id="import-button" on:click=open_file_dialog
-                    title="A remat-chain/1 or rotor chain file, or a remat-schedule/1 schedule for the loaded chain; you can also drop it on the page">
+                    title="A remat-chain/1 or rotor chain file, a remat-schedule/1 schedule for the loaded chain, or a remat-run/1 measured run; you can also drop it on the page">
                     "Import chain or schedule…"
                 </button>
                 <input id="import-input" type="file" accept=".json,application/json" tabindex="-1"
                     aria-hidden="true" on:change=on_file />
+                <super::measured::ImportRunButton />
             </div>
             <div class="exports">
                 <span class="label">"Export"</span>
@@ -589,6 +576,32 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
         </div>
     }
     .into_any()
+}
+
+/// The `change` handler of a hidden file input: the chosen file goes to
+/// `import`; the input is cleared so that the same file chosen again fires.
+pub(super) fn on_file_chosen(
+    state: AppState,
+    import: fn(AppState, web_sys::File),
+) -> impl Fn(leptos::ev::Event) + Copy + 'static {
+    move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        if let Some(file) = input.files().and_then(|f| f.get(0)) {
+            import(state, file);
+        }
+        input.set_value("");
+    }
+}
+
+/// Opens the file chooser of the hidden input `id` (a real button, reachable
+/// with Tab, calls it).
+pub(super) fn click_input(id: &str) {
+    if let Some(input) = leptos::prelude::document()
+        .get_element_by_id(id)
+        .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
+    {
+        input.click();
+    }
 }
 
 /// Lets the whole page take a dropped chain file.

@@ -33,6 +33,8 @@ enum Key {
     Line(Algorithm),
     Dashed(&'static str, &'static str),
     Hatch(&'static str),
+    /// A plain line (the measured run's lines over the memory curve).
+    Solid(&'static str, &'static str),
     Note(&'static str),
 }
 
@@ -81,7 +83,8 @@ impl Figure {
         }
     }
 
-    fn legend(self) -> Vec<Key> {
+    /// `measured`: a measured run is drawn over the memory curve.
+    fn legend(self, measured: bool) -> Vec<Key> {
         let fills = |l: &[(&'static str, &'static str)]| -> Vec<Key> {
             l.iter().map(|&(c, t)| Key::Fill(c, t)).collect()
         };
@@ -94,6 +97,10 @@ impl Figure {
             Figure::Memory => {
                 let mut k = fills(memory::LEGEND);
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
+                if measured {
+                    k.push(Key::Solid(super::measured::PREDICTED, "predicted"));
+                    k.push(Key::Solid(super::measured::MEASURED, "measured"));
+                }
                 k
             }
             Figure::Timelines => {
@@ -184,6 +191,7 @@ fn legend_svg(keys: &[Key], top: f64) -> (String, f64) {
     for key in keys {
         let (label, key_w) = match key {
             Key::Fill(_, l) | Key::Dashed(_, l) | Key::Hatch(l) => (*l, 16.0),
+            Key::Solid(_, l) => (*l, 24.0),
             Key::Line(a) => (a.name(), 34.0),
             Key::Note(l) => (*l, 0.0),
         };
@@ -205,6 +213,10 @@ fn legend_svg(keys: &[Key], top: f64) -> (String, f64) {
             Key::Hatch(_) => format!(
                 r##"<rect x="{x:.1}" y="{:.1}" width="14" height="14" fill="#fbeaea" stroke="#e7b7b7" stroke-width="2" stroke-dasharray="2 2"/>"##,
                 y - 7.0
+            ),
+            Key::Solid(c, _) => format!(
+                r#"<line x1="{x:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2.6"/>"#,
+                x + 24.0
             ),
             Key::Note(_) => String::new(),
         });
@@ -263,7 +275,12 @@ fn block(state: AppState, figure: Figure, top: f64) -> Option<(String, f64)> {
         ));
         y += 19.0;
     }
-    let (legend, legend_h) = legend_svg(&figure.legend(), y);
+    let measured = state
+        .measured
+        .against
+        .get_untracked()
+        .is_some_and(|m| m.is_ok());
+    let (legend, legend_h) = legend_svg(&figure.legend(measured), y);
     s.push_str(&legend);
     let charts_top = y + legend_h + 8.0;
     let w = (WIDTH - 2.0 * PAD * 0.5) / charts.len() as f64;

@@ -1,14 +1,17 @@
 //! Memory over time, stacked by tensor (`Trace.residency`): which a^ℓ, ā^ℓ,
-//! δ^ℓ is on the device at each instant, with the budget and the peak.
+//! δ^ℓ is on the device at each instant, with the budget and the peak; and,
+//! over it, a measured run of the plan (`measured.rs`).
 
 use super::chart::{
     byte_ticks, bytes, clip_to_plot, layer_of, ms, num, palette, tooltip_style, use_zoom, CardHead,
     PathBatch, TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
 };
 use super::figure::{Figure, FigureButtons};
+use super::measured::{overlay_svg, top, MeasuredLegend, MeasuredStatus};
 use super::notation::math_text;
 use crate::state::use_app;
 use leptos::prelude::*;
+use remat_core::measured::Comparison;
 use remat_core::simulator::{Residency, TensorId, Trace};
 
 const H: f64 = 300.0;
@@ -102,9 +105,10 @@ fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
     batch.finish(r##"stroke="#ffffff" stroke-width="0.4""##)
 }
 
-fn layer(trace: &Trace, budget: u64, window: (f64, f64)) -> String {
+fn layer(trace: &Trace, budget: u64, window: (f64, f64), measured: Option<&Comparison>) -> String {
     let scale = TimeScale::new(trace.makespan_seconds, window);
-    let y_max = (trace.peak_bytes.max(budget) as f64 * 1.08).max(1.0);
+    let high = trace.peak_bytes.max(budget).max(top(measured));
+    let y_max = (high as f64 * 1.08).max(1.0);
     let y = |b: f64| TOP + PLOT_H - b / y_max * PLOT_H;
     let mut s = String::new();
     for b in byte_ticks(y_max, 5) {
@@ -129,6 +133,10 @@ fn layer(trace: &Trace, budget: u64, window: (f64, f64)) -> String {
         palette::BUDGET,
         bytes(budget)
     ));
+    if let Some(c) = measured {
+        let lines = overlay_svg(c, |t| scale.x(t), |b| y(b as f64));
+        s.push_str(&clip_to_plot(H, &lines));
+    }
     let px = scale.x(trace.peak_time);
     let py = y(trace.peak_bytes as f64);
     let anchor = if px > MARGIN_L + PLOT_W * 0.8 {
@@ -179,14 +187,31 @@ fn summary_of(c: &crate::state::Current) -> String {
     )
 }
 
+/// The measured run at `t`: the compute operation whose predicted span
+/// holds it, its memory after and peak during, predicted and measured.
+fn measured_at(c: &Comparison, t: f64) -> Option<String> {
+    let r = c.rows.iter().find(|r| {
+        !r.op.is_transfer() && r.predicted_start_seconds <= t && t < r.predicted_end_seconds
+    })?;
+    Some(format!(
+        "{}: peak {} measured, {} predicted; after {} measured, {} predicted",
+        r.op,
+        bytes(r.measured_peak_bytes),
+        bytes(r.predicted_peak_bytes),
+        bytes(r.measured_memory_bytes),
+        bytes(r.predicted_memory_bytes)
+    ))
+}
+
 #[component]
 pub fn MemoryChart() -> impl IntoView {
     let state = use_app();
     let hover = TimeHover::new(H);
     let zoom = use_zoom();
     let heavy = layer_of("memory", move |c| {
+        let measured = state.measured.shown();
         (c.ok_trace())
-            .map(|t| layer(t, c.planned.budget.max(1), zoom.get()))
+            .map(|t| layer(t, c.planned.budget.max(1), zoom.get(), measured.as_deref()))
             .unwrap_or_default()
     });
     let cursor = move || {
@@ -208,10 +233,12 @@ pub fn MemoryChart() -> impl IntoView {
             .map(|s| c.ops()[s.op].to_string())
             .unwrap_or_else(|| "idle".into());
         let more = res.len().saturating_sub(8);
+        let measured = state.measured.shown().and_then(|m| measured_at(&m, t));
         Some(view! {
             <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("at {} — {} resident", ms(t), bytes(total))}</b>
                 <div class="muted">{math_text(&format!("running: {running}"))}</div>
+                {measured.map(|line| view! { <div class="measured-at">{math_text(&line)}</div> })}
                 <ul>
                     {res.into_iter().take(8).map(|r| view! {
                         <li><i style=format!("background:{}", tensor_color(&r.tensor))></i>
@@ -232,6 +259,7 @@ pub fn MemoryChart() -> impl IntoView {
         // The colours are in the page's legend (the stepper).
         <CardHead title="Memory over time">
             <span class="muted">"stacked by tensor; dashed line: the budget"</span>
+            <MeasuredLegend />
             <ZoomReset id="zoom-reset-memory" />
             <FigureButtons figure=Figure::Memory />
         </CardHead>
@@ -244,5 +272,6 @@ pub fn MemoryChart() -> impl IntoView {
                 Some(view! { <div class="empty">"No schedule at this budget: nothing to draw. Raise the budget or re-plan exactly."</div> })
             } else { None })}
         </div>
+        <MeasuredStatus />
     }
 }

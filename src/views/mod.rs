@@ -12,6 +12,7 @@ pub mod figure;
 pub mod guide;
 pub mod legend;
 pub mod maxbatch;
+pub mod measured;
 pub mod memory;
 pub mod min_memory;
 pub mod notation;
