@@ -7,6 +7,7 @@
 //! `sequential`) is checked by the command, first.
 
 use clap::{Args, ValueEnum};
+use remat_core::format::pytorch::SharedGradient;
 use remat_core::maxbatch::Margin;
 use remat_core::model::units::{parse_rate, parse_size};
 use remat_core::solvers::hong::Model;
@@ -532,8 +533,14 @@ pub struct ExamplesArgs {
     pub output: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExportTarget {
+    /// Nested `torch.utils.checkpoint` regions over stage ranges, applied to
+    /// the model object by `remat_torch.apply_plan` (needs --chain).
+    Pytorch,
+    /// transformers' per-layer `gradient_checkpointing` switches (needs
+    /// --chain, whose stages name their modules).
+    Transformers,
     /// `torch.utils.checkpoint` segments and a snippet to paste.
     PytorchSegments,
 }
@@ -545,9 +552,44 @@ pub struct ExportArgs {
     /// The form to write.
     #[arg(long, value_enum)]
     pub to: ExportTarget,
-    /// One JSON object: `segments` (1-based stages) and `snippet`.
+    /// The chain the schedule was made for (file or example:NAME): the
+    /// simulator judges each lowered form on it, and its stages' `module`
+    /// names say what to wrap. Required with --to pytorch and transformers.
+    #[arg(long, value_name = "CHAIN",
+          required_if_eq_any([("to", "pytorch"), ("to", "transformers")]))]
+    pub chain: Option<ChainArg>,
+    /// FIRST:LAST:BYTES — a parameter stages FIRST and LAST both use (tied
+    /// weights): stock PyTorch's one backward holds BYTES of its gradient
+    /// from B^LAST to B^FIRST, which the lowered forms' peaks then count
+    /// (`remat_torch.export_plan(..., model=)` finds them). Repeatable.
+    #[arg(long, value_name = "FIRST:LAST:BYTES", value_parser = shared_gradient)]
+    pub shared_gradient: Vec<SharedGradient>,
+    /// One JSON object (what `remat_torch.apply_plan` reads).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `2:6:1024000`: stages FIRST < LAST (1-based) and a size.
+fn shared_gradient(text: &str) -> Result<SharedGradient, String> {
+    let parts: Vec<&str> = text.split(':').collect();
+    let [first, last, bytes] = parts[..] else {
+        return Err(format!("`{text}` is not FIRST:LAST:BYTES"));
+    };
+    let stage = |s: &str| {
+        s.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&l| l >= 1)
+            .ok_or_else(|| format!("`{s}` is not a stage number (1, 2, …)"))
+    };
+    let (first, last) = (stage(first)?, stage(last)?);
+    if first >= last {
+        return Err(format!(
+            "stage {first} is not before stage {last}: FIRST is the earlier stage"
+        ));
+    }
+    let bytes = parse_size(bytes.trim()).map_err(|e| e.to_string())?;
+    Ok(SharedGradient { first, last, bytes })
 }
 
 #[derive(Args)]

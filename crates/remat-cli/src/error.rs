@@ -2,7 +2,7 @@
 //! `error: <message>` and exits with [`CliError::exit_code`]. Flags that do
 //! not parse never get here: clap refuses them first (also exit 2).
 
-use remat_core::format::pytorch::SegmentsError;
+use remat_core::format::pytorch::{LowerError, SegmentsError};
 use remat_core::format::{FormatError, ScheduleError};
 use remat_core::solvers::hong::CheckpointError;
 use remat_core::solvers::{Algorithm, SolveError};
@@ -80,6 +80,8 @@ pub enum FileProblem {
     Invalid(#[from] SimError),
     #[error(transparent)]
     Segments(#[from] SegmentsError),
+    #[error(transparent)]
+    Lower(#[from] LowerError),
     /// A measured run that is not of this schedule or chain.
     #[error(transparent)]
     Run(#[from] Box<remat_core::measured::CompareError>),
