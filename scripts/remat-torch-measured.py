@@ -3,11 +3,16 @@
 For each model (transformers GPT-2 and Llama, torchvision ResNet-18, timm
 ViT), built from a config with random weights on --device: describe it with
 `remat_torch.describe_chain` (no staging code), measure a plain step's
-activation peak (`plain_step_peak`), solve store-all and rotor, revolve and
-sequential at α = 0.1, 0.5, 0.9 with the `remat` binary, run each schedule
-with `checkpointed(model, plan, loss=fn)` and measure its peak the same
-way, and compare the loss and gradients with a plain step's. Times: the
-plan's predicted makespan against the median of --steps measured steps.
+activation peak (`plain_step_peak`), solve store-all and every algorithm
+(--algorithms) at α = 0.1, 0.5, 0.9 between M_low and M_high with the
+`remat` binary, run each schedule with `checkpointed(model, plan, loss=fn)`
+and measure its peak (`Checkpointed.measure_step`), and compare the loss
+and gradients with a plain step's. Times: the plan's predicted makespan
+against the median of --steps measured steps; the wrapper's own cost:
+store-all through it against plain autograd, medians of --steps
+interleaved steps. The LMs are trained as transformers trains them: the
+labels are the input ids. For transformers models, the framework's own
+switch (`gradient_checkpointing_enable`, non-reentrant) is measured too.
 
     PYTHONPATH=python:.tools/libtorch:.tools/pydeps python3 scripts/remat-torch-measured.py \\
         --remat target/release/remat --device cpu --size small
@@ -31,7 +36,6 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import remat_torch  # noqa: E402
-from remat_torch.measure import Meter, storage_bytes  # noqa: E402
 from remat_torch.staging import model_loss  # noqa: E402
 
 
@@ -95,7 +99,9 @@ def run_model(name, args, remat, work):
     model = model.to(device).train()
     batch, target = to(batch, device), to(target, device)
     t0 = time.perf_counter()
-    chain = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=args.steps)
+    bandwidth = args.bandwidth or (12e9 if device.type == "cuda" else 10e9)
+    chain = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=args.steps,
+                                       bandwidth_bytes_per_s=bandwidth)
     described = time.perf_counter() - t0
     path = os.path.join(work, f"{name}.json")
     with open(path, "w") as f:
@@ -131,8 +137,6 @@ def run_model(name, args, remat, work):
     expected = model_loss(model, loss, batch, target)
     expected.backward()
     want = [None if p.grad is None else p.grad.clone() for p in params]
-    leaves = list(batch.values()) if isinstance(batch, dict) else [batch]
-    a0 = storage_bytes([*leaves, target])
 
     def timed(fn):
         times = []
@@ -146,30 +150,74 @@ def run_model(name, args, remat, work):
         return statistics.median(times)
 
     plain_seconds = timed(lambda: model_loss(model, loss, batch, target).backward())
+    # The wrapper's own cost: store-all through it against plain autograd,
+    # steps interleaved so that the machine's drift hits both alike.
+    wrapper = remat_torch.checkpointed(model, store_all_path, loss=loss)
+    wrapper.record_states = False
+    reset()
+    wrapper(batch, target)
+    pairs = []
+    for _ in range(max(10, args.steps)):
+        for fn, acc in ((lambda: model_loss(model, loss, batch, target).backward(), "plain"),
+                        (lambda: wrapper(batch, target), "wrapper")):
+            reset()
+            sync(device)
+            t = time.perf_counter()
+            fn()
+            sync(device)
+            pairs.append((acc, time.perf_counter() - t))
+    overhead = {k: statistics.median(t for a, t in pairs if a == k) for k in ("plain", "wrapper")}
+    framework = None
+    if hasattr(model, "gradient_checkpointing_enable"):
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        try:
+            reset()
+            hf = remat_torch.plain_step_peak(model, batch, target, loss)
+            framework = {"peak_bytes": hf["peak_bytes"],
+                         "seconds": timed(lambda: model_loss(model, loss, batch, target).backward())}
+        finally:
+            model.gradient_checkpointing_disable()
     rows = []
     plans = [("store-all", 1.0, store_all, store_all_path)]
-    for algorithm in ("rotor", "revolve", "sequential"):
+    for algorithm in args.algorithms.split(","):
         for alpha in (0.1, 0.5, 0.9):
             budget = m_low + round(alpha * (m_high - m_low))
             result, plan = solve(algorithm, budget)
-            if result is None or not result["feasible"]:
+            if result is None:
+                rows.append({"model": name, "algorithm": algorithm, "alpha": alpha, "error": plan})
+                continue
+            if not result["feasible"]:
                 continue
             plans.append((algorithm, alpha, result, plan))
     for algorithm, alpha, result, plan in plans:
-        step = remat_torch.checkpointed(model, plan, loss=loss)
-        step.record_states = False
-        reset()
-        step(batch, target)  # finds the stages for this shape, warms up
-        reset()
-        got, _, peak = Meter(device, params).measure(lambda: step(batch, target))
-        same = torch.equal(got, expected.detach().float()) and all(
-            (a is None and b.grad is None) or (a is not None and b.grad is not None and torch.equal(a, b.grad))
-            for a, b in zip(want, params))
-        seconds = timed(lambda: step(batch, target))
+        try:
+            step = remat_torch.checkpointed(model, plan, loss=loss)
+            step.record_states = False
+            reset()
+            step(batch, target)  # finds the stages for this shape, warms up
+            reset()
+            got, measured = step.measure_step(batch, target)
+            same = torch.equal(got, expected.detach().float()) and all(
+                (a is None and b.grad is None) or (a is not None and b.grad is not None and torch.equal(a, b.grad))
+                for a, b in zip(want, params))
+            seconds = timed(lambda: step(batch, target))
+            if args.runs and algorithm == "rotor" and alpha == 0.5:
+                os.makedirs(args.runs, exist_ok=True)
+                reset()
+                base = os.path.join(args.runs, f"{name}-{args.size}-{device.type}")
+                step.record_run(batch, target, base + "-rotor-run.json")
+                with open(base + "-rotor.json", "w") as f, open(plan) as g:
+                    f.write(g.read())
+        except Exception as e:  # report the plan and go on
+            rows.append({"model": name, "algorithm": algorithm, "alpha": alpha,
+                         "error": f"{type(e).__name__}: {e}"})
+            continue
         rows.append({
             "model": name, "algorithm": algorithm, "alpha": alpha,
-            "predicted_peak_bytes": result["predicted_peak_bytes"], "measured_peak_bytes": peak + a0,
+            "predicted_peak_bytes": result["peak_bytes"], "measured_peak_bytes": measured,
             "predicted_seconds": result["makespan_seconds"], "measured_seconds": seconds,
+            "offloaded_bytes": result.get("offloaded_bytes", 0),
+            "recomputations": result.get("recomputations", 0),
             "bitwise": bool(same),
         })
     summary = {
@@ -178,6 +226,8 @@ def run_model(name, args, remat, work):
         "m_high_bytes": m_high, "plain_step_peak_bytes": plain["peak_bytes"], "m_low_bytes": m_low,
         "describe_seconds": described, "plain_step_seconds": plain_seconds,
         "sequential_seconds": store_all["sequential_seconds"], "rows": rows,
+        "plain_median_seconds": overhead["plain"], "wrapper_store_all_median_seconds": overhead["wrapper"],
+        "framework_checkpointing": framework, "threads": torch.get_num_threads(),
         "stage_names": [s["name"] for s in chain["stages"]],
     }
     return summary, chain
@@ -190,9 +240,21 @@ def report(s):
                  f"M_low {s['m_low_bytes']:,} B ({100 * s['m_low_bytes'] / s['m_high_bytes']:.0f} %); "
                  f"plain step {1000 * s['plain_step_seconds']:.2f} ms, chain's Σ {1000 * s['sequential_seconds']:.2f} ms; "
                  f"described in {s['describe_seconds']:.1f} s")
+    lines.append(f"wrapper's own cost: store-all {1000 * s['wrapper_store_all_median_seconds']:.2f} ms vs plain "
+                 f"{1000 * s['plain_median_seconds']:.2f} ms "
+                 f"({100 * (s['wrapper_store_all_median_seconds'] / s['plain_median_seconds'] - 1):+.1f} %, "
+                 f"{s['threads']} threads)")
+    fw = s.get("framework_checkpointing")
+    if fw:
+        lines.append(f"transformers gradient_checkpointing_enable(): peak {fw['peak_bytes']:,} B "
+                     f"({100 * fw['peak_bytes'] / s['m_high_bytes']:.0f} % of M_high), "
+                     f"{1000 * fw['seconds']:.2f} ms ({100 * (fw['seconds'] / s['plain_step_seconds'] - 1):+.1f} %)")
     lines += ["", "| schedule | α | predicted peak | measured peak | Δ | predicted time | measured time | Δ | bitwise |",
               "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in s["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['algorithm']} | {r['alpha']:.1f} | {r['error'][:120]} | | | | | | |")
+            continue
         dp = 100 * (r["measured_peak_bytes"] / r["predicted_peak_bytes"] - 1)
         dt = 100 * (r["measured_seconds"] / r["predicted_seconds"] - 1)
         lines.append(f"| {r['algorithm']} | {r['alpha']:.1f} | {r['predicted_peak_bytes']:,} | "
@@ -208,6 +270,11 @@ def main():
     ap.add_argument("--size", choices=["small", "large"], default="small")
     ap.add_argument("--models", default="gpt2,resnet18,vit")
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--algorithms", default="rotor,revolve,sequential,hong,pofo,offload-only,opportunist,"
+                    "autocapper,dtr,delta,delta-lru,delta-greedy")
+    ap.add_argument("--bandwidth", type=float, default=None,
+                    help="host link in bytes/s for the chain (default: 12e9 on CUDA, 10e9 on the CPU)")
+    ap.add_argument("--runs", help="write rotor α = 0.5's plan and its recorded remat-run/1 here")
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--chains", help="write the described chains into this folder")
     args = ap.parse_args()

@@ -52,7 +52,6 @@ class Meter:
     def __init__(self, device: torch.device, params: Iterable[nn.Parameter] = ()) -> None:
         self.device = torch.device(device)
         self.params = [p for p in params if p.requires_grad]
-        self.missed_free: Optional[Callable[[int], None]] = None
 
     def measure(self, fn: Callable[[], Any]) -> Tuple[Any, int, int]:
         """(fn's result, net bytes, peak bytes above the start)."""
@@ -73,6 +72,27 @@ class Meter:
             yield
         finally:
             torch.empty(_IN_MARK, dtype=torch.uint8)
+
+    def rehome(self, storages: Iterable[torch.UntypedStorage]) -> None:
+        """Gives storages allocated before the measurement new blocks, with
+        their bytes kept and outside the count. On the CPU the profiler
+        knows a block's size only if it was allocated while a profiler ran
+        (PyTorch's CPU allocator keeps a size table only then, and does not
+        forget an entry freed outside one): a free of an older block is
+        reported not at all, or with the size of whatever stale entry sits
+        at its address. A caller's batch offloaded as a^0 is such a block;
+        re-allocated here, its free is counted exactly. On CUDA every block
+        is counted: nothing to do."""
+        if self.device.type == "cuda":
+            return
+        with self.outside():
+            for st in storages:
+                n = st.nbytes()
+                keep = torch.frombuffer(bytearray(n), dtype=torch.uint8)
+                keep.copy_(torch.empty(0, dtype=torch.uint8).set_(st))
+                st.resize_(0)
+                st.resize_(n)
+                torch.empty(0, dtype=torch.uint8).set_(st).copy_(keep)
 
     def measure_ops(self, fn: Callable[[Callable[[], None]], Any]) -> Tuple[Any, List[Tuple[int, int]]]:
         """`fn(boundary)` calls `boundary()` after each operation: (fn's
@@ -101,23 +121,12 @@ class Meter:
                 booked.append(size)
                 torch.empty(_MARK, dtype=torch.uint8)
 
-        def missed(nbytes: int) -> None:
-            booked.append(nbytes)
-            torch.empty(_MARK, dtype=torch.uint8)
-
         handles = [p.register_post_accumulate_grad_hook(hook) for p in self.params]
-        # The profiler reports no free of a block allocated before it
-        # started (PyTorch's CPU allocator knows its size only from then):
-        # a caller's batch offloaded as a^0 would stay in the count. The
-        # runtime books such a free here (`missed_free`); CUDA's statistics
-        # see every block, so there it is not needed.
-        self.missed_free = None if cuda else missed
         try:
             if cuda:
                 return self._measure_cuda(fn, booked, segments)
             return self._measure_cpu(fn, booked)
         finally:
-            self.missed_free = None
             for h in handles:
                 h.remove()
 

@@ -94,18 +94,6 @@ class _Moved:
         self.host: Optional[List[torch.Tensor]] = None
         # CUDA: the event after which the device copy can be read again.
         self.ready: Optional[torch.cuda.Event] = None
-        # Storages allocated before a measurement started, and whom to tell
-        # when one is freed (`Meter.missed_free`: the CPU profiler misses
-        # such frees).
-        self.preexisting: set = set()
-        self.missed_free = None
-
-    def _freed(self, st: torch.UntypedStorage, nbytes: int) -> None:
-        key = _storage_key(st)
-        if key in self.preexisting:
-            self.preexisting.discard(key)
-            if self.missed_free is not None:
-                self.missed_free(nbytes)
 
     def on_device(self) -> bool:
         return all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
@@ -138,7 +126,6 @@ class _Moved:
             self.host.append(host)
             del dev
             st.resize_(0)
-            self._freed(st, n)
 
     def prefetch(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
         assert self.host is not None
@@ -171,11 +158,8 @@ class _Moved:
         listed before it" — and a prefetch still copying into it marked the
         block used by the copy stream, so it is reused only once that copy
         ends. A host copy is dropped."""
-        for st, n in zip(self.storages, self.sizes):
-            on_device = st.nbytes() == n
+        for st in self.storages:
             st.resize_(0)
-            if on_device:
-                self._freed(st, n)
         self.host = None
         self.ready = None
 
@@ -653,8 +637,7 @@ class _Step:
         a0.moved = _Moved(self.inputs.movable)
         self.meter = meter
         if meter is not None:
-            a0.moved.preexisting = set(self.inputs.preexisting)
-            a0.moved.missed_free = meter.missed_free
+            meter.rehome(st for st in self.inputs.movable if _storage_key(st) in self.inputs.preexisting)
         self.act: Dict[int, _Activation] = {0: a0}
         self.saved: Dict[int, _Saved] = {}
         # δ^L is resident from the start (the loss seed); None: autograd's

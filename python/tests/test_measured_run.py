@@ -30,9 +30,11 @@ def test_a_recorded_run_is_read_by_remat_simulate_and_holds_the_plan(tmp_path, a
     peak is the plan's within 0.5 %, and the step left the model as it
     was (no .grad). Fails if the per-op boundaries drift (an op's memory
     booked to its neighbour: the simulator's peak op and the run's differ),
-    if a^0's free is missed on the CPU (the profiler does not report frees
-    of blocks allocated before it started: mutation tried, `missed_free`
-    not called → pofo's run +6.4 % over its plan), or if the file's fields
+    if the free of a caller's batch offloaded as a^0 is miscounted on the
+    CPU (the profiler reports no free of a block allocated before it
+    started, or one with a stale size: mutation tried, `Meter.rehome` a
+    no-op → pofo's run +6.4 % over its plan, or −6 % on a second run in
+    one process), or if the file's fields
     drift from the Rust reader's (remat exits 2)."""
     net, x, target, chain = _chain(tmp_path)
     ref = solve(chain, tmp_path / "s.json", "-a", "store-all", "-b", "100%")
