@@ -44,6 +44,7 @@ import os
 import shutil
 import subprocess
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -321,7 +322,7 @@ class _Model:
     model calls them."""
 
     def __init__(self, model: nn.Module, plan: dict) -> None:
-        self.model = model
+        self.model: Optional[nn.Module] = model  # for the probe only
         self.n = plan["stages"]
         self.names: List[List[str]] = []
         self.modules: List[List[nn.Module]] = []
@@ -343,7 +344,16 @@ class _Model:
         self.calls: Dict[int, List[_Call]] = {}
 
     def stage(self, l: int) -> List[nn.Module]:
-        return self.modules[l - 1]
+        return [m() if isinstance(m, weakref.ref) else m for m in self.modules[l - 1]]
+
+    def let_go(self) -> None:
+        """Keeps only weak references to the modules: the wrappers the
+        model holds reach this object, and a strong reference back would
+        make a cycle that only the garbage collector frees (at any moment,
+        a measured step included)."""
+        self.model = None
+        self.calls = {}
+        self.modules = [[weakref.ref(m) for m in mods] for mods in self.modules]
 
     def label(self, l: int) -> str:
         return f"stage {l} ({'+'.join(self.names[l - 1]) or 'no module named'})"
@@ -443,6 +453,15 @@ def _region_runner(mm: _Model, region: dict) -> Callable:
     return run
 
 
+def _own_forward(m: nn.Module) -> Callable:
+    """The module's forward as it is now, without a strong reference to the
+    module (the override that calls it is stored on the module)."""
+    if "forward" in m.__dict__:
+        return m.__dict__["forward"]
+    ref, cls = weakref.ref(m), type(m)
+    return lambda *args, **kwargs: cls.forward(ref(), *args, **kwargs)
+
+
 def _override(m: nn.Module, forward: Callable, undo: List[Callable[[], None]]) -> None:
     had = "forward" in m.__dict__
     old = m.__dict__.get("forward")
@@ -462,7 +481,7 @@ def _install_region(mm: _Model, region: dict, undo: List[Callable[[], None]]) ->
     ctx = _context_fn(_region_buffers(mm, region))
     mods = [m for l in range(region["first"], region["last"] + 1) for m in mm.stage(l)]
     head = mods[0]
-    own = head.forward
+    own = _own_forward(head)
 
     def wrapper(*args, **kwargs):
         if _inside.depth:
@@ -471,7 +490,7 @@ def _install_region(mm: _Model, region: dict, undo: List[Callable[[], None]]) ->
 
     _override(head, wrapper, undo)
     for m in mods[1:]:
-        theirs = m.forward
+        theirs = _own_forward(m)
 
         def passthrough(*args, _theirs=theirs, **kwargs):
             if _inside.depth:
@@ -483,7 +502,7 @@ def _install_region(mm: _Model, region: dict, undo: List[Callable[[], None]]) ->
 
 def _install_alone(mm: _Model, l: int, undo: List[Callable[[], None]]) -> None:
     (m,) = mm.stage(l)
-    own = m.forward
+    own = _own_forward(m)
     ctx = _context_fn(_norm_buffers([m]))
 
     def wrapper(*args, **kwargs):
@@ -572,7 +591,7 @@ def _apply(model: nn.Module, plan: dict, batch: Any, form: Optional[str]) -> App
         name = "one-stage"
         regions = _form(plan, name)["regions"]
         problems = _problems(mm, regions)
-    mm.calls = {}  # the probe's tensors, no longer needed
+    mm.let_go()  # the probe's tensors, the strong references
     if problems:
         raise ExportError(f"form {name!r} cannot be applied to this model: " + "; ".join(problems))
     try:

@@ -1655,3 +1655,128 @@ fn simulate_measured_refuses_a_bad_or_foreign_run_naming_file_and_field() {
     let missing = dir.path().join("none.json");
     measured(missing.to_str().unwrap(), "No such file");
 }
+
+#[test]
+fn export_to_pytorch_lowers_nested_regions_and_judges_each_form() {
+    // Rotor at M_low on the teaching chain nests regions; the chain gives
+    // no no-grad figures, so the stock form costs what the plan costs:
+    // "exact", and every form is simulated with its peak and time.
+    let dir = tempfile::tempdir().unwrap();
+    let rotor = solved(&dir, "rotor.json", &["-a", "rotor", "-b", "40%"]);
+    let args = [
+        "export",
+        &rotor,
+        "--to",
+        "pytorch",
+        "--chain",
+        "example:teaching",
+    ];
+    let out = remat(&[&args[..], &["--json"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(unsorted_keys(&text), None);
+    let v = json(&out);
+    assert_eq!(v["format"], "pytorch");
+    assert_eq!(v["stages"], 10);
+    assert_eq!(v["fidelity"], "exact");
+    assert_eq!(v["differences"].as_array().unwrap().len(), 0);
+    let regions = v["regions"].as_array().unwrap();
+    assert!(regions
+        .iter()
+        .any(|r| !r["regions"].as_array().unwrap().is_empty()));
+    let forms: Vec<&str> = v["forms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["form"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        forms,
+        [
+            "plan",
+            "regions",
+            "one-stage",
+            "every-stage",
+            "checkpoint_sequential",
+            "store-all"
+        ]
+    );
+    let form = |i: usize, key: &str| v["forms"][i][key].clone();
+    assert_eq!(form(0, "peak_bytes"), form(1, "peak_bytes"));
+    assert_eq!(form(0, "makespan_seconds"), form(1, "makespan_seconds"));
+    // ⌈√10⌉ = 4 segments, the first three checkpointed.
+    assert_eq!(form(4, "regions").as_array().unwrap().len(), 3);
+    assert_eq!(v["checkpoint_kwargs"]["use_reentrant"], false);
+    assert_eq!(v["checkpoint_kwargs"]["early_stop"], false);
+    let plain = remat(&args);
+    let text = String::from_utf8_lossy(&plain.stdout);
+    assert!(text.contains("fidelity   exact"), "{text}");
+    assert!(text.contains("stock PyTorch, nested regions"), "{text}");
+    assert!(text.contains("checkpoint_sequential, 4 segments"), "{text}");
+    // A shared gradient makes the stock forms differ, and says why.
+    let v = json(&remat(
+        &[&args[..], &["--shared-gradient", "1:10:64MiB", "--json"]].concat(),
+    ));
+    assert_eq!(v["fidelity"], "differs");
+    assert!(v["differences"][0]
+        .as_str()
+        .unwrap()
+        .contains("held from the end of B^10 to B^1"));
+    assert!(form(0, "peak_bytes").as_u64() < v["forms"][1]["peak_bytes"].as_u64());
+}
+
+#[test]
+fn export_to_pytorch_and_transformers_refuse_what_they_cannot_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let rotor = solved(&dir, "rotor.json", &["-a", "rotor", "-b", "40%"]);
+    let pofo = solved(
+        &dir,
+        "pofo.json",
+        &["-a", "pofo", "-b", "50%", "--bandwidth", "12GB/s"],
+    );
+    let dtr = solved(&dir, "dtr.json", &["-a", "dtr", "-b", "50%"]);
+    let teaching = ["--chain", "example:teaching"];
+    refused(&["export", &rotor, "--to", "pytorch"], "--chain");
+    refused(
+        &[&["export", &pofo, "--to", "pytorch"], &teaching[..]].concat(),
+        "stock PyTorch's checkpoint cannot offload",
+    );
+    refused(
+        &[&["export", &dtr, "--to", "pytorch"], &teaching[..]].concat(),
+        "releases a tensor",
+    );
+    // The teaching chain names no modules: no decoder layers to switch.
+    refused(
+        &[&["export", &rotor, "--to", "transformers"], &teaching[..]].concat(),
+        "names no repeated layers",
+    );
+    refused(
+        &[
+            &["export", &rotor, "--to", "pytorch"],
+            &teaching[..],
+            &["--shared-gradient", "3:2:1MiB"],
+        ]
+        .concat(),
+        "stage 3 is not before stage 2",
+    );
+    refused(
+        &[
+            &["export", &rotor, "--to", "pytorch"],
+            &teaching[..],
+            &["--shared-gradient", "1:11:1MiB"],
+        ]
+        .concat(),
+        "stage 11 is past the chain's 10 stages",
+    );
+    // Another chain's schedule is refused as `simulate` refuses it.
+    refused(
+        &[
+            "export",
+            &rotor,
+            "--to",
+            "pytorch",
+            "--chain",
+            "example:vgg19",
+        ],
+        "solve again for this chain",
+    );
+}

@@ -1088,9 +1088,8 @@ mod tests {
         );
         assert_eq!(regions(&[], n), Err(LowerError::Empty));
         // A region nested in itself past the chain's length stops the reader.
-        let deep: Vec<Op> = std::iter::repeat(Op::ForwardCheckpoint { stage: 1 })
-            .take(100_000)
-            .collect();
+        let deep: Vec<Op> =
+            std::iter::repeat_n(Op::ForwardCheckpoint { stage: 1 }, 100_000).collect();
         assert!(matches!(regions(&deep, n), Err(LowerError::Differs { .. })));
     }
 
