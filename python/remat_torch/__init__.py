@@ -13,7 +13,7 @@ operation, RNG and BatchNorm handling, offloading and the limitations.
 from .batch import BatchMismatch
 from .chain import describe_chain
 from .export import ExportError, apply_plan, export_plan
-from .measure import Meter, plain_step_peak
+from .measure import Meter, host_bandwidth, plain_step_peak
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
 from .staging import StagingError, find_stages
@@ -29,6 +29,7 @@ __all__ = [
     "checkpointed",
     "describe_chain",
     "find_stages",
+    "host_bandwidth",
     "plain_step_peak",
     "load_schedule",
     "parse_schedule",

@@ -43,7 +43,9 @@ def test_a_recorded_run_is_read_by_remat_simulate_and_holds_the_plan(tmp_path, a
     budget = str(low + round(0.3 * (high - low)))
     report = solve(chain, tmp_path / "s.json", "-a", algorithm, "-b", budget)
     assert report["feasible"], report
-    step = remat_torch.checkpointed(net, tmp_path / "s.json")
+    # One engine call per B: the chain's model op for op (joined backwards
+    # book a run's memory at its first B: `join_backwards`).
+    step = remat_torch.checkpointed(net, tmp_path / "s.json", join_backwards=False)
     step(x, target)
     for p in net.parameters():
         p.grad = None
