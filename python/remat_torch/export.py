@@ -51,9 +51,18 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
-_KWARGS = {"use_reentrant": False, "early_stop": False}
+
+
+def _checkpoint(fn, *args, context_fn, **kwargs):
+    """`checkpoint(fn, *args, use_reentrant=False, context_fn=…)` with early
+    stop off (the whole region is recomputed, as the plan says). The
+    context manager rather than the `early_stop` argument, which older
+    PyTorch lacks: a checkpoint reads it when it starts, and a nested one
+    started during its parent's recomputation runs inside this call too."""
+    with set_checkpoint_early_stop(False):
+        return checkpoint(fn, *args, use_reentrant=False, context_fn=context_fn, **kwargs)
 
 
 class ExportError(ValueError):
@@ -243,9 +252,7 @@ def _apply_switches(model: nn.Module, plan: dict) -> Applied:
         from transformers.modeling_layers import GradientCheckpointingLayer
     except ImportError as e:  # pragma: no cover - transformers is optional
         raise ExportError("--to transformers needs the transformers package") from e
-    kwargs = dict(plan.get("checkpoint_kwargs") or _KWARGS)
     on: List[nn.Module] = []
-    listed: set = set()
     for layer in plan["layers"]:
         try:
             m = model.get_submodule(layer["module"])
@@ -256,25 +263,24 @@ def _apply_switches(model: nn.Module, plan: dict) -> Applied:
             raise ExportError(f"stage {layer['stage']} ({layer['module']}) is a {type(m).__name__}, not a "
                               "transformers GradientCheckpointingLayer: it has no per-layer switch; "
                               "export --to pytorch")
-        listed.add(id(m))
         if layer["gradient_checkpointing"]:
             on.append(m)
+    kwargs = {"use_reentrant": False}
     enable = getattr(model, "activation_checkpointing_enable", None)
     if enable is not None:
         enable(activation_checkpointing_kwargs=kwargs)
         disable = model.activation_checkpointing_disable
-    else:  # transformers < 5
+    else:  # transformers before activation_checkpointing_enable
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         disable = model.gradient_checkpointing_disable
     on_ids = {id(m) for m in on}
     for m in model.modules():
         if isinstance(m, GradientCheckpointingLayer):
             m.gradient_checkpointing = id(m) in on_ids
+    # Each switched layer's own checkpoint function: early stop off, and its
+    # BatchNorm statistics restored after the recomputation.
     for m in on:
-        buffers = _norm_buffers([m])
-        if buffers:
-            m._gradient_checkpointing_func = functools.partial(
-                checkpoint, **kwargs, context_fn=_context_fn(buffers))
+        m._gradient_checkpointing_func = functools.partial(_checkpoint, context_fn=_context_fn(_norm_buffers([m])))
     applied = _applied(plan, "switches")
     applied._undo.append(disable)
     return applied
@@ -442,7 +448,7 @@ def _region_runner(mm: _Model, region: dict) -> Callable:
             while l <= region["last"]:
                 if l in inner:
                     r, fn, ctx = inner[l]
-                    x = checkpoint(fn, x, rest, kwargs, **_KWARGS, context_fn=ctx)
+                    x = _checkpoint(fn, x, rest, kwargs, context_fn=ctx)
                     l = r["last"] + 1
                 else:
                     for m in mm.stage(l):
@@ -486,7 +492,7 @@ def _install_region(mm: _Model, region: dict, undo: List[Callable[[], None]]) ->
     def wrapper(*args, **kwargs):
         if _inside.depth:
             return own(*args, **kwargs)
-        return checkpoint(run, args[0], args[1:], kwargs, **_KWARGS, context_fn=ctx)
+        return _checkpoint(run, args[0], args[1:], kwargs, context_fn=ctx)
 
     _override(head, wrapper, undo)
     for m in mods[1:]:
@@ -508,7 +514,7 @@ def _install_alone(mm: _Model, l: int, undo: List[Callable[[], None]]) -> None:
     def wrapper(*args, **kwargs):
         if _inside.depth:
             return own(*args, **kwargs)
-        return checkpoint(own, *args, **_KWARGS, context_fn=ctx, **kwargs)
+        return _checkpoint(own, *args, context_fn=ctx, **kwargs)
 
     _override(m, wrapper, undo)
 

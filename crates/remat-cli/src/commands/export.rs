@@ -378,8 +378,8 @@ fn lowered(
         say!(
             "apply:     remat_torch.apply_plan(model, plan)   # plan: this command's --json output"
         );
-        say!("           (activation_checkpointing_enable with use_reentrant=False, early_stop=False,");
-        say!("           then the switch of each layer the plan stores turned off)");
+        say!("           (activation_checkpointing_enable with use_reentrant=False, the switch of each");
+        say!("           layer the plan stores turned off, early stop off in the others)");
     } else {
         say!("apply:     remat_torch.apply_plan(model, plan, batch)   # plan: this command's --json output");
         say!("           (nested torch.utils.checkpoint(..., use_reentrant=False, early_stop=False) over");
