@@ -23,6 +23,7 @@ parameter and step — the rule the plain step's measured peak follows too.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 
@@ -122,11 +123,19 @@ class Meter:
                 torch.empty(_MARK, dtype=torch.uint8)
 
         handles = [p.register_post_accumulate_grad_hook(hook) for p in self.params]
+        # The garbage collector, run in the middle, frees whatever cycles
+        # are pending: bytes that are not the call's (a negative output
+        # size of a CUDA stage, once).
+        collecting = gc.isenabled()
+        gc.collect()
+        gc.disable()
         try:
             if cuda:
                 return self._measure_cuda(fn, booked, segments)
             return self._measure_cpu(fn, booked)
         finally:
+            if collecting:
+                gc.enable()
             for h in handles:
                 h.remove()
 

@@ -906,8 +906,12 @@ class _Step:
         # changed the kernels: under it scaled_dot_product_attention's
         # backward took 2.2 MiB more on a 4-block GPT-2 than in a plain
         # step, and each aten op paid a Python call.)
+        # Only the device's memory: autograd also saves host tensors (a CPU
+        # scalar a traced graph made), which are not ā^ℓ's and cannot go on
+        # the copy stream.
         storages = [
-            st for st in collected if _storage_key(st) != input_key and _storage_key(st) not in self.foreign
+            st for st in collected
+            if st.device == self.device and _storage_key(st) != input_key and _storage_key(st) not in self.foreign
         ]
         # Autograd keeps the pack hook (with the unpack hook) as long as the
         # graph lives: what it collected must not stay referenced through
