@@ -240,3 +240,18 @@ test('axe-core: no serious or critical violations on the main views', async () =
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+// Fails if the `change` event Chromium fires after Enter commits the box's
+// rewritten, rounded text over the exact number typed (it did: 12 668 342
+// typed became 12 687 770, the "12.1 MiB" shown).
+test('a budget typed in bytes and committed with Enter stays exact', async () => {
+  const { page, errors } = await open(context, TEACHING);
+  const box = page.locator('#budget-input');
+  await box.fill('600000001');
+  await box.press('Enter');
+  await page.locator('h1').click(); // blur: Chromium's change event
+  await page.waitForFunction(() => /budget=600000001(&|$)/.test(location.hash));
+  assert.match(await page.evaluate(() => location.hash), /budget=600000001(&|$)/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

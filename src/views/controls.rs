@@ -261,7 +261,7 @@ pub fn BudgetPanel() -> impl IntoView {
     };
     // Below the floor no algorithm can run: bad input, as the CLI's exit 2,
     // not a budget to plan (and the plan on screen stays).
-    let commit_typed = move || match parse_size(&typed.get_untracked()) {
+    let commit_typed_text = move || match parse_size(&typed.get_untracked()) {
         Ok(0) => typed_error.set(Some("the budget must be above 0".into())),
         Ok(b) => match state
             .loaded
@@ -272,6 +272,17 @@ pub fn BudgetPanel() -> impl IntoView {
             Err(below) => typed_error.set(Some(below.to_string())),
         },
         Err(e) => typed_error.set(Some(e.to_string())),
+    };
+    // Whether the box holds text the user typed since the last commit:
+    // Enter commits and the box is rewritten with the rounded budget
+    // ("12.1 MiB"); the `change` event Chromium fires next must not commit
+    // that rounded text over the exact number typed.
+    let edited = RwSignal::new(false);
+    let commit_typed = move || {
+        if edited.get_untracked() {
+            edited.set(false);
+            commit_typed_text()
+        }
     };
     let commit_bw = move || match parse_link(&bw_text.get_untracked()) {
         Ok(r) => {
@@ -327,7 +338,10 @@ pub fn BudgetPanel() -> impl IntoView {
                             on:input=on_slide on:keydown=on_slider_key />
                         <input id="budget-input" class="typed" type="text" aria-label="Memory budget, typed"
                             prop:value=move || typed.get()
-                            on:input=move |ev| typed.set(event_target_value(&ev))
+                            on:input=move |ev| {
+                                edited.set(true);
+                                typed.set(event_target_value(&ev))
+                            }
                             on:change=move |_| commit_typed()
                             on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Enter" { commit_typed() }
                             title="Type a size: 3.5 GiB, 800MiB, 4e9" />

@@ -22,8 +22,10 @@ pub fn top(c: Option<&Comparison>) -> u64 {
 }
 
 /// Both lines as SVG over the memory chart: `x` and `y` map seconds and
-/// bytes to chart units. Measured first, predicted on top (a thin line on
-/// a thick one, so both show where they agree); each on a white halo.
+/// bytes to chart units. Measured first, on a white halo, predicted on top
+/// with none: a thin dark line inside a wide pink band, so where they agree
+/// (a plan that holds to the byte) both still show. (A halo under the
+/// predicted line covered the measured one wherever they coincided.)
 pub fn overlay_svg(c: &Comparison, x: impl Fn(f64) -> f64, y: impl Fn(u64) -> f64) -> String {
     let d = |side| {
         let mut d = String::new();
@@ -39,7 +41,7 @@ pub fn overlay_svg(c: &Comparison, x: impl Fn(f64) -> f64, y: impl Fn(u64) -> f6
     };
     let (measured, predicted) = (d(Side::Measured), d(Side::Predicted));
     format!(
-        r##"<g id="measured-overlay" fill="none" stroke-linejoin="round"><path d="{measured}" stroke="#ffffff" stroke-width="5"/><path class="measured-line" d="{measured}" stroke="{MEASURED}" stroke-width="2.6"/><path d="{predicted}" stroke="#ffffff" stroke-width="3.5"/><path class="predicted-line" d="{predicted}" stroke="{PREDICTED}" stroke-width="1.6"/></g>"##
+        r##"<g id="measured-overlay" fill="none" stroke-linejoin="round"><path d="{measured}" stroke="#ffffff" stroke-width="5"/><path class="measured-line" d="{measured}" stroke="{MEASURED}" stroke-width="4.5"/><path class="predicted-line" d="{predicted}" stroke="{PREDICTED}" stroke-width="1.6"/></g>"##
     )
 }
 
