@@ -46,6 +46,9 @@ pub(super) struct Simulation<'a> {
     known_level: u64,
     /// End of the last compute operation listed so far (issue point of a prefetch).
     last_compute_end: f64,
+    /// Start of the last span on the compute lane listed so far, a release's
+    /// included (issue point of an offload).
+    last_compute_start: f64,
     /// a^ℓ for ℓ in 0..=L.
     act: Vec<Where>,
     /// ā^ℓ for ℓ in 1..=L (index 0 unused).
@@ -92,6 +95,7 @@ impl<'a> Simulation<'a> {
             memory_limit: options.memory_limit,
             known_level: 0,
             last_compute_end: 0.0,
+            last_compute_start: 0.0,
             act: vec![Where::Absent { freed_by: None }; l + 1],
             saved: vec![Where::Absent { freed_by: None }; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
@@ -348,6 +352,7 @@ impl<'a> Simulation<'a> {
         let end = self.span(index, Lane::Compute, start, seconds);
         self.compute_free = end;
         self.last_compute_end = end;
+        self.last_compute_start = start;
         (start, end)
     }
 
@@ -540,7 +545,11 @@ impl<'a> Simulation<'a> {
             return Err(self.missing(index, op, slot));
         };
         let (bytes, seconds) = self.link_time(index, op, slot)?;
-        let (_, end) = self.copy_lane(index, ready, seconds);
+        // Issued at its place in the list: no earlier than the start of the
+        // compute operation (or release) listed before it, which it may
+        // overlap. Starting as soon as the tensor exists would put its free
+        // before operations listed earlier, which a runtime issued without it.
+        let (_, end) = self.copy_lane(index, ready.max(self.last_compute_start), seconds);
         // The device copy lives until the copy ends and its last reader is done.
         self.free(slot, end.max(last_use), index);
         self.set(
@@ -610,6 +619,7 @@ impl<'a> Simulation<'a> {
             }
         };
         self.span(index, Lane::Compute, at, 0.0);
+        self.last_compute_start = self.last_compute_start.max(at);
         Ok(())
     }
 

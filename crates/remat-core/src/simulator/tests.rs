@@ -494,3 +494,94 @@ fn a_stepper_gives_the_trace_of_the_whole_schedule() {
     assert_eq!(ops, CHECKPOINTED);
     assert_eq!(trace, simulate_with(&c, &CHECKPOINTED, options).unwrap());
 }
+
+/// An offload listed well after its tensor's producer and last reader starts
+/// at its place in the list, not back when the tensor came to exist: its
+/// free must not land before operations listed earlier (a DELTA schedule on
+/// GPT-2 freed one block's ā during an F_all listed before the offload,
+/// under-predicting the peak by one ā). Mutation tried: starting the copy at
+/// max(copy lane free, tensor ready), the old rule, gives peak 1032.
+#[test]
+fn an_offload_listed_late_frees_no_memory_before_its_place() {
+    let c = Chain {
+        name: "late offload".into(),
+        source: "test".into(),
+        input_bytes: 1,
+        input_gradient_bytes: 0,
+        bandwidth_bytes_per_s: Some(100.0),
+        inputs: None,
+        stages: vec![
+            Stage::new("1", 1.0, 1.0, 1, 10),
+            Stage::new("2", 1.0, 1.0, 1, 100),
+            Stage::new("3", 1.0, 1.0, 1, 10),
+            Stage::new("4", 1.0, 1.0, 1, 10),
+            Stage::new("5", 1.0, 1.0, 1, 1000),
+        ],
+    };
+    let saved = |stage| (stage, TensorKind::Saved);
+    let (o2, r1, p2) = (
+        Offload {
+            stage: saved(2).0,
+            tensor: saved(2).1,
+        },
+        Release {
+            stage: saved(1).0,
+            tensor: saved(1).1,
+        },
+        Prefetch {
+            stage: saved(2).0,
+            tensor: saved(2).1,
+        },
+    );
+    let ops = [
+        ForwardAll { stage: 1 }, // 0–1 s
+        ForwardAll { stage: 2 }, // 1–2 s: ā^2 from 1 s, ready at 2 s
+        ForwardAll { stage: 3 }, // 2–3 s: last reader of ā^2
+        ForwardAll { stage: 4 }, // 3–4 s
+        ForwardAll { stage: 5 }, // 4–5 s: +ā^5 (1000 B)
+        r1,                      // frees ā^1 at 5 s
+        o2,                      // issued after R(ā^1): copies 5–6 s
+        Backward { stage: 5 },
+        Backward { stage: 4 },
+        p2,
+        Backward { stage: 3 },
+        ForwardAll { stage: 1 },
+        Backward { stage: 2 },
+        Backward { stage: 1 },
+    ];
+    let t = simulate(&c, &ops).unwrap();
+    // By hand, when F_all^5 starts (4 s) the device holds a^0 1 + δ^5 1 +
+    // ā^1 10 + ā^2 100 + ā^3 10 + ā^4 10 = 132, and F_all^5 adds ā^5 1000:
+    // 1132, the peak. (B^5 at 5 s: 1132 − ā^1 10 + δ^4 1 = 1123.) Starting
+    // the copy when ā^2 exists (2–3 s) would free ā^2 before F_all^5 and
+    // give 1032, one ā^2 less than the states list.
+    assert_eq!(t.peak_bytes, 1132);
+    assert_eq!(t.peak_op, Some(4));
+    let copy = t.spans[6];
+    assert_eq!((copy.lane, copy.start, copy.end), (Lane::Copy, 5.0, 6.0));
+    let stay = t
+        .residency
+        .iter()
+        .find(|r| r.tensor == TensorId::Saved(2))
+        .unwrap();
+    assert_eq!((stay.start, stay.end), (1.0, 6.0));
+    // The memory after each op agrees with the states: after R(ā^1), 1122
+    // (a^0, ā^2 … ā^5, δ^5), ā^2 included.
+    let after = t.op_memory();
+    assert_eq!(after[4].after_bytes, 1132);
+    assert_eq!(after[5].after_bytes, 1122);
+    let with_link = SimOptions {
+        bandwidth: Some(100.0),
+        memory_limit: None,
+    };
+    let states = states(&c, &ops, with_link).unwrap();
+    assert!(states[5].device.contains(&TensorId::Saved(2)));
+
+    // Listed right after F_all^5 (no release between), the copy may overlap
+    // it: it starts with F_all^5 (4–5 s), and ā^2 is still counted when
+    // F_all^5 allocates at 4 s.
+    let overlap = [&ops[..5], &[o2, r1], &ops[7..]].concat();
+    let t = simulate(&c, &overlap).unwrap();
+    assert_eq!((t.spans[5].start, t.spans[5].end), (4.0, 5.0));
+    assert_eq!(t.peak_bytes, 1132);
+}
