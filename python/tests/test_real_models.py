@@ -23,7 +23,7 @@ from torch import nn
 
 import remat_torch
 from remat_torch import Meter, StagingError, checkpointed, describe_chain, plain_step_peak
-from remat_torch.measure import storage_bytes
+from remat_torch.staging import make_program
 
 from helpers import remat
 
@@ -154,7 +154,8 @@ def test_a_stage_that_differs_from_the_model_is_refused():
     skipped — no error)."""
     model, batch, target, loss = resnet()
     staged = remat_torch.find_stages(model, batch, target, loss)
-    from remat_torch.chain import _State, _verify
+    from remat_torch.chain import _verify
+    from remat_torch.measure import TrainingState
     from remat_torch.staging import StagedProgram
 
     program = StagedProgram(staged)
@@ -165,7 +166,7 @@ def test_a_stage_that_differs_from_the_model_is_refused():
         return original(*args) * (1 + 1e-6)
 
     stage.forward = off_by_a_bit
-    state = _State(list(model.parameters()), list(model.buffers()), torch.device("cpu"))
+    state = TrainingState(list(model.parameters()), list(model.buffers()), torch.device("cpu"))
     with pytest.raises(StagingError, match="loss"):
         _verify(program, model, loss, batch, target, state, torch.device("cpu"))
     state.restore()
@@ -258,11 +259,15 @@ def test_plans_hold_in_the_real_step(which, tmp_path):
     assert len(rows) >= 6, rows
 
 
-def test_transformers_own_loss_with_labels_in_the_batch():
+def test_transformers_own_loss_with_labels_in_the_batch(tmp_path):
     """transformers computes the loss itself when `labels` is an input: the
-    loss function reads it from the output, and the labels — the input ids
-    themselves — are a step constant the loss reads, so a^0 (what only the
-    first stage reads, and the schedule may move) holds neither."""
+    loss function reads it from the output, and a step through a plan that
+    recomputes trains as a plain one (loss and gradients bitwise). The
+    labels are the input ids themselves; transformers shifts them (a copy,
+    made among the step constants), so the ids are read by the embedding
+    alone and may be a^0. Fails if the chain's a^0 is not what the runtime
+    moves (`StepInputs`), or if the plan's step differs from the model's
+    own."""
     model, batch, ids, _ = gpt2()
     batch = {**batch, "labels": ids}
 
@@ -271,9 +276,24 @@ def test_transformers_own_loss_with_labels_in_the_batch():
 
     chain = describe_chain(model, batch, None, loss=hf_loss, repeat=1)
     assert [s["name"] for s in chain["stages"]][-1] == "transformer.ln_f+lm_head+loss"
-    assert chain["input_bytes"] < ids.numel() * ids.element_size(), chain["input_bytes"]
-    assert "step constants (" in chain["source"]
     assert {i["name"] for i in chain["inputs"]} == {"input_ids", "labels"}  # use_cache is no tensor
+    step_inputs = remat_torch.runtime.StepInputs(
+        make_program(model, batch, None, hf_loss), batch, None,
+        make_program(model, batch, None, hf_loss).constants(batch, None), [])
+    assert chain["input_bytes"] == step_inputs.input_bytes
+    assert f"step constants ({step_inputs.constant_bytes} B" in chain["source"]
+    (tmp_path / "c.json").write_text(json.dumps(chain))
+    ref = json.loads(remat("solve", str(tmp_path / "c.json"), "-a", "rotor", "-b", "100%", "--json").stdout)
+    remat("solve", str(tmp_path / "c.json"), "-a", "rotor", "-b", str(ref["m_low_bytes"]), "-o", str(tmp_path / "s.json"))
+    reset = _state(model)
+    reset()
+    want = model(**batch).loss
+    want.backward()
+    grads = _grads(model)
+    reset()
+    got = checkpointed(model, str(tmp_path / "s.json"), loss=hf_loss)(batch, None)
+    assert torch.equal(got, want.detach().float())
+    assert _same(_grads(model), grads)
 
 
 def test_under_autocast_the_stages_are_those_of_the_autocast_step():
