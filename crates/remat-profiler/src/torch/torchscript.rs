@@ -195,8 +195,10 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
     let target = target_tensor(ts);
     tch::manual_seed(0x5eed);
     let mut x = input_fn(ts)();
+    let mut inputs: Vec<Tensor> = Vec::with_capacity(n);
     for i in 0..n {
         let t = if i + 1 == n { target.as_ref() } else { None };
+        inputs.push(x.shallow_clone());
         x = tch::no_grad(|| stages.forward(i, &x, t)).map_err(|e| {
             let which = if i + 1 == n {
                 format!(
@@ -221,6 +223,37 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
             };
             err(flag, format!("{which}: {}", essential(&e)))
         })?;
+    }
+    // The recording forward runs a stage on a leaf that requires grad (its
+    // backward is measured from there): an in-place first operation
+    // (`ReLU(inplace=True)` at the top of a stage) fails on it, which the
+    // no-grad pass above cannot see. Refused here, naming the stage, rather
+    // than in the middle of the measurement (it was a panic, exit 101).
+    for (i, input) in inputs.iter().enumerate().skip(1) {
+        if !input.is_floating_point() {
+            continue;
+        }
+        let t = if i + 1 == n { target.as_ref() } else { None };
+        let leaf = input.detach().set_requires_grad(true);
+        if let Err(e) = tch::with_grad(|| stages.forward(i, &leaf, t)) {
+            let why = if e.contains("in-place") || e.contains("inplace") {
+                "writes its input in place: a stage's input must not be modified in place (the \
+                 profiler measures the stage's backward from it, and a schedule may recompute or \
+                 share it); move the in-place operation into the previous stage, or make it \
+                 out-of-place"
+            } else {
+                "failed when recording its graph"
+            };
+            return Err(err(
+                flag,
+                format!(
+                    "stage {} (\"{}\") {why}: {}",
+                    i + 1,
+                    stages.name(i),
+                    essential(&e)
+                ),
+            ));
+        }
     }
     if x.numel() != 1 {
         return Err(err(
