@@ -452,11 +452,11 @@ class Checkpointed:
         # The F_all whose graph joins the previous stage's (one engine call
         # for consecutive backwards: `joined_forwards`).
         self.joined = joined_forwards(self.schedule.ops, self.tracked) if join_backwards else set()
-        # Per program: the tensors that are never part of ā^ℓ (parameters,
-        # buffers, attribute tensors), listed once — walking the modules
-        # each step cost a ViT 1–2 % of its step.
-        self._fixed: Dict[int, List[torch.Tensor]] = {}
-        self._shared: Dict[int, List[nn.Parameter]] = {}
+        # Per program, listed once (walking the modules each step cost a ViT
+        # 1–2 % of its step): the tensors that are never part of ā^ℓ
+        # (`fixed_tensors`) and the parameters several stages read
+        # (`shared_parameters`).
+        self._facts: Dict[int, Tuple[List[torch.Tensor], List[nn.Parameter]]] = {}
         # Everything is checked before anything runs: a refused schedule
         # never leaves a half-done step (parameters' .grad partly filled).
         # A file's problems read as `remat simulate` words them.
@@ -495,6 +495,13 @@ class Checkpointed:
 
     def __call__(self, batch, target=None) -> torch.Tensor:
         return self._run(batch, target).loss
+
+    def facts(self, program) -> Tuple[List[torch.Tensor], List[nn.Parameter]]:
+        """(`fixed_tensors`, `shared_parameters`) of a program, once."""
+        facts = self._facts.get(id(program))
+        if facts is None:
+            facts = self._facts[id(program)] = (fixed_tensors(program), shared_parameters(program, len(program)))
+        return facts
 
     def check_batch(self, batch, target) -> None:
         """Refuses a batch of other shapes or element types than the plan's
@@ -641,9 +648,7 @@ class _Step:
         self.consts = program.constants(batch, target)
         first = program.first_input(batch)
         self.x = first
-        fixed = owner._fixed.get(id(program))
-        if fixed is None:
-            fixed = owner._fixed[id(program)] = fixed_tensors(program)
+        fixed, shared = owner.facts(program)
         self.inputs = StepInputs(program, batch, target, self.consts, fixed)
         # A found model's stage 1 reads a^0 among the step constants.
         a0 = _Activation(None if first is None else first.detach())
@@ -678,9 +683,6 @@ class _Step:
         # accumulation drifted from plain training in the last bit), so
         # such a parameter's `.grad` is set aside during the step and the
         # step's sum added to it at the end, as autograd does.
-        shared = owner._shared.get(id(program))
-        if shared is None:
-            shared = owner._shared[id(program)] = shared_parameters(program, self.n)
         self.set_aside = [(p, p.grad) for p in shared if p.grad is not None]
         for p, _ in self.set_aside:
             p.grad = None
@@ -695,8 +697,10 @@ class _Step:
         except BaseException:
             a0 = self.act.get(0)
             if a0 is not None and a0.moved.on_host() and not a0.moved.on_device():
-                a0.moved.prefetch(None if self.copy_stream is None else self.copy_stream)
+                a0.moved.prefetch(self.copy_stream)
                 a0.moved.wait()
+            # Nor is a shared parameter's accumulated gradient lost.
+            self.put_back_set_aside()
             raise
 
     def _execute(self, boundary) -> torch.Tensor:
@@ -715,17 +719,23 @@ class _Step:
                 self.states.append(self.snapshot(i))
             if boundary is not None:
                 boundary(i)
-        for p, before in self.set_aside:
-            if p.grad is not None:
-                with torch.no_grad():
-                    before += p.grad
-            p.grad = before
+        self.put_back_set_aside()
         x = self.x
         if x is not None and x.requires_grad and self.grad.get(0) is not None:
             d0 = self.grad[0]
             x.grad = d0 if x.grad is None else x.grad + d0
         assert self.loss is not None
         return self.loss
+
+    def put_back_set_aside(self) -> None:
+        """The shared parameters' `.grad` set aside at the start, with the
+        step's sum added once (as autograd adds it)."""
+        for p, before in self.set_aside:
+            if p.grad is not None:
+                with torch.no_grad():
+                    before += p.grad
+            p.grad = before
+        self.set_aside = []
 
     # --- records -------------------------------------------------------------
 

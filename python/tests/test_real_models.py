@@ -277,9 +277,8 @@ def test_transformers_own_loss_with_labels_in_the_batch(tmp_path):
     chain = describe_chain(model, batch, None, loss=hf_loss, repeat=1)
     assert [s["name"] for s in chain["stages"]][-1] == "transformer.ln_f+lm_head+loss"
     assert {i["name"] for i in chain["inputs"]} == {"input_ids", "labels"}  # use_cache is no tensor
-    step_inputs = remat_torch.runtime.StepInputs(
-        make_program(model, batch, None, hf_loss), batch, None,
-        make_program(model, batch, None, hf_loss).constants(batch, None), [])
+    program = make_program(model, batch, None, hf_loss)
+    step_inputs = remat_torch.runtime.StepInputs(program, batch, None, program.constants(batch, None), [])
     assert chain["input_bytes"] == step_inputs.input_bytes
     assert f"step constants ({step_inputs.constant_bytes} B" in chain["source"]
     (tmp_path / "c.json").write_text(json.dumps(chain))
