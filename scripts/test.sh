@@ -47,7 +47,10 @@ bash scripts/setup-python.sh
 cargo build --release -p remat-cli
 # From the repository root, so remat_torch is imported from what
 # `pip install ./python` installed in .tools/pydeps, not from the source tree.
+# The profiler's TorchScript tests use the binary `cargo test` built above
+# (with libtorch); REMAT_REQUIRE_PROFILER makes its absence a failure.
 PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/release/remat" \
+  REMAT_PROFILE="$PWD/target/release/remat-profile" REMAT_REQUIRE_PROFILER=1 \
   python3 -m pytest -q -c python/pyproject.toml --rootdir python python/tests
 
 step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"

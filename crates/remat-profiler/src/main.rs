@@ -145,17 +145,45 @@ fn main() -> ExitCode {
             };
         }
     };
-    match run(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::BadInput(m)) => {
+    // libtorch reports errors that tch turns into panics (its infallible
+    // methods unwrap). None should reach here — the inputs are checked
+    // before anything is measured — but if one does, the user gets an error
+    // line and exit 1, not a Rust backtrace (RUST_BACKTRACE=1 keeps it).
+    if std::env::var_os("RUST_BACKTRACE").is_none() {
+        std::panic::set_hook(Box::new(|_| {}));
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli.command)));
+    match result {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(Failure::BadInput(m))) => {
             eprintln!("error: {m}");
             ExitCode::from(2)
         }
-        Err(Failure::Runtime(m)) => {
+        Ok(Err(Failure::Runtime(m))) => {
             eprintln!("error: {m}");
             ExitCode::from(1)
         }
+        Err(payload) => {
+            eprintln!(
+                "error: {} (an internal error of remat-profile: please report it with the command line)",
+                panic_message(payload.as_ref())
+            );
+            ExitCode::from(1)
+        }
     }
+}
+
+/// A panic's message, without the C++ backtrace libtorch appends to its
+/// errors ("Exception raised from … frame #0 …").
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    let text = text.split("\nException raised from").next().unwrap_or(text);
+    let text = text.split("Exception raised from").next().unwrap_or(text);
+    text.trim().to_string()
 }
 
 /// The `--device` flag.

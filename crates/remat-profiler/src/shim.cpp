@@ -459,6 +459,12 @@ const char* remat_last_error() { return g_error.c_str(); }
 // Returns 0, or 1 with remat_last_error() set.
 int remat_backward(torch::Tensor* out, torch::Tensor* grad) {
   return guarded<int>(1, [&]() -> int {
+    if (!out->requires_grad()) {
+      // No graph to run (a detached or integer output): the engine would
+      // dereference a null function. The caller decides whether that is an
+      // error (Net::backward_stage).
+      throw std::runtime_error("the stage's output does not require grad (it has no graph)");
+    }
     torch::autograd::Edge edge = torch::autograd::impl::gradient_edge(*out);
     *out = torch::Tensor();
     torch::autograd::variable_list grads{*grad};

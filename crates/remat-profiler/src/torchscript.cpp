@@ -42,8 +42,12 @@ void* remat_ts_new() { return new TsStages(); }
 void remat_ts_free(void* s) { delete static_cast<TsStages*>(s); }
 
 // Loads `path` on the CPU in train mode. split = 1: each child of the module
-// (a scripted nn.Sequential) is a stage, in order; split = 0: the module is
-// one stage. `prefix` names its parameters. Returns 0, or 1 with the error.
+// (a scripted nn.ModuleList or nn.Sequential) is a stage, in order; split =
+// 0: the module is one stage. `prefix` names its parameters. A parameter
+// that two stages share (a language model's tied embedding, saved in one
+// file) is listed once: TorchScript keeps the sharing, but the C++
+// named_parameters lists it under each owner, and listed twice its gradient
+// would be counted and compared twice. Returns 0, or 1 with the error.
 int remat_ts_add(void* set, const char* path, int split, const char* prefix) {
   auto* s = static_cast<TsStages*>(set);
   try {
@@ -56,7 +60,7 @@ int remat_ts_add(void* set, const char* path, int split, const char* prefix) {
         s->stages.push_back(child.value);
       }
       if (s->stages.size() == before) {
-        g_ts_error = "it has no children: expected a scripted nn.Sequential (each child a stage)";
+        g_ts_error = "it has no children: expected a scripted nn.ModuleList or nn.Sequential (each child a stage)";
         return 1;
       }
     } else {
@@ -72,6 +76,9 @@ int remat_ts_add(void* set, const char* path, int split, const char* prefix) {
       }
     }
     for (const auto& p : m.named_parameters(/*recurse=*/true)) {
+      bool listed = false;
+      for (const auto& q : s->params) listed |= q.unsafeGetTensorImpl() == p.value.unsafeGetTensorImpl();
+      if (listed) continue;
       s->param_names.push_back(std::string(prefix) + p.name);
       s->params.push_back(p.value);
     }

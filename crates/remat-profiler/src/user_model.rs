@@ -9,7 +9,10 @@
 //! - Every stage but the last maps its input to its output. The last one
 //!   returns the loss (a scalar): with `--target classes:N` it is called as
 //!   `forward(x, target)` with integer class labels in [0, N) of shape
-//!   [batch]; with `--target none` as `forward(x)`.
+//!   [batch]; with `--target input` as `forward(x, labels)` where the
+//!   labels are the input tokens themselves (a language model's; the stage
+//!   shifts them, as transformers does); with `--target none` as
+//!   `forward(x)`.
 //! - `--input-shape 8,3,32,32`: the input batch a^0, random normal floats
 //!   (the first number is the batch); with `--input-vocab V`, random integer
 //!   tokens in [0, V) instead.
@@ -27,6 +30,9 @@ pub enum Target {
     None,
     /// `forward(x, target)` with labels in [0, N) of shape [batch].
     Classes(i64),
+    /// `forward(x, labels)` with labels equal to the input batch a^0 (a
+    /// language model's tokens; the loss stage shifts them).
+    Input,
 }
 
 impl std::fmt::Display for Target {
@@ -34,6 +40,7 @@ impl std::fmt::Display for Target {
         match self {
             Target::None => write!(f, "none"),
             Target::Classes(n) => write!(f, "classes:{n}"),
+            Target::Input => write!(f, "input"),
         }
     }
 }
@@ -95,16 +102,20 @@ pub fn parse_shape(text: &str) -> Result<Vec<i64>, ArgError> {
     Ok(dims)
 }
 
-/// `none` or `classes:N` (N ≥ 2).
+/// `none`, `input` or `classes:N` (N ≥ 2).
 pub fn parse_target(text: &str) -> Result<Target, ArgError> {
-    if text == "none" {
-        return Ok(Target::None);
+    match text {
+        "none" => return Ok(Target::None),
+        "input" => return Ok(Target::Input),
+        _ => {}
     }
     match text.strip_prefix("classes:").map(str::parse::<i64>) {
         Some(Ok(n)) if (2..=1 << 24).contains(&n) => Ok(Target::Classes(n)),
         _ => Err(err(
             "--target",
-            format!("expected none or classes:N (N ≥ 2 labels), got \"{text}\""),
+            format!(
+                "expected classes:N (N ≥ 2 labels), input (the labels are the input tokens, as a language model's) or none, got \"{text}\""
+            ),
         )),
     }
 }
@@ -240,6 +251,12 @@ pub fn from_flags(
         }
     }
     let target = parse_target(target)?;
+    if target == Target::Input && vocab.is_none() {
+        return Err(err(
+            "--target",
+            "input: the labels are the input tokens, so the input must be tokens: give --input-vocab V",
+        ));
+    }
     Ok(spec(TorchScript {
         digest: digest(&files, flag)?,
         files,
@@ -315,6 +332,8 @@ mod tests {
         }
         assert_eq!(parse_target("none").unwrap(), Target::None);
         assert_eq!(parse_target("classes:10").unwrap(), Target::Classes(10));
+        assert_eq!(parse_target("input").unwrap(), Target::Input);
+        assert_eq!(parse_target("input").unwrap().to_string(), "input");
         for bad in ["classes:1", "classes:", "labels:3", "x"] {
             assert_eq!(parse_target(bad).unwrap_err().flag, "--target", "{bad}");
         }
@@ -336,6 +355,10 @@ mod tests {
         std::fs::write(dir.join("stage_002.pt"), b"b").unwrap();
         assert_eq!(stage_files(&dir).unwrap().len(), 3);
         // The source written at profile time reads back; another model is refused.
+        // A language model's labels are its input: tokens, so a vocabulary.
+        let e = from_flags(None, Some(&dir), Some("2,5"), None, "input", None).unwrap_err();
+        assert_eq!(e.flag, "--target");
+        assert!(e.message.contains("--input-vocab"), "{e}");
         let spec = from_flags(None, Some(&dir), Some("2,5"), Some(100), "none", None).unwrap();
         let source = format!("remat-profile 0.1.0: {}; device=cpu", spec.tag());
         assert_eq!(from_source(&source, None, Some(&dir)).unwrap(), spec);

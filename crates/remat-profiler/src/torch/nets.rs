@@ -85,6 +85,19 @@ impl Net {
     /// whose parameters already have a gradient (a weight shared with a later
     /// stage) adds into it, and that temporary stays in o_b^ℓ.
     pub fn backward_stage(&self, l: usize, out: Tensor, grad: Tensor) -> Result<(), String> {
+        if !out.requires_grad() {
+            // A first stage without parameters (a reshape, a pooling) reads
+            // an input that needs no gradient: its B^1 has nothing to do.
+            // Anywhere else the graph was cut (`torchscript::check` refuses
+            // such a network before measuring).
+            if l == 1 {
+                self.created.borrow_mut()[0].get_or_insert(0);
+                return Ok(());
+            }
+            return Err(format!(
+                "stage {l}: its output does not require grad, so B^{l} cannot propagate δ^{l}"
+            ));
+        }
         let had: Vec<bool> = self.params.iter().map(|p| p.grad().defined()).collect();
         let expected = self.created.borrow()[l - 1];
         ffi::book_outside(expected.unwrap_or(0) as i64);

@@ -135,6 +135,13 @@ fn input_fn(ts: &TorchScript) -> Box<dyn Fn() -> Tensor> {
 fn target_tensor(ts: &TorchScript) -> Option<Tensor> {
     match ts.target {
         Target::None => None,
+        // The labels are the input batch's tokens: the same values as a^0
+        // (the same seed as `Net::input`), held apart from it like any
+        // target, so that a schedule that frees or offloads a^0 leaves them.
+        Target::Input => {
+            tch::manual_seed(0x5eed);
+            Some(input_fn(ts)())
+        }
         Target::Classes(n) => {
             tch::manual_seed(43);
             Some(Tensor::randint(
@@ -196,10 +203,51 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
     tch::manual_seed(0x5eed);
     let mut x = input_fn(ts)();
     let mut inputs: Vec<Tensor> = Vec::with_capacity(n);
+    let stage = |i: usize| format!("stage {} (\"{}\")", i + 1, stages.name(i));
     for i in 0..n {
         let t = if i + 1 == n { target.as_ref() } else { None };
+        if i > 0 && !x.is_floating_point() {
+            // F_all runs a stage on its input as a leaf that requires grad,
+            // and B^ℓ hands δ^{ℓ-1} back through it: only floats can.
+            return Err(err(
+                flag,
+                format!(
+                    "{} takes the output of {}, which is {:?}, not floating point: only the first stage \
+                     may take integers (tokens); put the two in one stage",
+                    stage(i),
+                    stage(i - 1),
+                    x.kind()
+                ),
+            ));
+        }
         inputs.push(x.shallow_clone());
-        x = tch::no_grad(|| stages.forward(i, &x, t)).map_err(|e| {
+        let before = x.copy();
+        let y = tch::no_grad(|| stages.forward(i, &x, t));
+        if y.is_ok() && !x.equal(&before) {
+            // A schedule recomputes a stage from its kept input: the input
+            // must be the same afterwards.
+            return Err(err(
+                flag,
+                format!(
+                    "{} writes its input in place: a stage's input must not be modified (a schedule \
+                     recomputes the stage from it); {}",
+                    stage(i),
+                    if i == 0 {
+                        "make the operation out-of-place"
+                    } else {
+                        "move the in-place operation into the previous stage, or make it out-of-place"
+                    }
+                ),
+            ));
+        }
+        drop(before);
+        x = y.map_err(|e| {
+            if let Some(kind) = e.strip_suffix(", not a tensor").and_then(|m| m.rsplit(' ').next()) {
+                return err(
+                    flag,
+                    format!("{} returns a {kind}, not one tensor: a stage maps one tensor to one tensor", stage(i)),
+                );
+            }
             let which = if i + 1 == n {
                 format!(
                     "the last stage (\"{}\", called as forward(x{})) failed (check --target, and --input-shape)",
@@ -235,7 +283,20 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
         }
         let t = if i + 1 == n { target.as_ref() } else { None };
         let leaf = input.detach().set_requires_grad(true);
-        if let Err(e) = tch::with_grad(|| stages.forward(i, &leaf, t)) {
+        let recorded = tch::with_grad(|| stages.forward(i, &leaf, t));
+        if let Ok(y) = &recorded {
+            if !y.requires_grad() {
+                return Err(err(
+                    flag,
+                    format!(
+                        "{}'s output does not depend on its input through autograd (it is detached, \
+                         or computed without grad): its backward could not hand δ to the stage before",
+                        stage(i)
+                    ),
+                ));
+            }
+        }
+        if let Err(e) = recorded {
             let why = if e.contains("in-place") || e.contains("inplace") {
                 "writes its input in place: a stage's input must not be modified in place (the \
                  profiler measures the stage's backward from it, and a schedule may recompute or \
@@ -254,6 +315,16 @@ pub fn check(ts: &TorchScript) -> Result<(), ArgError> {
                 ),
             ));
         }
+    }
+    if x.numel() == 1 && !x.double_value(&[]).is_finite() {
+        return Err(err(
+            "--target",
+            format!(
+                "the last stage (\"{}\") returned a loss of {} on the input of --input-shape",
+                stages.name(n - 1),
+                x.double_value(&[])
+            ),
+        ));
     }
     if x.numel() != 1 {
         return Err(err(
