@@ -61,6 +61,8 @@ enum Command {
         /// Timed store-all steps after the warm-up (the median is kept).
         #[arg(long, default_value_t = 5)]
         steps: usize,
+        #[command(flatten)]
+        threads: ThreadsFlag,
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
@@ -89,10 +91,23 @@ enum Command {
         scripted: ScriptedFiles,
         #[command(flatten)]
         device: DeviceFlag,
+        #[command(flatten)]
+        threads: ThreadsFlag,
         /// One JSON object on stdout.
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `--threads N`: the CPU threads libtorch computes with (its intra-op
+/// pool). A chain's times hold for the thread count they were taken with:
+/// `profile` records it in the chain's source and `run` uses it again
+/// unless told otherwise.
+#[derive(clap::Args)]
+struct ThreadsFlag {
+    /// CPU threads (default: profile, one per core; run, the chain's).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    threads: Option<u16>,
 }
 
 /// Your own network as TorchScript (`profile` and `run` take the same two flags).
@@ -259,6 +274,7 @@ fn run(command: Command) -> Result<(), Failure> {
             seq,
             device,
             steps,
+            threads,
             output,
         } => {
             let spec = match model {
@@ -303,7 +319,7 @@ fn run(command: Command) -> Result<(), Failure> {
                     "--steps: must be 1..=1000, got {steps}"
                 )));
             }
-            profile(&spec, steps, &output)
+            profile(&spec, steps, threads.threads.map(usize::from), &output)
         }
         Command::ExampleTorchscript { dir, output } => {
             if dir {
@@ -319,6 +335,7 @@ fn run(command: Command) -> Result<(), Failure> {
             model,
             scripted,
             device,
+            threads,
             json,
         } => {
             let device = check_device(&device.name)?;
@@ -355,7 +372,13 @@ fn run(command: Command) -> Result<(), Failure> {
                     )));
                 }
             }
-            run_schedule(&spec, &chain, &schedule, json)
+            run_schedule(
+                &spec,
+                &chain,
+                &schedule,
+                threads.threads.map(usize::from),
+                json,
+            )
         }
     }
 }
@@ -378,11 +401,12 @@ fn check_model(spec: &models::ModelSpec) -> Result<(), Failure> {
 fn profile(
     spec: &models::ModelSpec,
     steps: usize,
+    threads: Option<usize>,
     output: &std::path::Path,
 ) -> Result<(), Failure> {
     #[cfg(feature = "torch")]
     {
-        let chain = torch::profile::profile(spec, steps).map_err(Failure::Runtime)?;
+        let chain = torch::profile::profile(spec, steps, threads).map_err(Failure::Runtime)?;
         std::fs::write(output, remat_core::format::write_chain(&chain)).map_err(|e| {
             Failure::BadInput(format!("-o: cannot write {}: {e}", output.display()))
         })?;
@@ -391,7 +415,7 @@ fn profile(
     }
     #[cfg(not(feature = "torch"))]
     {
-        let _ = (spec, steps, output);
+        let _ = (spec, steps, threads, output);
         Err(no_torch())
     }
 }
@@ -415,11 +439,12 @@ fn run_schedule(
     spec: &models::ModelSpec,
     chain: &remat_core::Chain,
     schedule: &remat_core::format::ScheduleFile,
+    threads: Option<usize>,
     json: bool,
 ) -> Result<(), Failure> {
     #[cfg(feature = "torch")]
     {
-        let report = torch::runner::run(spec, chain, schedule)?;
+        let report = torch::runner::run(spec, chain, schedule, threads)?;
         if json {
             println!(
                 "{}",
@@ -432,7 +457,7 @@ fn run_schedule(
     }
     #[cfg(not(feature = "torch"))]
     {
-        let _ = (spec, chain, schedule, json);
+        let _ = (spec, chain, schedule, threads, json);
         Err(no_torch())
     }
 }

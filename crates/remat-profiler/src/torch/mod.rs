@@ -5,4 +5,5 @@ pub mod ffi;
 pub mod nets;
 pub mod profile;
 pub mod runner;
+pub mod timing;
 pub mod torchscript;

@@ -30,6 +30,7 @@ use super::device::{self, Device, Timeline};
 use super::ffi;
 use super::nets::{self, Net};
 use super::runner::{self, Exec};
+use super::timing;
 use crate::models::ModelSpec;
 use remat_core::{Chain, Op, Stage};
 use std::time::Instant;
@@ -173,17 +174,19 @@ fn today() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// Profiles `spec` with `steps` timed store-all steps.
-pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
+/// Profiles `spec` with `steps` timed store-all steps, on `threads` CPU
+/// threads (libtorch's default, one per core, when None).
+pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result<Chain, String> {
     let dev = device::current();
     dev.select().map_err(|e| e.to_string())?;
+    let threads = timing::set_threads(threads);
     let mut net = nets::build(spec);
     let n = net.stages.len();
     match dev {
         Device::Cpu => eprintln!(
-            "profiling {} ({n} stages) on cpu, {} threads",
+            "profiling {} ({n} stages) on cpu, {threads} threads of {} cores",
             spec.tag(),
-            tch::get_num_threads()
+            timing::cores()
         ),
         #[cfg(feature = "cuda")]
         Device::Cuda => eprintln!("profiling {} ({n} stages) on cuda:0", spec.tag()),
@@ -193,24 +196,29 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
     // (on a GPU also cuDNN's algorithm choice and the caching allocator's pool).
     runner::measured_step(&mut net, &plain)?;
     let (input_bytes, sizes) = measure_sizes(&mut net)?;
-    // Times inside whole store-all steps.
+    // Times inside whole store-all steps, and no-grad forwards inside whole
+    // no-grad passes, the two interleaved: a burst of load then slows one
+    // repetition of each rather than every repetition of one, and the
+    // medians keep the quiet ones.
     let mut fwd = vec![Vec::new(); n];
     let mut bwd = vec![Vec::new(); n];
+    let mut nograd = vec![Vec::new(); n];
+    let mut step_seconds = Vec::with_capacity(steps);
+    let load = timing::CpuLoad::start();
     for _ in 0..steps {
         net.zero_grad();
         let mut e = Exec::new(&net);
         e.run(&plain)?;
-        for (op, &t) in plain.iter().zip(&e.op_seconds()?) {
+        let seconds = e.op_seconds()?;
+        step_seconds.push(seconds.iter().sum::<f64>());
+        for (op, &t) in plain.iter().zip(&seconds) {
             match *op {
                 Op::ForwardAll { stage } => fwd[stage - 1].push(t),
                 Op::Backward { stage } => bwd[stage - 1].push(t),
                 _ => {}
             }
         }
-    }
-    // No-grad forwards inside whole no-grad forward passes.
-    let mut nograd = vec![Vec::new(); n];
-    for _ in 0..steps {
+        drop(e);
         let mut x = net.input();
         let mut timeline = Timeline::new();
         for (l, (_, f)) in net.stages.iter().enumerate() {
@@ -223,6 +231,30 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
         for (l, t) in timeline.seconds()?.into_iter().enumerate() {
             nograd[l].push(t);
         }
+    }
+    let forwards: Vec<(String, f64, f64)> = (0..n)
+        .map(|i| {
+            (
+                net.stages[i].0.clone(),
+                median(fwd[i].clone()),
+                median(nograd[i].clone()),
+            )
+        })
+        .collect();
+    let warnings = timing::warnings(&timing::Evidence {
+        threads,
+        cores: timing::cores(),
+        // On a GPU the host's other processes do not slow the kernels.
+        others_cores: if dev == Device::Cpu {
+            load.others_cores()
+        } else {
+            None
+        },
+        steps: &step_seconds,
+        forwards: &forwards,
+    });
+    for w in &warnings {
+        eprintln!("warning: {w}");
     }
     let bandwidth = match device::bandwidth()? {
         Some(b) => b,
@@ -245,8 +277,8 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
             module: None,
         })
         .collect();
-    let source = match dev {
-        Device::Cpu => cpu_source(spec, &net, steps),
+    let mut source = match dev {
+        Device::Cpu => cpu_source(spec, &net, steps, threads),
         #[cfg(feature = "cuda")]
         Device::Cuda => {
             // What the caching allocator reserves above the allocated peak
@@ -255,6 +287,10 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
             cuda_source(spec, &net, steps, gap.unwrap_or(0))
         }
     };
+    if !warnings.is_empty() {
+        // In the chain too: whoever plans from it later should know.
+        source.push_str(&format!("; timing warnings: {}", warnings.join(" | ")));
+    }
     let chain = Chain {
         name: format!(
             "{} b{} {}",
@@ -281,18 +317,18 @@ pub fn profile(spec: &ModelSpec, steps: usize) -> Result<Chain, String> {
 }
 
 /// The CPU chain's `source`: device, library, batch, size, date, method.
-fn cpu_source(spec: &ModelSpec, net: &Net, steps: usize) -> String {
+fn cpu_source(spec: &ModelSpec, net: &Net, steps: usize, threads: usize) -> String {
     format!(
-        "remat-profile {}: {}; device=cpu ({} threads); libtorch {} via tch 0.26, fp32, train mode, oneDNN on (its memory counted through c10), NNPACK off; measured {}; \
+        "remat-profile {}: {}; device=cpu ({threads} threads) threads={threads} cores={}; libtorch {} via tch 0.26, fp32, train mode, oneDNN on (its memory counted through c10), NNPACK off; measured {}; \
          method: counting CPU allocator deltas with the input held apart, ā = allocated after a recording forward, \
          o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
          parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
          (sum {} bytes, not in any size here), \
-         times = median of {steps} store-all steps after warm-up (no-grad forward: median of {steps} no-grad passes), \
+         times = median of {steps} store-all steps after warm-up, each followed by a no-grad pass (no-grad forward: median of those), \
          bandwidth = host copy rate",
         env!("CARGO_PKG_VERSION"),
         spec.tag(),
-        tch::get_num_threads(),
+        timing::cores(),
         env!("REMAT_LIBTORCH_VERSION"),
         today(),
         net.parameter_gradient_bytes().iter().sum::<u64>(),

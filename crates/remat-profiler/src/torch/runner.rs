@@ -35,6 +35,7 @@
 use super::device::{self, Timeline};
 use super::ffi;
 use super::nets::Net;
+use super::timing;
 use crate::models::ModelSpec;
 use crate::Failure;
 use remat_core::format::ScheduleFile;
@@ -497,6 +498,11 @@ pub struct Report {
     /// for it. Absent on the CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reserved_gap_bytes: Option<i64>,
+    /// The CPU threads the step ran with (the chain's, unless --threads).
+    pub threads: usize,
+    /// Why the measured time may not be the network's (another process
+    /// competing for the cores, steps that varied): empty on a quiet run.
+    pub timing_warnings: Vec<String>,
 }
 
 impl Report {
@@ -528,7 +534,7 @@ impl Report {
             None => String::new(),
         };
         format!(
-            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}{}",
+            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps, {} threads)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}{}{}",
             self.model,
             self.algorithm,
             mib(self.budget_bytes),
@@ -540,11 +546,16 @@ impl Report {
             self.measured_seconds,
             self.predicted_seconds,
             self.steps,
+            self.threads,
             self.gradients_match,
             self.max_gradient_difference,
             transfers,
             resident,
-            reserved
+            reserved,
+            self.timing_warnings
+                .iter()
+                .map(|w| format!("\n  warning: {w}"))
+                .collect::<String>()
         )
     }
 }
@@ -572,10 +583,17 @@ fn resident_difference(ops: &[Op], resident: &[(i64, u64)]) -> (u64, Option<Stri
 }
 
 /// Runs `schedule` for one training step (three, for the time) and checks it.
-pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<Report, Failure> {
+pub fn run(
+    spec: &ModelSpec,
+    chain: &Chain,
+    schedule: &ScheduleFile,
+    threads: Option<usize>,
+) -> Result<Report, Failure> {
     device::current()
         .select()
         .map_err(|e| Failure::Runtime(e.to_string()))?;
+    // The chain's times hold for its thread count: run with it by default.
+    let threads = timing::set_threads(threads.or_else(|| chain_threads(&chain.source)));
     let trace = remat_core::simulator::judge(
         chain,
         &schedule.ops,
@@ -621,9 +639,21 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         diff = if d.is_nan() { f64::NAN } else { diff.max(d) };
     }
     let mut times = vec![first.seconds];
+    let load = timing::CpuLoad::start();
     for _ in 0..2 {
         times.push(measured_step(&mut net, &schedule.ops).map_err(rt)?.seconds);
     }
+    let timing_warnings = timing::warnings(&timing::Evidence {
+        threads,
+        cores: timing::cores(),
+        others_cores: if device::current() == device::Device::Cpu {
+            load.others_cores()
+        } else {
+            None
+        },
+        steps: &times,
+        forwards: &[],
+    });
     let predicted_peak = trace.peak_bytes;
     Ok(Report {
         model: spec.tag(),
@@ -648,6 +678,20 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
         max_resident_difference_bytes: max_resident,
         first_resident_difference: first_resident,
         reserved_gap_bytes: first.reserved_gap,
+        threads,
+        timing_warnings,
+    })
+}
+
+/// The thread count a chain's times were taken with (`threads=N` in the
+/// source remat-profile writes; older chains say "(N threads)").
+fn chain_threads(source: &str) -> Option<usize> {
+    let tagged = source
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .find_map(|w| w.strip_prefix("threads=")?.parse().ok());
+    tagged.or_else(|| {
+        let i = source.find(" threads)")?;
+        source[..i].rsplit('(').next()?.parse().ok()
     })
 }
 
@@ -655,4 +699,22 @@ pub fn run(spec: &ModelSpec, chain: &Chain, schedule: &ScheduleFile) -> Result<R
 /// (the simulator has already refused such a schedule; this guards the run).
 fn take<T>(slot: &mut Option<T>, op: Op, missing: String) -> Result<T, String> {
     slot.take().ok_or_else(|| format!("{op}: {missing}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain_threads;
+
+    /// How this can fail: `run` timing a chain on another thread count than
+    /// it was measured with (its times then do not compare). Mutation
+    /// tried: the "(N threads)" fallback removed — the older source read as
+    /// None.
+    #[test]
+    fn a_chain_says_its_thread_count() {
+        let new = "remat-profile 0.1.0: model=resnet18 batch=8; device=cpu (1 threads) threads=1 cores=2; libtorch";
+        assert_eq!(chain_threads(new), Some(1));
+        let old = "remat-profile 0.1.0: model=vgg19 batch=4 image=32; device=cpu (2 threads); libtorch 2.13";
+        assert_eq!(chain_threads(old), Some(2));
+        assert_eq!(chain_threads("measured on an H100 with PyTorch 2.11"), None);
+    }
 }
