@@ -67,6 +67,14 @@ impl Device {
     /// or checks that a GPU is visible and points the memory interface at
     /// the CUDA caching allocator.
     pub fn select(self) -> Result<(), DeviceError> {
+        // The engine that can record saved tensors becomes the default one
+        // before any backward runs. libtorch starts an engine's GPU worker
+        // queues once per process (a function-local once_flag shared by all
+        // engines): an engine swapped in after the first CUDA backward would
+        // have none, and its first backward fails an internal assert
+        // ("device_ready_queues_"), as the first GPU run's offloading
+        // schedule did. Outside a recording it saves as plain autograd.
+        super::ffi::install_saved_hooks();
         match self {
             Device::Cpu => super::ffi::install(),
             #[cfg(feature = "cuda")]
