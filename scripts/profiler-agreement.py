@@ -177,6 +177,7 @@ def main() -> None:
     ap.add_argument("--models", default="resnet18,vgg19")
     ap.add_argument("--steps", type=int, default=7)
     ap.add_argument("--contend", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="target/profiler-agreement")
     opts = ap.parse_args()
     out = Path(opts.out)
@@ -188,25 +189,43 @@ def main() -> None:
             torch.set_num_threads(threads)
             torch.manual_seed(0)
             model, stages = build(px)
-            eager = eager_step_seconds(model, batch, px, opts.steps)
-            builtin, w_builtin = profile(["--model", name, "--batch", str(batch), "--image", str(px)],
-                                         out / f"{name}-t{threads}-builtin.json", threads, opts.steps)
             sdir = out / f"{name}-stages"
             sdir.mkdir(exist_ok=True)
             for i, s in enumerate(stages):
                 torch.jit.script(s).save(str(sdir / f"stage_{i + 1:03}.pt"))
-            scripted, w_scripted = profile(
-                ["--torchscript-dir", str(sdir), "--input-shape", f"{batch},3,{px},{px}",
-                 "--target", "classes:1000"], out / f"{name}-t{threads}-scripted.json", threads, opts.steps)
+            # Rounds of eager, built-in, scripted, eager: the machine's speed
+            # drifts (a shared VM: the same eager step measured 161 and 254
+            # ms ten minutes apart), so each chain is compared with the eager
+            # steps just before and after it, and the median ratio is kept.
+            rounds = []
+            eager_before = eager_step_seconds(model, batch, px, opts.steps)
+            for r in range(opts.rounds):
+                builtin, w_builtin = profile(["--model", name, "--batch", str(batch), "--image", str(px)],
+                                             out / f"{name}-t{threads}-builtin.json", threads, opts.steps)
+                scripted, w_scripted = profile(
+                    ["--torchscript-dir", str(sdir), "--input-shape", f"{batch},3,{px},{px}",
+                     "--target", "classes:1000"], out / f"{name}-t{threads}-scripted.json", threads, opts.steps)
+                eager_after = eager_step_seconds(model, batch, px, opts.steps)
+                e = (eager_before + eager_after) / 2
+                rounds.append({"eager": e, "builtin": step_of(builtin), "scripted": step_of(scripted),
+                               "warnings": w_builtin + w_scripted})
+                eager_before = eager_after
+            eager = statistics.median(r["eager"] for r in rounds)
+            eager_after = eager
             import remat_torch
 
             x = torch.randn(batch, 3, px, px)
             y = torch.randint(0, 1000, (batch,))
             described = remat_torch.describe_chain(stages, x, y, repeat=opts.steps)
             (out / f"{name}-t{threads}-remat_torch.json").write_text(json.dumps(described, indent=1))
+            ratio = lambda k: statistics.median(r[k] / r["eager"] for r in rounds)
+            param_bytes = [sum(p.numel() * p.element_size() for p in st.parameters()) for st in stages]
             row = {
-                "model": name, "batch": batch, "px": px, "threads": threads,
-                "eager_step_s": eager, "builtin_step_s": step_of(builtin),
+                "model": name, "batch": batch, "px": px, "threads": threads, "rounds": rounds,
+                "stage_parameter_bytes": param_bytes, "builtin": builtin, "remat_torch": described,
+                "builtin_ratio": ratio("builtin"), "scripted_ratio": ratio("scripted"),
+                "eager_step_s": eager,
+                "builtin_step_s": step_of(builtin),
                 "scripted_step_s": step_of(scripted), "remat_torch_step_s": step_of(described),
                 "warnings_builtin": w_builtin, "warnings_scripted": w_scripted,
                 "builtin_vs_remat_torch": compare(builtin, described),
@@ -227,15 +246,20 @@ def main() -> None:
             results.append(row)
             print(json.dumps({k: v for k, v in row.items() if not k.startswith("builtin_vs")}), flush=True)
     (out / "agreement.json").write_text(json.dumps(results, indent=1))
+    for r in results:
+        if r["threads"] == 1:
+            stage_table(r)
 
-    print("\n| network | threads | eager PyTorch step | built-in chain | scripted chain | remat_torch chain |"
+    print("\n| network | threads | eager PyTorch step (median) | built-in chain vs eager, median of rounds (each round) | scripted chain, likewise | remat_torch chain (one measurement) |"
           + (" beside a busy core |" if opts.contend else ""))
     print("|---|---:|---:|---:|---:|---:|" + ("---:|" if opts.contend else ""))
     for r in results:
         e = r["eager_step_s"]
         cell = lambda s: f"{s * 1e3:.1f} ms ({100 * (s / e - 1):+.1f} %)"
+        per_round = lambda k: ", ".join(f"{100 * (x[k] / x['eager'] - 1):+.1f}" for x in r["rounds"])
         line = (f"| {r['model']} b{r['batch']} {r['px']}px | {r['threads']} | {e * 1e3:.1f} ms | "
-                f"{cell(r['builtin_step_s'])} | {cell(r['scripted_step_s'])} | {cell(r['remat_torch_step_s'])} |")
+                f"{100 * (r['builtin_ratio'] - 1):+.1f} % ({per_round('builtin')}) | "
+                f"{100 * (r['scripted_ratio'] - 1):+.1f} % ({per_round('scripted')}) | {cell(r['remat_torch_step_s'])} |")
         if opts.contend:
             line += f" {cell(r['contended_step_s'])}, {len(r['warnings_contended'])} warning(s) |"
         print(line)
@@ -250,6 +274,28 @@ def main() -> None:
             row = max(c["rows"], key=lambda x: abs(x[k]))
             worst.append(f"{100 * row[k]:+.1f} % ({row['stage']})")
         print(f"| {r['model']} | {r['threads']} | {c['same_stage_count']} | " + " | ".join(worst) + " |")
+
+
+def stage_table(r: dict) -> None:
+    """Per stage, the built-in chain against remat_torch's: sizes in bytes
+    (equal when one number is shown), o_b with the difference that is the
+    stage's parameter gradients, and times as a ratio."""
+    a, b = r["builtin"], r["remat_torch"]
+    step = step_of(a)
+    print(f"\n{r['model']} b{r['batch']} {r['px']}px, {r['threads']} thread(s): remat-profile built-in / remat_torch")
+    print("| stage | a | ā | δ | o_f | o_b (built-in / remat_torch) | o_b difference − parameter gradients | share of step | u_f ratio | u_b ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for sa, sb, pb in zip(a["stages"], b["stages"], r["stage_parameter_bytes"]):
+        cell = lambda k, d=0: (str(sa.get(k, d)) if sa.get(k, d) == sb.get(k, d)
+                               else f"{sa.get(k, d)} / {sb.get(k, d)}")
+        grad = lambda s: s.get("gradient_bytes", s["output_bytes"])
+        da = sb.get("backward_overhead_bytes", 0) - sa.get("backward_overhead_bytes", 0)
+        share = (sa["forward_seconds"] + sa["backward_seconds"]) / step
+        print(f"| {sa['name']} | {cell('output_bytes')} | {cell('saved_bytes')} | "
+              f"{grad(sa) if grad(sa) == grad(sb) else f'{grad(sa)} / {grad(sb)}'} | {cell('forward_overhead_bytes')} | "
+              f"{sa.get('backward_overhead_bytes', 0)} / {sb.get('backward_overhead_bytes', 0)} | {da - pb} | "
+              f"{100 * share:.1f} % | {sb['forward_seconds'] / sa['forward_seconds']:.2f} | "
+              f"{sb['backward_seconds'] / sa['backward_seconds']:.2f} |")
 
 
 if __name__ == "__main__":
