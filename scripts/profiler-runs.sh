@@ -54,15 +54,22 @@ for spec in $models; do
     [ "$b" = "$m_low" ] && tag="mlow"
     base="$out/$name-$algo-$tag"
     rm -f "$base.json" "$base.run.json"
-    "$remat" solve "$chain" -a "$algo" -b "$b" --json -o "$base.json" >"$base.solve.json" 2>/dev/null
+    # A budget below the chain's floor is refused (exit 2, the reason on stderr).
+    "$remat" solve "$chain" -a "$algo" -b "$b" --json -o "$base.json" >"$base.solve.json" 2>"$base.solve.err" || true
     if [ -f "$base.json" ]; then
       echo "== run $name $algo at $b" >&2
       "$prof" run --chain "$chain" --schedule "$base.json" --json >"$base.run.json"
     fi
-    python3 - "$name b$batch ${px}px" "$algo" "$b" "$m_low" "$m_high" "$base.solve.json" "$base.run.json" >>"$rows" <<'EOF'
+    python3 - "$name b$batch ${px}px" "$algo" "$b" "$m_low" "$m_high" "$base.solve.json" "$base.run.json" "$base.solve.err" >>"$rows" <<'EOF'
 import json, os, sys
-net, algo, budget_arg, m_low, m_high, solve, run = sys.argv[1:]
-s = json.load(open(solve))
+net, algo, budget_arg, m_low, m_high, solve, run, err = sys.argv[1:]
+text = open(solve).read()
+if text.strip():
+    s = json.loads(text)
+else:
+    pct = float(budget_arg.rstrip("%")) / 100 if budget_arg.endswith("%") else None
+    s = {"budget_bytes": round(pct * int(m_high)) if pct else int(budget_arg),
+         "detail": open(err).read().strip().splitlines()[-1].removeprefix("error: ")}
 r = json.load(open(run)) if os.path.exists(run) else None
 print(json.dumps({"net": net, "algo": algo, "budget_arg": budget_arg, "m_low": int(m_low), "m_high": int(m_high), "solve": s, "run": r}))
 EOF
