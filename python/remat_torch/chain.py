@@ -226,7 +226,10 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
 
     def backward_sweep(record: Optional[Dict[int, Dict[str, int]]]) -> Dict[int, torch.Tensor]:
         """F_all^ℓ then B^ℓ for ℓ = L … 1, δ^ℓ the gradient B^{ℓ+1} made;
-        measured when `record` is given. Returns the δ^ℓ used."""
+        measured when `record` is given. Returns the δ^ℓ used — only when
+        not measuring: a δ^ℓ kept here would stay alive through B^ℓ, where a
+        plain step frees it after its last reader (on VGG's conv stages
+        o_b then read one δ^ℓ too large)."""
         deltas: Dict[int, torch.Tensor] = {}
         delta: Optional[torch.Tensor] = None
         for l in range(n, 0, -1):
@@ -245,7 +248,8 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
                 _, net, peak = meter.measure(lambda: out.append(pipe.forward_recording(l, inp, box)))
                 row["saved_bytes"], row["recording_transient"] = net, peak - net
             if delta is not None:
-                deltas[l] = delta
+                if record is None:
+                    deltas[l] = delta
                 row["gradient_bytes"] = storage_bytes([delta])
             else:
                 row["gradient_bytes"] = storage_bytes(out)
@@ -263,10 +267,12 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             box.clear()
         return deltas
 
-    backward_sweep(None)  # warm-up: first calls allocate caches, pick kernels
+    # Warm-up: first calls allocate caches, pick kernels; its δ^ℓ (the
+    # same shapes) serve the timing loop below.
+    deltas = backward_sweep(None)
     state.reset()
     rows: Dict[int, Dict[str, int]] = {}
-    deltas = backward_sweep(rows)
+    backward_sweep(rows)
     state.reset()
 
     # Times, the profiler off: each op of each stage, `repeat` times.
