@@ -267,3 +267,53 @@ def test_a_tied_language_model_counts_its_shared_weight_once(profiler, tmp_path)
     assert report["gradients_match"] and report["gradients_compared"] == len(list(lm.parameters()))
     chain = json.loads((tmp_path / "c.json").read_text())
     assert "target=input" in chain["source"]
+
+
+# --- The two measuring paths agree -------------------------------------------
+
+def test_remat_profile_and_remat_torch_measure_the_same_stages_alike(profiler, tmp_path):
+    """The same scripted stages (the docs' convolution example, smaller),
+    measured by remat-profile and by remat_torch.describe_chain: a, ā, δ
+    and o_f equal to the byte; o_b differs only by the parameter-gradient
+    convention — remat_torch keeps in o_b the stage's weight gradients not
+    yet stored when its backward peaks, remat-profile books them outside
+    from the start — so 0 ≤ o_b(remat_torch) − o_b(remat-profile) ≤ the
+    stage's parameter bytes (+ 8 B of scalars). How this can fail: either
+    tool holding δ^ℓ through B^ℓ (mutations tried: remat-profile keeping a
+    reference to δ^ℓ while Engine::execute runs — stage 2's difference
+    was −30 428 B, its parameter bytes minus δ^2; remat_torch keeping
+    δ^ℓ in its timing dict while measuring — stage 1's was 1 796 B for
+    896 B of parameters). Both run on 1 thread: oneDNN's scratchpads
+    depend on the thread count."""
+    import remat_torch
+
+    torch.manual_seed(0)
+
+    def conv(cin, cout):
+        return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(inplace=True))
+
+    stages = [conv(3, 8), conv(8, 8), conv(8, 8), nn.MaxPool2d(2), _Loss(8 * 8 * 8)]
+    sdir = tmp_path / "stages"
+    sdir.mkdir()
+    for i, s in enumerate(stages):
+        torch.jit.script(s).save(str(sdir / f"stage_{i + 1:03}.pt"))
+    _run([profiler, "profile", "--torchscript-dir", "stages", "--input-shape", "4,3,16,16",
+          "--threads", "1", "--steps", "1", "-o", "c.json"], cwd=tmp_path)
+    theirs = json.loads((tmp_path / "c.json").read_text())["stages"]
+    x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+    # The same thread count: oneDNN's scratchpads depend on it (at 2
+    # threads a conv stage's backward here takes 27 KB more).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ours = remat_torch.describe_chain(stages, x, y, repeat=1)["stages"]
+    finally:
+        torch.set_num_threads(threads)
+    assert len(ours) == len(theirs)
+    for st, a, b in zip(stages, theirs, ours):
+        for k in ("output_bytes", "saved_bytes", "forward_overhead_bytes"):
+            assert a.get(k, 0) == b.get(k, 0), (a["name"], k, a, b)
+        assert a.get("gradient_bytes", a["output_bytes"]) == b.get("gradient_bytes", b["output_bytes"])
+        params = sum(p.numel() * p.element_size() for p in st.parameters())
+        diff = b.get("backward_overhead_bytes", 0) - a.get("backward_overhead_bytes", 0)
+        assert 0 <= diff <= params + 8, (a["name"], diff, params)
