@@ -670,19 +670,21 @@ fn nonpersistent_chain_satisfies_the_report_s_memory_statements() {
 
         // ā^1 kept, F^2 recomputed for every backward down to B^4, one
         // F_all^2 for B^3 and B^2: 8 MiB, k + 2n s.
+        // Both end alike: one F_all^2 serves B^3 and B^2.
+        let last = [
+            Op::ForwardAll { stage: 2 },
+            Op::ForwardAll { stage: 3 },
+            Op::Backward { stage: 3 },
+            Op::Backward { stage: 2 },
+            Op::Backward { stage: 1 },
+        ];
         let mut t1 = vec![Op::ForwardAll { stage: 1 }];
         for j in (4..=l).rev() {
             t1.push(Op::ForwardCheckpoint { stage: 2 });
             t1.extend((3..j).map(|stage| Op::ForwardNone { stage }));
             t1.extend([Op::ForwardAll { stage: j }, Op::Backward { stage: j }]);
         }
-        t1.extend([
-            Op::ForwardAll { stage: 2 },
-            Op::ForwardAll { stage: 3 },
-            Op::Backward { stage: 3 },
-            Op::Backward { stage: 2 },
-            Op::Backward { stage: 1 },
-        ]);
+        t1.extend(last);
         assert_eq!(peak(&t1), 8 * mib, "n = {n}: {t1:?}");
         let t1_seconds = simulate(&chain, &t1).unwrap().makespan_seconds;
         assert_eq!(t1_seconds, (n - 1 + 2 * n) as f64, "n = {n}");
@@ -709,13 +711,7 @@ fn nonpersistent_chain_satisfies_the_report_s_memory_statements() {
             Op::ForwardNone { stage: 3 },
         ]);
         a1_a3.extend(backward_from(4, l - 1));
-        a1_a3.extend([
-            Op::ForwardAll { stage: 2 },
-            Op::ForwardAll { stage: 3 },
-            Op::Backward { stage: 3 },
-            Op::Backward { stage: 2 },
-            Op::Backward { stage: 1 },
-        ]);
+        a1_a3.extend(last);
         let measured = simulate(&chain, &a1_a3).expect("valid");
         assert_eq!(measured.makespan_seconds, (n - 1 + 6) as f64, "n = {n}");
         assert_eq!(measured.peak_bytes, 10 * mib, "n = {n}: {a1_a3:?}");
