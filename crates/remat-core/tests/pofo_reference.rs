@@ -5,13 +5,18 @@
 //!
 //! How this can fail: the fast DP changes a float operation's order (a
 //! hoisted term re-associated, a fused sum), a tie between two candidates
-//! breaks the other way (another split tried first, `<=` for `<`), a pruning
-//! test cuts a candidate that was better, or a table is read at a wrong
-//! index. Any of these changes `predicted_seconds` in its last bits or the
-//! schedule's ops, which are compared exactly. Mutation tried: in the fast
-//! C_Δ fill, the hoisted Lemma-1 term `k + d3 - m` written as
-//! `k + (d3 - m)` (one re-association) — the real-valued chains fail at once
-//! on `predicted_seconds`' bits.
+//! breaks the other way, a pruning test cuts a candidate that was better,
+//! or a table is read at a wrong index — wherever that reaches the optimal
+//! path, `predicted_seconds` differs in its bits or the schedule in its ops,
+//! both compared exactly. Mutation tried: the bottom-up OC's row bound taking
+//! only the kept sub-row's least value (`least(keep, ..)` without
+//! `.min(least(sent, ..))`, so offloading candidates are pruned unsoundly):
+//! both tests fail at once (integer chains: predicted 176 against the
+//! reference's 121; real chains: "feasibility differs"). Differences off the
+//! optimal path do not show here: `<` made `<=` in the C_Δ fill (ties broken
+//! the other way) and `k + d3 - m` made `k + (d3 - m)` both passed these
+//! tests; the first is caught by `pofo::tests`, which compares every table
+//! entry.
 
 mod common;
 

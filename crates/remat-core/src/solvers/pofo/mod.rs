@@ -230,6 +230,8 @@ struct Backward {
     row_min: Vec<f64>,
     /// max over Δ of the pair being filled, per m.
     row_max: Vec<f64>,
+    /// The fill computes Δ ≤ this (0 for the first, transfer-free pass).
+    delta_cap: usize,
 }
 
 impl Backward {
@@ -622,13 +624,27 @@ impl Pofo {
                 max_delta,
                 row_min,
                 row_max: vec![0.0; grid_slots + 1],
+                delta_cap: max_delta,
             },
             forward,
             forward_filled: false,
-            cut: Vec::new(),
+            cut: vec![f64::INFINITY; n + 2],
             only_kept: false,
         };
+        // C_Δ at Δ = 0 first (all of it with no link), then OC's states
+        // without transfers: their value bounds the optimum, which cuts
+        // both tables (`find_cut`); then the rest of C_Δ under the cut.
         if mode == Mode::Full {
+            pofo.back.delta_cap = 0;
+            if max_delta == 0 {
+                pofo.fill_backward(progress)?;
+            } else {
+                pofo.fill_backward(&mut |_| true)?;
+            }
+        }
+        pofo.find_cut();
+        if mode == Mode::Full && max_delta > 0 {
+            pofo.back.delta_cap = max_delta;
             pofo.fill_backward(progress)?;
         }
         Ok(pofo)
@@ -675,8 +691,9 @@ impl Pofo {
     /// ascending, strict improvement), so the values and choices are too.
     fn fill_pair(&mut self, i: usize, j: usize) {
         let slots = self.grid.slots;
-        let max_delta = self.back.max_delta;
-        let stride = max_delta + 1;
+        let stride = self.back.max_delta + 1;
+        // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
+        let max_delta = self.back.delta_cap;
         let base = self.back.index(i, j, 0, 0);
         for m in 0..=slots {
             let mut most = f64::NEG_INFINITY;
@@ -713,11 +730,15 @@ impl Pofo {
     /// a value or a choice.
     fn fill_splits(&mut self, i: usize, j: usize) {
         let slots = self.grid.slots;
-        let max_delta = self.back.max_delta;
-        let stride = max_delta + 1;
+        let stride = self.back.max_delta + 1;
+        // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
+        let max_delta = self.back.delta_cap;
         let base = self.back.index(i, j, 0, 0);
         let g = &self.grid;
         let beta = g.beta;
+        // Above this, C_Δ(i, j, ·) is on no optimal path (`find_cut`): a
+        // candidate whose bound passes it is skipped.
+        let cut = self.cut[i] - g.rest[j + 1];
         let back = &mut self.back;
         // Every forward of the F_ck^i / F_∅ chain over i..=last must fit
         // (only those: a later stage's forward is the sub-problem's, which
@@ -739,7 +760,8 @@ impl Pofo {
             let (left_base, right_base) = (left_pair * back.per_pair, right_pair * back.per_pair);
             for m in threshold.max(w)..=slots {
                 let lb = f + back.row_min[right_pair * (slots + 1) + (m - w)];
-                if lb + back.row_min[left_pair * (slots + 1) + m] >= back.row_max[m] {
+                let row_lb = lb + back.row_min[left_pair * (slots + 1) + m];
+                if row_lb >= back.row_max[m] || row_lb > cut {
                     continue;
                 }
                 let mf = m as f64;
@@ -752,7 +774,8 @@ impl Pofo {
                 for delta in 0..=dm {
                     let left = back.values[left_at + delta];
                     let mut cur = back.values[out_at + delta];
-                    if lb + left < cur {
+                    let cell_lb = lb + left;
+                    if cell_lb < cur && cell_lb <= cut {
                         let d2 = leftover(delta as f64 - left * beta);
                         if d2 <= rdm {
                             // `backward_checkpoint`'s arithmetic, in its order;
@@ -841,10 +864,24 @@ impl Pofo {
     /// (a state's value depends on its own candidates only), computed a
     /// square (i, x, A) at a time.
     fn fill_forward(&mut self, progress: &mut dyn FnMut(f64) -> bool) -> bool {
+        self.fill_pass(progress)
+    }
+
+    /// OC's states without transfers first (Δ_F = Δ_B = 0, never
+    /// offloading; C_Δ at Δ = 0 is all they read): a path of OC's own, so
+    /// OC_0(1, 0, 0, 0) there, U, bounds the optimum from above, in O(L² N).
+    /// A state at stage i on an optimal path then has a value of at most
+    /// cut_i = U (1 + [`CUT_SLACK`]) − Σ_{k<i} (u_f^k + u_b^k) (stages 1..i−1
+    /// run F and B at least once before it), and a C_Δ(i, j, ·) cell on one
+    /// at most cut_i − Σ_{k>j} (u_f^k + u_b^k). Candidates whose lower bound
+    /// passes the cut are skipped: a state or cell above its cut may keep a
+    /// value above its own (never below), and no state or cell at most its
+    /// cut reads one above (its best candidate's sub-problems are within
+    /// their cuts, by the same sums), so those are exact, bit for bit. The
+    /// cut is the same for both loss steps: with nothing in flight the loss
+    /// step is timed alike.
+    fn find_cut(&mut self) {
         let n = self.grid.n;
-        // First the states without transfers (Δ_F = Δ_B = 0, never
-        // offloading): a path of OC's own, so its value bounds OC_0(1, 0,
-        // 0, 0) from above, and costs O(L² N).
         self.cut = vec![f64::INFINITY; n + 2];
         self.only_kept = true;
         self.fill_pass(&mut |_| true);
@@ -852,15 +889,12 @@ impl Pofo {
         let first = self.forward.index(1, 0, 0, 0, 0).expect("in the table");
         let bound = self.forward.values[first];
         if bound.is_finite() {
-            // A state at stage i on an optimal path has its value at most
-            // the bound minus what stages 1..i−1 cost at the least.
             let g = &self.grid;
             let top = bound * (1.0 + CUT_SLACK);
             for i in 1..=n {
                 self.cut[i] = top - (g.rest[1] - g.rest[i]);
             }
         }
-        self.fill_pass(progress)
     }
 
     /// One bottom-up pass over every square, stage L first.
@@ -1370,5 +1404,10 @@ impl Pofo {
     /// Stage i's cut: states above it are not kept exact.
     fn cut_at(&self, i: usize) -> f64 {
         self.cut[i]
+    }
+
+    /// C_Δ(i, j, ·)'s cut.
+    fn c_cut(&self, i: usize, j: usize) -> f64 {
+        self.cut[i] - self.grid.rest[j + 1]
     }
 }
