@@ -12,7 +12,7 @@
 //! split chosen), which the plan-level cross-check in
 //! `tests/pofo_reference.rs` does not see.
 //!
-//! OC states above the bottom-up cut ([`Pofo::fill_forward`]) are off every
+//! OC states above the bottom-up cut (`Pofo::find_cut`) are off every
 //! optimal path and are only checked to be no lower than the reference's.
 
 use super::reference;
