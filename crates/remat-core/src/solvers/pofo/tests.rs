@@ -10,7 +10,7 @@
 //! `v < cur` made `v <= cur` in the C_Δ fill (`fill_splits`): fails at once,
 //! "C_Δ(1,4,12,5): (61.12…, 3) vs (61.12…, 2)" (the same value, a later
 //! split chosen), which the plan-level cross-check in
-//! `tests/pofo_reference.rs` does not see.
+//! `crates/remat-core/tests/pofo_reference.rs` does not see.
 //!
 //! OC states above the bottom-up cut (`Pofo::find_cut`) are off every
 //! optimal path and are only checked to be no lower than the reference's.
