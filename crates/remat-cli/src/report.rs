@@ -127,8 +127,43 @@ pub struct SolveReport<'a> {
     /// DELTA's settings, for delta, delta-lru and delta-greedy only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta: Option<DeltaSettings>,
+    /// pofo's and offload-only's grid, for those two only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload_grid: Option<OffloadGrid>,
     /// The schedule (empty when infeasible).
     pub ops: &'a [Op],
+}
+
+/// `"offload_grid"` of `remat solve --json` for pofo and offload-only: the
+/// slots their DP ran on, fewer than asked where the tables would pass
+/// `--max-table` (without `--slots`; with it, that is an error).
+#[derive(Clone, Copy, Serialize)]
+pub struct OffloadGrid {
+    /// Slots of the DP's grid.
+    pub slots: usize,
+    /// Slots asked for (`--slots`, default 50).
+    pub requested_slots: usize,
+    /// True when `slots` < `requested_slots`.
+    pub reduced: bool,
+    /// Bytes of the DP's tables at `slots` and at `requested_slots`.
+    pub table_bytes: u64,
+    pub requested_table_bytes: u64,
+    /// The limit (`--max-table`).
+    pub max_table_bytes: u64,
+}
+
+impl From<remat_core::solvers::pofo::Resolution> for OffloadGrid {
+    fn from(r: remat_core::solvers::pofo::Resolution) -> OffloadGrid {
+        let bytes = |b: u128| b.min(u64::MAX as u128) as u64;
+        OffloadGrid {
+            slots: r.slots,
+            requested_slots: r.requested,
+            reduced: r.reduced(),
+            table_bytes: bytes(r.table_bytes),
+            requested_table_bytes: bytes(r.requested_bytes),
+            max_table_bytes: r.limit_bytes,
+        }
+    }
 }
 
 /// `remat simulate --json`.

@@ -512,11 +512,16 @@ fn with_no_bandwidth_the_offloading_algorithms_degrade_gracefully() {
 }
 
 /// Errors are errors: a bad option or a table over the limit is `Err`, never
-/// an infeasible answer, even where store-all would fit.
+/// an infeasible answer, even where store-all would fit — but only where the
+/// slots were asked for (`offload_slots_explicit`, the CLI's `--slots`):
+/// otherwise tables over the limit make the DP run on the most slots that
+/// fit, and the answer says so.
 ///
 /// Could fail if: `solve_dp` answered store-all before checking its options,
-/// or a size check turned into `feasible: false`. Mutation tried: removing
-/// the `pofo::validate` call from `solve_dp` (fails at budget = M_high: Ok).
+/// a size check turned into `feasible: false`, or the default grid were
+/// refused instead of made coarser. Mutations tried: removing the
+/// `pofo::validate` call from `solve_dp` (fails at budget = M_high: Ok);
+/// `resolution` ignoring `explicit` (fails: the explicit case answers).
 /// Removing `check_heuristic_size` makes the next test run for hours.
 #[test]
 fn pofo_options_out_of_range_are_errors() {
@@ -537,13 +542,56 @@ fn pofo_options_out_of_range_are_errors() {
     let small = Options {
         bandwidth_bytes_per_s: Some(12e9),
         max_table_bytes: 1 << 20,
+        offload_slots_explicit: true,
         ..Options::default()
     };
     for algorithm in [Algorithm::Pofo, Algorithm::OffloadOnly] {
         let r = solve_offloading(&chain, algorithm, high / 2, &small);
         assert!(
-            matches!(&r, Err(SolveError::TooLarge(m)) if m.contains("max_table_bytes")),
+            matches!(&r, Err(SolveError::TooLarge(m)) if m.contains("max_table_bytes") && m.contains("--slots")),
             "{algorithm}: {r:?}"
+        );
+        // The default grid, not asked for: the most slots that fit (8 MiB:
+        // room for rotor's table, which pofo also judges, not for pofo's
+        // 30 MB at 50 slots).
+        let chosen = Options {
+            offload_slots_explicit: false,
+            max_table_bytes: 8 << 20,
+            ..small.clone()
+        };
+        let s = solve_offloading(&chain, algorithm, high / 2, &chosen).unwrap();
+        let grid = remat_core::solvers::offload::grid_for(
+            &chain,
+            if algorithm == Algorithm::Pofo {
+                Mode::Full
+            } else {
+                Mode::OffloadOnly
+            },
+            &chosen,
+            Some(12e9),
+        )
+        .unwrap();
+        assert!(
+            grid.reduced() && grid.slots >= 1 && grid.slots < 50,
+            "{grid:?}"
+        );
+        assert!(grid.table_bytes <= 8 << 20 && grid.requested_bytes > 8 << 20);
+        let one_more = remat_core::solvers::pofo::table_bytes(
+            chain.len(),
+            grid.slots + 1,
+            true,
+            if algorithm == Algorithm::Pofo {
+                Mode::Full
+            } else {
+                Mode::OffloadOnly
+            },
+        );
+        assert!(one_more > 8 << 20, "the most slots that fit");
+        assert!(
+            s.detail
+                .contains(&format!("{} slots, not the 50 asked", grid.slots)),
+            "{}",
+            s.detail
         );
     }
 }

@@ -44,6 +44,7 @@ fn plan_options(flags: &PlanFlags, bandwidth: Option<f64>) -> Options {
     if let Some(slots) = flags.slots {
         o.slots = slots;
         o.offload_slots = slots;
+        o.offload_slots_explicit = true;
     }
     o
 }

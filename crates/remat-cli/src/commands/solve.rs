@@ -10,6 +10,7 @@ use remat_core::format::{write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::pofo::Resolution;
 use remat_core::solvers::{
     max_useful_budget, memory_floor, Algorithm, DeltaSettings, Options, Planner, Solution,
 };
@@ -35,6 +36,8 @@ struct Solved {
     own_min: u64,
     /// DELTA's settings, when the algorithm is one of its runtimes.
     delta: Option<DeltaSettings>,
+    /// pofo's and offload-only's grid.
+    offload_grid: Option<Resolution>,
 }
 
 pub fn run(a: &SolveArgs) -> Result<()> {
@@ -116,6 +119,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         m_high,
         own_min,
         delta: (algorithm.is_dynamic() && algorithm != Algorithm::Dtr).then_some(opts.delta),
+        offload_grid: planner.offload_grid(),
     })
 }
 
@@ -140,6 +144,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         algorithm_min_bytes: s.own_min,
         algorithm_min_is_lower_bound: own_min_is_lower_bound(algorithm),
         delta: s.delta,
+        offload_grid: s.offload_grid.map(Into::into),
         ops: s.solution.ops.as_deref().unwrap_or_default(),
     }
 }
@@ -165,6 +170,9 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
     );
     if let Some(bw) = s.bandwidth {
         say!("link       {}", format_rate(bw));
+    }
+    if let Some(grid) = s.offload_grid.filter(|g| g.reduced()) {
+        say!("grid       {} (--slots N to choose)", grid.note());
     }
     match (&s.solution.ops, &s.trace) {
         (Some(ops), Some(t)) => {

@@ -182,6 +182,11 @@ pub struct Options {
     pub slot_policy: SlotPolicy,
     /// Memory steps N_GPU of the POFO DPs (the paper uses 50).
     pub offload_slots: usize,
+    /// Whether `offload_slots` was asked for (the CLI's `--slots`): then
+    /// POFO's tables over `max_table_bytes` are an error naming it;
+    /// otherwise the DP runs on the most slots whose tables fit, and says so
+    /// ([`pofo::resolution`](super::pofo::resolution)).
+    pub offload_slots_explicit: bool,
     /// Overrides the chain's bandwidth for offloading algorithms.
     pub bandwidth_bytes_per_s: Option<f64>,
     /// Refuse DP tables larger than this.
@@ -264,6 +269,7 @@ impl Default for Options {
             slots: DEFAULT_SLOTS,
             slot_policy: SlotPolicy::Exact,
             offload_slots: DEFAULT_OFFLOAD_SLOTS,
+            offload_slots_explicit: false,
             bandwidth_bytes_per_s: None,
             // What a laptop can give a table next to everything else.
             max_table_bytes: if cfg!(target_pointer_width = "32") {

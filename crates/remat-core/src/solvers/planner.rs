@@ -19,7 +19,7 @@ use super::api::{
 use super::bounds::{max_useful_budget, memory_floor};
 use super::persistent::{self, PersistentTable, Variant};
 use super::slots::Memory;
-use super::{hong, sequential, store_all};
+use super::{hong, offload, pofo, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -54,6 +54,9 @@ pub enum Planner {
         solve: SolveFn,
         options: Options,
         min_budget: u64,
+        /// pofo's and offload-only's grid ([`offload::grid_for`]): the slots
+        /// asked for, or fewer where their tables would pass the limit.
+        offload_grid: Option<pofo::Resolution>,
     },
 }
 
@@ -87,11 +90,26 @@ impl Planner {
         progress: &mut Progress<'_>,
     ) -> Result<Planner, SolveError> {
         if let Some(solve) = per_budget(algorithm) {
+            let offload_grid = match algorithm {
+                Algorithm::Pofo | Algorithm::OffloadOnly => {
+                    let mode = if algorithm == Algorithm::Pofo {
+                        pofo::Mode::Full
+                    } else {
+                        pofo::Mode::OffloadOnly
+                    };
+                    let bandwidth = options
+                        .bandwidth_bytes_per_s
+                        .or(chain.bandwidth_bytes_per_s);
+                    Some(offload::grid_for(chain, mode, options, bandwidth)?)
+                }
+                _ => None,
+            };
             return Ok(Planner::PerBudget {
                 algorithm,
                 solve,
                 options: options.clone(),
                 min_budget: memory_floor(chain).bytes,
+                offload_grid,
             });
         }
         match algorithm {
@@ -373,6 +391,15 @@ impl Planner {
 }
 
 impl Planner {
+    /// pofo's or offload-only's grid: the slots asked for, or fewer where
+    /// their tables would pass the limit (None for other algorithms).
+    pub fn offload_grid(&self) -> Option<pofo::Resolution> {
+        match self {
+            Planner::PerBudget { offload_grid, .. } => *offload_grid,
+            _ => None,
+        }
+    }
+
     /// How the answer for `budget_bytes` treated memory: [`Memory::Exact`]
     /// for store-all and sequential (measured, no grid) and for a persistent
     /// table whose lattice is exact at this budget (or whose answer is
@@ -406,10 +433,17 @@ impl Planner {
             {
                 Memory::Exact
             }
-            Planner::PerBudget { options, .. } => Memory::Grid {
-                slot_bytes: (budget_bytes / options.offload_slots.max(1) as u64).max(1),
-                lost_bytes: None,
-            },
+            Planner::PerBudget {
+                options,
+                offload_grid,
+                ..
+            } => {
+                let slots = offload_grid.map_or(options.offload_slots, |g| g.slots);
+                Memory::Grid {
+                    slot_bytes: (budget_bytes / slots.max(1) as u64).max(1),
+                    lost_bytes: None,
+                }
+            }
         }
     }
 }

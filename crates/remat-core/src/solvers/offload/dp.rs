@@ -28,9 +28,11 @@ pub fn solve_dp(
     let bandwidth = options
         .bandwidth_bytes_per_s
         .or(chain.bandwidth_bytes_per_s);
-    let slots = options.offload_slots;
     // A bad option is an error whatever the budget (even where store-all fits).
-    pofo::validate(chain.len(), slots)?;
+    pofo::validate(chain.len(), options.offload_slots)?;
+    let linked = bandwidth.is_some_and(|b| b > 0.0);
+    let res = grid_for(chain, mode, options, bandwidth)?;
+    let slots = res.slots;
     // Nothing is faster than Σ u: when store-all fits, it is the answer.
     let all = store_all::schedule(chain);
     if let Some(t) = run(chain, &all, budget, None).filter(|t| t.fits(budget)) {
@@ -42,11 +44,13 @@ pub fn solve_dp(
             "everything fits: no transfer, no recomputation".into(),
         ));
     }
-    let linked = bandwidth.is_some_and(|b| b > 0.0);
-    let grid = format!(
+    let mut grid = format!(
         "{slots} slots of {}",
         format_bytes(budget / slots.max(1) as u64)
     );
+    if res.reduced() {
+        grid = format!("{grid} ({})", res.note());
+    }
     let with_transfers = if linked || mode == Mode::OffloadOnly {
         let mut dp = Pofo::build(
             chain,
@@ -102,7 +106,10 @@ pub fn solve_dp(
                 None if !linked => "no host link".into(),
                 None => format!("nothing with transfers fits on pofo's grid of {grid}"),
             };
-            let detail = format!("rotor's schedule, no transfer: {why}");
+            let mut detail = format!("rotor's schedule, no transfer: {why}");
+            if res.reduced() && !detail.contains(&grid) {
+                detail = format!("{detail}; the DP's grid: {grid}");
+            }
             solution(
                 algorithm,
                 budget,
@@ -126,6 +133,33 @@ pub fn solve_dp(
             format!("no schedule fits on the grid of {grid}"),
         ),
     })
+}
+
+/// The grid `pofo` or `offload-only` runs on for `chain` under `options`
+/// (the link `bandwidth`, if any): `options.offload_slots`, or fewer where
+/// their tables would pass `options.max_table_bytes` and the slots were not
+/// asked for explicitly ([`pofo::resolution`]). pofo without a link builds
+/// no table (it is rotor's schedule): its grid is the one asked for.
+pub fn grid_for(
+    chain: &Chain,
+    mode: Mode,
+    options: &Options,
+    bandwidth: Option<f64>,
+) -> Result<pofo::Resolution, SolveError> {
+    let linked = bandwidth.is_some_and(|b| b > 0.0);
+    let limit = if linked || mode == Mode::OffloadOnly {
+        options.max_table_bytes
+    } else {
+        u64::MAX
+    };
+    pofo::resolution(
+        chain.len(),
+        options.offload_slots,
+        linked,
+        mode,
+        limit,
+        options.offload_slots_explicit,
+    )
 }
 
 /// The DP's plan with its prefetches placed, judged; None if it does not fit.

@@ -1,68 +1,15 @@
-//! `pofo` and `offload-only`: rematerialization combined with offloading.
-//!
-//! **Paper.** Beaumont, Eyraud-Dubois, Shilova, *Efficient Combination of
-//! Rematerialization and Offloading for Training DNNs*, NeurIPS 2021, and
-//! its supplementary Appendix B (see `docs/algorithms.md`). The forward phase is OC_x(i, A_i,
-//! Δ_F, Δ_B) (B.1, Table 2), the backward phase C_Δ(i, j, A, Δ) (B.3), idle
-//! times come from Lemma 1. `offload-only` is the same forward DP with F_all
-//! as the only forward (no recomputation; the only decision is which inputs to
-//! offload), as the paper's DYNPROG baseline under the same model.
-//!
-//! **Assumptions** (Section 3.2): (i) offloads happen in the forward phase and
-//! prefetches after the loss, each tensor at most once; (ii) persistency; (iii)
-//! transfers free and fill memory continuously (the DP's model). The schedule
-//! we return moves each tensor at once, as the paper does for its
-//! experiments; the simulator, with the budget as its memory limit, judges
-//! it, so [`PofoPlan::predicted_seconds`] (the DP) and the simulated time are
-//! reported side by side.
-//!
-//! **Adaptations to this crate's chain.** The last stage computes the loss
-//! (the paper adds a stage L+1): OC(L) is F_all^L then B^L, with the idle
-//! times ε_F, ε_B of Case 1 (B.1) and the link moving D_F = (u_F + ε_F) β of
-//! the offloads during F_all^L and D_B = (u_B + ε_B) β of the prefetches
-//! during B^L. What is left after that is timed by [`LossStep`]:
-//!
-//! * [`LossStep::Paper`] (the default, what runs unless asked otherwise):
-//!   Appendix B.2, ε_G = (Δ_F' + Δ_B') / β with Δ_F' = max(Δ_F − D_F, 0) and
-//!   Δ_B' = max(Δ_B − D_B, 0): the computation waits between F_all^L and B^L
-//!   until both leftovers have crossed the link.
-//! * [`LossStep::Overlap`]: the copy lane drains the offloads, then
-//!   prefetches (from the end of F_all^L on) while B^L runs; the step ends at
-//!   max(compute, copy). Never slower than `Paper`, but not the paper's DP.
-//!
-//! Memory is counted
-//! as in [`persistent`](super::persistent), δ^{ℓ-1} included, so with no
-//! bandwidth every Δ is 0 and the recursion is exactly rotor's (Theorem 1 of
-//! the rotor report): same value, bit for bit. States where the un-offloaded
-//! data A + I + Δ exceed the budget are infeasible (the paper's formulas
-//! would only charge idle time for them).
-//!
-//! **Discretization.** N slots of ⌊budget / N⌋ bytes (default 50, as the
-//! paper); sizes round up, and so does every Δ passed to a sub-problem (a
-//! pessimistic rounding: more left to move).
-//!
-//! **Complexity.** C_Δ is a dense table over (i, j, m, Δ ≤ m): O(L²N²)
-//! entries, O(L) each, O(L³N²) time, filled split-major. OC is a dense memo
-//! over (i, x, A, Δ_F, Δ_B) with A + Δ ≤ N, O(L N³) entries, of which only
-//! the states reached from OC_0(1, 0, 0, 0) are computed, O(L) each:
-//! O(L²N³); splits that cannot beat the best so far are pruned exactly.
-//! Memory: about 10 bytes per entry of both tables (`table_bytes`).
+//! The pofo DP as it was before it was made faster (commit c717a1c): the
+//! slow reference that `pofo`'s tests cross-check bit for bit (values,
+//! choices, schedules), and the "before" of `benches/solvers.rs`. Not used
+//! by any solver. The model, the recursion and the order of every float
+//! operation are documented in [`super`]; nothing here may change except to
+//! follow an API change.
 
-use super::api::{Progress, SolveError};
-use super::slots::{grid, SlotSizes};
+use super::{validate, LossStep, Mode, PofoPlan};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
-
-/// Which forward operations the DP may use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// F_all and F_ck with recomputation (pofo).
-    Full,
-    /// F_all only: no recomputation (offload-only).
-    OffloadOnly,
-}
-
-pub use super::api::LossStep;
+use crate::solvers::api::{Progress, SolveError};
+use crate::solvers::slots::{grid, SlotSizes};
 
 /// A state of OC_x(i, A, Δ_F, Δ_B): stage i, its input a^{i-1} (x = 0) or
 /// ā^{i-1} (x = 1), A slots of activations kept, Δ_F and Δ_B slots left to
@@ -85,21 +32,6 @@ impl OcState {
         df: 0,
         db: 0,
     };
-}
-
-/// What the DP returns for one budget.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PofoPlan {
-    /// Compute operations and offloads; prefetches are placed by
-    /// [`super::offload::place_prefetches`] (their deadlines are in `needs`).
-    pub ops: Vec<Op>,
-    /// (index in `ops`, stage, tensor): the offloaded tensor must be back on
-    /// the device before `ops[index]` runs.
-    pub needs: Vec<(usize, usize, TensorKind)>,
-    /// Index in `ops` of F_all^L: prefetches come after it (assumption (i)).
-    pub loss_index: usize,
-    /// OC_0(1, 0, 0, 0), the DP's time under assumption (iii).
-    pub predicted_seconds: f64,
 }
 
 /// Sizes in slots and times of one chain on one grid.
@@ -328,29 +260,6 @@ impl ForwardChoice {
 /// The share of the progress bar that C_Δ's table fills; OC's states the rest.
 const FILL_SHARE: f64 = 0.5;
 
-/// Checks what pofo's tables can encode, before anything is allocated:
-/// choices are two bytes, so N ≤ 65533 slots and L ≤ 32765 stages (a choice
-/// encodes the next checkpoint's distance). Sizes within these are then
-/// checked against `max_table_bytes` by [`table_bytes`].
-pub fn validate(stages: usize, slots: usize) -> Result<(), SolveError> {
-    if slots == 0 {
-        return Err(SolveError::BadOption("slots: must be at least 1".into()));
-    }
-    if slots > u16::MAX as usize - 2 {
-        return Err(SolveError::BadOption(format!(
-            "slots: {slots} is more than pofo's DP allows ({}); use fewer --slots (the paper uses 50)",
-            u16::MAX - 2
-        )));
-    }
-    let most = (u16::MAX as usize - 5) / 2;
-    if stages > most {
-        return Err(SolveError::TooLarge(format!(
-            "stages: pofo's DP handles at most {most} stages, the chain has {stages}; use rotor"
-        )));
-    }
-    Ok(())
-}
-
 /// A vector of `len` copies of `value`, or [`SolveError::TooLarge`] when the
 /// memory cannot be had (sizes were checked against the limit before).
 fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
@@ -366,7 +275,7 @@ fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
 
 /// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
 /// OC's dense memo.
-pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> u128 {
+fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> u128 {
     let pairs = (n as u128) * (n as u128 + 1) / 2;
     let deltas = if with_bandwidth { slots as u128 + 1 } else { 1 };
     let backward = if mode == Mode::Full {
@@ -913,5 +822,35 @@ impl Pofo {
         let d2 = g.leftover(delta as f64 - left * g.beta);
         self.read_backward(last + 1, j, m - g.a[last], d2, ops);
         self.read_backward(i, last, m, delta, ops);
+    }
+}
+
+/// The tables entry by entry, for the cross-check of `pofo::tests`.
+#[cfg(test)]
+impl Pofo {
+    /// (N, max Δ) of the grid.
+    pub(super) fn dims(&self) -> (usize, usize) {
+        (self.grid.slots, self.back.max_delta)
+    }
+
+    /// C_Δ(i, j, m, Δ) and its choice.
+    pub(super) fn c_entry(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, u16) {
+        let at = self.back.index(i, j, m, delta);
+        (self.back.values[at], self.back.choices[at])
+    }
+
+    /// OC_x(i, A, Δ_F, Δ_B) and its choice (NaN where never computed), None
+    /// outside the memo.
+    pub(super) fn oc_entry(
+        &self,
+        i: usize,
+        x: usize,
+        a: usize,
+        df: usize,
+        db: usize,
+    ) -> Option<(f64, u16)> {
+        self.forward
+            .index(i, x, a, df, db)
+            .map(|at| (self.forward.values[at], self.forward.choices[at]))
     }
 }
