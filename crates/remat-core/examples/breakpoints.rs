@@ -1,0 +1,105 @@
+//! Breakpoint counts of rotor's exact table (issue 25): per chain family
+//! and length, the breakpoints in all, in the largest cell and in C(1, L),
+//! the table's memory against the 500-slot grid's, and the build time.
+//!
+//! `cargo run --release -p remat-core --example breakpoints [-- L1,L2,…]`
+
+use remat_core::examples::{gpt2, synthetic, EXAMPLES};
+use remat_core::solvers::no_progress;
+use remat_core::solvers::persistent::{PersistentTable, StepTable, Variant};
+use remat_core::{Chain, Stage};
+use std::time::Instant;
+
+/// A GPT-2-small-shaped stack of `layers` blocks, each split in two stages
+/// (attention, MLP), between gpt2()'s embedding and head.
+fn transformer(layers: usize) -> Chain {
+    let base = gpt2();
+    let block = &base.stages[1];
+    let (b, s, h, heads) = (4u64, 1024u64, 768u64, 12u64);
+    let sbh = s * b * h * 4;
+    let attn_saved = 6 * sbh + b * heads * s * 4;
+    let mlp_saved = 10 * sbh;
+    let (f, bw) = (block.forward_seconds, block.backward_seconds);
+    let mut stages = vec![base.stages[0].clone()];
+    for i in 0..layers {
+        stages.push(Stage::new(
+            format!("attn {i}"),
+            f / 3.0,
+            bw / 3.0,
+            sbh,
+            attn_saved,
+        ));
+        stages.push(Stage::new(
+            format!("mlp {i}"),
+            2.0 * f / 3.0,
+            2.0 * bw / 3.0,
+            sbh,
+            mlp_saved,
+        ));
+    }
+    stages.push(base.stages[base.stages.len() - 1].clone());
+    Chain {
+        name: format!("transformer {layers}×2"),
+        stages,
+        ..base
+    }
+}
+
+fn row(family: &str, chain: &Chain) {
+    let n = chain.len();
+    let grid = PersistentTable::table_bytes(n, 500) as f64;
+    for variant in [Variant::Rotor, Variant::Revolve] {
+        let started = Instant::now();
+        let t = StepTable::build(chain, variant, u64::MAX, &mut no_progress())
+            .unwrap()
+            .unwrap();
+        let secs = started.elapsed().as_secs_f64();
+        let s = t.stats();
+        let cells = n * (n + 1) / 2;
+        println!(
+            "{family:<22} {n:>4} {:<7} {:>10} {:>8.1} {:>7} {:>6} {:>9.2} {:>9.2} {:>8.3}{}",
+            format!("{variant:?}").to_lowercase(),
+            s.total,
+            s.total as f64 / cells as f64,
+            s.largest,
+            s.top,
+            t.memory_bytes() as f64 / (1 << 20) as f64,
+            grid / (1 << 20) as f64,
+            secs,
+            if (t.memory_bytes() as f64) > grid {
+                "  (over the grid: falls back)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+fn main() {
+    let lengths: Vec<usize> = std::env::args()
+        .nth(1)
+        .map(|a| a.split(',').map(|x| x.parse().unwrap()).collect())
+        .unwrap_or_else(|| vec![25, 50, 100, 200, 300, 339]);
+    println!(
+        "{:<22} {:>4} {:<7} {:>10} {:>8} {:>7} {:>6} {:>9} {:>9} {:>8}",
+        "chain",
+        "L",
+        "variant",
+        "total",
+        "per cell",
+        "largest",
+        "C(1,L)",
+        "MiB",
+        "grid MiB",
+        "build s"
+    );
+    for e in EXAMPLES {
+        row(e.name, &e.chain());
+    }
+    for &n in &lengths {
+        row("synthetic (bench)", &synthetic(n));
+    }
+    for layers in [12, 24, 48, 96] {
+        row("transformer ×2/layer", &transformer(layers));
+    }
+}
