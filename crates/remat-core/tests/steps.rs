@@ -236,6 +236,28 @@ fn the_planner_is_exact_on_the_examples() {
 }
 
 #[test]
+fn a_300_stage_random_chain_falls_back_and_says_so() {
+    // `remat bench`'s heterogeneous chain at 300 stages has far more
+    // breakpoints than the grid table's memory: the planner says so and
+    // answers from the grid. Could fail if the projection or the limit were
+    // not checked (the build would run for minutes) or the fallback were
+    // silent.
+    let chain = synthetic(300);
+    let high = max_useful_budget(&chain);
+    let table = Table::build(
+        &chain,
+        Variant::Rotor,
+        high,
+        &Options::default(),
+        &mut no_progress(),
+    )
+    .unwrap();
+    assert!(matches!(table, Table::Grid { .. }));
+    let said = table.describe(high);
+    assert!(said.contains("not exact: its breakpoints pass"), "{said}");
+}
+
+#[test]
 fn over_the_grids_memory_it_falls_back_and_says_so() {
     // Could fail if the limit were not checked (a table larger than the
     // grid's kept) or the fallback were silent. Mutation tried: ignoring

@@ -878,7 +878,7 @@ impl Table {
             match StepTable::build(chain, variant, limit, progress)? {
                 Some(t) => return Ok(Table::Steps(t)),
                 None => fallback = Some(format!(
-                    "exact breakpoints would pass {} (the {}-slot grid's table{}), so on the grid",
+                    "not exact: its breakpoints pass {} (the {}-slot grid's table{}; counted, or projected from its shorter sub-chains), so on the grid",
                     crate::model::units::format_bytes(limit),
                     options.slots,
                     if (limit as u128) < grid {

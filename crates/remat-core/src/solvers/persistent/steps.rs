@@ -29,8 +29,10 @@
 //! envelope is already at or below the candidate's least value. Reading out
 //! a schedule is O(L²) look-ups of O(log P).
 //!
-//! **Fallback.** The build stops as soon as its breakpoints would take more
-//! memory than a limit (the grid table's at the requested slots): the
+//! **Fallback.** The build stops as soon as its breakpoints take more
+//! memory than a limit (the grid table's at the requested slots), or are
+//! projected to after a row (each cell yet to come counted at the average
+//! of the cells of its length so far, or of the longest so far): the
 //! caller then builds the grid and says so.
 
 use super::{Decision, PersistentPlan, Variant};
@@ -190,6 +192,8 @@ impl StepTable {
         let mut env: Vec<(u64, f64)> = Vec::new();
         let mut out: Vec<(u64, f64)> = Vec::new();
         let mut done = 0usize;
+        // Breakpoints and cells by length t − s + 1, for the projection.
+        let mut by_len = vec![(0usize, 0usize); n + 1];
         for s in (1..=n).rev() {
             for t in s..=n {
                 let r = self.cell(s, t);
@@ -265,6 +269,8 @@ impl StepTable {
                 }
                 self.start[r] = self.mem.len() as u32;
                 self.len[r] = env.len() as u32;
+                by_len[t - s + 1].0 += env.len();
+                by_len[t - s + 1].1 += 1;
                 least[r] = env.iter().map(|&(_, v)| v).fold(f64::INFINITY, f64::min);
                 self.mem.extend(env.iter().map(|&(m, _)| m));
                 self.val.extend(env.iter().map(|&(_, v)| v));
@@ -272,6 +278,9 @@ impl StepTable {
             done += n - s + 1;
             if !progress(done as f64 / rows as f64) {
                 return Err(SolveError::Cancelled);
+            }
+            if projected(&by_len, s, n, self.mem.len()) > max_points as f64 {
+                return Ok(false);
             }
         }
         self.mem.shrink_to_fit();
@@ -424,6 +433,25 @@ impl StepTable {
             }
         }
     }
+}
+
+/// The breakpoints the whole table will have, projected when rows s..L are
+/// done: each cell of rows 1..s−1 is taken to have the average of the
+/// cells of its length done so far, a cell longer than any done the
+/// average of the longest (the rows' cells grow with their length: this
+/// stops a table bound to pass its limit after its short cells, at a small
+/// part of its cost).
+fn projected(by_len: &[(usize, usize)], s: usize, n: usize, so_far: usize) -> f64 {
+    let known = n - s + 1;
+    let avg = |k: usize| {
+        let (points, cells) = by_len[k.min(known)];
+        points as f64 / cells.max(1) as f64
+    };
+    // Rows 1..s−1 hold min(s − 1, n − k + 1) cells of length k.
+    so_far as f64
+        + (1..=n)
+            .map(|k| avg(k) * (s - 1).min(n - k + 1) as f64)
+            .sum::<f64>()
 }
 
 /// Appends breakpoint (m, v) to a step function being written left to
