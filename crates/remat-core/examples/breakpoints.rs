@@ -103,6 +103,14 @@ fn row(family: &str, chain: &Chain) {
 }
 
 fn main() {
+    // `breakpoints write N FILE`: `remat bench`'s chain of N stages as a
+    // remat-chain/1 file, to try `remat solve` on it.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("write") {
+        let n: usize = args[2].parse().unwrap();
+        std::fs::write(&args[3], remat_core::format::write_chain(&synthetic(n))).unwrap();
+        return;
+    }
     let lengths: Vec<usize> = std::env::args()
         .nth(1)
         .map(|a| a.split(',').map(|x| x.parse().unwrap()).collect())
