@@ -41,6 +41,14 @@
 //! 500 slots of ⌊budget/500⌋ bytes and rounds every size up, so its M_low
 //! misses the exact one ([`SlotPolicy::Fixed`] keeps that unit).
 //!
+//! **Breakpoints.** The planner answers from [`StepTable`] instead
+//! (`steps.rs`): each cell as the budgets in bytes where its optimum
+//! changes, exact at every budget at once, with this table's values and
+//! schedules on an exact lattice bit for bit; [`Table::build`] falls back
+//! to this grid where the breakpoints would take more memory than it, and
+//! says so. [`solve`] (one budget, for the offloading heuristics) stays on
+//! the grid.
+//!
 //! **Complexity.** Building the table is O(L³·S) time and O(L²·S) memory
 //! (S = slots, M + 1); reading out a schedule for any budget up to the table's is
 //! O(L²) in the worst case, O(L) nodes. The table is laid out one row of S+1
@@ -986,10 +994,12 @@ impl Table {
 }
 
 /// The schedule `variant` gives for exactly `budget_bytes` under `options`
-/// (the breakpoint table, or a grid built for this budget; store-all where
-/// it wins): what the [`Planner`](super::Planner) answers, for the
-/// algorithms that run rotor inside them (pofo's comparison, opportunist's
-/// groups, autocapper's M'). None when no persistent schedule meets the
+/// on the grid (a table built for this budget, store-all where it wins),
+/// for the algorithms that run rotor inside them (pofo's comparison,
+/// opportunist's groups, autocapper's M'). It stays on the grid, exact
+/// wherever the lattice at this budget is: the breakpoint table answers
+/// every budget at once, which a single budget does not need, and costs
+/// more where it is large. None when no persistent schedule meets the
 /// budget.
 pub fn solve(
     chain: &Chain,
@@ -997,15 +1007,15 @@ pub fn solve(
     budget_bytes: u64,
     options: &Options,
 ) -> Result<Option<PersistentPlan>, SolveError> {
-    let table = Table::build(
+    let table = PersistentTable::build_with(
         chain,
         variant,
         budget_bytes,
-        options,
+        options.slot_policy,
+        options.slots,
+        options.max_table_bytes,
         &mut super::api::no_progress(),
     )?;
     let store_all = store_all_point(chain, variant);
-    Ok(table
-        .plan_or_store_all(chain, budget_bytes, store_all)
-        .map(|(p, _)| p))
+    Ok(plan_or_store_all(&table, chain, budget_bytes, store_all).map(|(p, _)| p))
 }
