@@ -124,8 +124,8 @@ proptest! {
     /// shifted, m_∅ or m_all not met, P_all misplaced), if a merge dropped or
     /// misplaced a breakpoint, or if the pruning of dominated candidates cut
     /// where the envelope was still above the candidate. Mutations tried,
-    /// each failed here: the split's domain without `.max(w)` (the held
-    /// checkpoint; feasible below the exhaustive M_low), and the pruning cut
+    /// each failed here: the right sub-cell not shifted by the checkpoint it
+    /// holds (feasible below the exhaustive M_low), and the pruning cut
     /// taken where env < least instead of ≤ least … inverted to `>=`
     /// (dropped improving candidates: slower than exhaustive search).
     #[test]
@@ -160,8 +160,8 @@ proptest! {
     /// never above the grid table's (500 slots, as the planner built it for
     /// that budget before), its schedule fits in bytes and simulates to its
     /// prediction, and its M_low is `min_budget`'s. Could fail if the
-    /// breakpoints missed a schedule the grid finds. Mutation tried: the
-    /// C_all candidate left out of rotor's cells (slower than the grid).
+    /// breakpoints missed a schedule the grid finds. Mutation to try (not
+    /// run yet): the C_all candidate left out of rotor's cells.
     #[test]
     fn on_long_chains_never_slower_than_the_grid(
         chain in real_chain(60),
@@ -196,8 +196,7 @@ proptest! {
 fn the_planner_is_exact_on_the_examples() {
     // Could fail if the planner kept the grid (or its rounded M_low) where
     // the breakpoints fit, or the breakpoints' M_low missed the exact one.
-    // Mutation tried: `Table::build` always falling back (fails: "fell
-    // back to the grid" on every example).
+    // Mutation to try (not run yet): `Table::build` always falling back.
     let chains: Vec<(String, Chain)> = remat_core::examples::EXAMPLES
         .iter()
         .map(|e| (e.name.to_string(), e.chain()))
@@ -260,8 +259,8 @@ fn a_300_stage_random_chain_falls_back_and_says_so() {
 #[test]
 fn over_the_grids_memory_it_falls_back_and_says_so() {
     // Could fail if the limit were not checked (a table larger than the
-    // grid's kept) or the fallback were silent. Mutation tried: ignoring
-    // `max_points` in `fill` (the planner kept the breakpoints).
+    // grid's kept) or the fallback were silent. Mutation to try (not run
+    // yet): ignoring `max_points` in `fill`.
     let chain = synthetic(40);
     let options = Options {
         slots: 2,
