@@ -235,18 +235,31 @@ proptest! {
         // an exact lattice still missed its M_low. Mutation tried:
         // `min_budget_met` returning the exact M_low without its fixed-point
         // loop: real-valued chains failed (infeasible at the reported M_low).
-        let options = Options::default();
+        // The default policy answers from breakpoints (these chains fit the
+        // grid's memory): its M_low is the exact one; the paper's grid
+        // (`Fixed`) reports the fixed point of its rounding.
+        let fixed = Options { slot_policy: SlotPolicy::Fixed, ..Options::default() };
+        let high = max_useful_budget(&chain);
         for algorithm in [Algorithm::Rotor, Algorithm::Revolve] {
+            let exact = min_budget(&chain, variant(algorithm));
+            let cap = if algorithm == Algorithm::Rotor { high } else { u64::MAX };
+            let low = reported_m_low(&chain, algorithm, &Options::default());
+            assert_met(&chain, algorithm, low, &Options::default());
+            prop_assert_eq!(low, exact.min(cap));
+            if low == exact && low > 0 {
+                let below = solve(&chain, algorithm, low - 1, &Options::default()).unwrap();
+                prop_assert!(!below.feasible(), "{} met at M_low − 1", algorithm);
+            }
+            let options = fixed.clone();
             let low = reported_m_low(&chain, algorithm, &options);
             assert_met(&chain, algorithm, low, &options);
             let met = min_budget_met(
                 &chain, variant(algorithm), options.slot_policy, options.slots,
                 options.max_table_bytes, None,
             ).unwrap();
-            let high = max_useful_budget(&chain);
             prop_assert!(low == met.bytes || (algorithm == Algorithm::Rotor && low == high && met.bytes >= high));
             if met.exact && low > 0 {
-                prop_assert_eq!(low, min_budget(&chain, variant(algorithm)));
+                prop_assert_eq!(low, exact);
                 let below = solve(&chain, algorithm, low - 1, &options).unwrap();
                 prop_assert!(!below.feasible(), "{} met at M_low − 1", algorithm);
             }

@@ -17,7 +17,7 @@ use super::api::{
     SolveError, SolveFn,
 };
 use super::bounds::{max_useful_budget, memory_floor};
-use super::persistent::{self, PersistentTable, Variant};
+use super::persistent::{self, Variant};
 use super::slots::Memory;
 use super::{hong, offload, pofo, sequential, store_all};
 use crate::model::Chain;
@@ -36,7 +36,8 @@ pub enum Planner {
     },
     Persistent {
         algorithm: Algorithm,
-        table: Box<PersistentTable>,
+        /// Breakpoints exact in bytes, or the grid ([`persistent::Table`]).
+        table: Box<persistent::Table>,
         /// The least budget `solve` meets with this algorithm and policy.
         min_budget: u64,
         /// Rotor's class contains store-all; checking it exactly spares the
@@ -151,20 +152,24 @@ impl Planner {
                 } else {
                     Variant::Revolve
                 };
-                let table = PersistentTable::build_with(
-                    chain,
-                    variant,
-                    max_budget_bytes,
-                    options.slot_policy,
-                    options.slots,
-                    options.max_table_bytes,
-                    progress,
-                )?;
+                let table =
+                    persistent::Table::build(chain, variant, max_budget_bytes, options, progress)?;
                 let store_all = persistent::store_all_point(chain, variant);
+                let min_budget = match &table {
+                    // Exact: the first breakpoint of C(1, L), capped at
+                    // M_high where rotor answers store-all.
+                    persistent::Table::Steps(steps) => {
+                        let cap = store_all.map_or(u64::MAX, |(_, peak)| peak);
+                        steps.min_budget().unwrap_or(cap).min(cap)
+                    }
+                    persistent::Table::Grid { .. } => {
+                        persistent_min_budget(chain, variant, options, store_all)
+                    }
+                };
                 Ok(Planner::Persistent {
                     algorithm,
                     table: Box::new(table),
-                    min_budget: persistent_min_budget(chain, variant, options, store_all),
+                    min_budget,
                     store_all,
                 })
             }
@@ -179,10 +184,14 @@ impl Planner {
     }
 
     /// Takes a DP planner apart into its table's grid and values, to move it
-    /// between threads; None for planners without a table.
+    /// between threads; None for planners without a grid table (the
+    /// breakpoint table does not travel this way).
     pub fn into_table(self) -> Option<(persistent::TableGrid, Vec<f64>)> {
         match self {
-            Planner::Persistent { table, .. } => Some(table.into_values()),
+            Planner::Persistent { table, .. } => match *table {
+                persistent::Table::Grid { table, .. } => Some(table.into_values()),
+                persistent::Table::Steps(_) => None,
+            },
             _ => None,
         }
     }
@@ -197,11 +206,14 @@ impl Planner {
             Variant::Rotor => Algorithm::Rotor,
             Variant::Revolve => Algorithm::Revolve,
         };
-        let table = PersistentTable::from_values(chain, grid, values)?;
+        let table = persistent::PersistentTable::from_values(chain, grid, values)?;
         let store_all = persistent::store_all_point(chain, grid.variant);
         Ok(Planner::Persistent {
             algorithm,
-            table: Box::new(table),
+            table: Box::new(persistent::Table::Grid {
+                table,
+                fallback: None,
+            }),
             min_budget: persistent_min_budget(chain, grid.variant, &Options::default(), store_all),
             store_all,
         })
@@ -219,10 +231,12 @@ impl Planner {
     }
 
     /// The smallest budget this algorithm can meet, in exact bytes. For
-    /// `rotor` and `revolve` it is the least budget [`solve`] meets with the
-    /// planner's options ([`persistent::min_budget_met`]): the exact M_low
-    /// whenever the lattice at M_low is exact (every example chain), else
-    /// the first budget the rounded lattice meets. A table built for a
+    /// `rotor` and `revolve` on breakpoints it is the exact M_low, the first
+    /// breakpoint of C(1, L) (capped at M_high for rotor); on a grid it is
+    /// the least budget [`solve`] meets with the planner's options
+    /// ([`persistent::min_budget_met`]): the exact M_low whenever the
+    /// lattice at M_low is exact, else the first budget the rounded lattice
+    /// meets. A table built for a
     /// larger budget and read out lower may need a little more. For `hong`
     /// and `hong-chen`, the simulated peak of their one schedule.
     pub fn min_budget_bytes(&self) -> u64 {
@@ -348,9 +362,8 @@ impl Planner {
             Planner::Persistent {
                 table, store_all, ..
             } => {
-                let grid = describe_lattice(table, budget_bytes);
-                let from_table =
-                    persistent::plan_or_store_all(table, chain, budget_bytes, *store_all);
+                let grid = table.describe(budget_bytes);
+                let from_table = table.plan_or_store_all(chain, budget_bytes, *store_all);
                 if let Some((p, true)) = from_table {
                     return Solution {
                         algorithm,
@@ -418,9 +431,9 @@ impl Planner {
                 if persistent::store_all_wins(*store_all, table_seconds, budget_bytes) {
                     return Memory::Exact;
                 }
-                match table.lost_bytes(budget_bytes) {
-                    0 => Memory::Exact,
-                    lost => Memory::Grid {
+                match (table.as_ref(), table.lost_bytes(budget_bytes)) {
+                    (_, 0) | (persistent::Table::Steps(_), _) => Memory::Exact,
+                    (persistent::Table::Grid { table, .. }, lost) => Memory::Grid {
                         slot_bytes: table.slot_bytes(),
                         lost_bytes: Some(lost),
                     },
@@ -445,25 +458,6 @@ impl Planner {
                 }
             }
         }
-    }
-}
-
-/// "exact: 6 slots of 64 MiB" or "500 slots of 1 MiB; rounding may hide up
-/// to 2 MiB (0.5% of the budget)".
-fn describe_lattice(table: &PersistentTable, budget_bytes: u64) -> String {
-    use crate::model::units::format_bytes;
-    let slots = format!(
-        "{} slots of {}",
-        table.slots(),
-        format_bytes(table.slot_bytes())
-    );
-    match table.lost_bytes(budget_bytes) {
-        0 => format!("exact: {slots}"),
-        lost => format!(
-            "{slots}; rounding may hide up to {} ({:.2}% of the budget)",
-            format_bytes(lost),
-            100.0 * lost as f64 / budget_bytes.max(1) as f64
-        ),
     }
 }
 

@@ -41,6 +41,14 @@
 //! 500 slots of ⌊budget/500⌋ bytes and rounds every size up, so its M_low
 //! misses the exact one ([`SlotPolicy::Fixed`] keeps that unit).
 //!
+//! **Breakpoints.** The planner answers from [`StepTable`] instead
+//! (`steps.rs`): each cell as the budgets in bytes where its optimum
+//! changes, exact at every budget at once, with this table's values and
+//! schedules on an exact lattice bit for bit; [`Table::build`] falls back
+//! to this grid where the breakpoints would take more memory than it, and
+//! says so. [`solve`] (one budget, for the offloading heuristics) stays on
+//! the grid.
+//!
 //! **Complexity.** Building the table is O(L³·S) time and O(L²·S) memory
 //! (S = slots, M + 1); reading out a schedule for any budget up to the table's is
 //! O(L²) in the worst case, O(L) nodes. The table is laid out one row of S+1
@@ -61,7 +69,9 @@ use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
 
 mod min_budget;
+mod steps;
 pub use min_budget::{min_budget, min_budget_met, min_budget_on, MinBudget};
+pub use steps::{StepStats, StepTable};
 
 /// The largest table an exact lattice may take (the non-exact fallback of
 /// `Options::slots` slots is bounded by `max_table_bytes` only).
@@ -815,7 +825,20 @@ pub fn plan_or_store_all(
     budget_bytes: u64,
     store_all: Option<(f64, u64)>,
 ) -> Option<(PersistentPlan, bool)> {
-    let from_table = table.plan(chain, budget_bytes);
+    or_store_all(
+        table.plan(chain, budget_bytes),
+        chain,
+        budget_bytes,
+        store_all,
+    )
+}
+
+fn or_store_all(
+    from_table: Option<PersistentPlan>,
+    chain: &Chain,
+    budget_bytes: u64,
+    store_all: Option<(f64, u64)>,
+) -> Option<(PersistentPlan, bool)> {
     let table_seconds = from_table.as_ref().map(|p| p.predicted_seconds);
     match store_all {
         Some((seconds, peak)) if store_all_wins(store_all, table_seconds, budget_bytes) => Some((
@@ -830,11 +853,154 @@ pub fn plan_or_store_all(
     }
 }
 
+/// What a persistent planner answers from: the breakpoint table, exact in
+/// bytes at every budget, or the grid table where the breakpoints would
+/// take more memory than the grid's (or where the grid is asked for:
+/// [`SlotPolicy::Fixed`]).
+pub enum Table {
+    Steps(StepTable),
+    Grid {
+        table: PersistentTable,
+        /// Why the breakpoints were given up, when they were.
+        fallback: Option<String>,
+    },
+}
+
+impl Table {
+    /// Under [`SlotPolicy::Exact`] the breakpoint table, unless it would
+    /// take more than the grid table of `options.slots` slots (or
+    /// `options.max_table_bytes`); otherwise, and under
+    /// [`SlotPolicy::Fixed`], the grid for `budget_bytes`
+    /// ([`PersistentTable::build_with`]).
+    pub fn build(
+        chain: &Chain,
+        variant: Variant,
+        budget_bytes: u64,
+        options: &Options,
+        progress: &mut Progress<'_>,
+    ) -> Result<Table, SolveError> {
+        let mut fallback = None;
+        if options.slot_policy == SlotPolicy::Exact && options.slots > 0 {
+            let grid = PersistentTable::table_bytes(chain.len(), options.slots);
+            let limit = grid.min(options.max_table_bytes as u128) as u64;
+            match StepTable::build(chain, variant, limit, progress)? {
+                Some(t) => return Ok(Table::Steps(t)),
+                None => fallback = Some(format!(
+                    "not exact: its breakpoints pass {} (the {}-slot grid's table{}; counted, or projected from its shorter sub-chains), so on the grid",
+                    crate::model::units::format_bytes(limit),
+                    options.slots,
+                    if (limit as u128) < grid {
+                        ", capped at --max-table"
+                    } else {
+                        ""
+                    }
+                )),
+            }
+        }
+        let table = PersistentTable::build_with(
+            chain,
+            variant,
+            budget_bytes,
+            options.slot_policy,
+            options.slots,
+            options.max_table_bytes,
+            progress,
+        )?;
+        Ok(Table::Grid { table, fallback })
+    }
+
+    pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Option<PersistentPlan> {
+        match self {
+            Table::Steps(t) => t.plan(chain, budget_bytes),
+            Table::Grid { table, .. } => table.plan(chain, budget_bytes),
+        }
+    }
+
+    pub fn best_seconds(&self, budget_bytes: u64) -> Option<f64> {
+        match self {
+            Table::Steps(t) => t.best_seconds(budget_bytes),
+            Table::Grid { table, .. } => table.best_seconds(budget_bytes),
+        }
+    }
+
+    /// Worst case of the bytes of `budget_bytes` the answer may waste
+    /// (0: exact; always 0 for the breakpoints).
+    pub fn lost_bytes(&self, budget_bytes: u64) -> u64 {
+        match self {
+            Table::Steps(_) => 0,
+            Table::Grid { table, .. } => table.lost_bytes(budget_bytes),
+        }
+    }
+
+    /// Memory the table holds.
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            Table::Steps(t) => t.memory_bytes(),
+            Table::Grid { table, .. } => table.memory_bytes(),
+        }
+    }
+
+    /// The answer at `budget_bytes`, or store-all's where it wins.
+    pub fn plan_or_store_all(
+        &self,
+        chain: &Chain,
+        budget_bytes: u64,
+        store_all: Option<(f64, u64)>,
+    ) -> Option<(PersistentPlan, bool)> {
+        or_store_all(
+            self.plan(chain, budget_bytes),
+            chain,
+            budget_bytes,
+            store_all,
+        )
+    }
+
+    /// "exact: 1234 breakpoints", "exact: 6 slots of 64 MiB", or "500 slots
+    /// of 1 MiB; rounding may hide up to 2 MiB (0.5% of the budget)", with
+    /// the reason the breakpoints were given up, if they were.
+    pub fn describe(&self, budget_bytes: u64) -> String {
+        use crate::model::units::format_bytes;
+        let table = match self {
+            Table::Steps(t) => {
+                let s = t.stats();
+                return format!(
+                    "exact: {} breakpoints in bytes, {} in C(1, L)",
+                    s.total, s.top
+                );
+            }
+            Table::Grid { table, .. } => table,
+        };
+        let slots = format!(
+            "{} slots of {}",
+            table.slots(),
+            format_bytes(table.slot_bytes())
+        );
+        let grid = match table.lost_bytes(budget_bytes) {
+            0 => format!("exact: {slots}"),
+            lost => format!(
+                "{slots}; rounding may hide up to {} ({:.2}% of the budget)",
+                format_bytes(lost),
+                100.0 * lost as f64 / budget_bytes.max(1) as f64
+            ),
+        };
+        match self {
+            Table::Grid {
+                fallback: Some(why),
+                ..
+            } => format!("{grid}; {why}"),
+            _ => grid,
+        }
+    }
+}
+
 /// The schedule `variant` gives for exactly `budget_bytes` under `options`
-/// (a table built for this budget, store-all where it wins): what the
-/// [`Planner`](super::Planner) answers, for the algorithms that run rotor
-/// inside them (pofo's comparison, opportunist's groups, autocapper's M').
-/// None when no persistent schedule meets the budget.
+/// on the grid (a table built for this budget, store-all where it wins),
+/// for the algorithms that run rotor inside them (pofo's comparison,
+/// opportunist's groups, autocapper's M'). It stays on the grid, exact
+/// wherever the lattice at this budget is: the breakpoint table answers
+/// every budget at once, which a single budget does not need, and costs
+/// more where it is large. None when no persistent schedule meets the
+/// budget.
 pub fn solve(
     chain: &Chain,
     variant: Variant,
