@@ -12,13 +12,16 @@
 //! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
 //! - `measured`: an imported measured run (`remat-run/1`) against the plan
 //!   on screen, and the lines the memory chart draws from it (pure);
+//! - `file_name`: the names of downloaded files (pure);
 //! - `device_memory`: GPU memory − model state − margin = the activation
 //!   budget (pure);
 //! - `scaling`: a built-in example at another batch, sequence, precision;
+//! - `words`: messages for people (pure);
 //! - `views`: the root `App`, one component per view, chart and notation
 //!   helpers.
 
 pub mod device_memory;
+pub mod file_name;
 pub mod link;
 pub mod measured;
 pub mod min_memory;
@@ -26,6 +29,7 @@ pub mod optimality;
 pub mod protocol;
 pub mod scaling;
 pub mod service;
+pub mod words;
 
 #[cfg(target_arch = "wasm32")]
 pub mod backend;

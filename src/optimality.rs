@@ -52,9 +52,17 @@ pub fn optimal_at(stages: usize, standing: Standing, summary: Option<&Summary>) 
 }
 
 /// The gap cell of a row of makespan `makespan`: its makespan over the
-/// optimum's at this budget ("+12.3 %"; below zero for algorithms outside
-/// its class, which offload), and the cell's title.
-pub fn gap_cell(makespan: f64, optimal: &OptimalAt) -> (String, String) {
+/// optimum's at this budget ("+12.3 %"), and the cell's title. The optimum
+/// searched recomputes only, so a row that `offloads` is outside its class
+/// and gets no gap (it may beat it: a negative "gap to optimal" read as a
+/// contradiction, issue 26).
+pub fn gap_cell(makespan: f64, optimal: &OptimalAt, offloads: bool) -> (String, String) {
+    if offloads {
+        return (
+            "—".into(),
+            "the optimum searched recomputes only; offloading is outside its class".into(),
+        );
+    }
     match optimal {
         OptimalAt::Makespan(o) if *o > 0.0 => (
             pct(makespan / o - 1.0),
@@ -95,10 +103,14 @@ mod tests {
     #[test]
     fn gap_is_makespan_over_optimal() {
         let at = OptimalAt::Makespan(79.0);
-        assert_eq!(gap_cell(88.0, &at).0, pct(88.0 / 79.0 - 1.0));
-        assert_eq!(gap_cell(88.0, &at).0, "+11.4 %");
-        assert_eq!(gap_cell(79.0, &at).0, "0 %");
-        assert!(gap_cell(88.0, &at).1.contains("1.114×"));
+        assert_eq!(gap_cell(88.0, &at, false).0, pct(88.0 / 79.0 - 1.0));
+        assert_eq!(gap_cell(88.0, &at, false).0, "+11.4 %");
+        assert_eq!(gap_cell(79.0, &at, false).0, "0 %");
+        assert!(gap_cell(88.0, &at, false).1.contains("1.114×"));
+        // An offloading row beating the recompute-only optimum shows no
+        // negative gap (mutation tried: the `offloads` branch removed —
+        // "-10.0 %" came back).
+        assert_eq!(gap_cell(71.0, &at, true).0, "—");
     }
 
     // Fails if a chain over the limit is searched or its reason is lost
@@ -114,7 +126,7 @@ mod tests {
             "{why}"
         );
         assert_eq!(
-            gap_cell(10.0, &OptimalAt::Missing(why.clone())),
+            gap_cell(10.0, &OptimalAt::Missing(why.clone()), false),
             ("—".into(), why)
         );
     }

@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { launch, open, nextPlan, planId, text, algorithmNames, OFFLOADING } from './helpers.mjs';
+import { launch, open, nextPlan, planId, text, algorithmNames, OFFLOADING, importLongChain } from './helpers.mjs';
 
 let context;
 before(async () => { context = await launch(); });
@@ -14,6 +14,8 @@ after(async () => { await context?.close(); });
 
 /// Clicks `sel` and returns the downloaded file's name and bytes.
 async function download(page, sel) {
+  // A figure's buttons sit in its Save menu: open it first.
+  await page.locator(sel).evaluate((el) => { const d = el.closest('details'); if (d) d.open = true; });
   const [dl] = await Promise.all([page.waitForEvent('download'), page.locator(sel).click()]);
   return { name: dl.suggestedFilename(), bytes: readFileSync(await dl.path()) };
 }
@@ -124,6 +126,40 @@ test('thin stages keep their recomputation count: an outside label and a hover',
   await page.close();
 });
 
+// Fails if a 300-stage chain's recomputation counts spill off the chain's
+// card (issue 26: labels and leader lines ran past its right edge), or if
+// the aggregated bars lose a count (their sum with the inline labels must
+// be the stats' count). Mutation tried: `overflow` never set — the labels
+// ran to x = 1.9e3 on a 1200-unit chart and the first assertion failed.
+test('a 300-stage chain keeps its recomputation counts inside its card', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
+  await importLongChain(page, 300);
+  await slide(page, 40);
+  const stat = Number(await text(page, '#stat-recomputations'));
+  const got = await page.evaluate(() => {
+    const svg = document.querySelector('#chain-svg');
+    const width = svg.viewBox.baseVal.width;
+    const items = [...svg.querySelectorAll('.recompute-label, .recompute-bar, line')].map((el) => {
+      const b = el.getBBox();
+      return { cls: el.getAttribute('class') ?? 'line', left: b.x, right: b.x + b.width };
+    });
+    return {
+      width,
+      items,
+      labels: [...svg.querySelectorAll('.recompute-label')].reduce((s, t) => s + Number(t.textContent.replace('↻', '')), 0),
+      bars: [...svg.querySelectorAll('.recompute-bar')].reduce((s, r) => s + Number(r.dataset.count), 0),
+    };
+  });
+  assert.ok(stat > 50, `a budget with many recomputations: ${stat}`);
+  for (const it of got.items) {
+    assert.ok(it.left >= 0 && it.right <= got.width + 0.5, `${it.cls} at ${it.left.toFixed(0)}…${it.right.toFixed(0)} inside 0…${got.width}`);
+  }
+  assert.equal(got.labels + got.bars, stat, 'labels and bars together give every recomputation');
+  assert.ok(got.bars > 0, 'thin boxes aggregated into bars');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 // Fails if the budget marker stays put when the slider moves, if two
 // algorithms share a dash and a marker (a line hidden under another could
 // not be told apart), or if the read-out does not name every algorithm.
@@ -189,13 +225,16 @@ async function windowOf(page, sel) {
   return page.$eval(sel, (el) => [Number(el.dataset.t0), Number(el.dataset.t1)]);
 }
 
-// Fails if the wheel does not zoom (the window would keep its width), if
+// Fails if a plain wheel over a chart zooms instead of scrolling the page
+// (issue 26: a lecture scrolled past a chart stuck on it; mutation tried:
+// the modifier check removed — the window narrowed and the page did not
+// scroll), if Ctrl + wheel does not zoom (the window would keep its width), if
 // the memory chart and the timelines show different windows, if the zoom
 // is not around the pointer, if a drag does not pan, or if reset does not
 // bring back the whole step. Mutation tried: each chart zoomed in its own
 // window (the timelines' window moved, the memory chart's did not: the
 // "same range" check failed).
-test('timelines and memory curve zoom with the wheel, pan with a drag, reset, in sync', async () => {
+test('a plain wheel scrolls the page; Ctrl + wheel zooms timelines and memory curve, a drag pans, reset, in sync', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   await slide(page, 300);
   const makespanText = await text(page, '#stat-makespan');
@@ -209,10 +248,21 @@ test('timelines and memory curve zoom with the wheel, pan with a drag, reset, in
   const box = await page.locator('#timeline-svg').boundingBox();
   const px = box.x + box.width * 0.75;
   await page.mouse.move(px, box.y + box.height * 0.3);
+  // A plain wheel scrolls the page and leaves the window alone.
+  const scrolled = await page.evaluate(() => window.scrollY);
+  await page.mouse.wheel(0, 120);
+  await page.waitForFunction((y) => window.scrollY !== y, scrolled);
+  assert.deepEqual(await windowOf(page, '#timeline-svg'), [t0, t1], 'a plain wheel does not zoom');
+  await page.locator('#timeline-svg').scrollIntoViewIfNeeded();
+  const box2 = await page.locator('#timeline-svg').boundingBox();
+  Object.assign(box, box2);
+  await page.mouse.move(px, box.y + box.height * 0.3);
+  await page.keyboard.down('Control');
   for (let i = 0; i < 3; i++) {
     await page.mouse.wheel(0, -100);
     await page.waitForTimeout(50);
   }
+  await page.keyboard.up('Control');
   await page.waitForFunction(() => Number(document.querySelector('#timeline-svg').dataset.t0) > 0);
   const [z0, z1] = await windowOf(page, '#timeline-svg');
   assert.ok(Math.abs((z1 - z0) / (t1 - t0) - 0.512) < 1e-6, `0.8³ of the step: ${z0} … ${z1}`);

@@ -52,6 +52,7 @@ test('a run imported for the plan on screen is drawn over the memory curve with 
   assert.match(legend, /predicted/);
   assert.match(legend, /measured/);
   // The saved figure draws both lines and names them in its legend.
+  await page.locator('#save-memory summary').click();
   const [dl] = await Promise.all([page.waitForEvent('download'), page.locator('#export-memory-svg').click()]);
   const saved = readFileSync(await dl.path(), 'utf8');
   assert.ok(saved.includes('class="measured-line"'), 'the lines are in the saved figure');

@@ -152,7 +152,7 @@ test('at 1024×768 the page has no horizontal scrollbar', async () => {
   }));
   assert.ok(sizes.scroll <= sizes.inner, `scrollWidth ${sizes.scroll} > ${sizes.inner}: ${sizes.wide}`);
   // The main controls are all on screen.
-  for (const sel of ['#budget-slider', '#budget-input', '#algorithm-select', '#bandwidth-input', '#export-svg']) {
+  for (const sel of ['#budget-slider', '#budget-input', '#algorithm-select', '#bandwidth-input', '#chain-select']) {
     const box = await page.locator(sel).boundingBox();
     assert.ok(box && box.x >= 0 && box.x + box.width <= 1024, `${sel} within the viewport`);
   }

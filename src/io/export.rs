@@ -1,5 +1,6 @@
 //! Downloads: the schedule, its Chrome trace, the chain, the charts.
 
+use crate::file_name::file_name;
 use crate::state::AppState;
 use leptos::prelude::*;
 use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
@@ -31,24 +32,6 @@ fn download_blob(file_name: &str, blob: &web_sys::Blob) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-/// A name for files: lower-case letters and digits joined by dashes.
-pub fn slug(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    s.split('-')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-")
-}
-
 pub fn export_schedule(state: AppState) {
     let Some(current) = state.shown.current.get_untracked() else {
         return;
@@ -71,10 +54,9 @@ pub fn export_schedule(state: AppState) {
         ops,
     );
     download(
-        &format!(
-            "{}.{}.schedule.json",
-            slug(&current.chain.name),
-            current.algorithm
+        &file_name(
+            &current.chain.name,
+            &format!("{}.schedule.json", current.algorithm),
         ),
         "application/json",
         &write_schedule(&file),
@@ -87,7 +69,7 @@ pub fn export_trace(state: AppState) {
     };
     if let Some(trace) = current.ok_trace() {
         download(
-            &format!("{}.trace.json", slug(&current.chain.name)),
+            &file_name(&current.chain.name, "trace.json"),
             "application/json",
             &chrome_trace_json(&current.chain, current.ops(), trace),
         );
@@ -97,24 +79,10 @@ pub fn export_trace(state: AppState) {
 pub fn export_chain(state: AppState) {
     let chain = state.loaded.chain.get_untracked();
     download(
-        &format!("{}.chain.json", slug(&chain.name)),
+        &file_name(&chain.name, "chain.json"),
         "application/json",
         &write_chain(&chain),
     );
-}
-
-/// Saves one chart (an inline `<svg>` with presentation attributes, so it
-/// looks the same outside the page).
-pub fn export_svg(element_id: &str, file_name: &str) {
-    let Some(el) = leptos::prelude::document().get_element_by_id(element_id) else {
-        return;
-    };
-    let Ok(serializer) = web_sys::XmlSerializer::new() else {
-        return;
-    };
-    if let Ok(text) = serializer.serialize_to_string(&el) {
-        download(file_name, "image/svg+xml", &text);
-    }
 }
 
 /// Saves a standalone SVG document.

@@ -47,7 +47,8 @@ pub fn import_text(state: AppState, file_name: &str, text: &str) {
             }
         }
         Err(e) => state.view.error(format!(
-            "Could not import {file_name}: {e}. The previous chain stays loaded."
+            "Could not import {file_name}: {} The previous chain stays loaded.",
+            crate::words::sentence_end(&e.to_string())
         )),
     }
 }
@@ -110,6 +111,7 @@ fn import_schedule(state: AppState, file_name: &str, text: &str) {
             ops: Some(schedule.ops),
         },
         trace: Some(Ok(trace)),
+        file: Some(file_name.to_string()),
     })));
 }
 
@@ -122,7 +124,8 @@ pub fn import_run(state: AppState, file_name: &str, text: &str) {
         Ok(run) => run,
         Err(e) => {
             return state.view.error(format!(
-                "Could not import {file_name}: {e}. Nothing loaded changes."
+                "Could not import {file_name}: {} Nothing loaded changes.",
+                crate::words::sentence_end(&e.to_string())
             ))
         }
     };

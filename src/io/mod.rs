@@ -5,9 +5,7 @@ mod export;
 mod import;
 mod url;
 
-pub use export::{
-    export_chain, export_png, export_schedule, export_svg, export_svg_text, export_trace, slug,
-};
+pub use export::{export_chain, export_png, export_schedule, export_svg_text, export_trace};
 pub use import::{import_file, import_run, import_run_file, import_text};
 pub use url::{initial_load, read_url, sync_url, UrlState, DEFAULT_EXAMPLE};
 

@@ -28,9 +28,14 @@ impl Offloading {
         self.max_batching.set(None);
     }
 
-    /// Stops showing progress (a cancel).
+    /// Stops showing the compare rows' progress (the main worker's work
+    /// cancelled; the sweep and max batch run in the side worker).
     pub(super) fn stop(self) {
         self.comparing.set(None);
+    }
+
+    /// Stops showing the side worker's progress (its work cancelled).
+    pub(super) fn stop_side(self) {
         self.sweeping.set(None);
         self.max_batching.set(None);
     }

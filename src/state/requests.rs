@@ -167,6 +167,13 @@ impl AppState {
         let remote = wants_worker(&chain);
         self.view.reset();
         self.shown.reset();
+        // A search or sweep of the previous chain would hold the side
+        // worker: end it (its answer would be dropped anyway).
+        let side_busy = self.offloading.sweeping.get_untracked().is_some()
+            || self.offloading.max_batching.get_untracked().is_some();
+        if side_busy {
+            r.backend().cancel_side();
+        }
         self.offloading.reset();
         r.land_all();
         let budget = budget.and_then(|b| self.checked_budget(&chain, b));
@@ -324,6 +331,19 @@ impl AppState {
         backend.respawn(self.requests.generation.get_value(), chain);
     }
 
+    /// Ends the side worker's search or sweep at once; the plans, tables
+    /// and compare rows in the main worker go on.
+    pub fn cancel_side_task(self) {
+        let what = if self.offloading.sweeping.get_untracked().is_some() {
+            "the sweep"
+        } else {
+            "the max-batch search"
+        };
+        self.requests.backend().cancel_side();
+        self.offloading.stop_side();
+        self.shown.cancelled.set(Some(what.to_string()));
+    }
+
     /// What a Cancel now stops, in words.
     fn cancelled_work(self) -> String {
         let alg = self.controls.algorithm.get_untracked();
@@ -333,10 +353,6 @@ impl AppState {
             format!("the {} solve at {budget}", alg.name())
         } else if matches!(self.tables.build_of_untracked(alg), Build::Building(_)) {
             format!("the {} table build", alg.name())
-        } else if self.offloading.sweeping.get_untracked().is_some() {
-            "the sweep".to_string()
-        } else if self.offloading.max_batching.get_untracked().is_some() {
-            "the max-batch search".to_string()
         } else {
             "the work in the worker".to_string()
         }

@@ -198,6 +198,7 @@ impl AppState {
             algorithm: planned.algorithm.name().to_string(),
             planned,
             trace,
+            file: None,
         })));
     }
 }

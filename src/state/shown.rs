@@ -16,6 +16,10 @@ pub struct Current {
     pub planned: Planned,
     /// None when the algorithm has no schedule for the budget.
     pub trace: Option<Result<Trace, String>>,
+    /// The file an imported schedule came from; None for a planner's
+    /// answer. While it is shown, the algorithm and budget controls are
+    /// not in force (they name what the planner would show).
+    pub file: Option<String>,
 }
 
 impl Current {

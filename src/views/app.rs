@@ -1,5 +1,8 @@
-//! The page: the root component provides the state every view uses.
+//! The page: the root component provides the state every view uses, and
+//! lays the page out — the budget bar (sticky), the three figures, then
+//! the named places (`places.rs`).
 
+use super::places::{LargeType, LargeTypeButton, PlaceSection, PlacesNav};
 use super::{
     chain, compare, controls, device, guide, maxbatch, memory, min_memory, scale, stale, stepper,
     sweep, timeline, welcome,
@@ -22,33 +25,71 @@ pub fn App() -> impl IntoView {
     provide_context(state);
     // One time window for the memory chart and the timelines.
     provide_context(super::chart::TimeZoom::new());
+    let large = LargeType::new();
+    provide_context(large);
     controls::install_drop(state);
+    let class = move || {
+        let mut c = String::from("app");
+        if state.stale_plan().is_some() {
+            c.push_str(" stale");
+        }
+        if state
+            .shown
+            .current
+            .with(|c| c.as_ref().is_some_and(|c| c.file.is_some()))
+        {
+            c.push_str(" not-in-force");
+        }
+        if large.0.get() {
+            c.push_str(" large");
+        }
+        c
+    };
     view! {
         // One <main> landmark holds the page (axe: landmark-one-main, region).
-        <main class=move || if state.stale_plan().is_some() { "app stale" } else { "app" }
-            data-plan-id=move || state.shown.id.get().to_string()>
+        <main class=class data-plan-id=move || state.shown.id.get().to_string()>
             <welcome::Welcome />
-            <controls::Header />
-            <scale::ScaleControls />
+            // The budget stays in reach while the figures scroll.
+            <div class="bar">
+                <div class="bar-top">
+                    <controls::Header />
+                    <PlacesNav />
+                </div>
+                <controls::BudgetPanel />
+            </div>
             <controls::NoticeBar />
-            <controls::BudgetPanel />
-            <device::DeviceMemoryCard />
             <stale::StaleNote />
-            <stepper::Stepper />
-            <section class="card">
+            <stale::ImportedNote />
+            // The figures first, nothing between them (issue 26).
+            <section class="card figure">
                 <chain::ChainView />
             </section>
-            <min_memory::MinMemoryCard />
-            <section class="card">
+            <section class="card figure">
                 <memory::MemoryChart />
             </section>
-            <section class="card">
+            <section class="card figure">
                 <timeline::Timelines />
             </section>
-            <compare::Compare />
-            <sweep::SweepView />
-            <maxbatch::MaxBatchPanel />
-            <guide::Guide />
+            <stepper::Stepper />
+            <PlaceSection id="place-compare">
+                <compare::Compare />
+                <sweep::SweepView />
+            </PlaceSection>
+            <PlaceSection id="place-gpu">
+                <scale::ScaleControls />
+                <device::DeviceMemoryCard />
+                <maxbatch::MaxBatchPanel />
+            </PlaceSection>
+            <PlaceSection id="place-least-memory">
+                <min_memory::MinMemoryCard />
+            </PlaceSection>
+            <PlaceSection id="place-learn">
+                <p class="place-tools"><LargeTypeButton /></p>
+                <guide::Guide />
+            </PlaceSection>
+            <PlaceSection id="place-chain">
+                <controls::ChainFiles />
+            </PlaceSection>
             <footer class="foot">
                 "Remat — times and sizes come from the chain; the two-lane simulator measures every schedule. "
                 "The URL holds the view: copy it to share."

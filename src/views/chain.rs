@@ -92,20 +92,20 @@ fn layer(c: &Current, uniform: bool) -> String {
                 r##"<rect class="recomputed" data-stage="{l}" data-count="{recomputed}" x="{x:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" fill="transparent"><title>stage {l}: recomputed {recomputed}× in the backward phase</title></rect>"##,
                 BASE_Y - h,
             ));
-            let label = format!("↻{recomputed}");
             if w >= 14.0 {
+                let label = format!("↻{recomputed}");
                 s.push_str(&format!(
                     r##"<text class="recompute-label" data-stage="{l}" x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">{label}</text>"##,
                     x + w / 2.0,
                     BASE_Y - h - 5.0,
                 ));
             } else {
-                outside.place(l, &label, x + w / 2.0, BASE_Y - h);
+                outside.place(l, recomputed, x + w / 2.0, BASE_Y - h);
             }
         }
         numbers.place(l, x + w / 2.0);
     }
-    s.push_str(&outside.finish());
+    s.push_str(&outside.finish(n));
     s.push_str(&numbers.svg);
     // The total, which the stats' recomputation count also is.
     let total: usize = fates.iter().skip(1).map(|f| f.1).sum();
@@ -130,17 +130,27 @@ fn layer(c: &Current, uniform: bool) -> String {
 /// Recomputation counts of boxes too thin to hold them, set in rows above
 /// the chain with a leader line to their box; a label that would overlap
 /// the one before it in every row moves right instead of disappearing.
+/// Where the labels would run past the chart's right edge (a long chain:
+/// 300 stages spilled off the card in a tangle of leader lines, issue 26),
+/// they are aggregated instead: one bar per recomputed stage above the
+/// chain, its height the count against the largest, the numbers on hover.
 #[derive(Default)]
 struct OutsideLabels {
     /// Where each row's last label ends (chart units).
     row_end: [f64; 2],
     svg: String,
+    /// (stage, count, box centre) of every label placed, for the bars.
+    placed: Vec<(usize, usize, f64)>,
+    /// A label ran past the plot's right edge.
+    overflow: bool,
 }
 
 impl OutsideLabels {
     const ROW_Y: [f64; 2] = [12.0, 25.0];
 
-    fn place(&mut self, stage: usize, label: &str, cx: f64, box_top: f64) {
+    fn place(&mut self, stage: usize, count: usize, cx: f64, box_top: f64) {
+        let label = format!("↻{count}");
+        self.placed.push((stage, count, cx));
         let width = label.chars().count() as f64 * 7.0 + 4.0;
         let want = (cx - width / 2.0).max(MARGIN_L);
         // The first row with room at the box; else the one that frees first.
@@ -149,6 +159,7 @@ impl OutsideLabels {
             .unwrap_or_else(|| usize::from(self.row_end[1] < self.row_end[0]));
         let left = want.max(self.row_end[row]);
         self.row_end[row] = left + width;
+        self.overflow |= left + width > MARGIN_L + PLOT_W;
         let y = Self::ROW_Y[row];
         self.svg.push_str(&format!(
             r##"<line x1="{cx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#b4532a" stroke-width="0.8"/><text class="recompute-label outside" data-stage="{stage}" x="{:.1}" y="{y:.1}" font-size="11" fill="#b4532a" font-weight="700">{label}</text>"##,
@@ -159,8 +170,27 @@ impl OutsideLabels {
         ));
     }
 
-    fn finish(self) -> String {
-        self.svg
+    /// The labels, or the bars where the labels overflow (`n` stages: the
+    /// bars' width).
+    fn finish(self, n: usize) -> String {
+        if !self.overflow {
+            return self.svg;
+        }
+        let most = self.placed.iter().map(|p| p.1).max().unwrap_or(1).max(1);
+        let w = (PLOT_W / n as f64).clamp(1.0, 6.0);
+        let mut s = format!(
+            r##"<text id="chain-recompute-most" data-count="{most}" x="{:.1}" y="12" font-size="11" text-anchor="end" fill="#b4532a">bars: ↻ per stage, up to {most}</text>"##,
+            MARGIN_L + PLOT_W
+        );
+        for &(stage, count, cx) in &self.placed {
+            let h = 3.0 + 14.0 * count as f64 / most as f64;
+            s.push_str(&format!(
+                r##"<rect class="recompute-bar" data-stage="{stage}" data-count="{count}" x="{:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" fill="#b4532a"><title>stage {stage}: recomputed {count}× in the backward phase</title></rect>"##,
+                cx - w / 2.0,
+                34.0 - h,
+            ));
+        }
+        s
     }
 }
 

@@ -589,6 +589,12 @@ pub fn ChartSvg(
         if let Some(zoom) = zoom {
             if ev.button() == 0 {
                 ev.prevent_default();
+                // prevent_default keeps the text from being selected, and
+                // the focus from moving: give it to the chart by hand, as
+                // a click is what lets the wheel zoom (listen_wheel).
+                if let Some(el) = node.get_untracked() {
+                    let _ = el.focus();
+                }
                 zoom.start_drag(ev.client_x() as f64);
             }
         }
@@ -612,6 +618,7 @@ pub fn ChartSvg(
             font-family="Inter, system-ui, sans-serif" role="img" node_ref=node
             aria-label=move || summary.map(|s| s.get()).unwrap_or_default()
             class:zoomable=zoomable
+            tabindex=zoomable.then_some("0")
             data-t0=move || window().map(|w| format!("{:.9}", w.t0))
             data-t1=move || window().map(|w| format!("{:.9}", w.t1))
             on:mousedown=on_down
@@ -626,12 +633,21 @@ pub fn ChartSvg(
 }
 
 /// Wheel over a zoomable chart: in (up) or out (down) by a fixed step
-/// around the pointer.
+/// around the pointer — with Ctrl or ⌘ held (a trackpad pinch arrives as
+/// Ctrl + wheel), or once a click has focused the chart. A plain wheel
+/// scrolls the page: a lecture scrolled past a chart must not stick on it.
 fn listen_wheel(el: &web_sys::SvgElement, zoom: TimeZoom) {
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::JsCast;
     let target: web_sys::Element = el.clone().unchecked_into();
     let handler = Closure::<dyn Fn(web_sys::WheelEvent)>::new(move |ev: web_sys::WheelEvent| {
+        let focused = target
+            .owner_document()
+            .and_then(|d| d.active_element())
+            .is_some_and(|a| a == target);
+        if !(ev.ctrl_key() || ev.meta_key() || focused) {
+            return;
+        }
         let rect = target.get_bounding_client_rect();
         if rect.width() <= 0.0 || ev.delta_y() == 0.0 {
             return;
@@ -658,8 +674,9 @@ pub fn ZoomReset(id: &'static str) -> impl IntoView {
     let zoom = use_zoom();
     view! {
         <button class="small zoom-reset" id=id disabled=move || !zoom.zoomed()
-            title="Show the whole step again (wheel over the chart zooms, a drag pans)"
+            title="Show the whole step again"
             on:click=move |_| zoom.reset()>"Reset zoom"</button>
+        <span class="zoom-hint muted">"Ctrl + wheel or a pinch zooms (or click the chart, then the wheel); drag pans"</span>
     }
 }
 
@@ -709,11 +726,12 @@ pub fn TaskControl(
         format!("{id}-cancel"),
         format!("{id}-run"),
     );
-    move || match running.get() {
+    move || {
+        match running.get() {
         true => view! {
             <span class="status building">
                 <ProgressBar id=progress.clone() fraction=fraction />
-                <button id=cancel.clone() on:click=move |_| state.cancel_build()>"Cancel"</button>
+                <button id=cancel.clone() on:click=move |_| state.cancel_side_task()>"Cancel"</button>
             </span>
         }
         .into_any(),
@@ -723,6 +741,7 @@ pub fn TaskControl(
             </button>
         }
         .into_any(),
+    }
     }
 }
 

@@ -32,13 +32,11 @@ pub fn Header() -> impl IntoView {
     let selected = move || state.loaded.source.get().name();
     view! {
         <header class="top">
-            <div class="brand">
-                <h1>"Remat" <span>" explorer"</span></h1>
-                <p>"Activation checkpointing under a GPU memory budget"</p>
-            </div>
+            <h1 class="brand" title="Remat explorer: activation checkpointing under a GPU memory budget">"Remat"</h1>
             <div class="chain-pick">
                 <label for="chain-select">"Chain"</label>
-                <select id="chain-select" on:change=on_chain prop:value=selected>
+                <select id="chain-select" on:change=on_chain prop:value=selected
+                    title=move || state.loaded.chain.with(|c| chain_summary(c, state))>
                     {[
                         (Provenance::Measured, "Measured"),
                         (Provenance::Analytic, "Analytic (rough estimates)"),
@@ -70,12 +68,60 @@ pub fn Header() -> impl IntoView {
                     </option>
                 </select>
                 // A real button (reachable with Tab) that opens the hidden file input.
-                <button id="import-button" on:click=open_file_dialog
+                <button id="import-button" on:click=open_file_dialog aria-label="Import chain or schedule…"
                     title="A remat-chain/1 or rotor chain file, a remat-schedule/1 schedule for the loaded chain, or a remat-run/1 measured run; you can also drop it on the page">
-                    "Import chain or schedule…"
+                    "Import…"
                 </button>
                 <input id="import-input" type="file" accept=".json,application/json" tabindex="-1"
                     aria-hidden="true" on:change=on_file />
+            </div>
+        </header>
+    }
+}
+
+/// One line about the loaded chain: stages, the step's time, M_low, M_high.
+fn chain_summary(c: &remat_core::model::Chain, state: AppState) -> String {
+    format!(
+        "{} — {} stages · no-limit step {} · M_low {} · M_high {}",
+        c.name,
+        c.len(),
+        ms(c.sequential_seconds()),
+        bytes(state.loaded.m_low.get()),
+        bytes(state.loaded.m_high.get())
+    )
+}
+
+/// The *Chain & files* place: the loaded chain in words, where its numbers
+/// come from, and every import and export.
+#[component]
+pub fn ChainFiles() -> impl IntoView {
+    let state = use_app();
+    view! {
+        <section class="card chain-files">
+            <div class="chain-about">
+                <strong>{move || state.loaded.chain.get().name.clone()}</strong>
+                {move || {
+                    let c = state.loaded.chain.get();
+                    format!(
+                        " — {} stages · no-limit step {} · M_low {} · M_high {}",
+                        c.len(),
+                        ms(c.sequential_seconds()),
+                        bytes(state.loaded.m_low.get()),
+                        bytes(state.loaded.m_high.get())
+                    )
+                }}
+                <ChainSourceLine />
+                {move || state.loaded.chain.with(|c| c.inputs_summary()).map(|batch| view! {
+                    <div id="chain-batch">{format!("batch: {batch}")}</div>
+                })}
+            </div>
+            <p id="budget-range-help" class="muted">
+                "The budget counts activations only. M_low: the least rotor's schedules need (recomputing the most); M_high: keeping everything, no recomputation. Offloading can go below M_low, down to the floor of "
+                {move || bytes(state.loaded.chain.with(|c| memory_floor(c)).bytes)}
+                ", the least any schedule needs."
+            </p>
+            <div class="exports">
+                <span class="label">"Import"</span>
                 <super::measured::ImportRunButton />
             </div>
             <div class="exports">
@@ -86,32 +132,9 @@ pub fn Header() -> impl IntoView {
                     title="Chrome trace-event JSON, for Perfetto or chrome://tracing">"Trace"</button>
                 <button id="export-chain" on:click=move |_| io::export_chain(state)
                     title="remat-chain/1">"Chain"</button>
-                <button id="export-svg" on:click=move |_| {
-                    io::export_svg("chain-svg", "chain.svg");
-                    io::export_svg("memory-svg", "memory.svg");
-                    io::export_svg("timeline-svg", "timeline.svg");
-                    io::export_svg("curves-svg", "tradeoff.svg");
-                } title="The four charts as SVG files">"Charts (SVG)"</button>
                 <super::figure::DashboardButtons />
             </div>
-        </header>
-        <div class="chain-about">
-            <strong>{move || state.loaded.chain.get().name.clone()}</strong>
-            {move || {
-                let c = state.loaded.chain.get();
-                format!(
-                    " — {} stages · no-limit step {} · M_low {} · M_high {}",
-                    c.len(),
-                    ms(c.sequential_seconds()),
-                    bytes(state.loaded.m_low.get()),
-                    bytes(state.loaded.m_high.get())
-                )
-            }}
-            <ChainSourceLine />
-            {move || state.loaded.chain.with(|c| c.inputs_summary()).map(|batch| view! {
-                <div id="chain-batch">{format!("batch: {batch}")}</div>
-            })}
-        </div>
+        </section>
     }
 }
 
@@ -309,26 +332,26 @@ pub fn BudgetPanel() -> impl IntoView {
     };
 
     view! {
-        <section class="card budget">
+        <section class="budget" aria-label="Algorithm and memory budget">
             <div class="budget-row">
                 <div class="field alg">
                     <label for="algorithm-select">"Algorithm"</label>
                     <select id="algorithm-select" on:change=on_alg
+                        title=move || state.controls.algorithm.get().description()
                         prop:value=move || state.controls.algorithm.get().name().to_string()>
                         {Algorithm::ALL
                             .iter()
                             .map(|a| view! { <option value=a.name() title=a.description()>{a.name()}</option> })
                             .collect_view()}
                     </select>
-                    <small>{move || state.controls.algorithm.get().description()}</small>
                 </div>
                 <div class="field slider">
-                    <label for="budget-slider">
-                        "Memory budget "
-                        <span class="range">{move || format!("M_low {} … M_high {}", bytes(state.loaded.m_low.get()), bytes(state.loaded.m_high.get()))}</span>
+                    <label for="budget-slider" title="Counts activations only. M_low: the least rotor's schedules need; M_high: keeping everything (see Chain & files)">
+                        "Budget "
+                        <span class="range">{move || format!("{} … {}", bytes(state.loaded.m_low.get()), bytes(state.loaded.m_high.get()))}</span>
                     </label>
                     <div class="slider-line">
-                        <input id="budget-slider" type="range" min="0" max="1000" step="1"
+                        <input id="budget-slider" type="range" min="0" max="1000" step="1" aria-label="Memory budget"
                             prop:value=move || {
                                 // Tracked here (to_slider reads untracked, for the key handler).
                                 let _ = (state.loaded.m_low.get(), state.loaded.m_high.get());
@@ -347,16 +370,11 @@ pub fn BudgetPanel() -> impl IntoView {
                             title="Type a size: 3.5 GiB, 800MiB, 4e9" />
                     </div>
                     {move || typed_error.get().map(|e| view! { <small class="err" role="alert">{super::notation::math_text(&e)}</small> })}
-                    <small id="budget-range-help" class="muted">
-                        "Counts activations only. M_low: the least rotor's schedules need (recomputing the most); M_high: keeping everything, no recomputation. Offloading can go below M_low, down to the floor of "
-                        {move || bytes(state.loaded.chain.with(|c| memory_floor(c)).bytes)}
-                        ", the least any schedule needs."
-                    </small>
                 </div>
                 <div class="field bw">
-                    <label for="bandwidth-input">"Host link bandwidth"</label>
+                    <label for="bandwidth-input" title="Host↔device rate for offload and prefetch">"Host link"</label>
                     <div class="bw-line">
-                        <input id="bandwidth-input" class="typed" type="text"
+                        <input id="bandwidth-input" class="typed" type="text" aria-label="Host link bandwidth"
                             prop:value=move || bw_text.get()
                             on:input=move |ev| bw_text.set(event_target_value(&ev))
                             on:change=move |_| commit_bw()
@@ -380,20 +398,20 @@ pub fn BudgetPanel() -> impl IntoView {
                 </div>
             </div>
             <div class="stats">
-                <div class="stat"><span>"Makespan"</span>
+                <div class="stat"><span>"Step"</span>
                     <b id="stat-makespan">{stat(|c| c.ok_trace().map(|t| ms(t.makespan_seconds)))}</b></div>
-                <div class="stat"><span>"Overhead vs no limit"</span>
+                <div class="stat"><span>"Overhead"</span>
                     <b id="stat-overhead">{stat(|c| c.ok_trace().map(|t| pct(t.overhead())))}</b></div>
-                <div class="stat"><span>"Peak memory"</span>
+                <div class="stat"><span>"Peak"</span>
                     <b id="stat-peak">{stat(|c| c.ok_trace().map(|t| bytes(t.peak_bytes)))}</b></div>
-                <div class="stat"><span>"Recomputations"</span>
+                <div class="stat"><span>"Recomputed"</span>
                     <b id="stat-recomputations">{stat(|c| c.ok_trace().map(|t| t.recomputations.to_string()))}</b></div>
-                <div class="stat"><span>"Bytes moved (PCIe)"</span>
+                <div class="stat"><span>"PCIe"</span>
                     <b id="stat-moved">{stat(|c| c.ok_trace().map(|t| bytes(t.offloaded_bytes + t.prefetched_bytes)))}</b></div>
                 <div class="stat"><span>"Ops"</span>
                     <b id="stat-ops">{stat(|c| c.planned.ops.as_ref().map(|o| o.len().to_string()))}</b></div>
+                <PlanStatus />
             </div>
-            <PlanStatus />
             <LiveStatus />
         </section>
     }

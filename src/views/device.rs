@@ -106,7 +106,7 @@ fn result(inputs: DeviceInputs, floor: u64, range: (u64, u64)) -> AnyView {
         Err(e) => view! {
             <p class="device-eq">{head}</p>
             {bar}
-            <p class="err" id="device-budget-error" role="alert">{format!("No activation budget: {e}.")}</p>
+            <p class="err" id="device-budget-error" role="alert">{format!("No activation budget: {}", crate::words::sentence_end(&e.to_string()))}</p>
         }
         .into_any(),
     }

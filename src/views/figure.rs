@@ -6,7 +6,8 @@ use super::chart::{bytes, line_key_svg, ms, palette, pct};
 use super::compare::{alg_color, alg_dash, alg_marker};
 use super::notation::svg_math;
 use super::{chain, memory, timeline};
-use crate::io::{export_png, export_svg_text, slug};
+use crate::file_name::file_name;
+use crate::io::{export_png, export_svg_text};
 use crate::service::SWEEP_ALGORITHMS;
 use crate::state::{use_app, AppState};
 use leptos::prelude::*;
@@ -320,11 +321,13 @@ fn compose(state: AppState, figures: &[Figure]) -> Option<(String, f64, f64)> {
 }
 
 /// The file name of a figure: chain, algorithm, figure.
-fn file_name(state: AppState, what: &str, ext: &str) -> String {
-    format!(
-        "{}.{}.{what}.{ext}",
-        slug(&state.loaded.chain.get_untracked().name),
-        state.controls.algorithm.get_untracked().name()
+fn figure_file(state: AppState, what: &str, ext: &str) -> String {
+    file_name(
+        &state.loaded.chain.get_untracked().name,
+        &format!(
+            "{}.{what}.{ext}",
+            state.controls.algorithm.get_untracked().name()
+        ),
     )
 }
 
@@ -337,26 +340,40 @@ fn save(state: AppState, figures: &[Figure], what: &str, png: bool) {
         return;
     };
     if png {
-        export_png(&svg, w, h, 2.0, &file_name(state, what, "png"));
+        export_png(&svg, w, h, 2.0, &figure_file(state, what, "png"));
     } else {
-        export_svg_text(&svg, &file_name(state, what, "svg"));
+        export_svg_text(&svg, &figure_file(state, what, "svg"));
     }
 }
 
-/// The two save buttons of a figure.
+/// A figure's save menu: one "Save" control on the card (the first screen
+/// counts its controls), SVG and PNG inside. A figure computed on demand
+/// (the sweep, max batch) says it is not computed yet instead of saving
+/// nothing, silently.
 #[component]
 pub fn FigureButtons(figure: Figure) -> impl IntoView {
     let state = use_app();
     let name = figure.name();
+    let computed = move || match figure {
+        Figure::Sweep => state.offloading.sweep.with(Option::is_some),
+        Figure::MaxBatch => state.offloading.max_batch.with(Option::is_some),
+        _ => true,
+    };
     view! {
-        <span class="figure-export">
-            <button class="small" id=format!("export-{name}-svg")
-                title="This figure with its title, legend, chain, algorithm and budget, as SVG"
-                on:click=move |_| save(state, &[figure], name, false)>"SVG"</button>
-            <button class="small" id=format!("export-{name}-png")
-                title="This figure with its title, legend, chain, algorithm and budget, as PNG (2×)"
-                on:click=move |_| save(state, &[figure], name, true)>"PNG"</button>
-        </span>
+        <details class="figure-export" id=format!("save-{name}")>
+            <summary title="Save this figure for a slide: its title, legend, chain, algorithm and budget inside">"Save"</summary>
+            <span class="figure-export-menu">
+                {move || (!computed()).then(|| view! {
+                    <span class="muted not-computed">"not computed yet: run it first"</span>
+                })}
+                <button class="small" id=format!("export-{name}-svg") disabled=move || !computed()
+                    title="This figure with its title, legend, chain, algorithm and budget, as SVG"
+                    on:click=move |_| save(state, &[figure], name, false)>"SVG"</button>
+                <button class="small" id=format!("export-{name}-png") disabled=move || !computed()
+                    title="This figure with its title, legend, chain, algorithm and budget, as PNG (2×)"
+                    on:click=move |_| save(state, &[figure], name, true)>"PNG"</button>
+            </span>
+        </details>
     }
 }
 

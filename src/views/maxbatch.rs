@@ -143,7 +143,7 @@ fn read_second(file: &str, text: String) -> Result<Second, String> {
             text,
         }),
         Err(e) => Err(format!(
-            "Could not import {file} as the second profile: {e}. The max-batch panel stays as it was."
+            "Could not import {file} as the second profile: {} The max-batch panel stays as it was.", crate::words::sentence_end(&e.to_string())
         )),
     }
 }
@@ -265,9 +265,12 @@ pub fn MaxBatchPanel() -> impl IntoView {
         Ok((d, second)) => state.send_max_batch(d, second),
         Err(e) => state.view.error(e),
     };
-    // The model the next search uses, in words ("?" for a batch not typed).
+    // The model the next search uses, in words; without a profiled batch
+    // (a hand-made chain) it asks for one rather than saying "batch ?".
     let model = move || {
-        let first = batch().map_or("?".to_string(), |b| b.to_string());
+        let Some(first) = batch().map(|b| b.to_string()) else {
+            return "Model: linear in the batch from one profile, once you type the batch this chain was profiled at.".to_string();
+        };
         let n2 = second
             .with(|s| s.is_some())
             .then(|| typed_batch(&second_typed.get()).map_or("?".to_string(), |b| b.to_string()));

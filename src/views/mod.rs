@@ -16,6 +16,7 @@ pub mod measured;
 pub mod memory;
 pub mod min_memory;
 pub mod notation;
+pub mod places;
 pub mod scale;
 pub mod stale;
 pub mod stepper;

@@ -18,6 +18,37 @@ fn stale_text(s: &StalePlan) -> String {
     }
 }
 
+/// An imported schedule on screen: its own algorithm and budget, and the
+/// controls marked as not in force until one moves or "Back to the plan".
+#[component]
+pub fn ImportedNote() -> impl IntoView {
+    let state = use_app();
+    let shown = Memo::new(move |_| {
+        state.shown.current.with(|c| {
+            c.as_ref().and_then(|c| {
+                c.file
+                    .clone()
+                    .map(|f| (f, c.algorithm.clone(), c.planned.budget))
+            })
+        })
+    });
+    move || {
+        shown.get().map(|(file, algorithm, budget)| {
+            view! {
+                <div id="imported-schedule" class="stale-note imported" role="status">
+                    {format!(
+                        "Showing the schedule from {file} ({algorithm}, budget {}). The algorithm and budget above are not in force; move one, or ",
+                        bytes(budget)
+                    )}
+                    <button class="small" id="back-to-plan" on:click=move |_| state.send_plan(false)>
+                        "back to the plan"
+                    </button>
+                </div>
+            }
+        })
+    }
+}
+
 #[component]
 pub fn StaleNote() -> impl IntoView {
     let state = use_app();

@@ -136,7 +136,10 @@ pub fn Stepper() -> impl IntoView {
         Some((i, op, span))
     };
     view! {
-        <section class="card stepper" id="stepper" aria-label="Step through the schedule">
+        <section id="stepper" aria-label="Step through the schedule"
+            // While stepping, the controls stay at the foot of the window
+            // as the figures above them scroll.
+            class=move || if state.view.step.get().is_some() { "card stepper stepping" } else { "card stepper" }>
             <div class="step-controls">
                 <h2>"Step through"</h2>
                 <button id="step-first" title="First op" aria-label="First op" on:click=move |_| go(Some(0))>"|◀"</button>

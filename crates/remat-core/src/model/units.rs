@@ -111,13 +111,7 @@ fn split_number(text: &str) -> Result<(f64, &str), UnitError> {
 
 /// `1.50 GiB`, `512 MiB`, `12 B`: binary units, three significant digits.
 pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
+    let (v, unit) = in_binary_units(bytes);
     if unit == 0 {
         format!("{bytes} B")
     } else if v >= 100.0 {
@@ -127,6 +121,50 @@ pub fn format_bytes(bytes: u64) -> String {
     } else {
         format!("{v:.2} {}", UNITS[unit])
     }
+}
+
+const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/// `bytes` in the largest binary unit it reaches: (value, index in UNITS).
+fn in_binary_units(bytes: u64) -> (f64, usize) {
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    (v, unit)
+}
+
+/// A least size as [`format_bytes`] writes it, rounded up at the shown
+/// precision, so that the size read back from the text is never below
+/// `bytes`: "the least memory is 641 MiB" where 640.3 MiB are needed (the
+/// page said "least 640 MiB" and was infeasible at 640 MiB).
+///
+/// ```
+/// use remat_core::model::units::{format_bytes_up, parse_size};
+/// assert_eq!(format_bytes_up(640 * (1 << 20) + 300_000), "641 MiB");
+/// assert_eq!(format_bytes_up(640 * (1 << 20)), "640 MiB");
+/// assert_eq!(format_bytes_up(1536 + 1), "1.51 KiB");
+/// let b = 12_345_678_901;
+/// assert!(parse_size(&format_bytes_up(b)).unwrap() >= b);
+/// ```
+pub fn format_bytes_up(bytes: u64) -> String {
+    let (v, unit) = in_binary_units(bytes);
+    if unit == 0 {
+        return format!("{bytes} B");
+    }
+    let decimals = if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let scale = 10f64.powi(decimals);
+    // A hair of slack: `bytes` exactly on a step must not go up a step.
+    let up = ((v * scale) - 1e-9).ceil() / scale;
+    format!("{up:.prec$} {}", UNITS[unit], prec = decimals as usize)
 }
 
 /// Two sizes a message compares (`budget` below `floor`), each as

@@ -355,7 +355,7 @@ impl Planner {
                     },
                     None => infeasible(format!(
                         "no number of segments fits; the least memory is {}",
-                        crate::model::units::format_bytes(self.min_budget_bytes())
+                        crate::model::units::format_bytes_up(self.min_budget_bytes())
                     )),
                 }
             }
