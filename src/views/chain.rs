@@ -21,7 +21,7 @@ const MAX_BOX_H: f64 = 104.0;
 pub const LEGEND: &[(&str, &str)] = &[
     (palette::KEPT, "kept (F_all)"),
     (palette::CHECKPOINT, "checkpointed input (F_ck)"),
-    (palette::RECOMPUTE, "dropped, recomputed (F_∅)"),
+    (palette::NOTHING_KEPT, "dropped (F_∅)"),
     (palette::OFFLOAD, "offloaded"),
 ];
 
@@ -30,9 +30,20 @@ pub fn fate_color(fate: Fate) -> &'static str {
     match fate {
         Fate::Kept => palette::KEPT,
         Fate::Checkpoint => palette::CHECKPOINT,
-        Fate::Dropped => palette::RECOMPUTE,
+        Fate::Dropped => palette::NOTHING_KEPT,
         Fate::Offloaded => palette::OFFLOAD,
         Fate::Unknown => "#c9d0da",
+    }
+}
+
+/// The op kind a fate is drawn as (`data-kind`, one colour per kind).
+fn fate_kind(fate: Fate) -> &'static str {
+    match fate {
+        Fate::Kept => "F_all",
+        Fate::Checkpoint => "F_ck",
+        Fate::Dropped => "F_∅",
+        Fate::Offloaded => "offload",
+        Fate::Unknown => "unknown",
     }
 }
 
@@ -84,7 +95,7 @@ fn layer(c: &Current, uniform: bool) -> String {
         } else {
             (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0)
         };
-        batch.rect(fate_color(fate), x, BASE_Y - h, w, h);
+        batch.rect(fate_color(fate), fate_kind(fate), x, BASE_Y - h, w, h);
         if recomputed > 0 {
             // A hover on every recomputed box, whatever its width: the
             // count is never only in a label that may not fit.

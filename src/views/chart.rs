@@ -22,13 +22,31 @@ pub mod palette {
     pub const RELEASE: &str = "#000000";
     /// Chain: F_all in the forward phase (ā kept).
     pub const KEPT: &str = FORWARD;
+    /// F_∅: a forward that keeps nothing (the chain's dropped stages).
+    pub const NOTHING_KEPT: &str = RECOMPUTE;
     /// Chain: F_ck (input kept as a checkpoint).
     pub const CHECKPOINT: &str = "#e69f00";
-    /// Memory: ā^ℓ, a^ℓ, δ^ℓ, workspace (two shades to tell neighbours apart).
-    pub const SAVED: [&str; 2] = [FORWARD, "#4d9bc9"];
+    /// Memory: ā^ℓ, a^ℓ, δ^ℓ, workspace (two shades to tell neighbours
+    /// apart; ā's second is darker, as a lighter blue read as PREFETCH).
+    pub const SAVED: [&str; 2] = [FORWARD, "#00527f"];
     pub const ACTIVATION: [&str; 2] = [CHECKPOINT, "#f0c050"];
     pub const GRADIENT: [&str; 2] = [BACKWARD, "#4dbb9d"];
     pub const WORKSPACE: &str = "#a4adb8";
+    /// The colour of a kind of op or tensor, one meaning per colour in
+    /// every view: an op and the tensor it leaves share a hue.
+    pub fn of_kind(kind: &str) -> &'static str {
+        match kind {
+            "F_all" | "ā" => FORWARD,
+            "F_ck" | "a" => CHECKPOINT,
+            "F_∅" => RECOMPUTE,
+            "B" | "δ" => BACKWARD,
+            "offload" => OFFLOAD,
+            "prefetch" => PREFETCH,
+            "release" => RELEASE,
+            _ => WORKSPACE,
+        }
+    }
+
     /// The budget line and its label (5.95:1 on white).
     pub const BUDGET: &str = "#b8322c";
     pub const CURSOR: &str = "#1d2430";
@@ -60,16 +78,31 @@ pub fn pct(x: f64) -> String {
     }
 }
 
-pub fn op_color(op: &Op, recompute: bool) -> &'static str {
+/// An op's colour: its kind's, in every view (F_all blue as the ā^ℓ it
+/// keeps, F_ck orange as its a^ℓ, F_∅ vermilion, B green as δ^ℓ). A
+/// recomputation keeps its kind's colour and is striped over
+/// ([`RECOMPUTE_STRIPES`]): before issue 26 the timeline painted every
+/// re-forward vermilion and every F_ck blue, against the chain's colours.
+pub fn op_color(op: &Op) -> &'static str {
+    palette::of_kind(op_kind(op))
+}
+
+/// An op's kind, as the views' `data-kind` and the legends name it.
+pub fn op_kind(op: &Op) -> &'static str {
     match op {
-        Op::Backward { .. } => palette::BACKWARD,
-        Op::Offload { .. } => palette::OFFLOAD,
-        Op::Prefetch { .. } => palette::PREFETCH,
-        Op::Release { .. } => palette::RELEASE,
-        _ if recompute => palette::RECOMPUTE,
-        _ => palette::FORWARD,
+        Op::ForwardAll { .. } => "F_all",
+        Op::ForwardCheckpoint { .. } => "F_ck",
+        Op::ForwardNone { .. } => "F_∅",
+        Op::Backward { .. } => "B",
+        Op::Offload { .. } => "offload",
+        Op::Prefetch { .. } => "prefetch",
+        Op::Release { .. } => "release",
     }
 }
+
+/// The stripes drawn over a recomputed op (a pattern whose id the
+/// timeline defines once).
+pub const RECOMPUTE_STRIPES: &str = r##"<pattern id="recompute-stripes" width="7" height="7" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="7" height="7" fill="none"/><line x1="0" y1="0" x2="0" y2="7" stroke="#ffffff" stroke-width="3" stroke-opacity="0.75"/></pattern>"##;
 
 /// Axis ticks: about `n` round values in [0, max].
 pub fn ticks(max: f64, n: usize) -> Vec<f64> {
@@ -374,25 +407,40 @@ pub fn num(out: &mut String, x: f64) {
 /// Shapes gathered into one `<path>` per colour: a chart with thousands of
 /// boxes becomes a handful of DOM nodes, which keeps a slider move within a
 /// frame at L = 300 (parsing thousands of `<rect>`s alone took ~15 ms).
+/// Each path says which kind of op or tensor it draws (`data-kind`), so
+/// that a test can read the colour each view gives each kind.
 #[derive(Default)]
 pub struct PathBatch {
-    groups: Vec<(&'static str, String)>,
+    groups: Vec<(&'static str, &'static str, String)>,
 }
 
 impl PathBatch {
-    pub fn d(&mut self, color: &'static str) -> &mut String {
-        let i = match self.groups.iter().position(|(c, _)| *c == color) {
+    /// The path of `color` for shapes of `kind` ("F_ck", "ā", …).
+    pub fn d(&mut self, color: &'static str, kind: &'static str) -> &mut String {
+        let i = match self
+            .groups
+            .iter()
+            .position(|(c, k, _)| *c == color && *k == kind)
+        {
             Some(i) => i,
             None => {
-                self.groups.push((color, String::new()));
+                self.groups.push((color, kind, String::new()));
                 self.groups.len() - 1
             }
         };
-        &mut self.groups[i].1
+        &mut self.groups[i].2
     }
 
-    pub fn rect(&mut self, color: &'static str, x: f64, y: f64, w: f64, h: f64) {
-        let d = self.d(color);
+    pub fn rect(
+        &mut self,
+        color: &'static str,
+        kind: &'static str,
+        x: f64,
+        y: f64,
+        w: f64,
+        h: f64,
+    ) {
+        let d = self.d(color, kind);
         d.push('M');
         num(d, x);
         d.push(' ');
@@ -410,7 +458,9 @@ impl PathBatch {
     pub fn finish(self, extra: &str) -> String {
         self.groups
             .into_iter()
-            .map(|(color, d)| format!(r#"<path fill="{color}" {extra} d="{d}"/>"#))
+            .map(|(color, kind, d)| {
+                format!(r#"<path fill="{color}" data-kind="{kind}" {extra} d="{d}"/>"#)
+            })
             .collect()
     }
 }

@@ -106,6 +106,7 @@ impl Figure {
             }
             Figure::Timelines => {
                 let mut k = fills(timeline::LEGEND);
+                k.push(Key::Note("striped: a recomputation"));
                 k.push(Key::Hatch("GPU idle"));
                 k
             }

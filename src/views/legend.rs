@@ -10,7 +10,7 @@ use leptos::prelude::*;
 pub const ENTRIES: [(&str, &str); 8] = [
     (palette::FORWARD, "forward, kept F_all · ā^ℓ saved"),
     (palette::CHECKPOINT, "checkpoint F_ck · a^ℓ activation"),
-    (palette::RECOMPUTE, "dropped F_∅, recomputed"),
+    (palette::NOTHING_KEPT, "F_∅ nothing kept"),
     (palette::BACKWARD, "backward · δ^ℓ gradient"),
     (palette::OFFLOAD, "offload"),
     (palette::PREFETCH, "prefetch"),
@@ -23,6 +23,7 @@ pub fn PageLegend() -> impl IntoView {
     view! {
         <div id="page-legend" class="legend page-legend" role="group" aria-label="Colours in every chart">
             {swatches(&ENTRIES)}
+            <span class="swatch"><i class="stripes"></i>"striped: recomputed"</span>
             <span class="swatch"><i class="dash"></i>"budget"</span>
             <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
         </div>

@@ -36,6 +36,17 @@ fn tensor_color(t: &TensorId) -> &'static str {
     }
 }
 
+/// A tensor's kind (`data-kind`): its colour is that of the op that
+/// leaves it (ā^ℓ as F_all, a^ℓ as F_ck, δ^ℓ as B).
+fn tensor_kind(t: &TensorId) -> &'static str {
+    match *t {
+        TensorId::Saved(_) => "ā",
+        TensorId::Activation(_) => "a",
+        TensorId::Gradient(_) => "δ",
+        TensorId::Workspace(_) => "workspace",
+    }
+}
+
 /// Each tensor is a band whose base drops when a tensor below it is freed
 /// (a stack in allocation order). Checkpointing frees mostly at the top, so
 /// the bands have few corners even at L = 300.
@@ -76,7 +87,7 @@ fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
             continue;
         }
         let x = |t: f64| scale.x(t);
-        let d = batch.d(tensor_color(&r.tensor));
+        let d = batch.d(tensor_color(&r.tensor), tensor_kind(&r.tensor));
         d.push('M');
         num(d, x(p[0].0));
         d.push(' ');

@@ -2,8 +2,8 @@
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
 use super::chart::{
-    clip_to_plot, layer_of, ms, op_color, palette, tooltip_style, use_zoom, CardHead, PathBatch,
-    TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
+    clip_to_plot, layer_of, ms, op_color, op_kind, palette, tooltip_style, use_zoom, CardHead,
+    PathBatch, TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W, RECOMPUTE_STRIPES,
 };
 use super::figure::{Figure, FigureButtons};
 use super::notation::{math_text, svg_math};
@@ -15,9 +15,12 @@ use remat_core::simulator::Lane;
 const H: f64 = 150.0;
 
 /// The timelines' legend (idle apart): the page's and the exported figure's.
+/// Colours by op kind, as in the chain and the memory curve; a
+/// recomputation is striped (the legend's last key, drawn by the card).
 pub const LEGEND: &[(&str, &str)] = &[
-    (palette::FORWARD, "forward"),
-    (palette::RECOMPUTE, "recompute"),
+    (palette::FORWARD, "F_all forward, ā kept"),
+    (palette::CHECKPOINT, "F_ck checkpoint"),
+    (palette::NOTHING_KEPT, "F_∅ nothing kept"),
     (palette::BACKWARD, "backward"),
     (palette::OFFLOAD, "offload"),
     (palette::PREFETCH, "prefetch"),
@@ -43,8 +46,10 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
     let ((compute_y, compute_h), (copy_y, copy_h)) = (band(Lane::Compute), band(Lane::Copy));
     let mut s = String::with_capacity(ops.len() * 90);
     s.push_str(
-        r##"<defs><pattern id="idle-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e7b7b7" stroke-width="2"/></pattern></defs>"##,
+        r##"<defs><pattern id="idle-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e7b7b7" stroke-width="2"/></pattern>"##,
     );
+    s.push_str(RECOMPUTE_STRIPES);
+    s.push_str("</defs>");
     // Idle is what is left of the compute lane: draw it underneath.
     s.push_str(&format!(
         r##"<rect x="{MARGIN_L}" y="{compute_y}" width="{PLOT_W}" height="{compute_h}" fill="url(#idle-hatch)"/><rect x="{MARGIN_L}" y="{copy_y}" width="{PLOT_W}" height="{copy_h}" fill="#f3f5f8"/>"##
@@ -59,6 +64,7 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
     s.push_str(&scale.axis_svg(AXIS_Y, 5.0));
     let label_room = PLOT_W / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
     let mut batch = PathBatch::default();
+    let mut stripes = PathBatch::default();
     let mut labels = String::new();
     let mut releases = String::new();
     for span in &trace.spans {
@@ -77,7 +83,10 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
             continue; // outside the window
         }
         let (y, h) = band(span.lane);
-        batch.rect(op_color(op, flags[span.op]), x0, y, w, h);
+        batch.rect(op_color(op), op_kind(op), x0, y, w, h);
+        if flags[span.op] {
+            stripes.rect("url(#recompute-stripes)", "recompute", x0, y, w, h);
+        }
         // Label a box only when its name fits inside it (about 6.5 units per character).
         if !label_room {
             continue;
@@ -88,12 +97,15 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
                 r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="{}">{}</text>"##,
                 x0 + w / 2.0,
                 y + h / 2.0 + 4.0,
-                palette::label_on(op_color(op, flags[span.op])),
+                palette::label_on(op_color(op)),
                 svg_math(&label)
             ));
         }
     }
-    let boxes = batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##) + &labels + &releases;
+    let boxes = batch.finish(r##"stroke="#ffffff" stroke-width="0.6""##)
+        + &stripes.finish("")
+        + &labels
+        + &releases;
     s.push_str(&clip_to_plot(H, &boxes));
     s
 }
