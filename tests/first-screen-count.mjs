@@ -13,8 +13,10 @@ export async function firstScreen(page) {
     const shown = (el) => {
       const r = el.getBoundingClientRect();
       if (r.width === 0 || r.height === 0) return false;
-      const s = getComputedStyle(el);
-      return s.visibility !== 'hidden' && s.display !== 'none' && r.top < fold && r.bottom > 0;
+      // checkVisibility: not inside a closed <details> (whose content
+      // keeps its boxes under content-visibility: hidden), nor hidden.
+      if (!el.checkVisibility({ visibilityProperty: true, contentVisibilityAuto: true })) return false;
+      return r.top < fold && r.bottom > 0;
     };
     const inWelcome = (el) => el.closest('#welcome, .welcome');
     const controls = [...document.querySelectorAll('button, input:not([type=hidden]), select, summary, a[href]')]

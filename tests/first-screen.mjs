@@ -12,10 +12,11 @@ const out = process.argv[2] ?? '/tmp';
 const context = await launch();
 const lines = [];
 for (const [w, h, hash] of [
-  [1366, 768, ''], [1920, 1080, ''], [1920, 1080, '#chain=vgg19&type=large'], [1280, 720, ''],
+  [1366, 768, ''], [1920, 1080, ''], [1920, 1080, 'large'], [1280, 720, ''], [1280, 720, 'large'],
 ]) {
-  const { page } = await open(context, hash);
+  const { page } = await open(context, '');
   await page.setViewportSize({ width: w, height: h });
+  if (hash === 'large') await page.locator('#large-type').click();
   await page.waitForTimeout(500);
   const c = await firstScreen(page);
   lines.push(`${w}x${h}${hash}: ${c.controls.length} controls, ${c.words} words; figures: ${JSON.stringify(c.figures)}`);
@@ -23,6 +24,7 @@ for (const [w, h, hash] of [
   const name = `first-${w}x${h}${hash ? '-large' : ''}.png`;
   await page.screenshot({ path: join(out, name) });
   await page.screenshot({ path: join(out, name.replace('.png', '-full.png')), fullPage: true });
+  if (hash === 'large') await page.locator('#large-type').click();
   await page.close();
 }
 writeFileSync(join(out, 'first-screen.txt'), lines.join('\n') + '\n');
