@@ -148,10 +148,6 @@ fn a_table_built_in_the_worker_plans_in_the_page_as_one_built_there() {
         for budget in [low, middle(&chain), high, (low + high) / 3] {
             let mine = planned(ask(&mut page, plan(alg, budget)));
             let theirs = planned(ask(&mut reference, plan(alg, budget)));
-            // Not `detail`: a table rebuilt from its values states the
-            // least budget of the exact lattice (`Planner::from_table`
-            // takes the default options), one built in place that of its
-            // fixed grid (384 vs 385 MiB here); the schedules are the same.
             let answer = |p: &Planned| {
                 let rows: Vec<_> = (p.summaries.iter())
                     .map(|s| (s.algorithm, s.feasible, s.makespan_seconds, s.peak_bytes))
@@ -632,9 +628,15 @@ fn carried(
         panic!("no Built");
     };
     assert!(built.table.is_some(), "{alg}: the table leaves the worker");
-    let arrived = Envelope::encode(Response::Built(built))
-        .decode::<Response>()
-        .unwrap();
+    let wire = Envelope::encode(Response::Built(built));
+    // What crosses: `cargo test -- --nocapture` prints it.
+    println!(
+        "crosses: {} {alg}: JSON {} B + values {} B",
+        chain.name,
+        wire.text.len(),
+        8 * wire.values.as_ref().map_or(0, |v| v.len())
+    );
+    let arrived = wire.decode::<Response>().unwrap();
     let Some(Response::Built(installed)) = page.receive(arrived) else {
         panic!("not installed");
     };
