@@ -653,7 +653,8 @@ mod tests {
 
     // Fails if the values went into the JSON (a copy of megabytes of
     // text) or were not put back when the message is read, for both kinds
-    // of table. Mutation tried: `put_values` ignoring the values.
+    // of table. Mutation run: `put_values` ignoring the values (the decoded
+    // message came back without them).
     #[test]
     fn a_built_table_travels_beside_the_json_and_is_put_back() {
         use remat_core::solvers::SlotPolicy;
@@ -706,6 +707,7 @@ mod tests {
 
     // Fails if a count of numbers that does not match the JSON's cells and
     // breakpoints were read anyway (lengths taken from the wrong words).
+    // Mutation run: the count check in `unpack` skipped: it unpacked.
     #[test]
     fn a_breakpoint_table_with_numbers_missing_is_refused() {
         let chain = examples::teaching();

@@ -716,8 +716,9 @@ fn heterogeneous(n: usize) -> Chain {
 // read from another cell's start (cells unpacked in another order than
 // packed), if a budget lost its high bits (u64 through an f64's value
 // instead of its bits), or if the installed planner took another least
-// budget than the worker's. Mutation run: `from_parts` walking t from n
-// down to s: the ±1-byte plans differed (see the report).
+// budget than the worker's. Mutation run: `StepTable::from_parts` walking
+// t from L down to s: the teaching chain's rotor at M_low − 1 B planned
+// F_all¹ B¹ where the table built in place has no plan.
 #[test]
 fn a_table_that_crossed_plans_as_one_that_did_not_at_every_breakpoint() {
     let mut chains: Vec<(String, Chain)> = examples::names()
@@ -760,7 +761,8 @@ fn a_table_that_crossed_plans_as_one_that_did_not_at_every_breakpoint() {
 // meets it and not a byte less. Fails if the page built on the grid again
 // (`SlotPolicy::Fixed`: `grid` set, and M_low infeasible on 6 examples) or
 // took its least budget from elsewhere. Mutation run: `build` with
-// `SlotPolicy::Fixed` in the service's `Build`.
+// `SlotPolicy::Fixed` in the service's `Build`: the teaching chain's rotor
+// came on 477 slots of 2.82 MiB.
 #[test]
 fn the_pages_m_low_is_the_clis_on_every_example() {
     for name in examples::names() {
@@ -803,7 +805,8 @@ fn the_pages_m_low_is_the_clis_on_every_example() {
 // the least its grid plans fit (the slider's left end): met there, not a
 // byte below. Fails if the fallback's reason reached the page with the
 // CLI's wording (`--max-table`, `--slots`), or if `least_met` were M_low
-// (infeasible on the grid). Mutation run: `least_met` returning M_low.
+// (infeasible on the grid). Mutation run: `least_met` returning M_low:
+// the assertion that the left end is above M_low failed.
 #[test]
 fn a_chain_on_the_grid_says_so_and_its_left_end_is_met() {
     let chain = heterogeneous(90);
