@@ -8,7 +8,7 @@
 //! decoding; in the browser they move as a transferred `Float64Array`.
 
 use remat_core::schedule::Op;
-use remat_core::solvers::persistent::TableGrid;
+use remat_core::solvers::persistent::{StepParts, TableGrid, TableParts, Variant};
 use remat_core::solvers::Algorithm;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -182,15 +182,170 @@ pub struct Built {
     pub curve: Vec<CurvePoint>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<Table>,
+    /// Set where the table is a grid (rotor/revolve falling back from the
+    /// breakpoints): what the page says of it. None: exact in bytes, or no
+    /// table.
+    #[serde(default)]
+    pub grid: Option<GridNote>,
 }
 
-/// A rotor/revolve table on its way to the page: the grid goes in the JSON,
-/// the values beside it (see [`Envelope`]).
+/// A rotor/revolve table on a grid of slots, as the page describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GridNote {
+    pub slots: usize,
+    pub slot_bytes: u64,
+    /// The memory the grid table takes (what the breakpoints would pass).
+    pub table_bytes: u64,
+    /// Whether the breakpoints were given up for it (always, in the page).
+    pub fallback: bool,
+    /// The least budget this table's plans meet (sizes round up, so above
+    /// M_low): the slider's left end.
+    pub least_met: u64,
+}
+
+/// A rotor/revolve table on its way to the page: what it is goes in the
+/// JSON, its numbers beside it as one `Float64Array` (see [`Envelope`]).
+///
+/// * `Grid`: the grid's values, one per cell and slot, as today.
+/// * `Steps`: the breakpoint table ([`StepParts`]), rows of unequal
+///   length, packed without padding: each cell's count of breakpoints, two
+///   `u32` to a word, then every breakpoint's budget (a `u64`, its bits in
+///   a word) and every value. 16 bytes a breakpoint and 4 a cell.
+///
+/// `min_budget` is the planner's least budget, kept as the worker found it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Table {
-    pub grid: TableGrid,
-    #[serde(skip)]
-    pub values: Vec<f64>,
+#[serde(tag = "kind")]
+pub enum Table {
+    Grid {
+        grid: TableGrid,
+        /// Why the breakpoints were given up (the core's words).
+        fallback: Option<String>,
+        min_budget: u64,
+        #[serde(skip)]
+        values: Vec<f64>,
+    },
+    Steps {
+        variant: Variant,
+        stages: usize,
+        cells: usize,
+        points: usize,
+        min_budget: u64,
+        #[serde(skip)]
+        values: Vec<f64>,
+    },
+}
+
+impl Table {
+    /// A planner's table ([`Planner::into_table`]), packed to travel.
+    ///
+    /// [`Planner::into_table`]: remat_core::solvers::Planner::into_table
+    pub fn pack((parts, min_budget): (TableParts, u64)) -> Table {
+        match parts {
+            TableParts::Grid {
+                grid,
+                values,
+                fallback,
+            } => Table::Grid {
+                grid,
+                fallback,
+                min_budget,
+                values,
+            },
+            TableParts::Steps(p) => {
+                let (cells, points) = (p.len.len(), p.mem.len());
+                let mut values = Vec::with_capacity(cells.div_ceil(2) + 2 * points);
+                values.extend(p.len.chunks(2).map(|pair| {
+                    let high = pair.get(1).copied().unwrap_or(0) as u64;
+                    f64::from_bits(pair[0] as u64 | high << 32)
+                }));
+                values.extend(p.mem.iter().map(|&m| f64::from_bits(m)));
+                values.extend_from_slice(&p.val);
+                Table::Steps {
+                    variant: p.variant,
+                    stages: p.stages,
+                    cells,
+                    points,
+                    min_budget,
+                    values,
+                }
+            }
+        }
+    }
+
+    /// What [`pack`](Self::pack) packed, for [`Planner::from_table`];
+    /// an error when the numbers are not as many as the JSON says.
+    ///
+    /// [`Planner::from_table`]: remat_core::solvers::Planner::from_table
+    pub fn unpack(self) -> Result<(TableParts, u64), String> {
+        match self {
+            Table::Grid {
+                grid,
+                fallback,
+                min_budget,
+                values,
+            } => Ok((
+                TableParts::Grid {
+                    grid,
+                    values,
+                    fallback,
+                },
+                min_budget,
+            )),
+            Table::Steps {
+                variant,
+                stages,
+                cells,
+                points,
+                min_budget,
+                values,
+            } => {
+                let words = cells.div_ceil(2);
+                if values.len() != words + 2 * points {
+                    return Err(format!(
+                        "breakpoint table: {} numbers for {cells} cells and {points} breakpoints",
+                        values.len()
+                    ));
+                }
+                let mut len = Vec::with_capacity(cells);
+                for w in &values[..words] {
+                    let bits = w.to_bits();
+                    len.push(bits as u32);
+                    len.push((bits >> 32) as u32);
+                }
+                len.truncate(cells);
+                let mem = values[words..words + points]
+                    .iter()
+                    .map(|w| w.to_bits())
+                    .collect();
+                let val = values[words + points..].to_vec();
+                let parts = StepParts {
+                    variant,
+                    stages,
+                    len,
+                    mem,
+                    val,
+                };
+                Ok((TableParts::Steps(parts), min_budget))
+            }
+        }
+    }
+
+    /// Bytes that cross beside the JSON.
+    pub fn values_bytes(&self) -> usize {
+        8 * self.values().len()
+    }
+
+    fn values(&self) -> &Vec<f64> {
+        match self {
+            Table::Grid { values, .. } | Table::Steps { values, .. } => values,
+        }
+    }
+
+    fn values_mut(&mut self) -> &mut Vec<f64> {
+        match self {
+            Table::Grid { values, .. } | Table::Steps { values, .. } => values,
+        }
+    }
 }
 
 /// The figures of POFO Section 5: makespans over α at one bandwidth and over
@@ -241,6 +396,11 @@ pub struct Planned {
     #[serde(default)]
     pub error: Option<String>,
     pub summaries: Vec<Summary>,
+    /// Where a rotor/revolve plan comes from a grid: the most bytes of the
+    /// budget its rounding may hide (Some(0): on a grid, exact at this
+    /// budget). None: no grid.
+    #[serde(default)]
+    pub grid_loss: Option<u64>,
 }
 
 /// One algorithm at one budget, measured by the simulator.
@@ -297,7 +457,7 @@ impl Message for Response {
         match self {
             Response::Built(Built {
                 table: Some(table), ..
-            }) => Some(std::mem::take(&mut table.values)),
+            }) => Some(std::mem::take(table.values_mut())),
             _ => None,
         }
     }
@@ -307,7 +467,7 @@ impl Message for Response {
             table: Some(table), ..
         }) = self
         {
-            table.values = values.ok_or(ProtocolError::MissingTable)?;
+            *table.values_mut() = values.ok_or(ProtocolError::MissingTable)?;
         }
         Ok(())
     }
@@ -433,6 +593,7 @@ mod tests {
                 makespan_seconds: None,
             }],
             table,
+            grid: None,
         })
     }
 
@@ -491,37 +652,79 @@ mod tests {
     }
 
     // Fails if the values went into the JSON (a copy of megabytes of
-    // text) or were not put back when the message is read. Mutation tried:
-    // `put_values` ignoring the values.
+    // text) or were not put back when the message is read, for both kinds
+    // of table. Mutation run: `put_values` ignoring the values (the decoded
+    // message came back without them).
     #[test]
     fn a_built_table_travels_beside_the_json_and_is_put_back() {
+        use remat_core::solvers::SlotPolicy;
+        let chain = examples::teaching();
+        let fixed = Options {
+            slot_policy: SlotPolicy::Fixed,
+            ..Options::default()
+        };
+        for options in [Options::default(), fixed] {
+            let planner = Planner::build(
+                &chain,
+                Algorithm::Rotor,
+                1 << 30,
+                &options,
+                &mut no_progress(),
+            )
+            .unwrap();
+            let table = Table::pack(planner.into_table().unwrap());
+            let values = match &table {
+                Table::Grid { values, .. } | Table::Steps { values, .. } => values.clone(),
+            };
+            let message = built(Some(table.clone()));
+            let envelope = Envelope::encode(message.clone());
+            assert_eq!(envelope.values.as_deref(), Some(&values[..]));
+            assert!(envelope.text.len() < 400, "{}", envelope.text);
+            assert_eq!(envelope.clone().decode::<Response>(), Ok(message));
+            let torn = Envelope {
+                values: None,
+                ..envelope
+            };
+            assert_eq!(torn.decode::<Response>(), Err(ProtocolError::MissingTable));
+            // Unpacked, it is the planner's table again.
+            let again = Planner::build(
+                &chain,
+                Algorithm::Rotor,
+                1 << 30,
+                &options,
+                &mut no_progress(),
+            )
+            .unwrap()
+            .into_table()
+            .unwrap();
+            assert_eq!(table.unpack().unwrap(), again);
+        }
+        // Without a table nothing is expected beside the text.
+        let plain = Envelope::encode(built(None));
+        assert_eq!(plain.values, None);
+        assert_eq!(plain.decode::<Response>(), Ok(built(None)));
+    }
+
+    // Fails if a count of numbers that does not match the JSON's cells and
+    // breakpoints were read anyway (lengths taken from the wrong words).
+    // Mutation run: the count check in `unpack` skipped: it unpacked.
+    #[test]
+    fn a_breakpoint_table_with_numbers_missing_is_refused() {
         let chain = examples::teaching();
         let planner = Planner::build(
             &chain,
-            Algorithm::Rotor,
+            Algorithm::Revolve,
             1 << 30,
             &Options::default(),
             &mut no_progress(),
         )
         .unwrap();
-        let (grid, _) = planner.into_table().unwrap();
-        let values = vec![1.0, 2.5, f64::INFINITY];
-        let message = built(Some(Table {
-            grid,
-            values: values.clone(),
-        }));
-        let envelope = Envelope::encode(message.clone());
-        assert_eq!(envelope.values.as_deref(), Some(&values[..]));
-        assert!(!envelope.text.contains("2.5"), "{}", envelope.text);
-        assert_eq!(envelope.clone().decode::<Response>(), Ok(message));
-        let torn = Envelope {
-            values: None,
-            ..envelope
-        };
-        assert_eq!(torn.decode::<Response>(), Err(ProtocolError::MissingTable));
-        // Without a table nothing is expected beside the text.
-        let plain = Envelope::encode(built(None));
-        assert_eq!(plain.values, None);
-        assert_eq!(plain.decode::<Response>(), Ok(built(None)));
+        let mut table = Table::pack(planner.into_table().unwrap());
+        if let Table::Steps { values, .. } = &mut table {
+            values.pop();
+        } else {
+            panic!("the teaching chain is exact");
+        }
+        assert!(table.unpack().unwrap_err().contains("numbers for"));
     }
 }

@@ -15,10 +15,11 @@
 //! [`receive`]: PlannerService::receive
 
 use crate::protocol::{
-    BatchDevice, BatchRow, Built, CurvePoint, MaxBatch, Planned, Request, Response, SecondProfile,
-    Summary, Sweep, SweepPoint, Table, Task,
+    BatchDevice, BatchRow, Built, CurvePoint, GridNote, MaxBatch, Planned, Request, Response,
+    SecondProfile, Summary, Sweep, SweepPoint, Table, Task,
 };
 use remat_core::format::read_any_chain;
+use remat_core::model::units::format_bytes;
 use remat_core::model::{AffineFit, BatchModel};
 use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::optimal;
@@ -237,11 +238,13 @@ impl PlannerService {
         }
         let started = now();
         let mut progress = reporter(generation, task, emit);
+        // As the CLI: the breakpoint table, exact in bytes at every budget,
+        // or the grid where it would take more memory than the grid's.
         let built = build(
             chain,
             algorithm,
             max_budget,
-            SlotPolicy::Fixed,
+            SlotPolicy::Exact,
             &mut progress,
         );
         let planner = match built {
@@ -261,11 +264,10 @@ impl PlannerService {
             build_ms: now() - started,
             curve,
             table: None,
+            grid: grid_note(chain, &planner),
         };
         if self.role == Role::Worker && algorithm.uses_slots() {
-            built.table = planner
-                .into_table()
-                .map(|(grid, values)| Table { grid, values });
+            built.table = planner.into_table().map(Table::pack);
         } else {
             self.keep(planner);
         }
@@ -286,25 +288,38 @@ impl PlannerService {
         let task = Task::Plan { algorithm };
         // Offloading algorithms and exact re-plans solve anew (and may
         // fail); otherwise the built table answers.
+        let fresh;
         let result = if algorithm.offloads() {
             let mut progress = reporter(generation, task, emit);
-            solve_offloading(chain, algorithm, budget, bandwidth, &mut progress)
-        } else if exact {
-            let mut progress = reporter(generation, task, emit);
-            build(chain, algorithm, budget, SlotPolicy::Exact, &mut progress)
-                .and_then(|p| p.plan(chain, budget))
+            solve_offloading(chain, algorithm, budget, bandwidth, &mut progress).map(|s| (s, None))
         } else {
-            match self.planners.iter().find(|p| p.algorithm() == algorithm) {
-                Some(p) => p.plan(chain, budget),
-                None => return,
-            }
+            let planner = if exact {
+                let mut progress = reporter(generation, task, emit);
+                let built = build(chain, algorithm, budget, SlotPolicy::Exact, &mut progress);
+                drop(progress);
+                match built {
+                    Ok(p) => {
+                        fresh = p;
+                        &fresh
+                    }
+                    Err(e) => return emit(failed(generation, Some(task), e)),
+                }
+            } else {
+                match self.planners.iter().find(|p| p.algorithm() == algorithm) {
+                    Some(p) => p,
+                    None => return,
+                }
+            };
+            planner
+                .plan(chain, budget)
+                .map(|s| page_words(planner, budget, s))
         };
         match result {
-            Ok(solution) => {
+            Ok((solution, grid_loss)) => {
                 let summaries = self.summaries(algorithm, budget, bandwidth);
-                emit(Response::Planned(Box::new(
-                    ask.answer(generation, solution, summaries),
-                )))
+                let mut planned = ask.answer(generation, solution, summaries);
+                planned.grid_loss = grid_loss;
+                emit(Response::Planned(Box::new(planned)))
             }
             Err(e) => emit(failed(generation, Some(task), e)),
         }
@@ -383,6 +398,7 @@ impl PlannerService {
                 min_budget,
                 build_ms,
                 curve,
+                grid,
             }) => {
                 if generation != self.generation {
                     return None;
@@ -395,6 +411,7 @@ impl PlannerService {
                         build_ms,
                         curve,
                         table: None,
+                        grid,
                     }),
                     Err(error) => Response::Failed {
                         generation,
@@ -415,8 +432,8 @@ impl PlannerService {
     /// Rebuilds a planner from a table built elsewhere for this chain.
     fn install(&mut self, table: Table) -> Result<(), String> {
         let chain = self.chain.as_ref().ok_or("no chain loaded")?;
-        let planner =
-            Planner::from_table(chain, table.grid, table.values).map_err(|e| e.to_string())?;
+        let (parts, min_budget) = table.unpack()?;
+        let planner = Planner::from_table(chain, parts, min_budget).map_err(|e| e.to_string())?;
         self.keep(planner);
         Ok(())
     }
@@ -499,8 +516,86 @@ impl Ask {
             detail: solution.detail,
             error: None,
             summaries,
+            grid_loss: None,
         }
     }
+}
+
+/// What the page says of a rotor/revolve table on a grid (None: exact in
+/// bytes, or another planner), with the least budget its plans meet.
+pub fn grid_note(chain: &Chain, planner: &Planner) -> Option<GridNote> {
+    let table = planner.persistent_table()?;
+    let grid = table.grid()?;
+    Some(GridNote {
+        slots: grid.slots(),
+        slot_bytes: grid.slot_bytes(),
+        table_bytes: grid.memory_bytes() as u64,
+        fallback: table.fallback().is_some(),
+        least_met: least_met(chain, planner),
+    })
+}
+
+/// The least budget at which `planner` has a schedule: on a grid, sizes
+/// round up to a slot, so it may be above M_low. Whether a budget is met
+/// only grows with it (more slots), so a bisection between M_low (or the
+/// planner's own least budget) and M_high finds it.
+pub fn least_met(chain: &Chain, planner: &Planner) -> u64 {
+    let meets = |b: u64| planner.plan(chain, b).is_ok_and(|s| s.ops.is_some());
+    let (low, high) = budget_range(chain);
+    let mut lo = low.min(planner.min_budget_bytes());
+    let mut hi = high.max(planner.min_budget_bytes());
+    if meets(lo) {
+        return lo;
+    }
+    if !meets(hi) {
+        return hi;
+    }
+    // lo fails, hi meets.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if meets(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// A rotor/revolve answer in the page's words: on a grid, how much the
+/// rounding may hide at this budget (the second value) and, where the
+/// breakpoints were given up, why, without the CLI's flags.
+fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Solution, Option<u64>) {
+    let Some(table) = planner.persistent_table() else {
+        return (solution, None);
+    };
+    let Some(grid) = table.grid() else {
+        return (solution, None);
+    };
+    let loss = match planner.memory(budget) {
+        remat_core::solvers::Memory::Grid { lost_bytes, .. } => lost_bytes.unwrap_or(0),
+        remat_core::solvers::Memory::Exact => 0,
+    };
+    if table.fallback().is_some() {
+        let why = format!(
+            "this chain's exact table would take more than {} (the grid's own size), so it is planned on a grid",
+            format_bytes(grid.memory_bytes() as u64)
+        );
+        solution.detail = if solution.ops.is_some() {
+            if solution.detail.starts_with("everything fits") {
+                solution.detail
+            } else {
+                format!("{}; {why}", table.describe_table(budget))
+            }
+        } else {
+            format!(
+                "infeasible on the grid of {} slots of {}: sizes round up to a slot; {why}",
+                grid.slots(),
+                format_bytes(grid.slot_bytes())
+            )
+        };
+    }
+    (solution, Some(loss))
 }
 
 fn failed(generation: u64, task: Option<Task>, error: impl ToString) -> Response {

@@ -140,7 +140,8 @@ test('a chain too long for pofo\'s tables says so and the page keeps planning', 
   const id2 = await planId(page);
   await page.locator('#algorithm-select').selectOption('rotor');
   await nextPlan(page, id2, 10000);
-  assert.match(await text(page, '#plan-status'), /✓/);
+  // Rotor plans it (on the grid: its breakpoints would pass the grid's memory).
+  assert.match(await text(page, '#plan-status'), /✓|≈ on a grid/);
   assert.deepEqual(errors, []);
   await page.close();
 });

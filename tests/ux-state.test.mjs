@@ -159,7 +159,8 @@ test('Cancel stops a 400-stage rotor table build at once; Build it builds it in 
   await page.locator('.status button', { hasText: 'Build it' }).click();
   await nextPlan(page, shown.id, 300000);
   console.log(`rotor's table for 400 stages, built in a fresh worker: ${Date.now() - t0} ms`);
-  assert.match(await text(page, '#plan-status'), /✓|infeasible/);
+  // 400 stages fall back to the grid: "≈ on a grid" where it rounds a lot.
+  assert.match(await text(page, '#plan-status'), /✓|≈ on a grid|infeasible/);
   assert.equal(await page.locator('#stale-plan').isVisible(), false);
   assert.deepEqual(errors, []);
   await page.close();

@@ -108,6 +108,7 @@ fn import_schedule(state: AppState, file_name: &str, text: &str) {
             detail: format!("schedule from {file_name}"),
             error: None,
             summaries: Vec::new(),
+            grid_loss: None,
             ops: Some(schedule.ops),
         },
         trace: Some(Ok(trace)),

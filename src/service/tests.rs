@@ -3,7 +3,7 @@
 //! built there.
 
 use super::*;
-use crate::protocol::{Envelope, ANY_GENERATION};
+use crate::protocol::{Envelope, GridNote, ANY_GENERATION};
 use remat_core::examples;
 use remat_core::format::write_chain;
 
@@ -148,10 +148,6 @@ fn a_table_built_in_the_worker_plans_in_the_page_as_one_built_there() {
         for budget in [low, middle(&chain), high, (low + high) / 3] {
             let mine = planned(ask(&mut page, plan(alg, budget)));
             let theirs = planned(ask(&mut reference, plan(alg, budget)));
-            // Not `detail`: a table rebuilt from its values states the
-            // least budget of the exact lattice (`Planner::from_table`
-            // takes the default options), one built in place that of its
-            // fixed grid (384 vs 385 MiB here); the schedules are the same.
             let answer = |p: &Planned| {
                 let rows: Vec<_> = (p.summaries.iter())
                     .map(|s| (s.algorithm, s.feasible, s.makespan_seconds, s.peak_bytes))
@@ -618,4 +614,226 @@ fn a_second_profile_the_fit_refuses_names_the_field() {
         assert!(error.starts_with("second profile: "), "{error}");
         assert!(error.contains(message), "{error}");
     }
+}
+
+/// The worker's `Built` of `alg` on `chain`, carried through the envelope
+/// and installed in `page`; with the `Built` the page shows.
+fn carried(
+    worker: &mut PlannerService,
+    page: &mut PlannerService,
+    alg: Algorithm,
+    chain: &Chain,
+) -> Built {
+    let Response::Built(built) = only(ask(worker, build(alg, chain))) else {
+        panic!("no Built");
+    };
+    assert!(built.table.is_some(), "{alg}: the table leaves the worker");
+    let wire = Envelope::encode(Response::Built(built));
+    // What crosses: `cargo test -- --nocapture` prints it.
+    println!(
+        "crosses: {} {alg}: JSON {} B + values {} B",
+        chain.name,
+        wire.text.len(),
+        8 * wire.values.as_ref().map_or(0, |v| v.len())
+    );
+    let arrived = wire.decode::<Response>().unwrap();
+    let Some(Response::Built(installed)) = page.receive(arrived) else {
+        panic!("not installed");
+    };
+    assert!(page.has(alg));
+    installed
+}
+
+/// Every budget where the shown table's answer may change, and one byte
+/// on each side: C(1, L)'s breakpoints, or on a grid the slot boundaries
+/// (a sample of them) and the least budget met.
+fn edges(chain: &Chain, alg: Algorithm, note: Option<GridNote>) -> Vec<u64> {
+    let planner = Planner::build(
+        chain,
+        alg,
+        max_useful_budget(chain),
+        &Options::default(),
+        &mut |_| true,
+    )
+    .unwrap();
+    let mut at: Vec<u64> = match planner.persistent_table().unwrap() {
+        persistent::Table::Steps(t) => t.curve().into_iter().map(|(m, _)| m).collect(),
+        persistent::Table::Grid { table, .. } => {
+            let a0 = chain.output_bytes(0);
+            let step = table.slots() / 40 + 1;
+            (0..=table.slots())
+                .step_by(step)
+                .map(|k| a0 + k as u64 * table.slot_bytes())
+                .chain(note.map(|n| n.least_met))
+                .collect()
+        }
+    };
+    let (low, high) = budget_range(chain);
+    at.extend([low, high, low + (high - low) / 3]);
+    let mut all: Vec<u64> = at
+        .iter()
+        .flat_map(|&b| [b.saturating_sub(1), b, b.saturating_add(1)])
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// A heterogeneous chain of `n` stages (a fixed pseudo-random sequence),
+/// long enough from about 75 stages for rotor's breakpoints to pass the
+/// grid's memory (docs/algorithms.md, "Fallback").
+fn heterogeneous(n: usize) -> Chain {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let stages: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let out = ((1.0 + 63.0 * next()) * 1048576.0) as u64;
+            serde_json::json!({
+                "name": format!("s{i}"),
+                "forward_seconds": 0.001 * (0.2 + next()),
+                "backward_seconds": 0.002 * (0.2 + next()),
+                "output_bytes": out,
+                "saved_bytes": out + ((next() * 2.0) * out as f64) as u64,
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "format": "remat-chain/1", "name": format!("heterogeneous {n}"),
+        "input_bytes": 8 << 20, "stages": stages,
+    });
+    read_any_chain(&doc.to_string()).unwrap()
+}
+
+// Both kinds of table cross the worker boundary: a planner rebuilt in the
+// page from what crossed answers, plan for plan, as one built in place, at
+// every breakpoint of C(1, L) and one byte either side (on a grid: the slot
+// boundaries and the least budget met). Fails if a cell's breakpoints were
+// read from another cell's start (cells unpacked in another order than
+// packed), if a budget lost its high bits (u64 through an f64's value
+// instead of its bits), or if the installed planner took another least
+// budget than the worker's. Mutation run: `StepTable::from_parts` walking
+// t from L down to s: the teaching chain's rotor at M_low − 1 B planned
+// F_all¹ B¹ where the table built in place has no plan.
+#[test]
+fn a_table_that_crossed_plans_as_one_that_did_not_at_every_breakpoint() {
+    let mut chains: Vec<(String, Chain)> = examples::names()
+        .map(|n| (n.to_string(), examples::by_name(n).unwrap()))
+        .collect();
+    chains.push(("heterogeneous 90".into(), heterogeneous(90)));
+    let mut fell_back = Vec::new();
+    for (name, chain) in &chains {
+        let mut worker = loaded(Role::Worker, chain);
+        let mut page = loaded(Role::Page, chain);
+        let mut reference = loaded(Role::Page, chain);
+        for alg in [Algorithm::Rotor, Algorithm::Revolve] {
+            if name.starts_with("heterogeneous") && alg == Algorithm::Revolve {
+                continue;
+            }
+            let installed = carried(&mut worker, &mut page, alg, chain);
+            let Response::Built(built_here) = only(ask(&mut reference, build(alg, chain))) else {
+                panic!("no Built");
+            };
+            assert_eq!(installed.min_budget, built_here.min_budget, "{name} {alg}");
+            assert_eq!(installed.grid, built_here.grid, "{name} {alg}");
+            if installed.grid.is_some() {
+                fell_back.push(format!("{name} {alg}"));
+            }
+            for budget in edges(chain, alg, installed.grid) {
+                let mine = planned(ask(&mut page, plan(alg, budget)));
+                let theirs = planned(ask(&mut reference, plan(alg, budget)));
+                assert_eq!(mine, theirs, "{name} {alg} at {budget}");
+            }
+        }
+    }
+    // The examples are exact; the long heterogeneous chain falls back.
+    assert_eq!(fell_back, vec!["heterogeneous 90 rotor".to_string()]);
+}
+
+// The page's M_low is the CLI's: on every built-in example the page's rotor
+// and revolve tables are exact (no grid), their least budget is what
+// `remat solve` reports (`Planner::min_budget_bytes` of the same build,
+// `m_low_bytes` for rotor, which is also the slider's left end), rotor
+// meets it and not a byte less. Fails if the page built on the grid again
+// (`SlotPolicy::Fixed`: `grid` set, and M_low infeasible on 6 examples) or
+// took its least budget from elsewhere. Mutation run: `build` with
+// `SlotPolicy::Fixed` in the service's `Build`: the teaching chain's rotor
+// came on 477 slots of 2.82 MiB.
+#[test]
+fn the_pages_m_low_is_the_clis_on_every_example() {
+    for name in examples::names() {
+        let chain = examples::by_name(name).unwrap();
+        let (low, high) = budget_range(&chain);
+        let mut page = loaded(Role::Page, &chain);
+        for alg in [Algorithm::Rotor, Algorithm::Revolve] {
+            let Response::Built(built) = only(ask(&mut page, build(alg, &chain))) else {
+                panic!("no Built");
+            };
+            assert_eq!(built.grid, None, "{name} {alg}: exact in bytes");
+            let cli = Planner::build(&chain, alg, high, &Options::default(), &mut |_| true)
+                .unwrap()
+                .min_budget_bytes();
+            assert_eq!(built.min_budget, cli, "{name} {alg}");
+            if alg == Algorithm::Rotor {
+                assert_eq!(
+                    built.min_budget.min(high),
+                    low,
+                    "{name}: the slider's M_low"
+                );
+                let at = planned(ask(&mut page, plan(alg, low)));
+                assert!(at.ops.is_some(), "{name}: rotor meets M_low");
+                assert_eq!(at.grid_loss, None, "{name}: no grid");
+                assert!(!at.detail.contains("rounding"), "{name}: {}", at.detail);
+                let solved =
+                    remat_core::solvers::solve(&chain, alg, low, &Options::default()).unwrap();
+                assert!(solved.ops.is_some(), "{name}: `remat solve` meets M_low");
+                if low > 0 {
+                    let below = planned(ask(&mut page, plan(alg, low - 1)));
+                    assert!(below.ops.is_none(), "{name}: a byte below M_low");
+                }
+            }
+        }
+    }
+}
+
+// Where rotor falls back to the grid the page says so in words, with the
+// bound, names no command-line flag, and the least budget it reports is
+// the least its grid plans fit (the slider's left end): met there, not a
+// byte below. Fails if the fallback's reason reached the page with the
+// CLI's wording (`--max-table`, `--slots`), or if `least_met` were M_low
+// (infeasible on the grid). Mutation run: `least_met` returning M_low:
+// the assertion that the left end is above M_low failed.
+#[test]
+fn a_chain_on_the_grid_says_so_and_its_left_end_is_met() {
+    let chain = heterogeneous(90);
+    let mut page = loaded(Role::Page, &chain);
+    let Response::Built(built) = only(ask(&mut page, build(Algorithm::Rotor, &chain))) else {
+        panic!("no Built");
+    };
+    let note = built.grid.expect("90 heterogeneous stages fall back");
+    assert!(note.fallback);
+    let (low, high) = budget_range(&chain);
+    assert!(
+        note.least_met > low && note.least_met < high,
+        "{note:?} in {low}..{high}"
+    );
+    let at = planned(ask(&mut page, plan(Algorithm::Rotor, note.least_met)));
+    assert!(at.ops.is_some());
+    let below = planned(ask(&mut page, plan(Algorithm::Rotor, note.least_met - 1)));
+    assert!(below.ops.is_none());
+    for p in [&at, &below] {
+        assert!(p.grid_loss.is_some());
+        assert!(!p.detail.contains("--"), "{}", p.detail);
+        assert!(p.detail.contains("planned on a grid"), "{}", p.detail);
+    }
+    assert!(at.detail.contains("rounding may hide"), "{}", at.detail);
+    let mid = planned(ask(
+        &mut page,
+        plan(Algorithm::Rotor, low + (high - low) / 2),
+    ));
+    assert!(mid.grid_loss.unwrap() > 0, "{}", mid.detail);
 }

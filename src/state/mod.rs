@@ -62,6 +62,16 @@ pub fn use_app() -> AppState {
 }
 
 impl AppState {
+    /// The slider's left end: M_low, or above it the least budget the
+    /// shown algorithm's table has a plan for (revolve's own M_low; a
+    /// grid's rounded sizes), so that the left end never shows ✗.
+    /// Tracked.
+    pub fn slider_low(self) -> u64 {
+        let low = self.loaded.m_low.get();
+        let met = self.tables.least_met(self.controls.algorithm.get());
+        met.map_or(low, |m| m.max(low).min(self.loaded.m_high.get()))
+    }
+
     /// The state of a page showing `chain`, with its own planner backend;
     /// answers from the planner come back to [`on_response`](Self::on_response).
     pub fn new(chain: Chain, source: ChainSource) -> AppState {

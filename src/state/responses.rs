@@ -74,6 +74,7 @@ impl AppState {
                 min_budget: built.min_budget,
                 build_ms: built.build_ms,
                 curve: built.curve,
+                grid: built.grid,
             };
             // The exact search's compare row comes from the worker's
             // Compare, not from this build: nothing to plan again.
@@ -123,6 +124,7 @@ impl AppState {
             detail: String::new(),
             error: Some(error),
             summaries,
+            grid_loss: None,
         })
     }
 

@@ -1,6 +1,6 @@
 //! Where each algorithm's table stands.
 
-use crate::protocol::CurvePoint;
+use crate::protocol::{CurvePoint, GridNote};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 
@@ -13,6 +13,9 @@ pub enum Build {
         min_budget: u64,
         build_ms: f64,
         curve: Vec<CurvePoint>,
+        /// Rotor/revolve on a grid (the breakpoints given up): what the
+        /// page says of it. None: exact in bytes.
+        grid: Option<GridNote>,
     },
     Failed(String),
     Cancelled,
@@ -49,6 +52,29 @@ impl Tables {
     pub fn is_ready(self, alg: Algorithm) -> bool {
         self.builds
             .with(|b| matches!(b[index_of(alg)], Build::Ready { .. }))
+    }
+
+    /// The least budget `alg`'s table has a plan for, when it is built and
+    /// is rotor's or revolve's: its own M_low (revolve's may be above
+    /// rotor's), or on a grid the least budget the rounded sizes meet.
+    /// Tracked.
+    pub fn least_met(self, alg: Algorithm) -> Option<u64> {
+        if !alg.uses_slots() {
+            return None;
+        }
+        self.builds.with(|b| match &b[index_of(alg)] {
+            Build::Ready { grid: Some(g), .. } => Some(g.least_met),
+            Build::Ready { min_budget, .. } => Some(*min_budget),
+            _ => None,
+        })
+    }
+
+    /// The grid of `alg`'s table, where it is on one (tracked).
+    pub fn grid_of(self, alg: Algorithm) -> Option<GridNote> {
+        self.builds.with(|b| match &b[index_of(alg)] {
+            Build::Ready { grid, .. } => *grid,
+            _ => None,
+        })
     }
 
     pub fn build_of_untracked(self, alg: Algorithm) -> Build {

@@ -184,10 +184,35 @@ pub fn NoticeBar() -> impl IntoView {
     }
 }
 
+/// The slider's range in words: M_low … M_high, or, where the shown
+/// table has no plan at M_low (revolve's own least; a grid's rounding),
+/// the least budget it has one for, against M_low.
+fn slider_range(state: AppState) -> String {
+    let (m_low, high) = (state.loaded.m_low.get(), state.loaded.m_high.get());
+    let low = state.slider_low();
+    if low > m_low {
+        let alg = state.controls.algorithm.get();
+        let why = if state.tables.grid_of(alg).is_some() {
+            "the least its grid plans fit"
+        } else {
+            "its least"
+        };
+        format!(
+            "{} ({} {why}; M_low {}) … M_high {}",
+            bytes(low),
+            alg.name(),
+            bytes(m_low),
+            bytes(high)
+        )
+    } else {
+        format!("M_low {} … M_high {}", bytes(m_low), bytes(high))
+    }
+}
+
 /// Slider position (0..=1000) ↔ budget in bytes.
 fn to_slider(state: AppState, budget: u64) -> f64 {
     let (lo, hi) = (
-        state.loaded.m_low.get_untracked() as f64,
+        untrack(|| state.slider_low()) as f64,
         state.loaded.m_high.get_untracked() as f64,
     );
     if hi <= lo {
@@ -200,7 +225,7 @@ fn to_slider(state: AppState, budget: u64) -> f64 {
 
 fn from_slider(state: AppState, v: f64) -> u64 {
     let (lo, hi) = (
-        state.loaded.m_low.get_untracked() as f64,
+        untrack(|| state.slider_low()) as f64,
         state.loaded.m_high.get_untracked() as f64,
     );
     (lo + (hi - lo) * v / SLIDER_STEPS).round() as u64
@@ -348,13 +373,13 @@ pub fn BudgetPanel() -> impl IntoView {
                 <div class="field slider">
                     <label for="budget-slider" title="Counts activations only. M_low: the least rotor's schedules need; M_high: keeping everything (see Chain & files)">
                         "Budget "
-                        <span class="range">{move || format!("{} … {}", bytes(state.loaded.m_low.get()), bytes(state.loaded.m_high.get()))}</span>
+                        <span class="range">{move || slider_range(state)}</span>
                     </label>
                     <div class="slider-line">
                         <input id="budget-slider" type="range" min="0" max="1000" step="1" aria-label="Memory budget"
                             prop:value=move || {
                                 // Tracked here (to_slider reads untracked, for the key handler).
-                                let _ = (state.loaded.m_low.get(), state.loaded.m_high.get());
+                                let _ = (state.slider_low(), state.loaded.m_high.get());
                                 to_slider(state, state.controls.budget.get()).to_string()
                             }
                             aria-valuetext=move || bytes(state.controls.budget.get())
@@ -587,16 +612,26 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
         }
         .into_any();
     }
-    let grid = detail.contains("grid");
+    // On a grid (rotor/revolve falling back from the breakpoints): a green
+    // ✓ only where the rounding may hide under 2 % of the budget.
+    let grid_loss = current.as_ref().and_then(|c| c.planned.grid_loss);
+    let budget = current.as_ref().map_or(1, |c| c.planned.budget.max(1));
+    let rounded = grid_loss.is_some_and(|l| l as f64 >= 0.02 * budget as f64);
+    let grid = grid_loss.is_some() || detail.contains("grid");
+    let (class, mark) = match (feasible, rounded) {
+        (false, _) => ("status warn", "✗ infeasible: "),
+        (true, true) => ("status warn", "≈ on a grid, maybe not the best: "),
+        (true, false) => ("status ok", "✓ "),
+    };
     view! {
-        <div class=if feasible { "status ok" } else { "status warn" } id="plan-status">
+        <div class=class id="plan-status">
             <span>
-                {if feasible { "✓ ".to_string() } else { "✗ infeasible: ".to_string() }}
+                {mark}
                 {detail}
                 {if exact { " (re-planned exactly at this budget)" } else { "" }}
             </span>
             {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
-            {(alg.uses_slots() && (grid || !feasible)).then(|| view! {
+            {(alg.uses_slots() && grid && (rounded || !feasible)).then(|| view! {
                 <button id="replan-exact" on:click=move |_| state.send_plan(true)
                     title="Build a table for exactly this budget: no rounding to the M_high grid">
                     "Re-plan exactly at this budget"

@@ -203,33 +203,40 @@ fn rotor_at_m_high_is_store_all_on_the_examples() {
     }
 }
 
+// Both tables travel (the explorer's worker builds them, the page plans
+// from them): fails if a table rebuilt from its parts answered any budget
+// otherwise (a cell's breakpoints read from another cell's start), or if
+// parts of another chain were misread instead of refused.
 #[test]
 fn a_table_taken_apart_and_rebuilt_plans_the_same() {
-    // The grid table travels (the explorer's worker builds it with the
-    // paper's grid, `Fixed`); the breakpoint table does not, yet.
     let chain = remat_core::examples::resnet50();
+    let other = remat_core::examples::vgg19();
     let high = max_useful_budget(&chain);
-    let exact = Planner::build(
-        &chain,
-        Algorithm::Rotor,
-        high,
-        &Options::default(),
-        &mut no_progress(),
-    )
-    .unwrap();
-    assert!(exact.into_table().is_none());
-    let options = Options {
+    let fixed = Options {
         slot_policy: SlotPolicy::Fixed,
         ..Options::default()
     };
-    let planner =
-        Planner::build(&chain, Algorithm::Rotor, high, &options, &mut no_progress()).unwrap();
-    let budget = (high / 3) * 2;
-    let before = planner.plan(&chain, budget).unwrap();
-    let (grid, values) = planner.into_table().unwrap();
-    let again = Planner::from_table(&chain, grid, values.clone()).unwrap();
-    assert_eq!(again.plan(&chain, budget).unwrap(), before);
-    // Values for another chain are refused, not misread.
-    let other = remat_core::examples::vgg19();
-    assert!(Planner::from_table(&other, grid, values).is_err());
+    for (options, steps) in [(Options::default(), true), (fixed, false)] {
+        let planner =
+            Planner::build(&chain, Algorithm::Rotor, high, &options, &mut no_progress()).unwrap();
+        let budgets = [(high / 3) * 2, high / 2, planner.min_budget_bytes(), high];
+        let before: Vec<_> = budgets
+            .iter()
+            .map(|&b| planner.plan(&chain, b).unwrap())
+            .collect();
+        let low = planner.min_budget_bytes();
+        let (parts, min_budget) = planner.into_table().unwrap();
+        assert_eq!(min_budget, low);
+        assert_eq!(
+            matches!(parts, remat_core::solvers::persistent::TableParts::Steps(_)),
+            steps
+        );
+        let again = Planner::from_table(&chain, parts.clone(), min_budget).unwrap();
+        let after: Vec<_> = budgets
+            .iter()
+            .map(|&b| again.plan(&chain, b).unwrap())
+            .collect();
+        assert_eq!(after, before);
+        assert!(Planner::from_table(&other, parts, min_budget).is_err());
+    }
 }

@@ -183,40 +183,45 @@ impl Planner {
         }
     }
 
-    /// Takes a DP planner apart into its table's grid and values, to move it
-    /// between threads; None for planners without a grid table (the
-    /// breakpoint table does not travel this way).
-    pub fn into_table(self) -> Option<(persistent::TableGrid, Vec<f64>)> {
+    /// Takes a rotor/revolve planner apart into its table (breakpoints or
+    /// grid, [`persistent::TableParts`]) and its least budget, to move it
+    /// between threads; None for other planners.
+    pub fn into_table(self) -> Option<(persistent::TableParts, u64)> {
         match self {
-            Planner::Persistent { table, .. } => match *table {
-                persistent::Table::Grid { table, .. } => Some(table.into_values()),
-                persistent::Table::Steps(_) => None,
-            },
+            Planner::Persistent {
+                table, min_budget, ..
+            } => Some((table.into_parts(), min_budget)),
             _ => None,
         }
     }
 
-    /// Rebuilds a DP planner for `chain` from [`into_table`](Self::into_table).
+    /// Rebuilds a rotor/revolve planner for `chain` from
+    /// [`into_table`](Self::into_table): it answers every budget as the
+    /// planner that was taken apart.
     pub fn from_table(
         chain: &Chain,
-        grid: persistent::TableGrid,
-        values: Vec<f64>,
+        parts: persistent::TableParts,
+        min_budget: u64,
     ) -> Result<Planner, SolveError> {
-        let algorithm = match grid.variant {
+        let variant = parts.variant();
+        let algorithm = match variant {
             Variant::Rotor => Algorithm::Rotor,
             Variant::Revolve => Algorithm::Revolve,
         };
-        let table = persistent::PersistentTable::from_values(chain, grid, values)?;
-        let store_all = persistent::store_all_point(chain, grid.variant);
         Ok(Planner::Persistent {
             algorithm,
-            table: Box::new(persistent::Table::Grid {
-                table,
-                fallback: None,
-            }),
-            min_budget: persistent_min_budget(chain, grid.variant, &Options::default(), store_all),
-            store_all,
+            table: Box::new(persistent::Table::from_parts(chain, parts)?),
+            min_budget,
+            store_all: persistent::store_all_point(chain, variant),
         })
+    }
+
+    /// A rotor/revolve planner's table; None for other planners.
+    pub fn persistent_table(&self) -> Option<&persistent::Table> {
+        match self {
+            Planner::Persistent { table, .. } => Some(table),
+            _ => None,
+        }
     }
 
     pub fn algorithm(&self) -> Algorithm {

@@ -71,7 +71,7 @@ use serde::{Deserialize, Serialize};
 mod min_budget;
 mod steps;
 pub use min_budget::{min_budget, min_budget_met, min_budget_on, MinBudget};
-pub use steps::{StepStats, StepTable};
+pub use steps::{StepParts, StepStats, StepTable};
 
 /// The largest table an exact lattice may take (the non-exact fallback of
 /// `Options::slots` slots is bounded by `max_table_bytes` only).
@@ -866,7 +866,77 @@ pub enum Table {
     },
 }
 
+/// A [`Table`] taken apart ([`Table::into_parts`]) to move it between
+/// threads: the breakpoints, or the grid's values with why the
+/// breakpoints were given up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TableParts {
+    Steps(StepParts),
+    Grid {
+        grid: TableGrid,
+        values: Vec<f64>,
+        fallback: Option<String>,
+    },
+}
+
+impl TableParts {
+    pub fn variant(&self) -> Variant {
+        match self {
+            TableParts::Steps(p) => p.variant,
+            TableParts::Grid { grid, .. } => grid.variant,
+        }
+    }
+}
+
 impl Table {
+    pub fn into_parts(self) -> TableParts {
+        match self {
+            Table::Steps(t) => TableParts::Steps(t.into_parts()),
+            Table::Grid { table, fallback } => {
+                let (grid, values) = table.into_values();
+                TableParts::Grid {
+                    grid,
+                    values,
+                    fallback,
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the table of [`into_parts`](Self::into_parts) for the same chain.
+    pub fn from_parts(chain: &Chain, parts: TableParts) -> Result<Table, SolveError> {
+        Ok(match parts {
+            TableParts::Steps(p) => Table::Steps(StepTable::from_parts(chain, p)?),
+            TableParts::Grid {
+                grid,
+                values,
+                fallback,
+            } => Table::Grid {
+                table: PersistentTable::from_values(chain, grid, values)?,
+                fallback,
+            },
+        })
+    }
+
+    /// The grid table, None for the breakpoints.
+    pub fn grid(&self) -> Option<&PersistentTable> {
+        match self {
+            Table::Steps(_) => None,
+            Table::Grid { table, .. } => Some(table),
+        }
+    }
+
+    /// Why the breakpoints were given up, when they were.
+    pub fn fallback(&self) -> Option<&str> {
+        match self {
+            Table::Grid {
+                fallback: Some(why),
+                ..
+            } => Some(why),
+            _ => None,
+        }
+    }
+
     /// Under [`SlotPolicy::Exact`] the breakpoint table, unless it would
     /// take more than the grid table of `options.slots` slots (or
     /// `options.max_table_bytes`); otherwise, and under
@@ -959,6 +1029,15 @@ impl Table {
     /// of 1 MiB; rounding may hide up to 2 MiB (0.5% of the budget)", with
     /// the reason the breakpoints were given up, if they were.
     pub fn describe(&self, budget_bytes: u64) -> String {
+        let table = self.describe_table(budget_bytes);
+        match self.fallback() {
+            Some(why) => format!("{table}; {why}"),
+            None => table,
+        }
+    }
+
+    /// [`describe`](Self::describe) without the reason of a fallback.
+    pub fn describe_table(&self, budget_bytes: u64) -> String {
         use crate::model::units::format_bytes;
         let table = match self {
             Table::Steps(t) => {
@@ -975,20 +1054,13 @@ impl Table {
             table.slots(),
             format_bytes(table.slot_bytes())
         );
-        let grid = match table.lost_bytes(budget_bytes) {
+        match table.lost_bytes(budget_bytes) {
             0 => format!("exact: {slots}"),
             lost => format!(
                 "{slots}; rounding may hide up to {} ({:.2}% of the budget)",
                 format_bytes(lost),
                 100.0 * lost as f64 / budget_bytes.max(1) as f64
             ),
-        };
-        match self {
-            Table::Grid {
-                fallback: Some(why),
-                ..
-            } => format!("{grid}; {why}"),
-            _ => grid,
         }
     }
 }

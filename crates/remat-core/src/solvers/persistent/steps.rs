@@ -38,6 +38,7 @@
 use super::{Decision, PersistentPlan, Variant};
 use crate::model::{Chain, Stage};
 use crate::solvers::api::{Progress, SolveError};
+use serde::{Deserialize, Serialize};
 
 /// Bytes a breakpoint takes (its budget and its value).
 pub const BREAKPOINT_BYTES: usize = 16;
@@ -54,6 +55,20 @@ pub struct StepStats {
     pub largest: usize,
     /// Those of C_BP(1, L, ·): the distinct optima over every budget.
     pub top: usize,
+}
+
+/// A [`StepTable`] taken apart ([`StepTable::into_parts`]): rows of
+/// unequal length, so each cell's count and then every breakpoint, without
+/// padding. 16 bytes a breakpoint and 4 a cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepParts {
+    pub variant: Variant,
+    pub stages: usize,
+    /// Breakpoints of each cell, cells in fill order (s from L down, t up).
+    pub len: Vec<u32>,
+    /// Every cell's budgets (bytes free besides a^{s−1}), then values (s).
+    pub mem: Vec<u64>,
+    pub val: Vec<f64>,
 }
 
 /// C_BP(s, t, ·) for every 1 ≤ s ≤ t ≤ L, as breakpoints in exact bytes.
@@ -325,6 +340,73 @@ impl StepTable {
             predicted_seconds,
             predicted_peak_bytes: chain.output_bytes(0) + peak,
         })
+    }
+
+    /// Takes the table apart to move it elsewhere (a Web Worker builds it,
+    /// the page reads schedules out of it): its breakpoints and how many
+    /// each cell has, cells in the order they were filled (s from L down
+    /// to 1, t from s up), which is the order of the breakpoints. The
+    /// chain's sizes and times do not travel: [`from_parts`](Self::from_parts)
+    /// takes them from the chain again.
+    pub fn into_parts(self) -> StepParts {
+        let mut len = Vec::with_capacity(self.len.len());
+        for s in (1..=self.n).rev() {
+            for t in s..=self.n {
+                len.push(self.len[self.cell(s, t)]);
+            }
+        }
+        StepParts {
+            variant: self.variant,
+            stages: self.n,
+            len,
+            mem: self.mem,
+            val: self.val,
+        }
+    }
+
+    /// Rebuilds the table of [`into_parts`](Self::into_parts) for the same
+    /// chain: an error when the parts cannot be that chain's table (another
+    /// number of stages or cells, lengths that do not add up to the
+    /// breakpoints, a cell whose budgets do not increase).
+    pub fn from_parts(chain: &Chain, parts: StepParts) -> Result<StepTable, SolveError> {
+        let bad = |why: String| Err(SolveError::BadOption(format!("breakpoint table: {why}")));
+        let mut t = Self::empty(chain, parts.variant);
+        let cells = t.row_start[t.n + 1];
+        if parts.stages != t.n || parts.len.len() != cells {
+            return bad(format!(
+                "{} cells of {} stages do not fit a {}-stage chain ({cells} cells)",
+                parts.len.len(),
+                parts.stages,
+                t.n
+            ));
+        }
+        let points: u64 = parts.len.iter().map(|&l| l as u64).sum();
+        if points != parts.mem.len() as u64 || points != parts.val.len() as u64 {
+            return bad(format!(
+                "the cells count {points} breakpoints, {} budgets and {} values came",
+                parts.mem.len(),
+                parts.val.len()
+            ));
+        }
+        t.start = vec![0; cells];
+        t.len = vec![0; cells];
+        let mut at = 0usize;
+        let mut lens = parts.len.iter();
+        for s in (1..=t.n).rev() {
+            for u in s..=t.n {
+                let r = t.cell(s, u);
+                let l = *lens.next().expect("counted above") as usize;
+                if parts.mem[at..at + l].windows(2).any(|w| w[0] >= w[1]) {
+                    return bad(format!("cell ({s}, {u}): its budgets do not increase"));
+                }
+                t.start[r] = at as u32;
+                t.len[r] = l as u32;
+                at += l;
+            }
+        }
+        t.mem = parts.mem;
+        t.val = parts.val;
+        Ok(t)
     }
 
     /// The breakpoints: in all, in the largest cell, in C_BP(1, L, ·).
