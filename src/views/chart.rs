@@ -365,11 +365,21 @@ impl TimeScale {
             if !(MARGIN_L - 0.5..=MARGIN_L + PLOT_W + 0.5).contains(&x) {
                 continue;
             }
+            // A label centred on a tick near an edge would be cut by the
+            // chart's frame (issue 26: the last label was): align it inward.
+            let label = ms(t);
+            let half = label.chars().count() as f64 * 3.4;
+            let anchor = if x + half > CHART_W {
+                "end"
+            } else if x - half < 0.0 {
+                "start"
+            } else {
+                "middle"
+            };
             s.push_str(&format!(
-                r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#5a6474">{}</text>"##,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="{anchor}" fill="#5a6474">{label}</text>"##,
                 y + tick_h,
                 y + tick_h + 13.0,
-                ms(t)
             ));
         }
         s

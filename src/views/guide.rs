@@ -14,15 +14,26 @@ fn OpName(base: &'static str, sub: &'static str, sup: &'static str) -> impl Into
     view! { <span class="opn">{base}<sub>{sub}</sub><sup>{sup}</sup></span> }
 }
 
+/// Loads the teaching chain at the guide's tight budget, with its own host
+/// link: the guide's text reasons at 12 GB/s, and a budget given to
+/// `load_chain` keeps the previous chain's link (issue 26 found the guide
+/// at another chain's bandwidth).
+pub fn load_teaching_chain(state: crate::state::AppState) {
+    let chain = examples::teaching();
+    let link = chain.bandwidth_bytes_per_s.unwrap_or(0.0);
+    state.load_chain(
+        chain,
+        ChainSource::Example("teaching".into()),
+        Some(TIGHT_BUDGET),
+    );
+    state.controls.bandwidth.set(link);
+}
+
 #[component]
 pub fn Guide() -> impl IntoView {
     let state = use_app();
     let load_teaching = move |play: bool| {
-        state.load_chain(
-            examples::teaching(),
-            ChainSource::Example("teaching".into()),
-            Some(TIGHT_BUDGET),
-        );
+        load_teaching_chain(state);
         if play {
             state.view.playing.set(true);
             // Show the charts the step-through highlights (below the sticky stepper).

@@ -253,7 +253,8 @@ pub fn MemoryChart() -> impl IntoView {
                 <ul>
                     {res.into_iter().take(8).map(|r| view! {
                         <li><i style=format!("background:{}", tensor_color(&r.tensor))></i>
-                            {math_text(&format!("{} — {}", describe(&r), bytes(r.bytes)))}</li>
+                            // One flex item: sub/superscripts must not get the gap.
+                            <span>{math_text(&format!("{} — {}", describe(&r), bytes(r.bytes)))}</span></li>
                     }).collect_view()}
                 </ul>
                 {(more > 0).then(|| view! { <div class="muted">{format!("… and {more} smaller")}</div> })}

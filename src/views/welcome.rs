@@ -2,9 +2,8 @@
 //! guide on the teaching chain. Shown once (remembered in localStorage),
 //! never over a link that names a view.
 
-use crate::state::{use_app, ChainSource};
+use crate::state::use_app;
 use leptos::prelude::*;
-use remat_core::examples;
 
 /// The localStorage key that remembers the welcome was seen.
 pub const WELCOME_SEEN: &str = "remat-welcome-seen";
@@ -13,15 +12,37 @@ fn storage() -> Option<web_sys::Storage> {
     web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 
-/// Whether to greet: a first visit, without a link naming a view.
+/// Set for this tab while the welcome waits for an answer: the page writes
+/// its view into the URL at once, so a reload would otherwise read a link
+/// and lose the welcome (issue 26).
+const WELCOME_PENDING: &str = "remat-welcome-pending";
+
+fn session() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.session_storage().ok().flatten())
+}
+
+/// Whether to greet: a first visit, without a link naming a view (or a
+/// reload of the page that greeted and was not answered yet).
 pub fn wants_welcome() -> bool {
     let seen = storage().and_then(|s| s.get_item(WELCOME_SEEN).ok().flatten());
-    seen.is_none() && !crate::io::read_url().names_a_view()
+    let pending = session()
+        .and_then(|s| s.get_item(WELCOME_PENDING).ok().flatten())
+        .is_some();
+    let greet = seen.is_none() && (pending || !crate::io::read_url().names_a_view());
+    if greet {
+        if let Some(s) = session() {
+            let _ = s.set_item(WELCOME_PENDING, "1");
+        }
+    }
+    greet
 }
 
 fn remember() {
     if let Some(s) = storage() {
         let _ = s.set_item(WELCOME_SEEN, "1");
+    }
+    if let Some(s) = session() {
+        let _ = s.remove_item(WELCOME_PENDING);
     }
 }
 
@@ -35,11 +56,7 @@ pub fn Welcome() -> impl IntoView {
     };
     let start = move |_| {
         dismiss();
-        state.load_chain(
-            examples::teaching(),
-            ChainSource::Example("teaching".into()),
-            Some(super::guide::TIGHT_BUDGET),
-        );
+        super::guide::load_teaching_chain(state);
         let doc = leptos::prelude::document();
         if let Some(details) = doc.query_selector("#guide details").ok().flatten() {
             let _ = details.set_attribute("open", "");
