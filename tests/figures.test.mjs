@@ -62,6 +62,11 @@ test('each figure and the dashboard save as SVG and PNG, ready for a slide', asy
     // The chart itself is inside, drawn as on the page.
     const inner = { chain: 'chain-svg', memory: 'memory-svg', timelines: 'timeline-svg', compare: 'curves-svg' }[figure];
     assert.ok(doc.includes(`id="${inner}"`), `${figure}: the chart`);
+    // The chart uses the figure's width (the compare curves filled half of
+    // it before issue 26; mutation tried: nested_chart capped at the
+    // chart's own width — compare's chart was 640 of 1200).
+    const nestedWidth = Number(/<svg x="[\d.]+" y="[\d.]+" width="([\d.]+)"/.exec(doc)[1]);
+    assert.ok(nestedWidth >= 1100, `${figure}: the chart ${nestedWidth} wide in a 1200 figure`);
     const png = await download(page, `#export-${figure}-png`);
     assert.match(png.name, new RegExp(`\\.${figure}\\.png$`));
     const { width, height } = pngSize(png.bytes);

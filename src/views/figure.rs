@@ -233,8 +233,10 @@ fn legend_svg(keys: &[Key], top: f64) -> (String, f64) {
     (s, y + 14.0 - top)
 }
 
-/// A chart of the page as a nested `<svg>` at (x, y), at most `max_w` wide
-/// and never scaled up (a small chart keeps its text size); its height.
+/// A chart of the page as a nested `<svg>` at (x, y), `max_w` wide; its
+/// height. A narrower chart is scaled up to the width (the compare curves,
+/// 640 units, filled half a slide's figure before issue 26; their text
+/// grows with them, which a slide wants).
 fn nested_chart(id: &str, x: f64, y: f64, max_w: f64) -> Option<(String, f64)> {
     let el = leptos::prelude::document().get_element_by_id(id)?;
     let view_box = el.get_attribute("viewBox")?;
@@ -243,7 +245,7 @@ fn nested_chart(id: &str, x: f64, y: f64, max_w: f64) -> Option<(String, f64)> {
         .filter_map(|v| v.parse().ok())
         .collect();
     let (vw, vh) = (*dims.get(2)?, *dims.get(3)?);
-    let w = max_w.min(vw);
+    let w = max_w;
     let h = vh * w / vw.max(1.0);
     let text = web_sys::XmlSerializer::new()
         .ok()?
