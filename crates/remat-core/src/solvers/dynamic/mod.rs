@@ -66,6 +66,7 @@
 pub mod delta;
 pub mod dtr;
 pub mod policy;
+pub mod release;
 pub mod runtime;
 pub mod tensors;
 
