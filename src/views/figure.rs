@@ -5,7 +5,7 @@
 use super::chart::{bytes, line_key_svg, ms, palette, pct};
 use super::compare::{alg_color, alg_dash, alg_marker};
 use super::notation::svg_math;
-use super::{chain, memory, timeline};
+use super::legend;
 use crate::io::{export_png, export_svg_text, slug};
 use crate::service::SWEEP_ALGORITHMS;
 use crate::state::{use_app, AppState};
@@ -90,12 +90,12 @@ impl Figure {
         };
         match self {
             Figure::Chain => {
-                let mut k = fills(chain::LEGEND);
+                let mut k = fills(legend::CHAIN);
                 k.push(Key::Note("↻n = recomputations"));
                 k
             }
             Figure::Memory => {
-                let mut k = fills(memory::LEGEND);
+                let mut k = fills(legend::MEMORY);
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
                 if measured {
                     k.push(Key::Solid(super::measured::PREDICTED, "predicted"));
@@ -104,7 +104,7 @@ impl Figure {
                 k
             }
             Figure::Timelines => {
-                let mut k = fills(timeline::LEGEND);
+                let mut k = fills(legend::TIMELINES);
                 k.push(Key::Hatch("GPU idle"));
                 k
             }

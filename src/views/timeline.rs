@@ -14,15 +14,6 @@ use remat_core::simulator::Lane;
 
 const H: f64 = 150.0;
 
-/// The timelines' legend (idle apart): the page's and the exported figure's.
-pub const LEGEND: &[(&str, &str)] = &[
-    (palette::FORWARD, "forward"),
-    (palette::RECOMPUTE, "recompute"),
-    (palette::BACKWARD, "backward"),
-    (palette::OFFLOAD, "offload"),
-    (palette::PREFETCH, "prefetch"),
-    (palette::RELEASE, "release R (evicted)"),
-];
 const AXIS_Y: f64 = 114.0;
 
 /// The top and the height of a lane's band.
