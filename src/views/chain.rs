@@ -16,7 +16,6 @@ const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
 const MAX_BOX_H: f64 = 104.0;
 
-
 /// The colour of a stage's fate on the chain (the legend's swatches).
 pub fn fate_color(fate: Fate) -> &'static str {
     match fate {

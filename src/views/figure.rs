@@ -4,8 +4,8 @@
 
 use super::chart::{bytes, line_key_svg, ms, palette, pct};
 use super::compare::{alg_color, alg_dash, alg_marker};
-use super::notation::svg_math;
 use super::legend;
+use super::notation::svg_math;
 use crate::io::{export_png, export_svg_text, slug};
 use crate::service::SWEEP_ALGORITHMS;
 use crate::state::{use_app, AppState};
