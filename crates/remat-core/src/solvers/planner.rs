@@ -7,7 +7,7 @@
 //! set), and [`Planner::plan`] answers any budget up to it quickly (O(L)
 //! nodes).
 //! Offloading algorithms depend on the budget throughout: their planner
-//! solves each budget anew with the function [`per_budget`] gives them,
+//! solves each budget anew with the function `per_budget` gives them,
 //! e.g. [`offload::solve`]. That dispatch lives here, not in the
 //! vocabulary (`api.rs`), which the algorithm modules import.
 //!
@@ -49,7 +49,7 @@ pub enum Planner {
     Hong(Box<hong::Plan>),
     /// Algorithms that depend on the budget throughout (the offloading
     /// ones): each budget is solved anew by `solve`, the function
-    /// [`per_budget`] gives them.
+    /// `per_budget` gives them.
     PerBudget {
         algorithm: Algorithm,
         solve: SolveFn,
