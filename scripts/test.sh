@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up what is missing and runs every test of the project:
-# format and lint checks, the core built for wasm32, the Rust tests (unit,
-# exhaustive search, proptest cross-checks, CLI contract), the profiler and
-# remat_torch against PyTorch on the CPU, and the explorer's
-# browser tests in headless Chromium.
+# format and lint checks, the module graph (no import cycles), the core
+# built for wasm32, the Rust tests (unit, exhaustive search, proptest
+# cross-checks, CLI contract), the profiler and remat_torch against PyTorch
+# on the CPU, and the explorer's browser tests in headless Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +18,10 @@ cargo fmt --all -- --check
 
 step "docs: every link and path stays inside the repository"
 bash scripts/check-docs.sh
+
+step "module graph: no cycle between modules; the explorer's layers import one way"
+python3 scripts/module_graph.py --self-test
+python3 scripts/module_graph.py
 
 step "cargo clippy (core, CLI) -D warnings"
 cargo clippy -p remat-core -p remat-cli --all-targets -- -D warnings

@@ -16,15 +16,6 @@ const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
 const MAX_BOX_H: f64 = 104.0;
 
-/// The chain's legend: (colour, label in caret notation); the page's and
-/// the exported figure's.
-pub const LEGEND: &[(&str, &str)] = &[
-    (palette::KEPT, "kept (F_all)"),
-    (palette::CHECKPOINT, "checkpointed input (F_ck)"),
-    (palette::NOTHING_KEPT, "dropped (F_∅)"),
-    (palette::OFFLOAD, "offloaded"),
-];
-
 /// The colour of a stage's fate on the chain (the legend's swatches).
 pub fn fate_color(fate: Fate) -> &'static str {
     match fate {

@@ -4,8 +4,8 @@
 
 use super::chart::{bytes, line_key_svg, ms, palette, pct};
 use super::compare::{alg_color, alg_dash, alg_marker};
+use super::legend;
 use super::notation::svg_math;
-use super::{chain, memory, timeline};
 use crate::file_name::file_name;
 use crate::io::{export_png, export_svg_text};
 use crate::service::SWEEP_ALGORITHMS;
@@ -91,12 +91,12 @@ impl Figure {
         };
         match self {
             Figure::Chain => {
-                let mut k = fills(chain::LEGEND);
+                let mut k = fills(legend::CHAIN);
                 k.push(Key::Note("↻n = recomputations"));
                 k
             }
             Figure::Memory => {
-                let mut k = fills(memory::LEGEND);
+                let mut k = fills(legend::MEMORY);
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
                 if measured {
                     k.push(Key::Solid(super::measured::PREDICTED, "predicted"));
@@ -105,7 +105,7 @@ impl Figure {
                 k
             }
             Figure::Timelines => {
-                let mut k = fills(timeline::LEGEND);
+                let mut k = fills(legend::TIMELINES);
                 k.push(Key::Note("striped: a recomputation"));
                 k.push(Key::Hatch("GPU idle"));
                 k

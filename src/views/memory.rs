@@ -16,14 +16,6 @@ use remat_core::simulator::{Residency, TensorId, Trace};
 
 const H: f64 = 300.0;
 
-/// The memory chart's legend (the budget line apart): the page's and the
-/// exported figure's.
-pub const LEGEND: &[(&str, &str)] = &[
-    (palette::SAVED[0], "ā^ℓ saved for backward"),
-    (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
-    (palette::GRADIENT[0], "δ^ℓ gradient"),
-    (palette::WORKSPACE, "workspace"),
-];
 const TOP: f64 = 16.0;
 const PLOT_H: f64 = 250.0;
 

@@ -14,18 +14,6 @@ use remat_core::simulator::Lane;
 
 const H: f64 = 150.0;
 
-/// The timelines' legend (idle apart): the page's and the exported figure's.
-/// Colours by op kind, as in the chain and the memory curve; a
-/// recomputation is striped (the legend's last key, drawn by the card).
-pub const LEGEND: &[(&str, &str)] = &[
-    (palette::FORWARD, "F_all forward, ā kept"),
-    (palette::CHECKPOINT, "F_ck checkpoint"),
-    (palette::NOTHING_KEPT, "F_∅ nothing kept"),
-    (palette::BACKWARD, "backward"),
-    (palette::OFFLOAD, "offload"),
-    (palette::PREFETCH, "prefetch"),
-    (palette::RELEASE, "release R (evicted)"),
-];
 const AXIS_Y: f64 = 114.0;
 
 /// The top and the height of a lane's band.

@@ -5,8 +5,9 @@
 //! `preserve_order`) print that way, and scripts may compare the bytes. So
 //! the structs are free to share fields through `#[serde(flatten)]`.
 
-use remat_core::format::pytorch::{Region, Segment, SharedGradient};
+use remat_core::format::pytorch::{Region, SharedGradient};
 use remat_core::measured::Comparison;
+use remat_core::schedule::Segment;
 use remat_core::simulator::{OpState, TensorId, Trace};
 use remat_core::solvers::hong::Model;
 use remat_core::solvers::DeltaSettings;

@@ -7,6 +7,7 @@
 //! binary lists its models and says how to build it. `--device cuda` needs
 //! the feature `cuda` as well (and a GPU at run time). See docs/profiler.md.
 
+mod arg_error;
 mod models;
 #[cfg(feature = "torch")]
 mod torch;
@@ -142,8 +143,8 @@ pub enum Failure {
     Runtime(String),
 }
 
-impl From<models::ArgError> for Failure {
-    fn from(e: models::ArgError) -> Failure {
+impl From<arg_error::ArgError> for Failure {
+    fn from(e: arg_error::ArgError) -> Failure {
         Failure::BadInput(e.to_string())
     }
 }
@@ -301,14 +302,14 @@ fn run(command: Command) -> Result<(), Failure> {
                             "--image: only for built-in models; a TorchScript model takes --input-shape".into(),
                         ));
                     }
-                    user_model::from_flags(
+                    models::ModelSpec::torchscript(user_model::from_flags(
                         scripted.torchscript.as_deref(),
                         scripted.torchscript_dir.as_deref(),
                         input_shape.as_deref(),
                         input_vocab,
                         &target,
                         batch,
-                    )?
+                    )?)
                 }
             };
             let device = check_device(&device.name)?;
@@ -353,11 +354,11 @@ fn run(command: Command) -> Result<(), Failure> {
                 .check_chain(&chain)
                 .map_err(|e| Failure::BadInput(format!("--schedule: {e}")))?;
             let spec = if scripted.given() {
-                user_model::from_source(
+                models::ModelSpec::torchscript(user_model::from_source(
                     &chain.source,
                     scripted.torchscript.as_deref(),
                     scripted.torchscript_dir.as_deref(),
-                )?
+                )?)
             } else {
                 models::ModelSpec::from_source(&chain.source)?
             };

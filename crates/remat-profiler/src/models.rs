@@ -1,7 +1,8 @@
 //! The built-in networks and the size arguments each one takes, checked
 //! before anything is built (no libtorch needed here).
 
-use std::fmt;
+use crate::arg_error::ArgError;
+use crate::user_model::{self, TorchScript};
 
 /// One built-in network: its name, what it is, and which arguments it takes.
 #[derive(Debug)]
@@ -71,23 +72,8 @@ pub struct ModelSpec {
     /// Sequence length (transformers), else 0.
     pub seq: i64,
     /// The user's own network (name `torchscript`), else None.
-    pub torchscript: Option<crate::user_model::TorchScript>,
+    pub torchscript: Option<TorchScript>,
 }
-
-/// Bad arguments, with the flag they came from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgError {
-    pub flag: &'static str,
-    pub message: String,
-}
-
-impl fmt::Display for ArgError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.flag, self.message)
-    }
-}
-
-impl std::error::Error for ArgError {}
 
 fn err(flag: &'static str, message: impl Into<String>) -> ArgError {
     ArgError {
@@ -107,6 +93,18 @@ pub fn info(name: &str) -> Result<&'static ModelInfo, ArgError> {
 }
 
 impl ModelSpec {
+    /// The spec of the user's own network (name `torchscript`): its batch
+    /// is the first number of the input's shape.
+    pub fn torchscript(ts: TorchScript) -> ModelSpec {
+        ModelSpec {
+            name: user_model::NAME.to_string(),
+            batch: ts.input_shape[0],
+            image: 0,
+            seq: 0,
+            torchscript: Some(ts),
+        }
+    }
+
     /// Checks the arguments for `name` and fills in the defaults.
     pub fn new(
         name: &str,
@@ -187,7 +185,7 @@ impl ModelSpec {
                 "its source has no model=NAME: was it written by remat-profile profile?",
             )
         })?;
-        if name == crate::user_model::NAME {
+        if name == user_model::NAME {
             return Err(err(
                 "--torchscript",
                 "the chain was measured on a TorchScript model: pass --torchscript FILE or --torchscript-dir DIR",

@@ -17,7 +17,7 @@
 //!   (the first number is the batch); with `--input-vocab V`, random integer
 //!   tokens in [0, V) instead.
 
-use crate::models::{ArgError, ModelSpec};
+use crate::arg_error::ArgError;
 use std::path::{Path, PathBuf};
 
 /// The model name a TorchScript network has in a chain's source.
@@ -208,17 +208,8 @@ fn locate(
     }
 }
 
-fn spec(ts: TorchScript) -> ModelSpec {
-    ModelSpec {
-        name: NAME.to_string(),
-        batch: ts.input_shape[0],
-        image: 0,
-        seq: 0,
-        torchscript: Some(ts),
-    }
-}
-
-/// The spec of `profile --torchscript …`.
+/// The network of `profile --torchscript …` (its spec:
+/// [`ModelSpec::torchscript`](crate::models::ModelSpec::torchscript)).
 pub fn from_flags(
     file: Option<&Path>,
     dir: Option<&Path>,
@@ -226,7 +217,7 @@ pub fn from_flags(
     vocab: Option<i64>,
     target: &str,
     batch: Option<i64>,
-) -> Result<ModelSpec, ArgError> {
+) -> Result<TorchScript, ArgError> {
     let (files, split, flag, label) = locate(file, dir)?;
     let input_shape = parse_shape(input_shape.ok_or_else(|| {
         err(
@@ -257,7 +248,7 @@ pub fn from_flags(
             "input: the labels are the input tokens, so the input must be tokens: give --input-vocab V",
         ));
     }
-    Ok(spec(TorchScript {
+    Ok(TorchScript {
         digest: digest(&files, flag)?,
         files,
         split,
@@ -265,16 +256,16 @@ pub fn from_flags(
         vocab,
         target,
         label,
-    }))
+    })
 }
 
-/// The spec `run` rebuilds from a chain's source and the model given again;
+/// The network `run` rebuilds from a chain's source and the model given again;
 /// refuses a model whose digest is not the one the chain was measured on.
 pub fn from_source(
     source: &str,
     file: Option<&Path>,
     dir: Option<&Path>,
-) -> Result<ModelSpec, ArgError> {
+) -> Result<TorchScript, ArgError> {
     let field = |key: &str| -> Option<&str> {
         source
             .split(|c: char| c.is_whitespace() || c == ';' || c == ',')
@@ -308,7 +299,7 @@ pub fn from_source(
         .filter(|&v| v > 0);
     let target = parse_target(field("target").ok_or_else(|| missing("target"))?)
         .map_err(|e| err("--chain", e.message))?;
-    Ok(spec(TorchScript {
+    Ok(TorchScript {
         files,
         split,
         digest,
@@ -316,7 +307,7 @@ pub fn from_source(
         vocab,
         target,
         label,
-    }))
+    })
 }
 
 #[cfg(test)]
@@ -359,9 +350,10 @@ mod tests {
         let e = from_flags(None, Some(&dir), Some("2,5"), None, "input", None).unwrap_err();
         assert_eq!(e.flag, "--target");
         assert!(e.message.contains("--input-vocab"), "{e}");
-        let spec = from_flags(None, Some(&dir), Some("2,5"), Some(100), "none", None).unwrap();
+        let ts = from_flags(None, Some(&dir), Some("2,5"), Some(100), "none", None).unwrap();
+        let spec = crate::models::ModelSpec::torchscript(ts.clone());
         let source = format!("remat-profile 0.1.0: {}; device=cpu", spec.tag());
-        assert_eq!(from_source(&source, None, Some(&dir)).unwrap(), spec);
+        assert_eq!(from_source(&source, None, Some(&dir)).unwrap(), ts);
         std::fs::write(dir.join("stage_002.pt"), b"B").unwrap();
         let e = from_source(&source, None, Some(&dir)).unwrap_err();
         assert_eq!(e.flag, "--torchscript-dir");

@@ -44,21 +44,11 @@
 //! time equal the plan's.
 
 use crate::model::Chain;
+use crate::schedule::segments::{schedule, Segment};
 use crate::schedule::Op;
 use crate::simulator::{judge, SimError, Trace};
 use crate::solvers::sequential;
-use std::fmt;
 use std::fmt::Write as _;
-
-/// A run of consecutive stages `first..=last` (1-based, as in the papers).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Segment {
-    pub first: usize,
-    pub last: usize,
-    /// Run under `torch.utils.checkpoint` (only its input kept, recomputed
-    /// in the backward pass); false: run normally, everything kept.
-    pub checkpointed: bool,
-}
 
 /// Why a schedule cannot be written as checkpointed segments.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -143,46 +133,10 @@ pub fn segments(ops: &[Op]) -> Result<Vec<Segment>, SegmentsError> {
     Ok(segs)
 }
 
-/// The schedule `torch.utils.checkpoint` runs for these segments (stages
-/// 1..=L in order).
-pub fn schedule(segs: &[Segment]) -> Vec<Op> {
-    let mut ops = Vec::new();
-    for s in segs {
-        if s.checkpointed {
-            ops.push(Op::ForwardCheckpoint { stage: s.first });
-            ops.extend((s.first + 1..=s.last).map(|stage| Op::ForwardNone { stage }));
-        } else {
-            ops.extend((s.first..=s.last).map(|stage| Op::ForwardAll { stage }));
-        }
-    }
-    for s in segs.iter().rev() {
-        if s.checkpointed {
-            ops.extend((s.first..=s.last).map(|stage| Op::ForwardAll { stage }));
-        }
-        ops.extend((s.first..=s.last).rev().map(|stage| Op::Backward { stage }));
-    }
-    ops
-}
-
 /// `[1–4 checkpointed, 5–7 stored]`, for messages.
 fn describe(segs: &[Segment]) -> String {
     let parts: Vec<String> = segs.iter().map(|s| s.to_string()).collect();
     format!("[{}]", parts.join(", "))
-}
-
-impl fmt::Display for Segment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let what = if self.checkpointed {
-            "checkpointed"
-        } else {
-            "stored"
-        };
-        if self.first == self.last {
-            write!(f, "{} {what}", self.first)
-        } else {
-            write!(f, "{}–{} {what}", self.first, self.last)
-        }
-    }
 }
 
 /// k when the segments are exactly `checkpoint_sequential(model, k, x)`'s:

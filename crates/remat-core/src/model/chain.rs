@@ -1,5 +1,6 @@
 //! A training step as a chain of stages 1..L (rotor report, Section 3.1).
 
+use super::error::ChainError;
 use super::inputs::{self, InputTensor};
 use std::fmt;
 
@@ -115,23 +116,6 @@ pub struct Chain {
     /// The tensors of the batch the numbers were measured on, for people;
     /// None when not known. Outside the digest, like `name` and `source`.
     pub inputs: Option<Vec<InputTensor>>,
-}
-
-/// Why a chain is not usable; `path` names the field as in the JSON file.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{path}: {message}")]
-pub struct ChainError {
-    pub path: String,
-    pub message: String,
-}
-
-impl ChainError {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> ChainError {
-        ChainError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
 }
 
 /// The largest chain the tools accept; beyond it tables and pages get unwieldy.

@@ -6,7 +6,7 @@
 //! digest, and a chain rescaled to another batch or precision, which was not
 //! measured on these tensors, does not keep it (`scale.rs`).
 
-use super::ChainError;
+use super::error::ChainError;
 use std::fmt;
 
 /// One tensor of the batch a chain was measured on.

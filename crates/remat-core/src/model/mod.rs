@@ -1,10 +1,12 @@
 //! The chain model shared by every algorithm (`docs/model.md`).
 
 mod chain;
+mod error;
 mod inputs;
 pub mod scale;
 pub mod units;
 
-pub use chain::{Chain, ChainError, Stage, MAX_STAGES};
+pub use chain::{Chain, Stage, MAX_STAGES};
+pub use error::ChainError;
 pub use inputs::{validate as validate_inputs, InputTensor, MAX_INPUTS, MAX_INPUT_DIMS};
 pub use scale::{scaled, AffineFit, BatchModel, Scale};

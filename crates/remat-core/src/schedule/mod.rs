@@ -5,10 +5,14 @@
 //! * [`op`] — [`Op`] and [`TensorKind`] with the papers' notation
 //!   (`F_all^3`, `O(ā^3)`), [`Op::explain`] and [`format_ops`];
 //! * [`analysis`] — per-stage [`Fate`]s and the one definition of a
-//!   recomputation ([`recompute_flags`], [`recomputations`]).
+//!   recomputation ([`recompute_flags`], [`recomputations`]);
+//! * [`segments`] — [`Segment`]s of `torch.utils.checkpoint` and the
+//!   schedule PyTorch runs for them.
 
 pub mod analysis;
 pub mod op;
+pub mod segments;
 
 pub use analysis::{fates, recomputations, recompute_flags, Fate};
 pub use op::{format_ops, tensor_symbol, Op, TensorKind};
+pub use segments::Segment;

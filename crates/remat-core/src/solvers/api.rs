@@ -17,43 +17,39 @@ pub fn no_progress() -> impl FnMut(f64) -> bool {
 }
 
 /// The list of algorithms, the one place where they are named: one row
-/// each, `Variant => "cli-name", "what it does", how;`, grouped by family.
-/// `how` is `built` (a [`Planner`](super::Planner) variant of its own does
-/// the budget-independent work once) or `per_budget(path::to::solve)` (a
-/// function with [`SolveFn`]'s signature answers each budget; a family
-/// module may serve several rows, told apart by the algorithm it is given). The enum,
-/// [`Algorithm::ALL`], the family lists, [`Algorithm::name`],
-/// [`Algorithm::description`] and the planner's dispatch to per-budget
-/// solvers are all expanded from this list (`$then` receives it), so adding
-/// an algorithm is one module and one row (`docs/architecture.md`).
+/// each, `Variant => "cli-name", "what it does";`, grouped by family. The
+/// enum, [`Algorithm::ALL`], the family lists, [`Algorithm::name`] and
+/// [`Algorithm::description`] are expanded from this list (`$then`
+/// receives it). Which module answers each algorithm is the planner's
+/// business (`planner.rs`, an exhaustive match the compiler holds to this
+/// list): the vocabulary names no solver, so every solver can speak it.
 macro_rules! algorithm_list {
     ($then:ident) => {
         $then! {
             rematerialization {
-                StoreAll => "store-all", "keep every activation (PyTorch default); its peak is M_high", built;
-                Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget", built;
-                Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)", built;
-                Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)", built;
-                Hong => "hong", "checkpoint set of least peak in the paper's PyTorch memory model (Hong et al., Algorithm 6); its schedule whatever the budget", built;
-                HongChen => "hong-chen", "checkpoint set of least peak in Chen's memory model (Hong et al., Algorithm 3); its schedule whatever the budget", built;
-                Dtr => "dtr", "dynamic runtime, simulated: evict the tensor of least compute/(memory × staleness) when memory runs out, recompute on demand (DTR, ICLR 2021)", per_budget(super::dynamic::solve);
-                Optimal => "optimal", "true optimum over every sequence of compute operations (exact A* search, no persistence assumed); short chains only", per_budget(super::optimal::solve);
+                StoreAll => "store-all", "keep every activation (PyTorch default); its peak is M_high";
+                Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget";
+                Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)";
+                Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)";
+                Hong => "hong", "checkpoint set of least peak in the paper's PyTorch memory model (Hong et al., Algorithm 6); its schedule whatever the budget";
+                HongChen => "hong-chen", "checkpoint set of least peak in Chen's memory model (Hong et al., Algorithm 3); its schedule whatever the budget";
+                Dtr => "dtr", "dynamic runtime, simulated: evict the tensor of least compute/(memory × staleness) when memory runs out, recompute on demand (DTR, ICLR 2021)";
+                Optimal => "optimal", "true optimum over every sequence of compute operations (exact A* search, no persistence assumed); short chains only";
             }
             offloading {
-                Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)", per_budget(super::offload::solve);
-                OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)", per_budget(super::offload::solve);
-                Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group", per_budget(super::offload::solve);
-                Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept", per_budget(super::offload::solve);
-                Delta => "delta", "dynamic runtime, simulated: from 3/4 of the budget release large stale tensors, evict or offload by cost, prefetch in the backward (DELTA, h_base)", per_budget(super::dynamic::solve);
-                DeltaLru => "delta-lru", "delta with the Filter's h_LRU = 1/staleness", per_budget(super::dynamic::solve);
-                DeltaGreedy => "delta-greedy", "delta with the Filter's h_GREEDY = 1/memory", per_budget(super::dynamic::solve);
+                Pofo => "pofo", "optimal mix of recomputation and offloading under POFO's assumptions (NeurIPS 2021, Appendix B)";
+                OffloadOnly => "offload-only", "best choice of activations to offload with no recomputation (POFO's model)";
+                Opportunist => "opportunist", "POFO heuristic: keep the link busy offloading groups, recompute inside each group";
+                Autocapper => "autocapper", "POFO heuristic: rotor for 40 larger budgets, offload at each peak until it fits; best kept";
+                Delta => "delta", "dynamic runtime, simulated: from 3/4 of the budget release large stale tensors, evict or offload by cost, prefetch in the backward (DELTA, h_base)";
+                DeltaLru => "delta-lru", "delta with the Filter's h_LRU = 1/staleness";
+                DeltaGreedy => "delta-greedy", "delta with the Filter's h_GREEDY = 1/memory";
             }
         }
     };
 }
-pub(crate) use algorithm_list;
 
-/// A solver that answers one budget (a `per_budget` row of `algorithm_list!` in this file).
+/// A solver that answers one budget (the planner's `per_budget` dispatch).
 pub type SolveFn = fn(&Problem<'_>, &mut Progress<'_>) -> Result<Solution, SolveError>;
 
 /// One question a per-budget solver answers: a schedule for `chain` with
@@ -70,8 +66,8 @@ pub struct Problem<'a> {
 /// Expands [`algorithm_list`] into [`Algorithm`] and its lists and names.
 macro_rules! define_algorithms {
     (
-        rematerialization { $($r:ident => $rname:literal, $rdesc:literal, $rhow:ident $(($rsolve:path))?;)* }
-        offloading { $($o:ident => $oname:literal, $odesc:literal, $ohow:ident $(($osolve:path))?;)* }
+        rematerialization { $($r:ident => $rname:literal, $rdesc:literal;)* }
+        offloading { $($o:ident => $oname:literal, $odesc:literal;)* }
     ) => {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Algorithm {

@@ -7,19 +7,19 @@
 //! set), and [`Planner::plan`] answers any budget up to it quickly (O(L)
 //! nodes).
 //! Offloading algorithms depend on the budget throughout: their planner
-//! solves each budget anew with the function their row of the algorithm
-//! list names (`algorithm_list!` in `api.rs`), e.g. [`offload::solve`].
+//! solves each budget anew with the function `per_budget` gives them,
+//! e.g. [`offload::solve`]. That dispatch lives here, not in the
+//! vocabulary (`api.rs`), which the algorithm modules import.
 //!
 //! [`offload::solve`]: super::offload::solve
 
 use super::api::{
-    algorithm_list, no_progress, Algorithm, Candidate, Options, Problem, Progress, Solution,
-    SolveError, SolveFn,
+    no_progress, Algorithm, Candidate, Options, Problem, Progress, Solution, SolveError, SolveFn,
 };
 use super::bounds::{max_useful_budget, memory_floor};
 use super::persistent::{self, Variant};
 use super::slots::Memory;
-use super::{hong, offload, pofo, sequential, store_all};
+use super::{dynamic, hong, offload, optimal, pofo, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
@@ -48,8 +48,8 @@ pub enum Planner {
     /// and simulated once, for every budget its simulated peak fits.
     Hong(Box<hong::Plan>),
     /// Algorithms that depend on the budget throughout (the offloading
-    /// ones): each budget is solved anew by `solve`, the function their row
-    /// of the list names (`algorithm_list!` in `api.rs`).
+    /// ones): each budget is solved anew by `solve`, the function
+    /// `per_budget` gives them.
     PerBudget {
         algorithm: Algorithm,
         solve: SolveFn,
@@ -176,9 +176,10 @@ impl Planner {
             Algorithm::Hong | Algorithm::HongChen => Ok(Planner::Hong(Box::new(hong::plan(
                 chain, algorithm, progress,
             )?))),
-            // Listed as `built` without a variant here: say so, never panic.
+            // Given no function by `per_budget` and no variant here: say
+            // so, never panic.
             other => Err(SolveError::BadOption(format!(
-                "algorithm: {other} is listed as built but has no planner"
+                "algorithm: {other} has no planner"
             ))),
         }
     }
@@ -516,28 +517,27 @@ pub fn solve(
     planner.plan(chain, budget_bytes)
 }
 
-/// Expands [`algorithm_list`] into [`per_budget`]: the dispatch to the
-/// algorithms that answer each budget with a function of their own.
-macro_rules! define_per_budget {
-    (
-        rematerialization { $($r:ident => $rname:literal, $rdesc:literal, $rhow:ident $(($rsolve:path))?;)* }
-        offloading { $($o:ident => $oname:literal, $odesc:literal, $ohow:ident $(($osolve:path))?;)* }
-    ) => {
-        /// The function that answers each budget for `algorithm`; None for
-        /// the algorithms with a [`Planner`] variant of their own.
-        fn per_budget(algorithm: Algorithm) -> Option<SolveFn> {
-            match algorithm {
-                $(Algorithm::$r => define_per_budget!(@solver $rhow $(($rsolve))?),)*
-                $(Algorithm::$o => define_per_budget!(@solver $ohow $(($osolve))?),)*
-            }
+/// The function that answers each budget for `algorithm`; None for the
+/// algorithms with a [`Planner`] variant of their own (built once in
+/// [`Planner::build`]). Exhaustive, with no catch-all: a new row of the
+/// algorithm list (`api.rs`) does not compile until it is given one here.
+/// A family module may serve several algorithms, told apart by the one
+/// its [`Problem`] names.
+fn per_budget(algorithm: Algorithm) -> Option<SolveFn> {
+    match algorithm {
+        Algorithm::StoreAll
+        | Algorithm::Sequential
+        | Algorithm::Revolve
+        | Algorithm::Rotor
+        | Algorithm::Hong
+        | Algorithm::HongChen => None,
+        Algorithm::Dtr | Algorithm::Delta | Algorithm::DeltaLru | Algorithm::DeltaGreedy => {
+            Some(dynamic::solve)
         }
-    };
-    (@solver built) => {
-        None
-    };
-    (@solver per_budget ($solve:path)) => {
-        Some($solve as SolveFn)
-    };
+        Algorithm::Optimal => Some(optimal::solve),
+        Algorithm::Pofo
+        | Algorithm::OffloadOnly
+        | Algorithm::Opportunist
+        | Algorithm::Autocapper => Some(offload::solve),
+    }
 }
-
-algorithm_list!(define_per_budget);

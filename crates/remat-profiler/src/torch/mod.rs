@@ -2,6 +2,7 @@
 
 pub mod device;
 pub mod ffi;
+pub mod net;
 pub mod nets;
 pub mod profile;
 pub mod runner;

@@ -28,7 +28,8 @@
 
 use super::device::{self, Device, Timeline};
 use super::ffi;
-use super::nets::{self, Net};
+use super::net::Net;
+use super::nets;
 use super::runner::{self, Exec};
 use super::timing;
 use crate::models::ModelSpec;

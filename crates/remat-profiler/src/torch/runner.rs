@@ -34,7 +34,7 @@
 
 use super::device::{self, Timeline};
 use super::ffi;
-use super::nets::Net;
+use super::net::Net;
 use super::timing;
 use crate::models::ModelSpec;
 use crate::Failure;

@@ -3,8 +3,8 @@
 //! The conventions are in `user_model`; the parameters go into the net's
 //! VarStore so that gradients are zeroed and compared as for built-in nets.
 
-use super::nets::{Net, StageFn};
-use crate::models::ArgError;
+use super::net::{Net, StageFn};
+use crate::arg_error::ArgError;
 use crate::user_model::{Target, TorchScript};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::rc::Rc;

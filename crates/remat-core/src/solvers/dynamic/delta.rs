@@ -6,7 +6,7 @@
 //! reload offloaded tensors ahead, at most a few at a time). The runtime
 //! loop that calls them is `runtime.rs`.
 
-use super::policy::{Action, Candidate};
+use super::release::{Action, Candidate};
 use crate::solvers::api::DeltaSettings;
 
 // The settings (link share, trigger, reload limit) and their defaults, the

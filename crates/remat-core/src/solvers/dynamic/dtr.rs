@@ -3,7 +3,7 @@
 //! h_DTR = c_r / (m · s) — cheap to recompute, large, long unused — and only
 //! ever evict (no offloading). DELTA's Eq. 5 h_r is the same quantity.
 
-use super::policy::Candidate;
+use super::release::Candidate;
 
 /// h_DTR(t) = c_r(t) / (m(t) · s(t)). A tensor free to recompute scores 0
 /// (evicted first); one used this instant (s = 0) scores +∞ (evicted last).

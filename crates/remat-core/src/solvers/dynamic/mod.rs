@@ -66,6 +66,7 @@
 pub mod delta;
 pub mod dtr;
 pub mod policy;
+pub mod release;
 pub mod runtime;
 pub mod tensors;
 
@@ -96,8 +97,8 @@ pub fn policy(
     }
 }
 
-/// Any dynamic runtime for one budget: the function their rows of the
-/// algorithm list name. The link is `options.bandwidth_bytes_per_s`, else
+/// Any dynamic runtime for one budget: the function the planner's
+/// per-budget dispatch (`solvers/planner.rs`) gives them. The link is `options.bandwidth_bytes_per_s`, else
 /// the chain's.
 pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
     let (chain, budget) = (problem.chain, problem.budget);

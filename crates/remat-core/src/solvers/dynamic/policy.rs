@@ -4,27 +4,7 @@
 
 use super::delta::Delta;
 use super::dtr;
-use super::tensors::Tensor;
-
-/// A resident tensor the Filter may pick, with what the heuristics read.
-#[derive(Clone, Copy, Debug)]
-pub struct Candidate {
-    pub tensor: Tensor,
-    /// m(t).
-    pub bytes: u64,
-    /// s(t): seconds since an operation last produced or read it.
-    pub staleness: f64,
-    /// c_r(t): seconds to bring it back by recomputation, its evicted
-    /// ancestors included.
-    pub recompute_seconds: f64,
-}
-
-/// The Director's decision (DELTA Table I).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    Evict,
-    Offload,
-}
+use super::release::{Action, Candidate};
 
 /// A dynamic runtime's decision logic.
 #[derive(Clone, Debug, PartialEq)]

@@ -7,7 +7,8 @@
 //! [`Stepper`], so the clock and the memory the runtime decides on are the
 //! judge's own, and the emitted schedule judged afresh gives the same trace.
 
-use super::policy::{Action, Candidate, Policy};
+use super::policy::Policy;
+use super::release::{Action, Candidate};
 use super::tensors::{State, Tensor, Tensors};
 use crate::model::units::format_bytes;
 use crate::model::Chain;

@@ -88,8 +88,8 @@ mod range_max;
 
 pub use as_algorithm::{describe, model_of, plan, Plan};
 
-use crate::format::pytorch::Segment;
 use crate::model::Chain;
+use crate::schedule::segments::{self, Segment};
 use crate::schedule::Op;
 use std::fmt;
 use std::str::FromStr;
@@ -265,10 +265,7 @@ pub fn segments(n: usize, set: &[usize]) -> Result<Vec<Segment>, CheckpointError
 /// `set` as a Remat schedule (the schedule of its [`segments`]), which
 /// [`crate::simulator::simulate`] accepts.
 pub fn schedule(chain: &Chain, set: &[usize]) -> Result<Vec<Op>, CheckpointError> {
-    Ok(crate::format::pytorch::schedule(&segments(
-        chain.len(),
-        set,
-    )?))
+    Ok(segments::schedule(&segments(chain.len(), set)?))
 }
 
 /// The set as the algorithms read it: ascending, in 1..=n, n appended if

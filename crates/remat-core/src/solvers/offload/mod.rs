@@ -71,8 +71,8 @@ pub(super) fn solution(
     }
 }
 
-/// Any offloading algorithm for one budget: the function the rows of this
-/// family name in the algorithm list (`solvers/api.rs`), which the
+/// Any offloading algorithm for one budget: the function the planner's
+/// per-budget dispatch (`solvers/planner.rs`) gives this family, which the
 /// [`Planner`](super::Planner) calls; `progress` sees the DP's table
 /// (pofo) or autocapper's 40 tries, and can cancel them.
 pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {

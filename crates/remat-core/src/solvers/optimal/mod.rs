@@ -97,7 +97,8 @@ pub fn least_budget(chain: &Chain, progress: &mut Progress<'_>) -> Result<u64, S
     Ok(search::least_peak(&model, Limits::default(), progress)?.peak_bytes)
 }
 
-/// `optimal`'s row of the algorithm list: the true optimum for `budget`.
+/// `optimal` for one budget (the planner's per-budget dispatch): the true
+/// optimum for `budget`.
 pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solution, SolveError> {
     let (chain, algorithm, budget) = (problem.chain, problem.algorithm, problem.budget);
     let found = search(chain, budget, Class::All, Limits::default(), progress)?;
