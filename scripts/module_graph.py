@@ -98,11 +98,7 @@ FEATURES = "src/features/"
 # Edges (from, to) that close explorer cycles remaining until the by-feature
 # reorganisation (issue 26, item 10), which moves these files; each with its
 # reason. Nothing else has an allow-list.
-EXPLORER_ALLOWED_EDGES = {
-    ("src/views/figure.rs", "src/views/compare.rs"): "figure.rs draws the compare legend with compare.rs's algorithm colours, while compare.rs puts the figure's buttons: to go with the by-feature reorganisation",
-    ("src/views/figure.rs", "src/views/maxbatch.rs"): "figure.rs captions the max-batch figure with maxbatch.rs's text, while maxbatch.rs puts the figure's buttons: to go with the by-feature reorganisation",
-    ("src/views/measured.rs", "src/views/controls.rs"): "the measured-run button reuses the controls' file reading, while the controls place that button: to go with the by-feature reorganisation",
-}
+EXPLORER_ALLOWED_EDGES = {}
 
 KEYWORDS_ITEM = {"struct", "enum", "fn", "trait", "type", "const", "static", "union", "mod"}
 

@@ -1,4 +1,8 @@
-//! Messages for people: an error's text set into a sentence (pure).
+//! Messages for people (pure): an error's text set into a sentence, the
+//! max-batch search in one line.
+
+use crate::protocol::MaxBatch;
+use remat_core::model::units::format_bytes;
 
 /// `text` as the end of a sentence: a full stop added unless it already
 /// ends with one, a question or an exclamation mark — "did you mean
@@ -10,6 +14,42 @@ pub fn sentence_end(text: &str) -> String {
     } else {
         format!("{t}.")
     }
+}
+
+/// `1 072` for 1072: thin spaces every three digits.
+pub fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push('\u{2009}');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Which batch model the search uses, in words, from the first profile's
+/// batch and the second profile's (when there is one); `?` where not typed.
+pub fn model_words(first: &str, second: Option<&str>) -> String {
+    match second {
+        None => format!("linear in the batch from one profile at batch {first}"),
+        Some(second) => format!("affine from two profiles at batch {first} and {second}: sizes and times a + b·batch; reproduces both profiles exactly"),
+    }
+}
+
+/// The device, the batch model and the batches searched, in one line.
+pub fn budget_line(found: &MaxBatch) -> String {
+    let second = found.second_batch.map(|b| b.to_string());
+    format!(
+        "{} GPU − {} fixed − {} margin = {} for activations · {} · tried up to {}",
+        format_bytes(found.device.memory_bytes),
+        format_bytes(found.device.fixed_bytes),
+        format_bytes(found.device.margin_bytes),
+        format_bytes(found.budget_bytes),
+        model_words(&found.device.batch.to_string(), second.as_deref()),
+        grouped(found.max_batch),
+    )
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! typed budget, algorithm, bandwidth, totals, build progress).
 
 use super::chart::{bytes, ms, pct, ProgressBar};
+use super::file_input::{click_input, on_file_chosen};
 use crate::io;
 use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
@@ -643,32 +644,6 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
         </div>
     }
     .into_any()
-}
-
-/// The `change` handler of a hidden file input: the chosen file goes to
-/// `import`; the input is cleared so that the same file chosen again fires.
-pub(super) fn on_file_chosen(
-    state: AppState,
-    import: fn(AppState, web_sys::File),
-) -> impl Fn(leptos::ev::Event) + Copy + 'static {
-    move |ev: leptos::ev::Event| {
-        let input: web_sys::HtmlInputElement = event_target(&ev);
-        if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            import(state, file);
-        }
-        input.set_value("");
-    }
-}
-
-/// Opens the file chooser of the hidden input `id` (a real button, reachable
-/// with Tab, calls it).
-pub(super) fn click_input(id: &str) {
-    if let Some(input) = leptos::prelude::document()
-        .get_element_by_id(id)
-        .and_then(|el| el.dyn_into::<web_sys::HtmlInputElement>().ok())
-    {
-        input.click();
-    }
 }
 
 /// Lets the whole page take a dropped chain file.

@@ -2,8 +2,8 @@
 //! PNG drawn from it) that stands on its own — a title, the chain, the
 //! algorithm and the budget, and the legend drawn inside the image.
 
+use super::algorithm_style::{alg_color, alg_dash, alg_marker};
 use super::chart::{bytes, line_key_svg, ms, palette, pct};
-use super::compare::{alg_color, alg_dash, alg_marker};
 use super::legend;
 use super::notation::svg_math;
 use crate::file_name::file_name;
@@ -123,7 +123,7 @@ impl Figure {
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
                 k
             }
-            Figure::MaxBatch => vec![Key::Note(super::maxbatch::SCALED)],
+            Figure::MaxBatch => vec![Key::Note(legend::MAX_BATCH)],
         }
     }
 }
@@ -166,7 +166,7 @@ fn context_lines(state: AppState, figure: Figure) -> (String, String) {
         if let Some(caption) = state
             .offloading
             .max_batch
-            .with_untracked(|f| f.as_ref().map(super::maxbatch::budget_line))
+            .with_untracked(|f| f.as_ref().map(crate::words::budget_line))
         {
             result.push_str(&caption);
         }

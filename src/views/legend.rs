@@ -53,6 +53,10 @@ pub const TIMELINES: &[(&str, &str)] = &[
     (palette::RELEASE, "release R (evicted)"),
 ];
 
+/// The max-batch figure's note (its bars carry their own labels), for
+/// the panel and its exported figure.
+pub const MAX_BATCH: &str = "Sizes and times at each batch come from the profiles (linear from one, affine through two); offloading uses the chain's own bandwidth.";
+
 #[component]
 pub fn PageLegend() -> impl IntoView {
     view! {

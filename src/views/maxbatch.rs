@@ -6,17 +6,17 @@
 //! profiled batch, or, given a second profile of the same stages at another
 //! batch, follow the core's affine fit through both (`--second-profile`).
 
+use super::algorithm_style::alg_color;
 use super::chart::{TaskControl, CHART_W};
-use super::compare::alg_color;
 use super::figure::{Figure, FigureButtons};
 use crate::device_memory::Breakdown;
 use crate::protocol::{BatchDevice, MaxBatch, SecondProfile};
 use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, ChainSource};
+use crate::words::{budget_line, grouped, model_words};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
-use remat_core::model::units::format_bytes;
 
 const ROW_H: f64 = 30.0;
 const LABEL_W: f64 = 110.0;
@@ -32,19 +32,6 @@ fn example_batch(source: &ChainSource, scale: &ExampleScale) -> Option<u64> {
             .map(|p| scale.batch.unwrap_or(p.batch)),
         ChainSource::Imported => scale.imported_batch(),
     }
-}
-
-/// `1 072` for 1072: thin spaces every three digits.
-fn grouped(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push('\u{2009}');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// One bar per method, its length the batch, labelled with the batch,
@@ -89,36 +76,11 @@ fn bars(found: &MaxBatch) -> String {
     s
 }
 
-/// The note every max-batch figure carries.
-pub const SCALED: &str = "Sizes and times at each batch come from the profiles (linear from one, affine through two); offloading uses the chain's own bandwidth.";
-
-/// Which batch model the search uses, in words, from the first profile's
-/// batch and the second profile's (when there is one); `?` where not typed.
-pub fn model_words(first: &str, second: Option<&str>) -> String {
-    match second {
-        None => format!("linear in the batch from one profile at batch {first}"),
-        Some(second) => format!("affine from two profiles at batch {first} and {second}: sizes and times a + b·batch; reproduces both profiles exactly"),
-    }
-}
-
-/// The device, the batch model and the batches searched, in one line.
-pub fn budget_line(found: &MaxBatch) -> String {
-    let second = found.second_batch.map(|b| b.to_string());
-    format!(
-        "{} GPU − {} fixed − {} margin = {} for activations · {} · tried up to {}",
-        format_bytes(found.device.memory_bytes),
-        format_bytes(found.device.fixed_bytes),
-        format_bytes(found.device.margin_bytes),
-        format_bytes(found.budget_bytes),
-        model_words(&found.device.batch.to_string(), second.as_deref()),
-        grouped(found.max_batch),
-    )
-}
-
 fn caption(found: &MaxBatch) -> String {
     format!(
-        "{} (fixed: weights, gradients, optimizer state). {SCALED}",
-        budget_line(found)
+        "{} (fixed: weights, gradients, optimizer state). {}",
+        budget_line(found),
+        super::legend::MAX_BATCH
     )
 }
 

@@ -112,8 +112,8 @@ pub fn MeasuredStatus() -> impl IntoView {
 #[component]
 pub fn ImportRunButton() -> impl IntoView {
     let state = use_app();
-    let on_file = super::controls::on_file_chosen(state, io::import_run_file);
-    let open_dialog = move |_| super::controls::click_input("import-run-input");
+    let on_file = super::file_input::on_file_chosen(state, io::import_run_file);
+    let open_dialog = move |_| super::file_input::click_input("import-run-input");
     view! {
         <button id="import-run-button" on:click=open_dialog
             title="A remat-run/1 file: one training step of the plan on screen as remat_torch measured it, drawn over the memory curve">

@@ -2,6 +2,7 @@
 //! views share — chart helpers (chart.rs) and the caret notation
 //! (notation.rs).
 
+pub mod algorithm_style;
 mod app;
 pub mod chain;
 pub mod chart;
@@ -9,6 +10,7 @@ pub mod compare;
 pub mod controls;
 pub mod device;
 pub mod figure;
+pub mod file_input;
 pub mod guide;
 pub mod legend;
 pub mod maxbatch;

@@ -3,8 +3,8 @@
 //! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
 //! demand, with progress and a cancel button.
 
+use super::algorithm_style::{alg_color, alg_keys, alg_marker, alg_path};
 use super::chart::{bytes, marker_svg, palette, pct, readout_svg, CurveSvg, Frame, TaskControl};
-use super::compare::{alg_color, alg_keys, alg_marker, alg_path};
 use super::figure::{Figure, FigureButtons};
 use crate::protocol::{Sweep, SweepPoint};
 use crate::service::{SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
