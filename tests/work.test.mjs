@@ -69,3 +69,28 @@ test('Max batch answers within 3 s of its click on every example, whatever the p
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+// Fails if the exact optimum is searched by itself on a chain where it takes
+// seconds a budget (gpt2, 14 stages: it held the plans' worker for minutes,
+// issue 26), or if its row does not offer the search. Mutation tried:
+// AUTO_OPTIMAL_STAGES raised to 18 — the optimal row showed "building…"
+// without a click and the first assertion failed.
+test('the exact optimum is searched by itself only where it answers at once; elsewhere when asked', async () => {
+  const { page, errors } = await open(context, '#chain=gpt2&algorithm=rotor');
+  const row = () => page.evaluate(() => [...document.querySelectorAll('#compare-table tbody tr')]
+    .find((r) => r.cells[0].textContent.trim() === 'optimal')?.textContent ?? '');
+  await page.waitForTimeout(1500);
+  assert.match(await row(), /searched when asked/);
+  await page.locator('#build-optimal').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('#compare-table tbody tr')]
+    .find((r) => r.cells[0].textContent.trim() === 'optimal')?.textContent.includes('building'));
+  // A chain it answers at once: searched without asking.
+  const small = await open(context, '#chain=optimal-wins&algorithm=rotor&budget=33');
+  await small.page.waitForFunction(() => {
+    const r = [...document.querySelectorAll('#compare-table tbody tr')].find((x) => x.cells[0].textContent.trim() === 'optimal');
+    return r && r.querySelector('td.yes');
+  }, null, { timeout: 60000 });
+  assert.deepEqual([...errors, ...small.errors], []);
+  await page.close();
+  await small.page.close();
+});

@@ -34,6 +34,7 @@ pub use loaded::{ChainSource, Loaded};
 pub use measured::{LoadedRun, MeasuredRun};
 pub use min_memory::{use_min_memory, MinMemory};
 pub use offloading::Offloading;
+pub use requests::AUTO_OPTIMAL_STAGES;
 pub use shown::{Current, Shown, StalePlan};
 pub use tables::{Build, Tables};
 pub use timing::mark;

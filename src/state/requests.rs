@@ -14,6 +14,11 @@ use remat_core::solvers::{memory_floor, Algorithm};
 use remat_core::Chain;
 use std::sync::Arc;
 
+/// Chains up to this many stages get the exact optimum's curve searched
+/// by themselves (resnet18-cpu, 11 stages, and nonpersistent, 12: under
+/// 10 ms a budget natively); longer ones when asked.
+pub const AUTO_OPTIMAL_STAGES: usize = 12;
+
 #[derive(Clone, Copy)]
 pub(super) struct Requests {
     /// Where requests run; owned here, shared with the worker's callbacks.
@@ -205,10 +210,16 @@ impl AppState {
         }
     }
 
-    /// Builds the tables not built yet (Compare needs all of them).
+    /// Builds the tables not built yet (Compare needs all of them), but
+    /// the exact optimum's curve only where it answers at once: beyond
+    /// [`AUTO_OPTIMAL_STAGES`] stages its search takes seconds a budget
+    /// (gpt2, 14 stages: 4 s natively at one budget) and would hold the
+    /// plans' worker; its row then offers the search (issue 26).
     pub fn build_all(self) {
+        let stages = self.loaded.chain.with_untracked(|c| c.len());
         for alg in Algorithm::ALL {
-            if self.tables.build_of_untracked(alg) == Build::Idle {
+            let asked_only = alg == Algorithm::Optimal && stages > AUTO_OPTIMAL_STAGES;
+            if self.tables.build_of_untracked(alg) == Build::Idle && !asked_only {
                 self.request_build(alg);
             }
         }

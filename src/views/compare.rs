@@ -6,7 +6,7 @@ use super::figure::{Figure, FigureButtons};
 use crate::optimality::{gap_cell, optimal_at, Standing};
 use crate::protocol::Summary;
 use crate::service::solved_in_worker;
-use crate::state::{use_app, AppState, Build};
+use crate::state::{use_app, AppState, Build, AUTO_OPTIMAL_STAGES};
 use leptos::prelude::*;
 use remat_core::solvers::optimal::Limits;
 use remat_core::solvers::Algorithm;
@@ -273,8 +273,14 @@ pub fn Compare() -> impl IntoView {
                     .into_any(),
                     _ => view! {
                         <td colspan="6" class="muted">
-                            "not built "
-                            <button class="small" on:click=move |ev| { ev.stop_propagation(); state.rebuild(alg) }>"build"</button>
+                            {if alg == Algorithm::Optimal {
+                                "searched when asked (seconds a budget on this chain) "
+                            } else {
+                                "not built "
+                            }}
+                            <button class="small" id=format!("build-{}", alg.name()) on:click=move |ev| { ev.stop_propagation(); state.rebuild(alg) }>
+                                {if alg == Algorithm::Optimal { "search" } else { "build" }}
+                            </button>
                         </td>
                     }
                     .into_any(),
@@ -290,10 +296,15 @@ pub fn Compare() -> impl IntoView {
             })
             .collect_view()
     };
+    // A table "Build all" would build: not the optimum's curve where it
+    // is searched only when asked (its row has its own button).
     let missing = move || {
+        let asked_only = state.loaded.chain.with(|c| c.len()) > AUTO_OPTIMAL_STAGES;
         state.tables.builds.with(|b| {
-            b.iter()
-                .any(|x| matches!(x, Build::Idle | Build::Cancelled))
+            b.iter().zip(Algorithm::ALL).any(|(x, alg)| {
+                matches!(x, Build::Idle | Build::Cancelled)
+                    && !(asked_only && alg == Algorithm::Optimal && *x == Build::Idle)
+            })
         })
     };
     view! {
