@@ -48,6 +48,11 @@ pub enum Request {
         id: u64,
         budget: u64,
         bandwidth: Option<f64>,
+        /// Whether the exact optimum is solved too (where the page asked
+        /// for it, or it answers at once): on a 14-stage chain it takes
+        /// seconds a budget and held every other row.
+        #[serde(default)]
+        with_optimal: bool,
     },
     /// POFO's two figures: overhead vs memory ratio α at `bandwidth`, and
     /// overhead vs bandwidth at a fixed α.

@@ -159,7 +159,8 @@ impl PlannerService {
                 id,
                 budget,
                 bandwidth,
-            } => self.compare(generation, id, budget, bandwidth, emit),
+                with_optimal,
+            } => self.compare(generation, id, budget, bandwidth, with_optimal, emit),
             Request::Sweep {
                 generation,
                 bandwidth,
@@ -331,13 +332,14 @@ impl PlannerService {
         id: u64,
         budget: u64,
         bandwidth: Option<f64>,
+        with_optimal: bool,
         emit: &mut Emit<'_>,
     ) {
         let Some(chain) = self.chain_of(generation) else {
             return;
         };
         let mut progress = reporter(generation, Task::Compare, emit);
-        let solved = compared_in_worker(chain);
+        let solved = compared_in_worker(chain, with_optimal);
         let n = solved.len() as f64;
         let summaries: Vec<Summary> = solved
             .into_iter()
@@ -483,9 +485,10 @@ pub fn solved_in_worker(algorithm: Algorithm) -> bool {
 }
 
 /// The algorithms a Compare request solves for `chain`: the offloading
-/// ones, and the exact search where its stage limit allows.
-pub fn compared_in_worker(chain: &Chain) -> Vec<Algorithm> {
-    let searchable = optimal::Limits::default().check_stages(chain.len()).is_ok();
+/// ones, and the exact search where asked (`with_optimal`) and its stage
+/// limit allows.
+pub fn compared_in_worker(chain: &Chain, with_optimal: bool) -> Vec<Algorithm> {
+    let searchable = with_optimal && optimal::Limits::default().check_stages(chain.len()).is_ok();
     Algorithm::ALL
         .into_iter()
         .filter(|&a| a.offloads() || (a == Algorithm::Optimal && searchable))

@@ -193,7 +193,7 @@ test('status, legend and guide text have at least 4.5:1 contrast; one legend for
   console.log(measured.map((m) => `${m.ratio.toFixed(2)}  ${m.sel}  ${m.text}`).join('\n'));
   assert.deepEqual(low, [], 'text below 4.5:1');
   // One legend names the colours: the chart cards no longer repeat it.
-  assert.equal(await page.locator('#page-legend .swatch').count(), 10);
+  assert.equal(await page.locator('#page-legend .swatch').count(), 11);
   for (const id of ['#chain-svg', '#memory-svg', '#timeline-svg']) {
     const card = page.locator('section.card', { has: page.locator(id) });
     assert.equal(await card.locator('.swatch').count(), 0, `${id}'s card repeats the legend`);

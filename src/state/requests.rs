@@ -290,11 +290,19 @@ impl AppState {
         self.ensure_worker();
         self.offloading.comparing.set(Some(0.0));
         // Plans own `next_id` (the shown plan must be the latest one).
+        // The optimum at this budget where it answers at once, or where
+        // its curve was asked for (built, or being built).
+        let stages = self.loaded.chain.with_untracked(|c| c.len());
+        let asked = !matches!(
+            self.tables.build_of_untracked(Algorithm::Optimal),
+            Build::Idle | Build::Cancelled
+        );
         r.send(Request::Compare {
             generation: r.generation.get_value(),
             id: r.next_id.get_value(),
             budget: self.controls.budget.get_untracked(),
             bandwidth: self.controls.link(),
+            with_optimal: stages <= AUTO_OPTIMAL_STAGES || asked,
         });
     }
 

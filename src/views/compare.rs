@@ -217,8 +217,10 @@ pub fn Compare() -> impl IntoView {
                 let remote = solved_in_worker(alg);
                 let from = if remote { &offloading } else { &summaries };
                 let summary = from.iter().find(|s| s.algorithm == alg).cloned();
+                // The compare rows' progress is the offloading rows' (and
+                // the optimum's only while its own curve is not building).
                 let build = match (remote, comparing) {
-                    (true, Some(f)) => Build::Building(f),
+                    (true, Some(f)) if alg.offloads() || state.tables.is_ready(alg) => Build::Building(f),
                     _ => state.tables.build_of(alg),
                 };
                 // Too long for the exact search: its row says why, before any build.
@@ -226,6 +228,7 @@ pub fn Compare() -> impl IntoView {
                     .then(|| Limits::default().check_stages(stages).err())
                     .flatten()
                     .map(|e| e.to_string());
+                let idle = build == Build::Idle;
                 let cells = match (build, summary) {
                     // Too long for the exact search: say why, not an error.
                     _ if refused.is_some() => view! {
@@ -273,7 +276,7 @@ pub fn Compare() -> impl IntoView {
                     .into_any(),
                     _ => view! {
                         <td colspan="6" class="muted">
-                            {if alg == Algorithm::Optimal {
+                            {if alg == Algorithm::Optimal && idle {
                                 "searched when asked (seconds a budget on this chain) "
                             } else {
                                 "not built "

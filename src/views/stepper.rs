@@ -11,19 +11,25 @@ use wasm_bindgen::JsCast;
 /// Whether some of the stepper is on screen (it is sticky, so it is while
 /// the page around it is).
 fn stepper_in_view() -> bool {
-    let (Some(el), Some(w)) = (
-        leptos::prelude::document().get_element_by_id("stepper"),
-        web_sys::window(),
-    ) else {
+    // The stepper sits under the figures it steps through: any of them on
+    // screen will do (at 1366×768 the chain and the memory curve are, the
+    // stepper is a scroll below).
+    let Some(w) = web_sys::window() else {
         return false;
     };
-    let r = el.get_bounding_client_rect();
     let h = w
         .inner_height()
         .ok()
         .and_then(|h| h.as_f64())
         .unwrap_or(0.0);
-    r.bottom() > 0.0 && r.top() < h
+    let doc = leptos::prelude::document();
+    ["stepper", "chain-svg", "memory-svg", "timeline-svg"]
+        .iter()
+        .filter_map(|id| doc.get_element_by_id(id))
+        .any(|el| {
+            let r = el.get_bounding_client_rect();
+            r.bottom() > 0.0 && r.top() < h
+        })
 }
 
 #[component]
@@ -73,7 +79,7 @@ pub fn Stepper() -> impl IntoView {
         state.view.playing.update(|p| *p = !*p)
     };
     // ←/→ step and space plays or pauses, from anywhere on the page while
-    // the stepper is in view — but never while focus is in a field that
+    // the stepper or a figure is in view — but never while focus is in a field that
     // takes those keys itself (text, select, the slider), and space is left
     // to a focused button or link (it would click it twice).
     let _ = window_event_listener(leptos::ev::keydown, move |ev| {
