@@ -134,8 +134,8 @@ test('thin stages keep their recomputation count: an outside label and a hover',
 // Fails if a 300-stage chain's recomputation counts spill off the chain's
 // card (issue 26: labels and leader lines ran past its right edge), or if
 // the aggregated bars lose a count (their sum with the inline labels must
-// be the stats' count). Mutation tried: `overflow` never set — the labels
-// ran to x = 1.9e3 on a 1200-unit chart and the first assertion failed.
+// be the stats' count). Tried against the page before the bars (labels
+// only): "line at 536…1203 inside 0…1200" — a leader line past the edge.
 test('a 300-stage chain keeps its recomputation counts inside its card', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   await importLongChain(page, 300);
