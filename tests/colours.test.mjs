@@ -49,10 +49,9 @@ const distance = (a, b) => Math.hypot(...rgb(a).map((x, i) => x - rgb(b)[i]));
 // legend key differs from the views, or if two meanings get colours closer
 // than 60 in RGB (ā's second shade was a light blue 42 from prefetch's:
 // "light blue is prefetch in the legend but ā in the memory curve").
-// Mutations to try (not run yet, each needs a rebuild): SAVED[1] back to
-// #4d9bc9 — 42 RGB units from prefetch's #56b4e9, under the 60 required;
-// op_color giving F_ck FORWARD — the chain's F_ck fill differs from the
-// timeline's.
+// Mutations tried: SAVED[1] back to #4d9bc9 — "#4d9bc9 (F_all/ā) and
+// #56b4e9 (prefetch) look alike"; F_ck given FORWARD in `palette::of_kind`
+// — "rotor 120: F_ck: chain #e69f00, timeline #0072b2".
 test('each kind of op and tensor has one colour in every view and legend', async () => {
   const seen = {}; // meaning → fills
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');

@@ -35,8 +35,8 @@ test('at 1366×768 the first screen shows the budget, the chain and the memory c
 
 // Fails if the bar scrolls away with the page (the budget out of reach
 // while the timeline is looked at), or if a place's link does not bring
-// its place to the screen. Mutation to try (not run yet, it needs a
-// rebuild): `.bar` without `position: sticky` — the slider scrolls away.
+// its place to the screen. Mutation tried: `.bar` with `position: static`
+// — "slider at -2079".
 test('the budget bar stays in reach; each place is one click away', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   await page.setViewportSize({ width: 1366, height: 768 });
@@ -58,8 +58,8 @@ test('the budget bar stays in reach; each place is one click away', async () => 
 });
 
 // Fails if large type leaves body text under 18 px at 1920×1080, or if the
-// choice is lost on a reload. Mutation to try (not run yet, it needs a
-// rebuild): the `.app.large` rule removed — body text stays at 14 px.
+// choice is lost on a reload. Mutation tried: the `.app.large` rule
+// emptied — "large type: the smallest probe at 12 px".
 test('large type: body text at 18 px and up, kept on a reload', async () => {
   const { page, errors } = await open(context, '#chain=vgg19&algorithm=rotor');
   await page.setViewportSize({ width: 1920, height: 1080 });

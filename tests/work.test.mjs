@@ -72,10 +72,9 @@ test('Max batch answers within 3 s of its click on every example, whatever the p
 
 // Fails if the exact optimum is searched by itself on a chain where it takes
 // seconds a budget (gpt2, 14 stages: it held the plans' worker for minutes,
-// issue 26), or if its row does not offer the search: with
-// AUTO_OPTIMAL_STAGES at 18 the row would read "building…" without a click
-// and the first assertion fails (that mutation not run yet: each costs a
-// wasm rebuild).
+// issue 26), or if its row does not offer the search. Mutation tried:
+// AUTO_OPTIMAL_STAGES at 18 — the row read "building…" without a click
+// and the first assertion failed.
 test('the exact optimum is searched by itself only where it answers at once; elsewhere when asked', async () => {
   const { page, errors } = await open(context, '#chain=gpt2&algorithm=rotor');
   const row = () => page.evaluate(() => [...document.querySelectorAll('#compare-table tbody tr')]
