@@ -298,3 +298,27 @@ test('a plain wheel scrolls the page; Ctrl + wheel zooms timelines and memory cu
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+// Fails if a figure computed on demand saves nothing, silently, before it is
+// computed (issue 26: the sweep's and max batch's buttons did nothing): its
+// Save menu must say so and its buttons be disabled, and once computed they
+// work. (Against the page before: no Save menu, the locator timed out.)
+test('a figure not computed yet says so in its Save menu', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
+  for (const figure of ['sweep', 'maxbatch']) {
+    await page.locator(`#save-${figure} summary`).click();
+    assert.match(await text(page, `#save-${figure} .not-computed`), /not computed yet/);
+    assert.ok(await page.locator(`#export-${figure}-svg`).isDisabled(), `${figure}: SVG disabled`);
+    assert.ok(await page.locator(`#export-${figure}-png`).isDisabled(), `${figure}: PNG disabled`);
+  }
+  await page.locator('#maxbatch-batch').fill('1');
+  await page.locator('#maxbatch-batch').dispatchEvent('change');
+  await page.locator('#maxbatch-run').click();
+  await page.waitForSelector('#maxbatch-svg g.maxbatch-row', { timeout: 60000 });
+  assert.equal(await page.locator('#save-maxbatch .not-computed').count(), 0);
+  const svg = await download(page, '#export-maxbatch-svg');
+  assert.match(svg.name, /\.maxbatch\.svg$/);
+  assert.ok(svg.name.length < 60, svg.name);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -195,6 +195,18 @@ test('an imported schedule is judged like `remat simulate`: incomplete ones are 
   await page.waitForFunction(() => /Showing store-all\.json/.test(document.querySelector('#notice')?.textContent ?? ''));
   assert.match(await text(page, '#notice'), /chain_digest: absent/);
   assert.equal((await text(page, '#stat-ops')).trim(), '20');
+  // The controls name another plan than the one shown: they say they are
+  // not in force (issue 26: three budgets on one screen), until "back to
+  // the plan" shows the controls' plan again. (Against the page before:
+  // no #imported-schedule, the locator timed out.)
+  assert.match(await text(page, '#imported-schedule'), /store-all\.json.*budget 1\.86 GiB.*not in force/s);
+  assert.match(await page.locator('.app').getAttribute('class'), /not-in-force/);
+  const id = await planId(page);
+  await page.locator('#back-to-plan').click();
+  await nextPlan(page, id);
+  assert.equal(await page.locator('#imported-schedule').count(), 0);
+  assert.doesNotMatch(await page.locator('.app').getAttribute('class'), /not-in-force/);
+  assert.equal(await text(page, '#stat-ops'), opsBefore, 'the controls\' plan is back');
   assert.deepEqual(errors, []);
   await page.close();
 });
