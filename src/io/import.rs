@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 const STORAGE_KEY: &str = "remat.imported-chain";
 
-fn storage() -> Option<web_sys::Storage> {
+/// The browser's localStorage, where there is one (the page's one way to
+/// it: the imported chain here, the welcome and large type in the views).
+pub fn storage() -> Option<web_sys::Storage> {
     web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 

@@ -93,7 +93,7 @@ pub struct LargeType(pub RwSignal<bool>);
 
 impl LargeType {
     pub fn new() -> LargeType {
-        let stored = storage()
+        let stored = crate::io::storage()
             .and_then(|s| s.get_item(LARGE_TYPE_KEY).ok().flatten())
             .is_some_and(|v| v == "1");
         LargeType(RwSignal::new(stored))
@@ -102,7 +102,7 @@ impl LargeType {
     pub fn toggle(self) {
         let on = !self.0.get_untracked();
         self.0.set(on);
-        if let Some(s) = storage() {
+        if let Some(s) = crate::io::storage() {
             let _ = s.set_item(LARGE_TYPE_KEY, if on { "1" } else { "0" });
         }
     }
@@ -112,10 +112,6 @@ impl Default for LargeType {
     fn default() -> Self {
         LargeType::new()
     }
-}
-
-fn storage() -> Option<web_sys::Storage> {
-    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 
 /// The switch for [`LargeType`], in the *Learn* place where a teacher

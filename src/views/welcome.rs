@@ -8,10 +8,6 @@ use leptos::prelude::*;
 /// The localStorage key that remembers the welcome was seen.
 pub const WELCOME_SEEN: &str = "remat-welcome-seen";
 
-fn storage() -> Option<web_sys::Storage> {
-    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
-}
-
 /// Set for this tab while the welcome waits for an answer: the page writes
 /// its view into the URL at once, so a reload would otherwise read a link
 /// and lose the welcome (issue 26).
@@ -24,7 +20,7 @@ fn session() -> Option<web_sys::Storage> {
 /// Whether to greet: a first visit, without a link naming a view (or a
 /// reload of the page that greeted and was not answered yet).
 pub fn wants_welcome() -> bool {
-    let seen = storage().and_then(|s| s.get_item(WELCOME_SEEN).ok().flatten());
+    let seen = crate::io::storage().and_then(|s| s.get_item(WELCOME_SEEN).ok().flatten());
     let pending = session()
         .and_then(|s| s.get_item(WELCOME_PENDING).ok().flatten())
         .is_some();
@@ -38,7 +34,7 @@ pub fn wants_welcome() -> bool {
 }
 
 fn remember() {
-    if let Some(s) = storage() {
+    if let Some(s) = crate::io::storage() {
         let _ = s.set_item(WELCOME_SEEN, "1");
     }
     if let Some(s) = session() {
