@@ -186,7 +186,7 @@ test('sweep and compare curves: a marker at the budget, a dash per algorithm, ho
   const rows = await page.locator('#curves-readout .readout-row').allTextContents();
   // Every algorithm but the offloading ones, in the core's order.
   const curved = algorithmNames().filter((n) => !OFFLOADING.includes(n));
-  assert.deepEqual(curved.slice(0, 4), ['store-all', 'sequential', 'revolve', 'rotor']);
+  assert.deepEqual(curved.slice(0, 5), ['store-all', 'recompute-all', 'sequential', 'revolve', 'rotor']);
   assert.deepEqual(rows.map((r) => r.split(':')[0]), curved);
   assert.ok(rows.every((r) => /: ([+-]?\d+\.\d %|0 %|no schedule)$/.test(r)), rows.join(' | '));
   const styles = async (sel) => page.$$eval(`${sel} path.alg-line`, (ps) => ps.map((p) => `${p.dataset.algorithm} ${p.getAttribute('stroke-dasharray')}`));

@@ -34,6 +34,8 @@ SEED = 1234
 # pofo's budgets are searched for below.
 FIXED = [
     ("store-all", ["-a", "store-all"], 1.0),
+    # Only a^0 kept, the forward re-run before each backward (O(L²)).
+    ("recompute-all", ["-a", "recompute-all"], 1.0),
     ("sequential-2", ["-a", "sequential", "--segments", "2"], 1.0),
     ("sequential-3", ["-a", "sequential", "--segments", "3"], 1.0),
     ("revolve-α0.5", ["-a", "revolve"], 0.5),

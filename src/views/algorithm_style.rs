@@ -10,6 +10,7 @@ use remat_core::solvers::Algorithm;
 pub fn alg_color(a: Algorithm) -> &'static str {
     match a {
         Algorithm::StoreAll => "#7b8594",
+        Algorithm::RecomputeAll => "#74b816",
         Algorithm::Sequential => "#0f9fb0",
         Algorithm::Revolve => "#b0469c",
         Algorithm::Rotor => "#1f5fbf",
@@ -32,6 +33,7 @@ pub fn alg_color(a: Algorithm) -> &'static str {
 pub fn alg_dash(a: Algorithm) -> &'static str {
     match a {
         Algorithm::StoreAll => "1 3",
+        Algorithm::RecomputeAll => "1 2 6 2",
         Algorithm::Sequential => "12 3 3 3",
         Algorithm::Revolve => "3 3",
         Algorithm::Rotor => "none",
@@ -55,6 +57,7 @@ pub fn alg_dash(a: Algorithm) -> &'static str {
 pub fn alg_marker(a: Algorithm) -> Marker {
     match a {
         Algorithm::StoreAll => Marker::Circle,
+        Algorithm::RecomputeAll => Marker::Square,
         Algorithm::Sequential => Marker::Square,
         Algorithm::Revolve => Marker::Diamond,
         Algorithm::Rotor => Marker::Ring,

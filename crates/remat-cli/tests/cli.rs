@@ -215,9 +215,10 @@ fn sweep_lists_every_algorithm_at_every_point() {
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("budget_bytes,memory_ratio,algorithm,feasible"));
-    // Every algorithm of `remat algorithms` (14 with hong, hong-chen, dtr
-    // and the three delta; optimal only when named), at each of the 5 points.
-    assert_eq!(lines.len(), 1 + 5 * 14);
+    // Every algorithm of `remat algorithms` (15 with recompute-all, hong,
+    // hong-chen, dtr and the three delta; optimal only when named), at each
+    // of the 5 points.
+    assert_eq!(lines.len(), 1 + 5 * 15);
     // At M_high (the last point) rotor runs with no overhead.
     let last_rotor = lines.iter().rev().find(|l| l.contains(",rotor,")).unwrap();
     assert!(
@@ -835,7 +836,7 @@ fn a_near_miss_of_an_algorithm_name_says_which_was_meant() {
     // `magic`, and the second assertion failed).
     refused(
         &["solve", "example:teaching", "-a", "rotr", "-b", "1GB"],
-        "unknown algorithm `rotr`; choose one of store-all, sequential, revolve, rotor, hong, hong-chen, dtr, optimal, pofo, offload-only, opportunist, autocapper, delta, delta-lru, delta-greedy; did you mean `rotor`?",
+        "unknown algorithm `rotr`; choose one of store-all, recompute-all, sequential, revolve, rotor, hong, hong-chen, dtr, optimal, pofo, offload-only, opportunist, autocapper, delta, delta-lru, delta-greedy; did you mean `rotor`?",
     );
     let out = remat(&["sweep", "example:teaching", "--algorithms", "rotor,magic"]);
     assert_eq!(out.status.code(), Some(2));

@@ -98,6 +98,42 @@ proptest! {
         }
     }
 
+    /// Could fail if: recompute-all's schedule is invalid or holds less
+    /// than rotor's M_low (rotor's class holds it, so M_low can never be
+    /// above its peak: one of the two miscounts), its time formula
+    /// (`recompute_all::predicted_seconds`) miscounts the re-run forwards
+    /// (judged against the simulator), or its planner answers below its
+    /// peak. Mutation tried: the formula counting L − ℓ + 1 re-runs (fails:
+    /// predicted vs simulated).
+    #[test]
+    fn recompute_all_is_valid_and_never_below_m_low(chain in integer_chain(14, true)) {
+        let high = max_useful_budget(&chain);
+        let options = Options::default();
+        let planner = Planner::build(&chain, Algorithm::RecomputeAll, high, &options, &mut no_progress()).unwrap();
+        let peak = planner.min_budget_bytes();
+        let m_low = min_budget(&chain, Variant::Rotor);
+        prop_assert!(peak >= m_low, "recompute-all {} < M_low {}", peak, m_low);
+        prop_assert!(judge(&chain, Algorithm::RecomputeAll, peak, &options, false).is_some());
+        prop_assert!(!planner.plan(&chain, peak - 1).unwrap().feasible());
+    }
+
+    /// On a chain of equal stages recompute-all is a least-memory schedule:
+    /// its peak is rotor's exact M_low. Could fail if: the schedule keeps
+    /// more than a^0, the running activation and one ā (mutation tried:
+    /// F_ck for every stage of the first pass, which keeps every input:
+    /// fails, peak above M_low), or re-runs a forward while something it
+    /// no longer needs is still resident.
+    #[test]
+    fn recompute_all_needs_m_low_on_equal_stages(
+        chain in integer_chain(1, false),
+        n in 1usize..12,
+    ) {
+        let stage = chain.stages[0].clone();
+        let chain = Chain { stages: vec![stage; n], ..chain };
+        let planner = Planner::build(&chain, Algorithm::RecomputeAll, u64::MAX, &Options::default(), &mut no_progress()).unwrap();
+        prop_assert_eq!(planner.min_budget_bytes(), min_budget(&chain, Variant::Rotor));
+    }
+
     /// Could fail if: a predicted time drifts from the simulated one by more
     /// than rounding (1e-12 relative). Mutation tried: `sequential::
     /// predicted_seconds` counting the last segment as recomputed too

@@ -28,6 +28,7 @@ macro_rules! algorithm_list {
         $then! {
             rematerialization {
                 StoreAll => "store-all", "keep every activation (PyTorch default); its peak is M_high";
+                RecomputeAll => "recompute-all", "keep only the input a^0 and re-run the forward from it before each backward: the least memory of the classic strategies, O(L²) time; its schedule whatever the budget";
                 Sequential => "sequential", "PyTorch checkpoint_sequential with the best number of equal segments for the budget";
                 Revolve => "revolve", "optimal persistent schedule of the automatic-differentiation model (F_all right before each B)";
                 Rotor => "rotor", "optimal persistent schedule for heterogeneous chains (rotor report, Theorem 1)";

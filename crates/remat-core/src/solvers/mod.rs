@@ -5,7 +5,7 @@
 //!   [`Options`], [`Solution`], [`SolveError`], [`Progress`];
 //! * [`bounds`] — M_high, the offloading floor, the α → budget rule;
 //! * one module per family, each with its paper, complexity and
-//!   assumptions: [`store_all`], [`sequential`], [`persistent`] (rotor,
+//!   assumptions: [`store_all`], [`recompute_all`], [`sequential`], [`persistent`] (rotor,
 //!   revolve), [`pofo`] (pofo, offload-only's DP), [`offload`] (turning
 //!   pofo's plan into transfers; the `opportunist` and `autocapper`
 //!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection),
@@ -26,6 +26,7 @@ pub mod optimal;
 pub mod persistent;
 pub mod planner;
 pub mod pofo;
+pub mod recompute_all;
 pub mod sequential;
 mod slots;
 pub mod store_all;

@@ -19,17 +19,22 @@ use super::api::{
 use super::bounds::{max_useful_budget, memory_floor};
 use super::persistent::{self, Variant};
 use super::slots::Memory;
-use super::{dynamic, hong, offload, optimal, pofo, sequential, store_all};
+use super::{dynamic, hong, offload, optimal, pofo, recompute_all, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};
 
 /// Answers budgets for one chain and one algorithm.
 pub enum Planner {
-    StoreAll {
+    /// One schedule whatever the budget (store-all, recompute-all): it
+    /// fits every budget from its peak up.
+    Fixed {
+        algorithm: Algorithm,
         ops: Vec<Op>,
         seconds: f64,
         peak_bytes: u64,
+        /// What the schedule does, in a few words.
+        detail: &'static str,
     },
     Sequential {
         candidates: Vec<Candidate>,
@@ -64,7 +69,7 @@ pub enum Planner {
 impl Planner {
     /// Does the expensive part once, for budgets up to `max_budget_bytes`:
     /// a persistent table (rotor, revolve), every number of segments
-    /// measured (sequential), store-all's peak, Hong et al.'s set with its
+    /// measured (sequential), store-all's and recompute-all's peak, Hong et al.'s set with its
     /// schedule simulated (hong, hong-chen); offloading algorithms keep
     /// their options and solve each budget in [`plan`](Self::plan).
     ///
@@ -114,11 +119,25 @@ impl Planner {
             });
         }
         match algorithm {
-            Algorithm::StoreAll => Ok(Planner::StoreAll {
+            Algorithm::StoreAll => Ok(Planner::Fixed {
+                algorithm,
                 ops: store_all::schedule(chain),
                 seconds: chain.sequential_seconds(),
                 peak_bytes: max_useful_budget(chain),
+                detail: "every activation kept",
             }),
+            Algorithm::RecomputeAll => {
+                let ops = recompute_all::schedule(chain);
+                let trace = simulate_with(chain, &ops, SimOptions::default())
+                    .expect("recompute-all is valid on every chain");
+                Ok(Planner::Fixed {
+                    algorithm,
+                    ops,
+                    seconds: recompute_all::predicted_seconds(chain),
+                    peak_bytes: trace.peak_bytes,
+                    detail: "only a^0 kept; the forward re-run before each backward",
+                })
+            }
             Algorithm::Sequential => {
                 let n = chain.len();
                 let ks = match options.segments {
@@ -227,7 +246,7 @@ impl Planner {
 
     pub fn algorithm(&self) -> Algorithm {
         match self {
-            Planner::StoreAll { .. } => Algorithm::StoreAll,
+            Planner::Fixed { algorithm, .. } => *algorithm,
             Planner::Sequential { .. } => Algorithm::Sequential,
             Planner::Hong(plan) => plan.algorithm,
             Planner::Persistent { algorithm, .. } | Planner::PerBudget { algorithm, .. } => {
@@ -247,7 +266,7 @@ impl Planner {
     /// and `hong-chen`, the simulated peak of their one schedule.
     pub fn min_budget_bytes(&self) -> u64 {
         match self {
-            Planner::StoreAll { peak_bytes, .. } => *peak_bytes,
+            Planner::Fixed { peak_bytes, .. } => *peak_bytes,
             Planner::Sequential { candidates } => {
                 candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
             }
@@ -324,10 +343,12 @@ impl Planner {
         match self {
             Planner::PerBudget { .. } => unreachable!("offloading planners solve each budget"),
             Planner::Hong(plan) => plan.answer(budget_bytes),
-            Planner::StoreAll {
+            Planner::Fixed {
                 ops,
                 seconds,
                 peak_bytes,
+                detail,
+                ..
             } => {
                 if *peak_bytes <= budget_bytes {
                     Solution {
@@ -336,7 +357,7 @@ impl Planner {
                         ops: Some(ops.clone()),
                         predicted_seconds: Some(*seconds),
                         predicted_peak_bytes: Some(*peak_bytes),
-                        detail: "every activation kept".into(),
+                        detail: (*detail).into(),
                     }
                 } else {
                     infeasible(format!(
@@ -427,9 +448,7 @@ impl Planner {
     /// every size).
     pub fn memory(&self, budget_bytes: u64) -> Memory {
         match self {
-            Planner::StoreAll { .. } | Planner::Sequential { .. } | Planner::Hong(_) => {
-                Memory::Exact
-            }
+            Planner::Fixed { .. } | Planner::Sequential { .. } | Planner::Hong(_) => Memory::Exact,
             Planner::Persistent {
                 table, store_all, ..
             } => {
@@ -526,6 +545,7 @@ pub fn solve(
 fn per_budget(algorithm: Algorithm) -> Option<SolveFn> {
     match algorithm {
         Algorithm::StoreAll
+        | Algorithm::RecomputeAll
         | Algorithm::Sequential
         | Algorithm::Revolve
         | Algorithm::Rotor
