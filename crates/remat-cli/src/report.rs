@@ -131,8 +131,89 @@ pub struct SolveReport<'a> {
     /// pofo's and offload-only's grid, for those two only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offload_grid: Option<OffloadGrid>,
+    /// Where the peak comes from (null when infeasible).
+    pub at_peak: Option<AtPeakReport>,
     /// The schedule (empty when infeasible).
     pub ops: &'a [Op],
+}
+
+/// `"at_peak"` of `remat solve --json` and `remat simulate --json`: where
+/// the peak comes from, the tensors on the device at that moment.
+#[derive(Serialize)]
+pub struct AtPeakReport {
+    /// The operation whose allocation reached the peak, by index and in the
+    /// papers' notation (null: the step's initial state).
+    pub op: Option<usize>,
+    pub notation: Option<String>,
+    pub time_seconds: f64,
+    /// Largest first; with `given_back_bytes` they sum to `peak_bytes`.
+    pub tensors: Vec<PeakTensorReport>,
+    /// Bytes of δ^ℓ and ā^ℓ autograd had already freed inside a running
+    /// B^ℓ (a negative backward overhead), still listed in `tensors`.
+    pub given_back_bytes: u64,
+}
+
+/// One tensor of `"at_peak"."tensors"`.
+#[derive(Serialize)]
+pub struct PeakTensorReport {
+    /// `a^3`, `ā^3`, `δ^3`, or `workspace of F_all^3` (an operation's
+    /// transient).
+    pub tensor: String,
+    pub bytes: u64,
+}
+
+impl AtPeakReport {
+    pub fn new(trace: &Trace, ops: &[Op]) -> AtPeakReport {
+        AtPeakReport {
+            op: trace.peak_op,
+            notation: trace.peak_op.and_then(|i| ops.get(i)).map(Op::to_string),
+            time_seconds: trace.peak_time,
+            tensors: (trace.peak_tensors().iter())
+                .map(|r| PeakTensorReport {
+                    tensor: peak_tensor_name(r.tensor, ops),
+                    bytes: r.bytes,
+                })
+                .collect(),
+            given_back_bytes: trace.at_peak.given_back_bytes,
+        }
+    }
+
+    /// One line for people: the largest tensors at the peak and the
+    /// operation that reached it.
+    pub fn line(&self, format_bytes: impl Fn(u64) -> String) -> String {
+        const SHOWN: usize = 6;
+        let mut parts: Vec<String> = (self.tensors.iter().take(SHOWN))
+            .map(|t| format!("{} {}", t.tensor, format_bytes(t.bytes)))
+            .collect();
+        if self.tensors.len() > SHOWN {
+            let rest: u64 = self.tensors[SHOWN..].iter().map(|t| t.bytes).sum();
+            parts.push(format!(
+                "{} more {}",
+                self.tensors.len() - SHOWN,
+                format_bytes(rest)
+            ));
+        }
+        if self.given_back_bytes > 0 {
+            parts.push(format!(
+                "− {} already freed inside the backward",
+                format_bytes(self.given_back_bytes)
+            ));
+        }
+        let during = self
+            .notation
+            .as_ref()
+            .map_or_else(|| "at the start".to_string(), |n| format!("during {n}"));
+        format!("{during}: {}", parts.join(", "))
+    }
+}
+
+fn peak_tensor_name(tensor: TensorId, ops: &[Op]) -> String {
+    match tensor {
+        TensorId::Workspace(i) => ops
+            .get(i)
+            .map_or_else(|| tensor.to_string(), |op| format!("workspace of {op}")),
+        other => other.to_string(),
+    }
 }
 
 /// `"offload_grid"` of `remat solve --json` for pofo and offload-only: the
@@ -174,6 +255,8 @@ pub struct SimulateReport<'a> {
     pub run: Run<'a>,
     /// The number of operations.
     pub ops: usize,
+    /// Where the peak comes from.
+    pub at_peak: AtPeakReport,
     /// With `--states` only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub states: Option<Vec<StateReport>>,

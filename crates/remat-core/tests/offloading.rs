@@ -451,6 +451,10 @@ proptest! {
             let Some((ops, _)) = raw_plan(&chain, mode, budget, 50, 12e9, LossStep::Paper) else { continue };
             let t = judge(&chain, &ops, budget, Some(12e9)).expect("runs");
             prop_assert!(t.peak_bytes <= budget, "{mode:?}: {} > {budget}", t.peak_bytes);
+            // With transfers too, the tensors named at the peak add up to it
+            // (a prefetched copy is a residency of its own).
+            let named: u64 = t.peak_tensors().iter().map(|r| r.bytes).sum();
+            prop_assert_eq!(named - t.at_peak.given_back_bytes, t.peak_bytes);
         }
     }
 }

@@ -48,6 +48,16 @@ fn judge(
         Some(trace.peak_bytes),
         "{algorithm}: predicted vs simulated peak"
     );
+    // Where the peak comes from adds up to it. Could fail if the replay
+    // stopped an event early or late, or read the residencies spanning the
+    // peak's instant instead (mutation tried: `events[..k]` in the engine's
+    // `at_peak`: fails here on the first chain).
+    let named: u64 = trace.peak_tensors().iter().map(|r| r.bytes).sum();
+    assert_eq!(
+        named - trace.at_peak.given_back_bytes,
+        trace.peak_bytes,
+        "{algorithm}: the tensors at the peak"
+    );
     let predicted = sol.predicted_seconds.unwrap();
     if exact_time {
         assert_eq!(

@@ -5,7 +5,9 @@
 use crate::args::{bytes_per_s, SimulateArgs};
 use crate::error::{InFile, Result};
 use crate::input;
-use crate::report::{self, tensor_names, MeasuredRunReport, Run, SimulateReport, StateReport};
+use crate::report::{
+    self, tensor_names, AtPeakReport, MeasuredRunReport, Run, SimulateReport, StateReport,
+};
 use remat_core::format::{RunFile, ScheduleFile};
 use remat_core::measured::{self, Comparison};
 use remat_core::model::units::{format_bytes, format_seconds};
@@ -83,6 +85,7 @@ fn json_report<'a>(
             predicted.map(|p| p.peak_bytes),
         ),
         ops: schedule.ops.len(),
+        at_peak: AtPeakReport::new(trace, &schedule.ops),
         states: states.map(|s| s.iter().map(StateReport::from).collect()),
         measured: None,
     }
@@ -118,6 +121,10 @@ fn print_text(chain: &Chain, schedule: &ScheduleFile, trace: &Trace, states: &[O
         } else {
             ""
         }
+    );
+    say!(
+        "at peak    {}",
+        AtPeakReport::new(trace, &schedule.ops).line(format_bytes)
     );
     say!(
         "idle       {}   recomputations {}",

@@ -5,7 +5,7 @@ use super::{plan_options, say_chain, TerminalProgress};
 use crate::args::{bytes_per_s, SolveArgs};
 use crate::error::{CliError, Result};
 use crate::input;
-use crate::report::{self, Run, SolveReport};
+use crate::report::{self, AtPeakReport, Run, SolveReport};
 use remat_core::format::{write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
@@ -145,6 +145,9 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         algorithm_min_is_lower_bound: own_min_is_lower_bound(algorithm),
         delta: s.delta,
         offload_grid: s.offload_grid.map(Into::into),
+        at_peak: (s.trace.as_ref())
+            .zip(s.solution.ops.as_deref())
+            .map(|(t, ops)| AtPeakReport::new(t, ops)),
         ops: s.solution.ops.as_deref().unwrap_or_default(),
     }
 }
@@ -183,6 +186,10 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
                 format_seconds(t.sequential_seconds)
             );
             say!("peak       {}", format_bytes(t.peak_bytes));
+            say!(
+                "at peak    {}",
+                AtPeakReport::new(t, ops).line(format_bytes)
+            );
             say!("recomputed {} forward operations", t.recomputations);
             say!("schedule   {}", format_ops(ops));
         }

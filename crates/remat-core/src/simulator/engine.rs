@@ -3,7 +3,7 @@
 //! the two lanes' clocks and the memory events. The model it implements is
 //! the module documentation of `simulator` (`mod.rs`).
 
-use super::trace::{Lane, MemoryStep, Residency, Span, TensorId, Trace};
+use super::trace::{AtPeak, Lane, MemoryStep, Residency, Span, TensorId, Trace};
 use super::{OpState, SimError, SimOptions};
 use crate::model::Chain;
 use crate::schedule::{analysis, Op, TensorKind};
@@ -36,7 +36,12 @@ struct Event {
     alloc: bool,
     bytes: u64,
     op: u32,
+    /// The residency this event opens or closes; [`NO_RESIDENCY`] for the
+    /// bytes a negative o_b gives back while B^ℓ runs (no tensor's).
+    residency: u32,
 }
+
+const NO_RESIDENCY: u32 = u32::MAX;
 
 pub(super) struct Simulation<'a> {
     chain: &'a Chain,
@@ -166,7 +171,7 @@ impl<'a> Simulation<'a> {
         *self.state_mut(slot) = w;
     }
 
-    fn event(&mut self, time: f64, alloc: bool, bytes: u64, op: u32) {
+    fn event(&mut self, time: f64, alloc: bool, bytes: u64, op: u32, residency: u32) {
         if bytes > 0 {
             let seq = self.events.len() as u32;
             let e = Event {
@@ -175,6 +180,7 @@ impl<'a> Simulation<'a> {
                 alloc,
                 bytes,
                 op,
+                residency,
             };
             if alloc {
                 self.known_level += bytes;
@@ -236,8 +242,8 @@ impl<'a> Simulation<'a> {
     /// Puts a tensor on the device from `start`; it can be read from `ready`.
     fn allocate(&mut self, slot: Slot, start: f64, ready: f64, op: u32) {
         let bytes = self.bytes(slot);
-        self.event(start, true, bytes, op);
         let residency = self.residency.len();
+        self.event(start, true, bytes, op, residency as u32);
         self.residency.push(Residency {
             tensor: slot.id(),
             bytes,
@@ -258,7 +264,7 @@ impl<'a> Simulation<'a> {
     fn free(&mut self, slot: Slot, time: f64, op: usize) {
         if let Where::Device { residency, .. } = self.state(slot) {
             let bytes = self.bytes(slot);
-            self.event(time, false, bytes, op as u32);
+            self.event(time, false, bytes, op as u32, residency as u32);
             self.residency[residency].end = time;
             self.set(slot, Where::Absent { freed_by: Some(op) });
         }
@@ -266,8 +272,9 @@ impl<'a> Simulation<'a> {
 
     fn workspace(&mut self, bytes: u64, start: f64, end: f64, op: usize) {
         if bytes > 0 {
-            self.event(start, true, bytes, op as u32);
-            self.event(end, false, bytes, op as u32);
+            let residency = self.residency.len() as u32;
+            self.event(start, true, bytes, op as u32, residency);
+            self.event(end, false, bytes, op as u32, residency);
             self.residency.push(Residency {
                 tensor: TensorId::Workspace(op),
                 bytes,
@@ -471,7 +478,13 @@ impl<'a> Simulation<'a> {
             self.workspace(overhead as u64, start, end, index);
         } else {
             // Validation keeps −o_b ≤ ω_δ^ℓ + ω_ā^ℓ, both resident now.
-            self.event(start, false, overhead.unsigned_abs(), index as u32);
+            self.event(
+                start,
+                false,
+                overhead.unsigned_abs(),
+                index as u32,
+                NO_RESIDENCY,
+            );
             self.allocate(Slot::Grad(l - 1), start, end, index as u32);
         }
         self.free(Slot::Grad(l), end, index);
@@ -479,7 +492,13 @@ impl<'a> Simulation<'a> {
         // A plain a^{ℓ-1} is not needed any more; ā^{ℓ-1} waits for B^{ℓ-1}.
         self.free(Slot::Act(l - 1), end, index);
         if overhead < 0 {
-            self.event(end, true, overhead.unsigned_abs(), index as u32);
+            self.event(
+                end,
+                true,
+                overhead.unsigned_abs(),
+                index as u32,
+                NO_RESIDENCY,
+            );
         }
         self.backwards_done += 1;
         Ok(())
@@ -645,13 +664,15 @@ impl<'a> Simulation<'a> {
         let mut memory = Vec::with_capacity(events.len());
         let mut current: u64 = 0;
         let (mut peak_bytes, mut peak_time, mut peak_op) = (0u64, 0.0, None);
-        for e in &events {
+        let mut peak_event = None;
+        for (k, e) in events.iter().enumerate() {
             if e.alloc {
                 current += e.bytes;
                 if current > peak_bytes {
                     peak_bytes = current;
                     peak_time = e.time;
                     peak_op = (e.op != u32::MAX).then_some(e.op as usize);
+                    peak_event = Some(k);
                 }
             } else {
                 current -= e.bytes;
@@ -667,6 +688,7 @@ impl<'a> Simulation<'a> {
                 r.end = makespan;
             }
         }
+        let at_peak = peak_event.map_or_else(AtPeak::default, |k| at_peak(&events[..=k]));
         // The one definition, shared with the explorer's marks.
         let recomputations = analysis::recomputations(ops, self.chain.len());
         Trace {
@@ -676,6 +698,7 @@ impl<'a> Simulation<'a> {
             peak_bytes,
             peak_time,
             peak_op,
+            at_peak,
             makespan_seconds: makespan,
             compute_busy_seconds: self.compute_busy,
             idle_seconds: self.compute_idle + (makespan - self.compute_free),
@@ -685,5 +708,31 @@ impl<'a> Simulation<'a> {
             sequential_seconds: self.chain.sequential_seconds(),
             final_bytes: current,
         }
+    }
+}
+
+/// What is on the device right after the last of `events` (the peak's):
+/// the residencies opened and not yet closed, and the bytes negative
+/// backward overheads have given back meanwhile. Replaying the events in
+/// their order, not asking which residencies span the peak's instant: at
+/// one instant a free listed after the peak's allocation must not count.
+fn at_peak(events: &[Event]) -> AtPeak {
+    let mut open = std::collections::BTreeSet::new();
+    let mut given_back: u64 = 0;
+    for e in events {
+        match (e.residency, e.alloc) {
+            (NO_RESIDENCY, false) => given_back += e.bytes,
+            (NO_RESIDENCY, true) => given_back -= e.bytes,
+            (r, true) => {
+                open.insert(r as usize);
+            }
+            (r, false) => {
+                open.remove(&(r as usize));
+            }
+        }
+    }
+    AtPeak {
+        residencies: open.into_iter().collect(),
+        given_back_bytes: given_back,
     }
 }

@@ -50,7 +50,7 @@ mod trace;
 pub use chrome::chrome_trace_json;
 pub use judge::judge;
 
-pub use trace::{Lane, MemoryStep, OpMemory, Residency, Span, TensorId, Trace};
+pub use trace::{AtPeak, Lane, MemoryStep, OpMemory, Residency, Span, TensorId, Trace};
 
 use crate::model::Chain;
 use crate::schedule::Op;

@@ -79,6 +79,17 @@ pub struct OpMemory {
     pub peak_bytes: u64,
 }
 
+/// The device's contents at the peak: Σ of the residencies' bytes minus
+/// `given_back_bytes` is `peak_bytes` ([`Trace::peak_tensors`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct AtPeak {
+    /// Indices into [`Trace::residency`], in allocation order.
+    pub residencies: Vec<usize>,
+    /// Bytes of δ^ℓ and ā^ℓ autograd had already freed inside a running
+    /// B^ℓ (a negative o_b), still counted in their residencies.
+    pub given_back_bytes: u64,
+}
+
 /// Everything the simulator measured.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Trace {
@@ -92,6 +103,8 @@ pub struct Trace {
     pub peak_time: f64,
     /// The operation whose allocation reached the peak (None: the initial state).
     pub peak_op: Option<usize>,
+    /// Where the peak comes from: what was on the device at that moment.
+    pub at_peak: AtPeak,
     pub makespan_seconds: f64,
     pub compute_busy_seconds: f64,
     /// Time the compute lane waits (for transfers, or after its last op).
@@ -159,6 +172,17 @@ impl Trace {
                 }
             })
             .collect()
+    }
+
+    /// The tensors on the device at the peak, largest first (ties in
+    /// allocation order): the answer to "why this much?". With
+    /// [`AtPeak::given_back_bytes`] they sum to the peak.
+    pub fn peak_tensors(&self) -> Vec<Residency> {
+        let mut out: Vec<Residency> = (self.at_peak.residencies.iter())
+            .map(|&r| self.residency[r])
+            .collect();
+        out.sort_by_key(|r| std::cmp::Reverse(r.bytes));
+        out
     }
 
     /// Tensors on the device at `time` (residencies with start ≤ time < end).
