@@ -348,20 +348,23 @@ impl<'a> MeasuredRunReport<'a> {
 
 /// One entry of `"states"`: tensors named as people and the papers write
 /// them (`a^3`, `ā^3`, `δ^3`), which is also how a runtime's bookkeeping
-/// names them.
+/// names them, and the operation's caption in its context
+/// ([`remat_core::schedule::captions`]).
 #[derive(Serialize)]
 pub struct StateReport {
     pub device: Vec<String>,
     pub host: Vec<String>,
     pub op: usize,
+    pub caption: String,
 }
 
-impl From<&OpState> for StateReport {
-    fn from(s: &OpState) -> StateReport {
+impl StateReport {
+    pub fn new(s: &OpState, caption: &str) -> StateReport {
         StateReport {
             device: tensor_names(&s.device),
             host: tensor_names(&s.host),
             op: s.op,
+            caption: caption.to_string(),
         }
     }
 }

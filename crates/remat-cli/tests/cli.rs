@@ -747,6 +747,22 @@ fn simulate_states_lists_what_is_where_after_each_op() {
     // The last op, B^1, leaves δ^0 alone.
     assert_eq!(names(states.len() - 1, "device"), ["δ^0"]);
     assert!(names(0, "host").is_empty());
+    // Each state has its operation's caption: a first forward as always,
+    // the second segment's re-run F_all^1 says which time and what for.
+    let caption = |i: usize| states[i]["caption"].as_str().unwrap().to_string();
+    assert!(
+        caption(0).starts_with("F_ck^1: compute a^1"),
+        "{}",
+        caption(0)
+    );
+    let again = (0..states.len())
+        .find(|&i| caption(i).starts_with("F_all^1,"))
+        .unwrap();
+    assert!(
+        caption(again).starts_with("F_all^1, recomputed (2nd time) on the way to B^5"),
+        "{}",
+        caption(again)
+    );
     // Without --states the JSON has none.
     let v = simulate_json("example:teaching", &seq, &[]);
     assert!(v.get("states").is_none());

@@ -11,6 +11,7 @@ use crate::report::{
 use remat_core::format::{RunFile, ScheduleFile};
 use remat_core::measured::{self, Comparison};
 use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::schedule::captions;
 use remat_core::simulator::{self, judge, OpState, SimOptions, Trace};
 use remat_core::Chain;
 
@@ -86,7 +87,12 @@ fn json_report<'a>(
         ),
         ops: schedule.ops.len(),
         at_peak: AtPeakReport::new(trace, &schedule.ops),
-        states: states.map(|s| s.iter().map(StateReport::from).collect()),
+        states: states.map(|s| {
+            let captions = captions(&schedule.ops, chain.len());
+            (s.iter())
+                .map(|s| StateReport::new(s, &captions[s.op]))
+                .collect()
+        }),
         measured: None,
     }
 }
