@@ -1,14 +1,15 @@
-//! The page: the root component provides the state every view uses, and
-//! lays the page out — the budget bar (sticky), the three figures, then
-//! the named places (`places.rs`).
+//! The page: the root component provides the state the features share,
+//! and lays the page out — the budget bar (sticky), the three figures, then
+//! the named places (`places.rs`). What one feature shows of another's
+//! state is wired here, through props.
 
-use super::places::{LargeType, LargeTypeButton, PlaceSection, PlacesNav};
-use super::{
-    chain, compare, controls, device, guide, maxbatch, memory, min_memory, scale, stale, stepper,
-    sweep, timeline, welcome,
-};
+use super::places::{PlaceSection, PlacesNav};
+use super::url::{initial_load, sync_url};
+use crate::features::learn::{LargeType, LargeTypeButton};
+use crate::features::min_memory::MinMemory;
+use crate::features::{compare, files, gpu, learn, min_memory, plan};
 use crate::io;
-use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
+use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
 
 #[component]
@@ -18,16 +19,15 @@ pub fn App() -> impl IntoView {
         ChainSource::Example(io::DEFAULT_EXAMPLE.into()),
     );
     state.start();
-    provide_context(MinMemory::new(state.loaded));
+    let least_memory = MinMemory::new(state.loaded);
+    provide_context(least_memory);
     provide_context(DeviceMemory::new());
-    io::initial_load(state);
-    io::sync_url(state);
+    initial_load(state);
+    sync_url(state);
     provide_context(state);
-    // One time window for the memory chart and the timelines.
-    provide_context(super::chart::TimeZoom::new());
     let large = LargeType::new();
     provide_context(large);
-    controls::install_drop(state);
+    plan::install_drop(state);
     let class = move || {
         let mut c = String::from("app");
         if state.stale_plan().is_some() {
@@ -48,47 +48,49 @@ pub fn App() -> impl IntoView {
     view! {
         // One <main> landmark holds the page (axe: landmark-one-main, region).
         <main class=class data-plan-id=move || state.shown.id.get().to_string()>
-            <welcome::Welcome />
+            <learn::Welcome />
             // The budget stays in reach while the figures scroll.
             <div class="bar">
                 <div class="bar-top">
-                    <controls::Header />
+                    <plan::Header />
                     <PlacesNav />
                 </div>
-                <controls::BudgetPanel />
+                <plan::BudgetPanel />
             </div>
-            <controls::NoticeBar />
-            <stale::StaleNote />
-            <stale::ImportedNote />
+            <plan::NoticeBar />
+            <plan::StaleNote />
+            <plan::ImportedNote />
             // The figures first, nothing between them (issue 26).
             <section class="card figure">
-                <chain::ChainView />
+                <plan::ChainCard marks=Signal::derive(move || least_memory.marked()) />
             </section>
             <section class="card figure">
-                <memory::MemoryChart />
+                <plan::MemoryCard>
+                    <files::MeasuredStatus />
+                </plan::MemoryCard>
             </section>
             <section class="card figure">
-                <timeline::Timelines />
+                <plan::TimelinesCard />
             </section>
-            <stepper::Stepper />
+            <plan::Stepper />
             <PlaceSection id="place-compare">
                 <compare::Compare />
-                <sweep::SweepView />
+                <compare::SweepView />
             </PlaceSection>
             <PlaceSection id="place-gpu">
-                <scale::ScaleControls />
-                <device::DeviceMemoryCard />
-                <maxbatch::MaxBatchPanel />
+                <gpu::ScaleControls />
+                <gpu::DeviceMemoryCard />
+                <gpu::MaxBatchPanel />
             </PlaceSection>
             <PlaceSection id="place-least-memory">
                 <min_memory::MinMemoryCard />
             </PlaceSection>
             <PlaceSection id="place-learn">
                 <p class="place-tools"><LargeTypeButton /></p>
-                <guide::Guide />
+                <learn::Guide />
             </PlaceSection>
             <PlaceSection id="place-chain">
-                <controls::ChainFiles />
+                <files::ChainFiles />
             </PlaceSection>
             <footer class="foot">
                 "Remat — times and sizes come from the chain; the two-lane simulator measures every schedule. "

@@ -5,10 +5,11 @@
 //! a slider drag one entry replaced while it moves. `&min=pytorch|chen`
 //! is there while the minimum memory mode is on.
 
-use super::import::load_stored;
+use crate::features::min_memory::MinMemory;
+use crate::io::{load_stored, read_url, UrlState, DEFAULT_EXAMPLE};
 use crate::link::{format_hash, parse_hash, with_extras, with_min_memory, HistoryPen, Write};
 use crate::scaling::{kept_scale, ExampleScale};
-use crate::state::{AppState, ChainSource, DeviceMemory, MinMemory};
+use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
@@ -16,17 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-
-pub use crate::link::UrlState;
-
-pub const DEFAULT_EXAMPLE: &str = "vgg19-h100";
-
-pub fn read_url() -> UrlState {
-    let hash = web_sys::window()
-        .and_then(|w| w.location().hash().ok())
-        .unwrap_or_default();
-    parse_hash(&hash)
-}
 
 fn current_hash() -> Option<String> {
     web_sys::window().and_then(|w| w.location().hash().ok())
@@ -265,7 +255,7 @@ pub fn initial_load(state: AppState) {
     }
     if !load_named(state, &name, url.scale, url.budget) {
         state.load_chain(
-            super::default_chain(),
+            crate::io::default_chain(),
             ChainSource::Example(DEFAULT_EXAMPLE.into()),
             url.budget,
         );

@@ -2,7 +2,8 @@
 //! the sweep, max batch, their legends and exports): its colour, dash and
 //! marker. A kit piece: it reads no app state and imports no view.
 
-use super::chart::{LineSwatch, Marker};
+use super::svg::Marker;
+use super::widgets::LineSwatch;
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 

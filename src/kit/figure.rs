@@ -3,13 +3,11 @@
 //! algorithm and the budget, and the legend drawn inside the image.
 
 use super::algorithm_style::{alg_color, alg_dash, alg_marker};
-use super::chart::{bytes, line_key_svg, ms, palette, pct};
 use super::legend;
 use super::notation::svg_math;
-use crate::file_name::file_name;
-use crate::io::{export_png, export_svg_text};
+use super::palette;
+use super::svg::line_key_svg;
 use crate::service::SWEEP_ALGORITHMS;
-use crate::state::{use_app, AppState};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 
@@ -61,7 +59,7 @@ impl Figure {
         }
     }
 
-    fn title(self) -> &'static str {
+    pub fn title(self) -> &'static str {
         match self {
             Figure::Chain => "Layer chain: what the schedule keeps",
             Figure::Memory => "Memory over time",
@@ -99,8 +97,8 @@ impl Figure {
                 let mut k = fills(legend::MEMORY);
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
                 if measured {
-                    k.push(Key::Solid(super::measured::PREDICTED, "predicted"));
-                    k.push(Key::Solid(super::measured::MEASURED, "measured"));
+                    k.push(Key::Solid(palette::PREDICTED, "predicted"));
+                    k.push(Key::Solid(palette::MEASURED, "measured"));
                 }
                 k
             }
@@ -126,58 +124,6 @@ impl Figure {
             Figure::MaxBatch => vec![Key::Note(legend::MAX_BATCH)],
         }
     }
-}
-
-/// What the figure shows: chain, algorithm and budget; then, on a line of
-/// its own (one line would not fit a slide's width), the result.
-fn context_lines(state: AppState, figure: Figure) -> (String, String) {
-    let chain = state.loaded.chain.get_untracked();
-    let (lo, hi) = (
-        state.loaded.m_low.get_untracked(),
-        state.loaded.m_high.get_untracked(),
-    );
-    let budget = state.controls.budget.get_untracked();
-    let alpha = (budget as f64 - lo as f64) / (hi as f64 - lo as f64).max(1.0);
-    let algorithm = state.controls.algorithm.get_untracked();
-    let s = format!(
-        "{} · {} · budget {} (α = {:.2}, M_low {} … M_high {})",
-        chain.name,
-        algorithm.name(),
-        bytes(budget),
-        alpha,
-        bytes(lo),
-        bytes(hi)
-    );
-    let mut result = String::new();
-    let shown = state.shown.current.get_untracked();
-    if let (Figure::Chain | Figure::Memory | Figure::Timelines, Some(c)) = (figure, &shown) {
-        match c.ok_trace() {
-            Some(t) => result.push_str(&format!(
-                "makespan {} ({} over no limit) · peak {} · {} recomputations",
-                ms(t.makespan_seconds),
-                pct(t.makespan_seconds / chain.sequential_seconds().max(1e-12) - 1.0),
-                bytes(t.peak_bytes),
-                t.recomputations
-            )),
-            None => result.push_str("no schedule at this budget"),
-        }
-    }
-    if figure == Figure::MaxBatch {
-        if let Some(caption) = state
-            .offloading
-            .max_batch
-            .with_untracked(|f| f.as_ref().map(crate::words::budget_line))
-        {
-            result.push_str(&caption);
-        }
-    }
-    if figure == Figure::Sweep {
-        result.push_str(&format!(
-            "current β = {:.0} GB/s; each point a solve, measured by the simulator",
-            state.controls.bandwidth.get_untracked() / 1e9
-        ));
-    }
-    (s, result)
 }
 
 fn esc(s: &str) -> String {
@@ -260,9 +206,13 @@ fn nested_chart(id: &str, x: f64, y: f64, max_w: f64) -> Option<(String, f64)> {
 
 /// One figure's block at `top`: title, context, legend, charts; with its
 /// height. None when none of its charts is on the page.
-fn block(state: AppState, figure: Figure, top: f64) -> Option<(String, f64)> {
+fn block(
+    figure: Figure,
+    (context, result): (String, String),
+    measured: bool,
+    top: f64,
+) -> Option<(String, f64)> {
     let charts = figure.charts();
-    let (context, result) = context_lines(state, figure);
     let mut s = format!(
         r##"<text class="figure-title" x="{PAD}" y="{:.1}" font-size="22" font-weight="700" fill="#1d2430">{}</text><text class="figure-context" x="{PAD}" y="{:.1}" font-size="14" fill="#2b3442">{}</text>"##,
         top + 28.0,
@@ -279,11 +229,6 @@ fn block(state: AppState, figure: Figure, top: f64) -> Option<(String, f64)> {
         ));
         y += 19.0;
     }
-    let measured = state
-        .measured
-        .against
-        .get_untracked()
-        .is_some_and(|m| m.is_ok());
     let (legend, legend_h) = legend_svg(&figure.legend(measured), y);
     s.push_str(&legend);
     let charts_top = y + legend_h + 8.0;
@@ -301,11 +246,17 @@ fn block(state: AppState, figure: Figure, top: f64) -> Option<(String, f64)> {
 }
 
 /// `figures` stacked into one standalone SVG; with its size.
-fn compose(state: AppState, figures: &[Figure]) -> Option<(String, f64, f64)> {
+/// `context` gives each figure's context lines (what it shows; its result);
+/// `measured`: a measured run is drawn over the memory curve.
+pub fn compose(
+    figures: &[Figure],
+    context: impl Fn(Figure) -> (String, String),
+    measured: bool,
+) -> Option<(String, f64, f64)> {
     let mut body = String::new();
     let mut y = 0.0;
     for &f in figures {
-        if let Some((s, h)) = block(state, f, y) {
+        if let Some((s, h)) = block(f, context(f), measured, y) {
             body.push_str(&s);
             y += h;
         }
@@ -323,71 +274,27 @@ fn compose(state: AppState, figures: &[Figure]) -> Option<(String, f64, f64)> {
     ))
 }
 
-/// The file name of a figure: chain, algorithm, figure.
-fn figure_file(state: AppState, what: &str, ext: &str) -> String {
-    file_name(
-        &state.loaded.chain.get_untracked().name,
-        &format!(
-            "{}.{what}.{ext}",
-            state.controls.algorithm.get_untracked().name()
-        ),
-    )
-}
-
-/// Saves `figures` (one, or the dashboard) as SVG, or as PNG at 2×.
-fn save(state: AppState, figures: &[Figure], what: &str, png: bool) {
-    let Some((svg, w, h)) = compose(state, figures) else {
-        state
-            .view
-            .error(format!("Nothing to export: the {what} is not drawn yet."));
-        return;
-    };
-    if png {
-        export_png(&svg, w, h, 2.0, &figure_file(state, what, "png"));
-    } else {
-        export_svg_text(&svg, &figure_file(state, what, "svg"));
-    }
-}
-
 /// A figure's save menu: one "Save" control on the card (the first screen
-/// counts its controls), SVG and PNG inside. A figure computed on demand
-/// (the sweep, max batch) says it is not computed yet instead of saving
-/// nothing, silently.
+/// counts its controls), SVG and PNG inside; `on_save` gets `true` for PNG.
+/// A figure computed on demand (the sweep, max batch) says it is not
+/// computed yet (`computed`) instead of saving nothing, silently.
 #[component]
-pub fn FigureButtons(figure: Figure) -> impl IntoView {
-    let state = use_app();
+pub fn SaveMenu(figure: Figure, computed: Signal<bool>, on_save: Callback<bool>) -> impl IntoView {
     let name = figure.name();
-    let computed = move || match figure {
-        Figure::Sweep => state.offloading.sweep.with(Option::is_some),
-        Figure::MaxBatch => state.offloading.max_batch.with(Option::is_some),
-        _ => true,
-    };
     view! {
         <details class="figure-export" id=format!("save-{name}")>
             <summary title="Save this figure for a slide: its title, legend, chain, algorithm and budget inside">"Save"</summary>
             <span class="figure-export-menu">
-                {move || (!computed()).then(|| view! {
+                {move || (!computed.get()).then(|| view! {
                     <span class="muted not-computed">"not computed yet: run it first"</span>
                 })}
-                <button class="small" id=format!("export-{name}-svg") disabled=move || !computed()
+                <button class="small" id=format!("export-{name}-svg") disabled=move || !computed.get()
                     title="This figure with its title, legend, chain, algorithm and budget, as SVG"
-                    on:click=move |_| save(state, &[figure], name, false)>"SVG"</button>
-                <button class="small" id=format!("export-{name}-png") disabled=move || !computed()
+                    on:click=move |_| on_save.run(false)>"SVG"</button>
+                <button class="small" id=format!("export-{name}-png") disabled=move || !computed.get()
                     title="This figure with its title, legend, chain, algorithm and budget, as PNG (2×)"
-                    on:click=move |_| save(state, &[figure], name, true)>"PNG"</button>
+                    on:click=move |_| on_save.run(true)>"PNG"</button>
             </span>
         </details>
-    }
-}
-
-/// The dashboard's save buttons: every figure on the page in one image.
-#[component]
-pub fn DashboardButtons() -> impl IntoView {
-    let state = use_app();
-    view! {
-        <button id="export-dashboard-svg" title="Every figure on the page in one SVG, for a slide"
-            on:click=move |_| save(state, &Figure::ALL, "dashboard", false)>"Dashboard (SVG)"</button>
-        <button id="export-dashboard-png" title="Every figure on the page in one PNG (2×), for a slide"
-            on:click=move |_| save(state, &Figure::ALL, "dashboard", true)>"Dashboard (PNG)"</button>
     }
 }

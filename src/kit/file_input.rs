@@ -2,20 +2,18 @@
 //! opens the chooser, and the chosen file goes to an importer. A kit
 //! piece shared by the header and the measured-run button.
 
-use crate::state::AppState;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 /// The `change` handler of a hidden file input: the chosen file goes to
 /// `import`; the input is cleared so that the same file chosen again fires.
 pub fn on_file_chosen(
-    state: AppState,
-    import: fn(AppState, web_sys::File),
+    import: impl Fn(web_sys::File) + Copy + 'static,
 ) -> impl Fn(leptos::ev::Event) + Copy + 'static {
     move |ev: leptos::ev::Event| {
         let input: web_sys::HtmlInputElement = event_target(&ev);
         if let Some(file) = input.files().and_then(|f| f.get(0)) {
-            import(state, file);
+            import(file);
         }
         input.set_value("");
     }

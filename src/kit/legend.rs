@@ -7,7 +7,8 @@
 //! ([`CHAIN`], [`MEMORY`], [`TIMELINES`]): the figure frame (`figure.rs`)
 //! reads them from here, so it imports none of the charts that use it.
 
-use super::chart::{palette, swatches};
+use super::palette;
+use super::widgets::swatches;
 use leptos::prelude::*;
 
 /// (colour, label in caret notation), in the order of a training step.

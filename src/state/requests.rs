@@ -254,7 +254,7 @@ impl AppState {
     /// Asks for the schedule at the current budget; `exact` re-plans with a
     /// table made for exactly this budget (no rounding to the M_high grid).
     pub fn send_plan(self, exact: bool) {
-        super::mark("sent");
+        crate::kit::timing::mark("sent");
         let r = self.requests;
         let algorithm = self.controls.algorithm.get_untracked();
         if algorithm.offloads() {
@@ -340,7 +340,7 @@ impl AppState {
         let what = self.cancelled_work();
         let backend = self.requests.backend();
         backend.cancel();
-        super::mark("cancelled");
+        crate::kit::timing::mark("cancelled");
         self.requests.land_all();
         self.offloading.stop();
         self.shown.replanning.set(None);

@@ -1,7 +1,8 @@
 //! What the planner's answers do to the page: one small function a kind.
 
 use super::requests::land;
-use super::{AppState, Build, Current};
+use super::{AppState, Build};
+use crate::current::Current;
 use crate::protocol::{Built, MaxBatch, Planned, Response, Summary, Sweep, Task, ANY_GENERATION};
 use leptos::prelude::*;
 use remat_core::simulator::judge;
@@ -164,7 +165,7 @@ impl AppState {
         if !self.is_current(planned.generation) || planned.id != self.requests.next_id.get_value() {
             return; // an answer to a budget the slider has already left
         }
-        super::mark("received");
+        crate::kit::timing::mark("received");
         self.show(planned);
     }
 
@@ -177,7 +178,7 @@ impl AppState {
             .ops
             .as_ref()
             .map(|ops| judge(&chain, ops, planned.budget, bandwidth).map_err(|e| e.to_string()));
-        super::mark("simulated");
+        crate::kit::timing::mark("simulated");
         let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
         if self.view.step.get_untracked().is_some_and(|s| s >= n_ops) {
             self.view.step.set(None);

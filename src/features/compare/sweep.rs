@@ -3,9 +3,15 @@
 //! α = 0.2. Every point is a solve, so the sweep runs in the worker, on
 //! demand, with progress and a cancel button.
 
-use super::algorithm_style::{alg_color, alg_keys, alg_marker, alg_path};
-use super::chart::{bytes, marker_svg, palette, pct, readout_svg, CurveSvg, Frame, TaskControl};
-use super::figure::{Figure, FigureButtons};
+use crate::io::FigureButtons;
+use crate::kit::algorithm_style::{alg_color, alg_keys, alg_marker, alg_path};
+use crate::kit::figure::Figure;
+use crate::kit::format::{bytes, pct};
+use crate::kit::frames::CurveSvg;
+use crate::kit::palette;
+use crate::kit::scale::Frame;
+use crate::kit::svg::{marker_svg, readout_svg};
+use crate::kit::widgets::TaskControl;
 use crate::protocol::{Sweep, SweepPoint};
 use crate::service::{SWEEP_ALGORITHMS, SWEEP_FIXED_ALPHA};
 use crate::state::use_app;
@@ -307,7 +313,8 @@ pub fn SweepView() -> impl IntoView {
                 <FigureButtons figure=Figure::Sweep />
                 <TaskControl id="sweep" running=running fraction=Signal::derive(fraction)
                     label=Signal::derive(move || if state.offloading.sweep.with(|s| s.is_some()) { "Run again" } else { "Compute the figures" })
-                    on_run=Callback::new(move |()| state.send_sweep()) />
+                    on_run=Callback::new(move |()| state.send_sweep())
+                    on_cancel=Callback::new(move |()| state.cancel_side_task()) />
             </div>
             <div class="legend">
                 {alg_keys(SWEEP_ALGORITHMS)}

@@ -1,8 +1,12 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
-use super::algorithm_style::{alg_color, alg_keys, alg_marker, alg_path};
-use super::chart::{byte_ticks, bytes, marker_svg, ms, pct, readout_svg, CurveSvg, Frame};
-use super::figure::{Figure, FigureButtons};
+use crate::io::FigureButtons;
+use crate::kit::algorithm_style::{alg_color, alg_keys, alg_marker, alg_path};
+use crate::kit::figure::Figure;
+use crate::kit::format::{bytes, ms, pct};
+use crate::kit::frames::CurveSvg;
+use crate::kit::scale::{byte_ticks, Frame};
+use crate::kit::svg::{marker_svg, readout_svg};
 use crate::optimality::{gap_cell, optimal_at, Standing};
 use crate::protocol::Summary;
 use crate::service::solved_in_worker;

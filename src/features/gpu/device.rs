@@ -3,11 +3,12 @@
 //! "Use this budget" for the slider. The arithmetic is
 //! `crate::device_memory`, tested on the host.
 
-use super::chart::{bytes, preset_value, CardHead, ChoiceSelect, Switch};
 use crate::device_memory::{
     against_range, bytes_per_parameter, format_count, parse_count, parse_margin, Breakdown,
     DeviceInputs, ModelState, Optimizer, Weights, GPU_PRESETS,
 };
+use crate::kit::format::bytes;
+use crate::kit::widgets::{preset_value, CardHead, ChoiceSelect, Switch};
 use crate::state::{use_app, use_device_memory};
 use leptos::prelude::*;
 use remat_core::examples;

@@ -6,10 +6,12 @@
 //! profiled batch, or, given a second profile of the same stages at another
 //! batch, follow the core's affine fit through both (`--second-profile`).
 
-use super::algorithm_style::alg_color;
-use super::chart::{TaskControl, CHART_W};
-use super::figure::{Figure, FigureButtons};
 use crate::device_memory::Breakdown;
+use crate::io::FigureButtons;
+use crate::kit::algorithm_style::alg_color;
+use crate::kit::figure::Figure;
+use crate::kit::scale::CHART_W;
+use crate::kit::widgets::TaskControl;
 use crate::protocol::{BatchDevice, MaxBatch, SecondProfile};
 use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, ChainSource};
@@ -80,7 +82,7 @@ fn caption(found: &MaxBatch) -> String {
     format!(
         "{} (fixed: weights, gradients, optimizer state). {}",
         budget_line(found),
-        super::legend::MAX_BATCH
+        crate::kit::legend::MAX_BATCH
     )
 }
 
@@ -264,7 +266,8 @@ pub fn MaxBatchPanel() -> impl IntoView {
                 <FigureButtons figure=Figure::MaxBatch />
                 <TaskControl id="maxbatch" running=running fraction=Signal::derive(fraction)
                     label=Signal::derive(move || if found.with(|f| f.is_some()) { "Search again" } else { "Find the largest batches" })
-                    on_run=Callback::new(run) />
+                    on_run=Callback::new(run)
+                    on_cancel=Callback::new(move |()| state.cancel_side_task()) />
             </div>
             {move || profiled().is_none().then(|| view! {
                 <label class="inline">"Profiled batch "

@@ -1,45 +1,25 @@
 //! The "minimum memory" mode (Hong et al.): its card (the switch, the
 //! memory model, the peak difference in words, the curves over the training
-//! phase index) and its marks on the layer chain (the optimal set).
+//! phase index). Its marks on the layer chain are the kit chain chart's
+//! `marks`, which the shell passes from [`MinMemory::marked`](super::MinMemory::marked).
 
-use super::chart::{byte_ticks, bytes, ticks, CardHead, Switch, CHART_W, MARGIN_L, MARGIN_R};
-use super::notation::math_text;
+use super::state::use_min_memory;
+use crate::kit::format::bytes;
+use crate::kit::notation::math_text;
+use crate::kit::palette::OPTIMAL;
+use crate::kit::scale::{byte_ticks, ticks, CHART_W, MARGIN_L, MARGIN_R};
+use crate::kit::widgets::{CardHead, Switch};
 use crate::min_memory::{set_text, summary, Comparison, SetCurve};
-use crate::state::use_min_memory;
 use leptos::prelude::*;
 use remat_core::solvers::hong::Model;
-use remat_core::Chain;
 use std::fmt::Write;
 
-/// The optimal set: its line, its marks on the chain.
-pub const OPTIMAL: &str = "#0f766e";
 /// checkpoint_sequential's √n set (dashed).
 pub const SEQUENTIAL: &str = "#b4532a";
 
 const H: f64 = 300.0;
 const TOP: f64 = 22.0;
 const BOTTOM: f64 = 246.0;
-
-/// The checkpointed stages of the optimal set on the layer chain: a
-/// triangle over the box and a bar under it (`edges`: the chain view's box
-/// edges, `base_y`: its baseline).
-pub fn chain_marks(chain: &Chain, set: &[usize], edges: &[f64], base_y: f64) -> String {
-    let mut s = String::new();
-    for &c in set.iter().filter(|&&c| c >= 1 && c <= chain.len()) {
-        let (x0, x1) = (edges[c], edges[c + 1]);
-        let mid = (x0 + x1) / 2.0;
-        let half = ((x1 - x0) / 2.0).clamp(2.0, 7.0);
-        let _ = write!(
-            s,
-            r##"<g class="hong-mark" data-stage="{c}"><title>stage {c}: output d_{c} kept (optimal set)</title><polygon points="{:.1},6 {:.1},6 {mid:.1},16" fill="{OPTIMAL}"/><rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="4" fill="{OPTIMAL}"/></g>"##,
-            mid - half,
-            mid + half,
-            base_y + 1.0,
-            (x1 - x0 - 1.5).max(1.0),
-        );
-    }
-    s
-}
 
 fn x_of(i: usize, n: usize) -> f64 {
     MARGIN_L + i as f64 / (2 * n + 1) as f64 * (CHART_W - MARGIN_L - MARGIN_R)

@@ -1,9 +1,10 @@
 //! The header (chain choice, import, export) and the budget panel (slider,
 //! typed budget, algorithm, bandwidth, totals, build progress).
 
-use super::chart::{bytes, ms, pct, ProgressBar};
-use super::file_input::{click_input, on_file_chosen};
 use crate::io;
+use crate::kit::file_input::{click_input, on_file_chosen};
+use crate::kit::format::{bytes, ms, pct};
+use crate::kit::widgets::ProgressBar;
 use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
@@ -28,7 +29,7 @@ pub fn Header() -> impl IntoView {
             device.follow_example(&name);
         }
     };
-    let on_file = on_file_chosen(state, io::import_file);
+    let on_file = on_file_chosen(move |file| io::import_file(state, file));
     let open_file_dialog = move |_| click_input("import-input");
     let selected = move || state.loaded.source.get().name();
     view! {
@@ -90,80 +91,6 @@ fn chain_summary(c: &remat_core::model::Chain, state: AppState) -> String {
         bytes(state.loaded.m_low.get()),
         bytes(state.loaded.m_high.get())
     )
-}
-
-/// The *Chain & files* place: the loaded chain in words, where its numbers
-/// come from, and every import and export.
-#[component]
-pub fn ChainFiles() -> impl IntoView {
-    let state = use_app();
-    view! {
-        <section class="card chain-files">
-            <div class="chain-about">
-                <strong>{move || state.loaded.chain.get().name.clone()}</strong>
-                {move || {
-                    let c = state.loaded.chain.get();
-                    format!(
-                        " — {} stages · no-limit step {} · M_low {} · M_high {}",
-                        c.len(),
-                        ms(c.sequential_seconds()),
-                        bytes(state.loaded.m_low.get()),
-                        bytes(state.loaded.m_high.get())
-                    )
-                }}
-                <ChainSourceLine />
-                {move || state.loaded.chain.with(|c| c.inputs_summary()).map(|batch| view! {
-                    <div id="chain-batch">{format!("batch: {batch}")}</div>
-                })}
-            </div>
-            <p id="budget-range-help" class="muted">
-                "The budget counts activations only. M_low: the least rotor's schedules need (recomputing the most); M_high: keeping everything, no recomputation. Offloading can go below M_low, down to the floor of "
-                {move || bytes(state.loaded.chain.with(|c| memory_floor(c)).bytes)}
-                ", the least any schedule needs."
-            </p>
-            <div class="exports">
-                <span class="label">"Import"</span>
-                <super::measured::ImportRunButton />
-            </div>
-            <div class="exports">
-                <span class="label">"Export"</span>
-                <button id="export-schedule" on:click=move |_| io::export_schedule(state)
-                    title="remat-schedule/1: run it, or check it with `remat simulate`">"Schedule"</button>
-                <button id="export-trace" on:click=move |_| io::export_trace(state)
-                    title="Chrome trace-event JSON, for Perfetto or chrome://tracing">"Trace"</button>
-                <button id="export-chain" on:click=move |_| io::export_chain(state)
-                    title="remat-chain/1">"Chain"</button>
-                <super::figure::DashboardButtons />
-            </div>
-        </section>
-    }
-}
-
-/// Where the loaded chain's numbers come from (its `source`), tagged
-/// measured / analytic / hand-made: one line, the whole text on demand.
-#[component]
-fn ChainSourceLine() -> impl IntoView {
-    let state = use_app();
-    let source = move || state.loaded.chain.get().source.clone();
-    let tag = move || source_kind(&source());
-    view! {
-        <details id="chain-source" class="chain-source">
-            <summary>
-                <span class=move || format!("source-tag {}", tag().replace(' ', "-"))>{tag}</span>
-                <span class="source-text">{source}</span>
-            </summary>
-            <p class="source-full">{source}</p>
-        </details>
-    }
-}
-
-/// The tag in front of a chain's `source`.
-fn source_kind(source: &str) -> String {
-    match examples::provenance_of(source) {
-        Some(p) => p.label().into(),
-        None if source.is_empty() => "no source given".into(),
-        None => "source".into(),
-    }
 }
 
 #[component]
@@ -279,7 +206,7 @@ fn preset_of(rate: f64) -> String {
         return "0".into();
     }
     let presets: Vec<(f64, &str)> = BANDWIDTH_PRESETS.to_vec();
-    super::chart::preset_value(&presets, &rate)
+    crate::kit::widgets::preset_value(&presets, &rate)
 }
 
 #[component]
@@ -346,7 +273,7 @@ pub fn BudgetPanel() -> impl IntoView {
         }
     };
 
-    let stat = move |f: fn(&crate::state::Current) -> Option<String>| {
+    let stat = move |f: fn(&crate::current::Current) -> Option<String>| {
         move || {
             state
                 .shown
@@ -395,7 +322,7 @@ pub fn BudgetPanel() -> impl IntoView {
                             on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Enter" { commit_typed() }
                             title="Type a size: 3.5 GiB, 800MiB, 4e9" />
                     </div>
-                    {move || typed_error.get().map(|e| view! { <small class="err" role="alert">{super::notation::math_text(&e)}</small> })}
+                    {move || typed_error.get().map(|e| view! { <small class="err" role="alert">{crate::kit::notation::math_text(&e)}</small> })}
                 </div>
                 <div class="field bw">
                     <label for="bandwidth-input" title="Host↔device rate for offload and prefetch">"Host link"</label>
@@ -556,7 +483,7 @@ fn LiveStatus() -> impl IntoView {
 }
 
 /// One sentence about the plan shown, for the live region.
-fn live_summary(c: &crate::state::Current) -> String {
+fn live_summary(c: &crate::current::Current) -> String {
     let at = format!("{} at {}", c.algorithm, bytes(c.planned.budget));
     if let Some(e) = &c.planned.error {
         return format!("Error: {e}");

@@ -2,7 +2,7 @@
 //! controls ask for: a solve under way, or a cancelled one. The stats and
 //! charts are dimmed meanwhile (the root carries `stale`).
 
-use super::chart::bytes;
+use crate::kit::format::bytes;
 use crate::state::{use_app, StalePlan};
 use leptos::prelude::*;
 

@@ -1,8 +1,8 @@
 //! Step through the schedule op by op; the op is highlighted in every view.
 
-use super::chart::ms;
-use super::legend::PageLegend;
-use super::notation::math_text;
+use crate::kit::format::ms;
+use crate::kit::legend::PageLegend;
+use crate::kit::notation::math_text;
 use crate::state::use_app;
 use leptos::prelude::*;
 use std::time::Duration;

@@ -1,18 +1,22 @@
 //! Memory over time, stacked by tensor (`Trace.residency`): which a^ℓ, ā^ℓ,
 //! δ^ℓ is on the device at each instant, with the budget and the peak; and,
-//! over it, a measured run of the plan (`measured.rs`).
+//! over it, a measured run of the plan: two step lines, predicted and
+//! measured (each op's peak across its predicted span, then the memory it
+//! leaves).
 
-use super::chart::{
-    byte_ticks, bytes, clip_to_plot, layer_of, ms, num, palette, tooltip_style, use_zoom, CardHead,
-    PathBatch, TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W,
-};
-use super::figure::{Figure, FigureButtons};
-use super::measured::{overlay_svg, top, MeasuredLegend, MeasuredStatus};
+use super::format::{bytes, ms, num};
+use super::frames::{layer_of, TimeChartSvg};
+use super::hover::{tooltip_style, TimeAxis, TimeHover};
 use super::notation::math_text;
-use crate::state::use_app;
+use super::palette;
+use super::scale::{byte_ticks, TimeScale, MARGIN_L, PLOT_W};
+use super::svg::{clip_to_plot, PathBatch};
+use crate::current::Current;
+use crate::measured::{highest, step_line, Side};
 use leptos::prelude::*;
 use remat_core::measured::Comparison;
 use remat_core::simulator::{Residency, TensorId, Trace};
+use std::sync::Arc;
 
 const H: f64 = 300.0;
 
@@ -171,7 +175,7 @@ fn describe(r: &Residency) -> String {
 
 /// The chart in one sentence: "Memory over time: peaks at 1.2 GiB during
 /// B^3, at 210 ms; budget 1.3 GiB."
-fn summary_of(c: &crate::state::Current) -> String {
+fn summary_of(c: &Current) -> String {
     let budget = bytes(c.planned.budget);
     let Some(t) = c.ok_trace() else {
         return format!("Memory over time: no schedule at the budget {budget}.");
@@ -206,15 +210,24 @@ fn measured_at(c: &Comparison, t: f64) -> Option<String> {
     ))
 }
 
+/// The memory curve of the schedule on `axis` (the chart, its tooltip, or
+/// why there is nothing to draw), with `measured`, a measured run of it,
+/// drawn over it.
 #[component]
-pub fn MemoryChart() -> impl IntoView {
-    let state = use_app();
-    let hover = TimeHover::new(H);
-    let zoom = use_zoom();
-    let heavy = layer_of("memory", move |c| {
-        let measured = state.measured.shown();
+pub fn MemoryChart(axis: TimeAxis, measured: Signal<Option<Arc<Comparison>>>) -> impl IntoView {
+    let schedule = axis.schedule;
+    let hover = TimeHover::new(axis, H);
+    let heavy = layer_of("memory", schedule, move |c| {
+        let measured = measured.get();
         (c.ok_trace())
-            .map(|t| layer(t, c.planned.budget.max(1), zoom.get(), measured.as_deref()))
+            .map(|t| {
+                layer(
+                    t,
+                    c.planned.budget.max(1),
+                    axis.zoom.get(),
+                    measured.as_deref(),
+                )
+            })
             .unwrap_or_default()
     });
     let cursor = move || {
@@ -236,7 +249,7 @@ pub fn MemoryChart() -> impl IntoView {
             .map(|s| c.ops()[s.op].to_string())
             .unwrap_or_else(|| "idle".into());
         let more = res.len().saturating_sub(8);
-        let measured = state.measured.shown().and_then(|m| measured_at(&m, t));
+        let measured = measured.get().and_then(|m| measured_at(&m, t));
         Some(view! {
             <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("at {} — {} resident", ms(t), bytes(total))}</b>
@@ -254,28 +267,79 @@ pub fn MemoryChart() -> impl IntoView {
         })
     };
     let summary = move || {
-        state.shown.current.with(|c| match c.as_deref() {
+        schedule.with(|c| match c.as_deref() {
             Some(c) => summary_of(c),
             None => "Memory over time: no schedule yet.".into(),
         })
     };
     view! {
-        // The colours are in the page's legend (the stepper).
-        <CardHead title="Memory over time">
-            <span class="muted">"stacked by tensor; dashed line: the budget"</span>
-            <MeasuredLegend />
-            <ZoomReset id="zoom-reset-memory" />
-            <FigureButtons figure=Figure::Memory />
-        </CardHead>
         <div class="chart-wrap">
             <TimeChartSvg id="memory-svg" height=H layer=heavy hover=hover summary=Signal::derive(summary)>
                 {cursor}
             </TimeChartSvg>
             {tooltip}
-            {move || state.shown.current.get().and_then(|c| if c.ok_trace().is_none() {
+            {move || schedule.get().and_then(|c| if c.ok_trace().is_none() {
                 Some(view! { <div class="empty">"No schedule at this budget: nothing to draw. Raise the budget or re-plan exactly."</div> })
             } else { None })}
         </div>
-        <MeasuredStatus />
+    }
+}
+
+/// The highest level the lines reach, for the chart's scale (0 without).
+fn top(c: Option<&Comparison>) -> u64 {
+    c.map_or(0, highest)
+}
+
+/// Both lines as SVG over the memory chart: `x` and `y` map seconds and
+/// bytes to chart units. Measured first, on a white halo, predicted on top
+/// with none: a thin dark line inside a wide pink band, so where they agree
+/// (a plan that holds to the byte) both still show. (A halo under the
+/// predicted line covered the measured one wherever they coincided.)
+fn overlay_svg(c: &Comparison, x: impl Fn(f64) -> f64, y: impl Fn(u64) -> f64) -> String {
+    let d = |side| {
+        let mut d = String::new();
+        for piece in step_line(&c.rows, side) {
+            for (k, &(t, b)) in piece.iter().enumerate() {
+                d.push(if k == 0 { 'M' } else { 'L' });
+                num(&mut d, x(t));
+                d.push(' ');
+                num(&mut d, y(b));
+            }
+        }
+        d
+    };
+    let (measured, predicted) = (d(Side::Measured), d(Side::Predicted));
+    format!(
+        r##"<g id="measured-overlay" fill="none" stroke-linejoin="round"><path d="{measured}" stroke="#ffffff" stroke-width="5"/><path class="measured-line" d="{measured}" stroke="{}" stroke-width="4.5"/><path class="predicted-line" d="{predicted}" stroke="{}" stroke-width="1.6"/></g>"##,
+        palette::MEASURED,
+        palette::PREDICTED
+    )
+}
+
+fn key(color: &'static str, width: f64, label: &'static str) -> impl IntoView {
+    let svg = format!(
+        r##"<line x1="1" x2="27" y1="6" y2="6" stroke="#ffffff" stroke-width="{}"/><line x1="1" x2="27" y1="6" y2="6" stroke="{color}" stroke-width="{width}"/>"##,
+        width + 2.5
+    );
+    view! {
+        <span class="swatch line-swatch">
+            <svg width="30" height="12" viewBox="0 0 30 12" aria-hidden="true" inner_html=svg></svg>
+            <span>{label}</span>
+        </span>
+    }
+}
+
+/// "predicted" / "measured", while a run is drawn (`shown`).
+#[component]
+pub fn MeasuredLegend(shown: Signal<bool>) -> impl IntoView {
+    move || {
+        shown.get().then(|| {
+            view! {
+                <span id="measured-legend" class="measured-legend">
+                    {key(palette::PREDICTED, 1.6, "predicted")}
+                    {key(palette::MEASURED, 2.6, "measured")}
+                </span>
+            }
+        })
     }
 }

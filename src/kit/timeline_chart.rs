@@ -1,13 +1,15 @@
 //! The two lanes of the simulator: GPU compute (forward, recompute,
 //! backward) and PCIe copies (offload, prefetch); gaps are idle time.
 
-use super::chart::{
-    clip_to_plot, layer_of, ms, op_color, op_kind, palette, tooltip_style, use_zoom, CardHead,
-    PathBatch, TimeChartSvg, TimeHover, TimeScale, ZoomReset, MARGIN_L, PLOT_W, RECOMPUTE_STRIPES,
-};
-use super::figure::{Figure, FigureButtons};
+use super::format::{bytes, ms};
+use super::frames::{layer_of, TimeChartSvg};
+use super::hover::{tooltip_style, TimeAxis, TimeHover};
 use super::notation::{math_text, svg_math};
-use crate::state::{use_app, Current};
+use super::palette;
+use super::palette::{op_color, op_kind};
+use super::scale::{TimeScale, MARGIN_L, PLOT_W};
+use super::svg::{clip_to_plot, PathBatch, RECOMPUTE_STRIPES};
+use crate::current::Current;
 use leptos::prelude::*;
 use remat_core::schedule::recompute_flags;
 use remat_core::simulator::Lane;
@@ -112,16 +114,17 @@ fn release_mark(x: f64, y: f64, h: f64, op: &str) -> String {
     )
 }
 
+/// The two lanes of the schedule on `axis` (the chart and its tooltip),
+/// the step-through's op outlined.
 #[component]
-pub fn Timelines() -> impl IntoView {
-    let state = use_app();
-    let hover = TimeHover::new(H);
-    let zoom = use_zoom();
-    let heavy = layer_of("timeline", move |c| layer(c, zoom.get()));
+pub fn TimelineChart(axis: TimeAxis) -> impl IntoView {
+    let schedule = axis.schedule;
+    let hover = TimeHover::new(axis, H);
+    let heavy = layer_of("timeline", schedule, move |c| layer(c, axis.zoom.get()));
     // The step-through's op, outlined.
     let highlight = move || {
-        let i = state.view.step.get()?;
-        let c = state.shown.current.get()?;
+        let i = axis.cursor.step.get()?;
+        let c = schedule.get()?;
         let trace = c.ok_trace()?;
         let span = trace.spans.get(i)?;
         let scale = hover.scale(trace.makespan_seconds);
@@ -165,38 +168,21 @@ pub fn Timelines() -> impl IntoView {
             </div>
         })
     };
-    let idle = move || {
-        state.shown.current.get().and_then(|c| {
-            c.ok_trace().map(|t| {
-                format!(
-                    "GPU idle {} of {}",
-                    ms(t.idle_seconds),
-                    ms(t.makespan_seconds)
-                )
-            })
-        })
-    };
     let summary = move || {
-        state.shown.current.with(|c| match c.as_deref().and_then(|c| Some((c, c.ok_trace()?))) {
+        schedule.with(|c| match c.as_deref().and_then(|c| Some((c, c.ok_trace()?))) {
             Some((c, t)) => format!(
                 "Timelines: {} ops in {}; GPU idle {}; {} recomputations; {} offloaded, {} prefetched over PCIe.",
                 c.ops().len(),
                 ms(t.makespan_seconds),
                 ms(t.idle_seconds),
                 t.recomputations,
-                super::chart::bytes(t.offloaded_bytes),
-                super::chart::bytes(t.prefetched_bytes)
+                bytes(t.offloaded_bytes),
+                bytes(t.prefetched_bytes)
             ),
             None => "Timelines: no schedule at this budget.".into(),
         })
     };
     view! {
-        // The colours are in the page's legend (the stepper).
-        <CardHead title="Timelines">
-            <span class="muted">{idle}</span>
-            <ZoomReset id="zoom-reset-timelines" />
-            <FigureButtons figure=Figure::Timelines />
-        </CardHead>
         <div class="chart-wrap">
             <TimeChartSvg id="timeline-svg" height=H layer=heavy hover=hover summary=Signal::derive(summary)>
                 {highlight}

@@ -1,16 +1,18 @@
 //! The layer chain: one box per stage (width ∝ time, height ∝ ā^ℓ), coloured
 //! by what the schedule does with it in the forward phase.
 
-use super::chart::{
-    bytes, chart_point, layer_of, ms, palette, tooltip_style, CardHead, ChartSvg, PathBatch,
-    MARGIN_L, PLOT_W,
-};
-use super::figure::{Figure, FigureButtons};
-use super::notation::math_text;
-use crate::state::{use_app, use_min_memory, Current};
+use super::format::{bytes, ms};
+use super::frames::{layer_of, ChartSvg};
+use super::hover::{chart_point, tooltip_style};
+use super::palette;
+use super::scale::{MARGIN_L, PLOT_W};
+use super::svg::PathBatch;
+use crate::current::Current;
 use leptos::prelude::*;
 use remat_core::schedule::{fates, Fate};
 use remat_core::Chain;
+use std::fmt::Write;
+use std::sync::Arc;
 
 const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
@@ -39,7 +41,7 @@ fn fate_kind(fate: Fate) -> &'static str {
 }
 
 /// Left edge of each box (index 1..=L) and the end, in chart units.
-pub(super) fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
+fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
     let n = chain.len();
     let weights: Vec<f64> = (1..=n)
         .map(|l| {
@@ -235,47 +237,53 @@ impl StageNumbers {
     }
 }
 
+/// The layer chain of `schedule` (the chart and its tooltip): `chain` is
+/// the chain on the page (hovered and marked before a schedule is drawn),
+/// `step` the op the step-through outlines, `uniform` draws equal boxes,
+/// `marks` the stages a mode marks (Hong's optimal set).
 #[component]
-pub fn ChainView() -> impl IntoView {
-    let state = use_app();
+pub fn ChainChart(
+    schedule: Signal<Option<Arc<Current>>>,
+    chain: Signal<Arc<Chain>>,
+    step: Signal<Option<usize>>,
+    uniform: Signal<bool>,
+    marks: Signal<Vec<usize>>,
+) -> impl IntoView {
     let hover = RwSignal::new(None::<(usize, f64)>);
-    let uniform = state.view.uniform;
-    let heavy = layer_of("chain", move |c| layer(c, uniform.get()));
+    let heavy = layer_of("chain", schedule, move |c| layer(c, uniform.get()));
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {
             return;
         };
-        let chain = state.loaded.chain.get_untracked();
-        let e = edges(&chain, state.view.uniform.get_untracked());
+        let chain = chain.get_untracked();
+        let e = edges(&chain, uniform.get_untracked());
         let l = (1..=chain.len()).find(|&l| x >= e[l] && x < e[l + 1]);
         hover.set(l.map(|l| (l, fx)));
     };
     let highlight = move || {
-        let i = state.view.step.get()?;
-        let c = state.shown.current.get()?;
+        let i = step.get()?;
+        let c = schedule.get()?;
         let op = c.ops().get(i)?;
         let l = op.stage();
         if l == 0 || l > c.chain.len() {
             return None;
         }
-        let e = edges(&c.chain, state.view.uniform.get());
+        let e = edges(&c.chain, uniform.get());
         let w = (e[l + 1] - e[l]).max(3.0);
         Some(view! {
             <rect id="chain-current" x=e[l] - 2.0 y="6" width=w + 4.0 height=BASE_Y - 2.0 fill="none"
                 stroke=palette::CURSOR stroke-width="2.5" rx="3" />
         })
     };
-    // The minimum memory mode's optimal set (views/min_memory.rs).
-    let min_memory = use_min_memory();
-    let hong_marks = move || {
-        let set = min_memory.marked();
-        let chain = state.loaded.chain.get();
-        let e = edges(&chain, state.view.uniform.get());
-        super::min_memory::chain_marks(&chain, &set, &e, BASE_Y)
+    let marks = move || {
+        let set = marks.get();
+        let chain = chain.get();
+        let e = edges(&chain, uniform.get());
+        stage_marks(&chain, &set, &e)
     };
     let tooltip = move || {
         let (l, fx) = hover.get()?;
-        let c = state.shown.current.get()?;
+        let c = schedule.get()?;
         let chain = &c.chain;
         let s = chain.stage(l);
         let (fate, rec) = fates(chain, c.planned.ops.as_deref())[l];
@@ -307,7 +315,7 @@ pub fn ChainView() -> impl IntoView {
         })
     };
     let summary = move || {
-        state.shown.current.with(|c| {
+        schedule.with(|c| {
             let Some(c) = c.as_deref() else {
                 return "Layer chain: no schedule yet.".to_string();
             };
@@ -327,26 +335,36 @@ pub fn ChainView() -> impl IntoView {
         })
     };
     view! {
-        // The colours are in the page's legend (the stepper).
-        <CardHead title="Layer chain">
-            <span class="muted">"↻n = recomputations"</span>
-            <FigureButtons figure=Figure::Chain />
-            <label class="toggle">
-                <input id="uniform-toggle" type="checkbox" prop:checked=move || state.view.uniform.get()
-                    on:change=move |ev| state.view.uniform.set(event_target_checked(&ev)) />
-                "equal boxes"
-            </label>
-        </CardHead>
-        <p class="hint">{move || math_text(if state.view.uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
         <div class="chart-wrap">
             <ChartSvg id="chain-svg" height=H layer=heavy summary=Signal::derive(summary)
                 on_move=Callback::new(on_move) on_leave=Callback::new(move |_| hover.set(None))>
-                <g id="hong-marks" inner_html=hong_marks></g>
+                <g id="hong-marks" inner_html=marks></g>
                 {highlight}
             </ChartSvg>
             {tooltip}
         </div>
     }
+}
+
+/// A mark over each stage of `set` (a triangle above the chain, a bar under
+/// its box): the minimum memory mode's optimal set, whose outputs are kept.
+fn stage_marks(chain: &Chain, set: &[usize], edges: &[f64]) -> String {
+    let mut s = String::new();
+    for &c in set.iter().filter(|&&c| c >= 1 && c <= chain.len()) {
+        let (x0, x1) = (edges[c], edges[c + 1]);
+        let mid = (x0 + x1) / 2.0;
+        let half = ((x1 - x0) / 2.0).clamp(2.0, 7.0);
+        let _ = write!(
+            s,
+            r##"<g class="hong-mark" data-stage="{c}"><title>stage {c}: output d_{c} kept (optimal set)</title><polygon points="{:.1},6 {:.1},6 {mid:.1},16" fill="{optimal}"/><rect x="{x0:.1}" y="{:.1}" width="{:.1}" height="4" fill="{optimal}"/></g>"##,
+            mid - half,
+            mid + half,
+            BASE_Y + 1.0,
+            (x1 - x0 - 1.5).max(1.0),
+            optimal = palette::OPTIMAL,
+        );
+    }
+    s
 }
 
 /// A signed overhead: negative when autograd frees memory before the op ends.
