@@ -1,6 +1,8 @@
 //! Figures for slides: each chart, or the whole dashboard, as one SVG (or a
 //! PNG drawn from it) that stands on its own — a title, the chain, the
-//! algorithm and the budget, and the legend drawn inside the image.
+//! algorithm and the budget, and the legend drawn inside the image. The
+//! charts are read from the page by their ids; each figure's context lines
+//! come from the caller (`io::figures` writes them from the page's state).
 
 use super::algorithm_style::{alg_color, alg_dash, alg_marker};
 use super::legend;

@@ -32,7 +32,6 @@ pub use device::{use_device_memory, DeviceMemory};
 pub use loaded::{ChainSource, Loaded};
 pub use measured::{LoadedRun, MeasuredRun};
 pub use offloading::Offloading;
-pub use requests::AUTO_OPTIMAL_STAGES;
 pub use shown::{Shown, StalePlan};
 pub use tables::{Build, Tables};
 pub use view::{Notice, ViewState};

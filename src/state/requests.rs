@@ -3,6 +3,7 @@
 
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
+use crate::optimality::optimum_searched;
 use crate::protocol::Request;
 use crate::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
 use crate::service::{budget_range, wants_worker};
@@ -13,11 +14,6 @@ use remat_core::model::units::format_bytes_apart;
 use remat_core::solvers::{memory_floor, Algorithm};
 use remat_core::Chain;
 use std::sync::Arc;
-
-/// Chains up to this many stages get the exact optimum's curve searched
-/// by themselves (resnet18-cpu, 11 stages, and nonpersistent, 12: under
-/// 10 ms a budget natively); longer ones when asked.
-pub const AUTO_OPTIMAL_STAGES: usize = 12;
 
 #[derive(Clone, Copy)]
 pub(super) struct Requests {
@@ -211,14 +207,12 @@ impl AppState {
     }
 
     /// Builds the tables not built yet (Compare needs all of them), but
-    /// the exact optimum's curve only where it answers at once: beyond
-    /// [`AUTO_OPTIMAL_STAGES`] stages its search takes seconds a budget
-    /// (gpt2, 14 stages: 4 s natively at one budget) and would hold the
-    /// plans' worker; its row then offers the search (issue 26).
+    /// the exact optimum's curve only where it answers at once
+    /// ([`optimum_searched`]); its row then offers the search.
     pub fn build_all(self) {
         let stages = self.loaded.chain.with_untracked(|c| c.len());
         for alg in Algorithm::ALL {
-            let asked_only = alg == Algorithm::Optimal && stages > AUTO_OPTIMAL_STAGES;
+            let asked_only = alg == Algorithm::Optimal && !optimum_searched(stages, false);
             if self.tables.build_of_untracked(alg) == Build::Idle && !asked_only {
                 self.request_build(alg);
             }
@@ -302,7 +296,7 @@ impl AppState {
             id: r.next_id.get_value(),
             budget: self.controls.budget.get_untracked(),
             bandwidth: self.controls.link(),
-            with_optimal: stages <= AUTO_OPTIMAL_STAGES || asked,
+            with_optimal: optimum_searched(stages, asked),
         });
     }
 

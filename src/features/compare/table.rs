@@ -7,10 +7,10 @@ use crate::kit::format::{bytes, ms, pct};
 use crate::kit::frames::CurveSvg;
 use crate::kit::scale::{byte_ticks, Frame};
 use crate::kit::svg::{marker_svg, readout_svg};
-use crate::optimality::{gap_cell, optimal_at, Standing};
+use crate::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
 use crate::protocol::Summary;
 use crate::service::solved_in_worker;
-use crate::state::{use_app, AppState, Build, AUTO_OPTIMAL_STAGES};
+use crate::state::{use_app, AppState, Build};
 use leptos::prelude::*;
 use remat_core::solvers::optimal::Limits;
 use remat_core::solvers::Algorithm;
@@ -306,7 +306,7 @@ pub fn Compare() -> impl IntoView {
     // A table "Build all" would build: not the optimum's curve where it
     // is searched only when asked (its row has its own button).
     let missing = move || {
-        let asked_only = state.loaded.chain.with(|c| c.len()) > AUTO_OPTIMAL_STAGES;
+        let asked_only = !optimum_searched(state.loaded.chain.with(|c| c.len()), false);
         state.tables.builds.with(|b| {
             b.iter().zip(Algorithm::ALL).any(|(x, alg)| {
                 matches!(x, Build::Idle | Build::Cancelled)
