@@ -2,7 +2,7 @@
 //! draw and the signals they follow come in as props (a schedule, the
 //! shared [`hover::TimeAxis`], callbacks), so any feature can use them —
 //! the plan's figures, Compare's and Learn's. The kit imports no feature
-//! and not `crate::state` (scripts/module_graph.py checks the first).
+//! and not `crate::state` (scripts/module_graph.py checks both).
 //!
 //! - `palette`: one colour per meaning; `format`: numbers as charts write
 //!   them; `scale`: chart coordinates, ticks, the time axis;

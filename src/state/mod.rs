@@ -31,7 +31,7 @@ pub use controls::{Controls, DEFAULT_BANDWIDTH};
 pub use device::{use_device_memory, DeviceMemory};
 pub use loaded::{ChainSource, Loaded};
 pub use measured::{LoadedRun, MeasuredRun};
-pub use offloading::Offloading;
+pub use offloading::{Offloading, RowStatus};
 pub use shown::{Shown, StalePlan};
 pub use tables::{Build, Tables};
 pub use view::{Notice, ViewState};
@@ -128,7 +128,7 @@ impl AppState {
         Effect::new(move |_| {
             let _ = (budget.get(), bandwidth.get(), self.loaded.chain.get());
             if self.tables.remote.get() {
-                self.offloading.summaries.set(Vec::new());
+                self.forget_rows();
             } else {
                 self.send_compare();
             }

@@ -10,7 +10,7 @@ use crate::kit::svg::{marker_svg, readout_svg};
 use crate::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
 use crate::protocol::Summary;
 use crate::service::solved_in_worker;
-use crate::state::{use_app, AppState, Build};
+use crate::state::{use_app, AppState, Build, RowStatus};
 use leptos::prelude::*;
 use remat_core::solvers::optimal::Limits;
 use remat_core::solvers::Algorithm;
@@ -201,7 +201,6 @@ pub fn Compare() -> impl IntoView {
     let rows = move || {
         let summaries = state.shown.summaries.get();
         let offloading = state.offloading.summaries.get();
-        let comparing = state.offloading.comparing.get();
         let seq = state.loaded.chain.with(|c| c.sequential_seconds());
         let current = state.controls.algorithm.get();
         let stages = state.loaded.chain.with(|c| c.len());
@@ -221,11 +220,22 @@ pub fn Compare() -> impl IntoView {
                 let remote = solved_in_worker(alg);
                 let from = if remote { &offloading } else { &summaries };
                 let summary = from.iter().find(|s| s.algorithm == alg).cloned();
-                // The compare rows' progress is the offloading rows' (and
-                // the optimum's only while its own curve is not building).
-                let build = match (remote, comparing) {
-                    (true, Some(f)) if alg.offloads() || state.tables.is_ready(alg) => Build::Building(f),
+                // A compare row solved in the worker: the offloading rows'
+                // (and the optimum's only while its own curve is not
+                // building).
+                let row = if remote && (alg.offloads() || state.tables.is_ready(alg)) {
+                    state.offloading.row_status(alg)
+                } else {
+                    RowStatus::Done
+                };
+                let build = match row {
+                    RowStatus::Solving(f) => Build::Building(f),
                     _ => state.tables.build_of(alg),
+                };
+                let cancel = move || view! {
+                    <button class="small cancel-row" id=format!("cancel-row-{}", alg.name())
+                        title="Stop this row; the other rows go on"
+                        on:click=move |ev| { ev.stop_propagation(); state.cancel_row(alg) }>"Cancel"</button>
                 };
                 // Too long for the exact search: its row says why, before any build.
                 let refused = (alg == Algorithm::Optimal)
@@ -237,6 +247,18 @@ pub fn Compare() -> impl IntoView {
                     // Too long for the exact search: say why, not an error.
                     _ if refused.is_some() => view! {
                         <td colspan="6" class="muted refused">{refused.clone()}</td>
+                    }
+                    .into_any(),
+                    _ if row == RowStatus::Waiting => view! {
+                        <td colspan="6" class="muted">"waiting for the worker " {cancel()}</td>
+                    }
+                    .into_any(),
+                    _ if row == RowStatus::Cancelled => view! {
+                        <td colspan="6" class="muted row-cancelled">
+                            "cancelled "
+                            <button class="small solve-row" id=format!("solve-row-{}", alg.name())
+                                on:click=move |ev| { ev.stop_propagation(); state.solve_row(alg) }>"solve again"</button>
+                        </td>
                     }
                     .into_any(),
                     (Build::Ready { .. }, Some(Summary { error: Some(e), .. })) => view! {
@@ -263,7 +285,8 @@ pub fn Compare() -> impl IntoView {
                     .into_any(),
                     (Build::Building(f), _) => view! {
                         <td colspan="6" class="muted">{format!("{}… {:.0} %",
-                            if alg.offloads() { "solving in the worker" } else { "building" }, f * 100.0)}</td>
+                            if alg.offloads() { "solving in the worker" } else { "building" }, f * 100.0)}
+                            {matches!(row, RowStatus::Solving(_)).then(|| view! { " " {cancel()} })}</td>
                     }
                     .into_any(),
                     // The exact search's refusals are reasons (use rotor), not faults.
