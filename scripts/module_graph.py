@@ -48,7 +48,8 @@ Rules:
      the file, line and path that made it;
   2. explorer: files under src/kit/ and the planning protocol and service
      (PLANNING below) reach no file under src/features/, directly or
-     through other files;
+     through other files; nor does the kit reach the app state (src/state/):
+     its charts and widgets get what they show as props;
   3. explorer: no file under src/features/<a>/ imports one under
      src/features/<b>/ (b ≠ a).
 Only the explorer has an allow-list (EXPLORER_ALLOWED_EDGES): edges that
@@ -94,6 +95,7 @@ SOURCE_DIRS = {
 PLANNING = ("src/protocol.rs", "src/protocol/", "src/service.rs", "src/service/", "src/planning/")
 KIT = ("src/kit/",)
 FEATURES = "src/features/"
+STATE = "src/state/"
 
 # Edges (from, to) that close explorer cycles remaining until the by-feature
 # reorganisation (issue 26, item 10), which moves these files; each with its
@@ -748,6 +750,14 @@ def check_part(name, roots, read, allowed=None, out=print, src_dir=None):
                     out(f"[{name}] {f} reaches the feature {feature_of(p[-1])}:")
                     out(show_path(p, edges))
                     bad += 1
+            # Fails if a kit file reads the app state. Mutation run: the
+            # test replaced by `if False:` failed the self-test.
+            if f.startswith(KIT):
+                p = reach_path(f, lambda g: g.startswith(STATE), edges)
+                if p:
+                    out(f"[{name}] {f} reaches the app state ({p[-1]}):")
+                    out(show_path(p, edges))
+                    bad += 1
         # Rule 3. Fails if a feature names another feature's file. Mutation
         # run: its test replaced by `if False:` failed the self-test.
         for a, d in sorted(edges.items()):
@@ -905,6 +915,19 @@ def self_test():
     assert "src/protocol.rs reaches the feature compare" in text, text
     assert "the feature learn imports the feature compare" in text, text
     assert bad == 3, text
+
+    # The kit reading the app state, through another file. Fails if the
+    # kit's state rule were not checked.
+    files = {
+        "src/lib.rs": "mod kit; mod state; mod current;",
+        "src/kit/mod.rs": "mod hover; ",
+        "src/kit/hover.rs": "use crate::current::Current;",
+        "src/current.rs": "pub struct Current; fn f() { crate::state::use_app(); }",
+        "src/state/mod.rs": "pub fn use_app() {}",
+    }
+    bad, text = run(files, name="explorer")
+    assert "src/kit/hover.rs reaches the app state (src/state/mod.rs)" in text, text
+    assert bad == 1, text
 
     # The allow-list: an allowed edge hides its cycle; a stale one fails.
     files = {

@@ -12,8 +12,11 @@
 //! The max-batch search and the offloading sweep run in a second worker,
 //! the *side* worker, started on their first request: in one queue they
 //! waited behind the compare rows and the exact optimum (Max batch took
-//! 75–83 s instead of 2.4 s, issue 26). Cancelling one worker's work
-//! leaves the other's running.
+//! 75–83 s instead of 2.4 s, issue 26). The compare rows solved in a
+//! worker run in a third, the *compare* worker, one row at a time, so that
+//! Cancel on one row ends that worker only: the plans, the tables and the
+//! other lanes go on, and the next row starts a fresh one. Cancelling one
+//! worker's work leaves the others' running.
 //!
 //! Both sides answer with the same `Response`s, so the app state does not
 //! care where a request ran. The [`Backend`] is owned by the app state (a
@@ -41,6 +44,8 @@ struct Inner {
     remote: RefCell<Option<Remote>>,
     /// The max-batch search and the sweep, apart from the plans' queue.
     side: RefCell<Option<Remote>>,
+    /// The compare rows, one at a time.
+    compare: RefCell<Option<Remote>>,
     /// The last chain loaded, for a side worker started later.
     last_load: RefCell<Option<Request>>,
     /// Whether tables are built in the worker (long chains).
@@ -62,6 +67,7 @@ impl Default for Backend {
             local: RefCell::new(PlannerService::new(Role::Page)),
             remote: RefCell::new(None),
             side: RefCell::new(None),
+            compare: RefCell::new(None),
             last_load: RefCell::new(None),
             tables_remote: Cell::new(false),
             handler: RefCell::new(None),
@@ -117,6 +123,13 @@ impl Backend {
         end(side);
     }
 
+    /// Stops the compare row being solved; the next row starts a fresh
+    /// compare worker.
+    pub fn cancel_compare(&self) {
+        let compare = self.0.compare.borrow_mut().take();
+        end(compare);
+    }
+
     /// Starts a fresh worker after a cancel and gives it the chain, without
     /// touching the page's tables.
     pub fn respawn(&self, generation: u64, chain: String) {
@@ -131,9 +144,12 @@ impl Backend {
             // Every side needs the chain.
             self.post_remote(request.clone());
             self.post(Lane::Side, request.clone());
+            self.post(Lane::Compare, request.clone());
             *self.0.last_load.borrow_mut() = Some(request.clone());
         } else if matches!(request, Request::MaxBatch { .. } | Request::Sweep { .. }) {
-            return self.post_side(request);
+            return self.post_started(Lane::Side, request);
+        } else if matches!(request, Request::Compare { .. }) {
+            return self.post_started(Lane::Compare, request);
         } else if self.is_remote() && runs_in_worker(&request, self.tables_remote()) {
             self.post_remote(request);
             return;
@@ -149,20 +165,20 @@ impl Backend {
         }
     }
 
-    /// Posts to the side worker, started (and given the chain) first if
-    /// there is none.
-    fn post_side(&self, request: Request) {
-        if self.0.side.borrow().is_none() {
-            match self.spawn(Lane::Side) {
-                Ok(r) => *self.0.side.borrow_mut() = Some(r),
+    /// Posts to the worker of `lane` (side or compare), started (and given
+    /// the chain) first if there is none.
+    fn post_started(&self, lane: Lane, request: Request) {
+        if self.worker_of(lane).borrow().is_none() {
+            match self.spawn(lane) {
+                Ok(r) => *self.worker_of(lane).borrow_mut() = Some(r),
                 Err(e) => return web_sys::console::warn_1(&e),
             }
             let load = self.0.last_load.borrow().clone();
             if let Some(load) = load {
-                self.post(Lane::Side, load);
+                self.post(lane, load);
             }
         }
-        self.post(Lane::Side, request);
+        self.post(lane, request);
     }
 
     fn spawn(&self, lane: Lane) -> Result<Remote, JsValue> {
@@ -219,6 +235,7 @@ impl Backend {
         match lane {
             Lane::Main => &self.0.remote,
             Lane::Side => &self.0.side,
+            Lane::Compare => &self.0.compare,
         }
     }
 
@@ -249,12 +266,13 @@ impl Backend {
     }
 }
 
-/// Which worker: the one for tables, plans and compare rows, or the side
-/// one for the max-batch search and the sweep.
+/// Which worker: the one for tables and plans, the side one for the
+/// max-batch search and the sweep, or the one for the compare rows.
 #[derive(Clone, Copy)]
 enum Lane {
     Main,
     Side,
+    Compare,
 }
 
 /// Ends a worker. Messages it posted before it ended may still be

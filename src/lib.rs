@@ -1,25 +1,33 @@
 //! Remat explorer: the page where the memory slider re-plans a training
 //! step's checkpointing schedule and every view follows.
 //!
-//! - `protocol`: the typed messages between the page and the planning
-//!   service, and their one codec;
-//! - `link`: the URL codec and how the history follows the view (pure);
-//! - `service`: the planners (in the page, and in a Web Worker for long
-//!   chains); plain Rust, tested on the host;
-//! - `backend`: where each request runs (the page's service or the worker);
-//! - `state`: the page's signals, by concern, and the answers' effects;
-//! - `io`: files, the URL, localStorage;
+//! Pure modules (plain Rust, tested on the host):
+//! - `protocol`, `service`: the planning protocol (typed messages and their
+//!   codec) and the planners behind it, in the page or in a Web Worker for
+//!   long chains; no web code, and they import no feature;
+//! - `current`: the schedule on screen and its trace, which every chart
+//!   of a schedule draws;
+//! - `link`: the URL codec and how the history follows the view;
 //! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
 //! - `measured`: an imported measured run (`remat-run/1`) against the plan
-//!   on screen, and the lines the memory chart draws from it (pure);
-//! - `file_name`: the names of downloaded files (pure);
+//!   on screen, and the lines the memory chart draws from it;
 //! - `device_memory`: GPU memory − model state − margin = the activation
-//!   budget (pure);
-//! - `scaling`: a built-in example at another batch, sequence, precision;
-//! - `words`: messages for people (pure);
-//! - `views`: the root `App`, one component per view, chart and notation
-//!   helpers.
+//!   budget; `scaling`: a built-in example at another batch, sequence,
+//!   precision; `optimality`: how far a plan is from the optimum;
+//! - `file_name`, `words`: downloaded files' names, messages for people.
+//!
+//! The page (wasm only):
+//! - `backend`: where each request runs (the page's service or the worker);
+//! - `kit`: charts and widgets that read no app state (props in);
+//! - `state`: the shared state, the plan pipeline (no feature in it);
+//! - `io`: files, the URL as read, localStorage, saved figures;
+//! - `features`: one folder per card or place (plan, compare, gpu,
+//!   min_memory, learn, files), none importing another;
+//! - `app`: the shell that lays the features out and wires them.
+//!
+//! scripts/module_graph.py checks these import rules.
 
+pub mod current;
 pub mod device_memory;
 pub mod file_name;
 pub mod link;
@@ -32,17 +40,21 @@ pub mod service;
 pub mod words;
 
 #[cfg(target_arch = "wasm32")]
+pub mod app;
+#[cfg(target_arch = "wasm32")]
 pub mod backend;
+#[cfg(target_arch = "wasm32")]
+pub mod features;
 #[cfg(target_arch = "wasm32")]
 pub mod io;
 #[cfg(target_arch = "wasm32")]
-pub mod state;
+pub mod kit;
 #[cfg(target_arch = "wasm32")]
-pub mod views;
+pub mod state;
 
 /// The page's entry point (the `remat-explorer` bin calls it).
 #[cfg(target_arch = "wasm32")]
 pub fn run() {
     console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(views::App);
+    leptos::mount::mount_to_body(app::App);
 }

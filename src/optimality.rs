@@ -1,10 +1,25 @@
 //! The optimality gap of the compare table: each algorithm's makespan over
-//! the exact search's (`optimal`) at the same budget, or why there is none.
-//! Pure, so that it is tested on the host.
+//! the exact search's (`optimal`) at the same budget, or why there is none;
+//! and when that search runs at all. Pure, so that it is tested on the host.
 
 use crate::protocol::Summary;
 use remat_core::model::units::format_seconds;
 use remat_core::solvers::optimal::Limits;
+
+/// Chains up to this many stages get the exact optimum's curve searched
+/// by themselves (resnet18-cpu, 11 stages, and nonpersistent, 12: under
+/// 10 ms a budget natively); longer ones when asked.
+pub const AUTO_OPTIMAL_STAGES: usize = 12;
+
+/// Whether the exact optimum is searched for a chain of `stages`: where it
+/// answers quickly, or when `asked` (its table asked for). Beyond
+/// [`AUTO_OPTIMAL_STAGES`] stages its search takes seconds a budget (gpt2,
+/// 14 stages: 4 s natively at one budget) and would hold the plans'
+/// worker (issue 26). Building all tables, sending the compare rows and
+/// offering "Build all" all ask this.
+pub fn optimum_searched(stages: usize, asked: bool) -> bool {
+    stages <= AUTO_OPTIMAL_STAGES || asked
+}
 
 /// Where the optimal row's curve stands (the page's `Build`, reduced).
 #[derive(Clone, Debug, PartialEq)]
@@ -129,6 +144,13 @@ mod tests {
             gap_cell(10.0, &OptimalAt::Missing(why.clone()), false),
             ("—".into(), why)
         );
+    }
+
+    #[test]
+    fn the_optimum_is_searched_on_short_chains_or_when_asked() {
+        assert!(optimum_searched(AUTO_OPTIMAL_STAGES, false));
+        assert!(!optimum_searched(AUTO_OPTIMAL_STAGES + 1, false));
+        assert!(optimum_searched(300, true));
     }
 
     #[test]

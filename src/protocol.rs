@@ -42,17 +42,17 @@ pub enum Request {
         bandwidth: Option<f64>,
         exact: bool,
     },
-    /// Every offloading algorithm at one budget (the compare rows).
+    /// One compare row solved in the worker: an offloading algorithm, or
+    /// the exact optimum, at one budget. The page sends the rows one at a
+    /// time (`service::compared_in_worker` lists them), so that they follow
+    /// one by one and each can be cancelled; `id` is the page's round.
     Compare {
         generation: u64,
         id: u64,
         budget: u64,
         bandwidth: Option<f64>,
-        /// Whether the exact optimum is solved too (where the page asked
-        /// for it, or it answers at once): on a 14-stage chain it takes
-        /// seconds a budget and held every other row.
-        #[serde(default)]
-        with_optimal: bool,
+        #[serde(with = "algorithm_name")]
+        algorithm: Algorithm,
     },
     /// POFO's two figures: overhead vs memory ratio α at `bandwidth`, and
     /// overhead vs bandwidth at a fixed α.
@@ -105,7 +105,7 @@ pub enum Task {
         #[serde(with = "algorithm_name")]
         algorithm: Algorithm,
     },
-    /// The offloading algorithms' compare rows.
+    /// A compare row solved in the worker.
     Compare,
     /// POFO's figures.
     Sweep,
@@ -133,11 +133,12 @@ pub enum Response {
         error: String,
     },
     Planned(Box<Planned>),
+    /// One compare row.
     Compared {
         generation: u64,
         id: u64,
         budget: u64,
-        summaries: Vec<Summary>,
+        summary: Summary,
     },
     Swept {
         generation: u64,

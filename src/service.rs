@@ -159,8 +159,8 @@ impl PlannerService {
                 id,
                 budget,
                 bandwidth,
-                with_optimal,
-            } => self.compare(generation, id, budget, bandwidth, with_optimal, emit),
+                algorithm,
+            } => self.compare(generation, id, budget, bandwidth, algorithm, emit),
             Request::Sweep {
                 generation,
                 bandwidth,
@@ -326,38 +326,30 @@ impl PlannerService {
         }
     }
 
+    /// One compare row: `algorithm` solved at `budget`.
     fn compare(
         &self,
         generation: u64,
         id: u64,
         budget: u64,
         bandwidth: Option<f64>,
-        with_optimal: bool,
+        algorithm: Algorithm,
         emit: &mut Emit<'_>,
     ) {
         let Some(chain) = self.chain_of(generation) else {
             return;
         };
         let mut progress = reporter(generation, Task::Compare, emit);
-        let solved = compared_in_worker(chain, with_optimal);
-        let n = solved.len() as f64;
-        let summaries: Vec<Summary> = solved
-            .into_iter()
-            .enumerate()
-            .map(|(k, alg)| {
-                let mut part = |f: f64| progress((k as f64 + f) / n);
-                match solve_offloading(chain, alg, budget, bandwidth, &mut part) {
-                    Ok(s) => summary_of(chain, &s, budget, bandwidth),
-                    Err(e) => Summary::failed(alg, e.to_string()),
-                }
-            })
-            .collect();
+        let summary = match solve_offloading(chain, algorithm, budget, bandwidth, &mut progress) {
+            Ok(s) => summary_of(chain, &s, budget, bandwidth),
+            Err(e) => Summary::failed(algorithm, e.to_string()),
+        };
         drop(progress);
         emit(Response::Compared {
             generation,
             id,
             budget,
-            summaries,
+            summary,
         });
     }
 
@@ -484,9 +476,9 @@ pub fn solved_in_worker(algorithm: Algorithm) -> bool {
     algorithm.offloads() || algorithm == Algorithm::Optimal
 }
 
-/// The algorithms a Compare request solves for `chain`: the offloading
-/// ones, and the exact search where asked (`with_optimal`) and its stage
-/// limit allows.
+/// The compare rows solved in the worker for `chain`, in the table's
+/// order: the offloading algorithms, and the exact search where asked
+/// (`with_optimal`) and its stage limit allows.
 pub fn compared_in_worker(chain: &Chain, with_optimal: bool) -> Vec<Algorithm> {
     let searchable = with_optimal && optimal::Limits::default().check_stages(chain.len()).is_ok();
     Algorithm::ALL

@@ -95,6 +95,44 @@ test('compare lists the four offloading algorithms at the current budget', async
   await page.close();
 });
 
+// Fails if a compare row cannot be cancelled alone: its Cancel must stop
+// that row's solve at once (the row says so, with a way to solve it again)
+// while the other rows go on, and solving it again must answer it. Before
+// issue 26 the rows were one request with one progress, cancelled only
+// with everything else in the worker.
+test('each compare row solved in the worker can be cancelled alone; the others go on', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor&bandwidth=12000000000');
+  await importLongChain(page, 60);
+  const cell = (name) => page.evaluate((n) => {
+    const row = [...document.querySelectorAll('#compare-table tbody tr')].find((r) => r.cells[0].textContent.trim() === n);
+    return row?.cells[1].textContent ?? '';
+  }, name);
+  const answered = (name, timeout) => page.waitForFunction((n) => {
+    const row = [...document.querySelectorAll('#compare-table tbody tr')].find((r) => r.cells[0].textContent.trim() === n);
+    return row && /^[✓✗]|^error/.test(row.cells[1].textContent.trim());
+  }, name, { timeout });
+  // pofo, the first row, takes seconds on 60 stages; the rows after it wait.
+  await page.locator('#cancel-row-pofo').waitFor({ state: 'attached', timeout: 60000 });
+  assert.match(await cell(OFFLOADING[1]), /waiting for the worker/);
+  const said = await page.evaluate(async () => {
+    const t0 = performance.now();
+    document.querySelector('#cancel-row-pofo').click();
+    for (let i = 0; i < 120; i++) {
+      if (document.querySelector('#solve-row-pofo')) return performance.now() - t0;
+      await new Promise((frame) => requestAnimationFrame(frame));
+    }
+    return null;
+  });
+  assert.ok(said !== null && said < 250, `the row said "cancelled" ${said} ms after the click`);
+  assert.match(await cell('pofo'), /cancelled/);
+  for (const name of OFFLOADING.slice(1)) await answered(name, 120000);
+  assert.match(await cell('pofo'), /cancelled/, 'a cancelled row waits to be asked');
+  await page.locator('#solve-row-pofo').click();
+  await answered('pofo', 300000);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('the sweep draws both POFO figures, and can be cancelled', async () => {
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
   // Cancel first: the worker stops, the page keeps planning. The teaching

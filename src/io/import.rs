@@ -1,10 +1,11 @@
 //! Imported files: a chain (kept in localStorage across reloads), a
 //! schedule for the loaded chain, or a measured run of the plan on screen.
 
+use crate::current::Current;
 use crate::measured::summary;
 use crate::protocol::Planned;
 use crate::scaling::ExampleScale;
-use crate::state::{AppState, Current, LoadedRun};
+use crate::state::{AppState, LoadedRun};
 use leptos::prelude::*;
 use remat_core::format::{
     read_any_chain, read_run, read_schedule, write_chain, RUN_FORMAT, SCHEDULE_FORMAT,
@@ -21,7 +22,7 @@ pub fn storage() -> Option<web_sys::Storage> {
     web_sys::window().and_then(|w| w.local_storage().ok().flatten())
 }
 
-pub(super) fn load_stored() -> Option<String> {
+pub fn load_stored() -> Option<String> {
     storage().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
 }
 

@@ -205,54 +205,65 @@ fn a_chain_that_cannot_be_read_fails_without_a_task() {
     assert!(ask(&mut page, build(Algorithm::Rotor, &examples::teaching())).is_empty());
 }
 
-// Fails if the compare rows came in another order than
-// `compared_in_worker` (the offloading algorithms, then optimal where the
-// chain is short enough), skipped an algorithm, or were measured against
-// another budget. Mutation tried: compare progress reported as the sweep's.
+// Fails if a compare row answered for another algorithm, round or budget,
+// or the rows listed left one out. Mutation tried: compare progress
+// reported as the sweep's.
 #[test]
-fn compare_solves_every_offloading_algorithm_at_the_budget() {
+fn compare_solves_each_row_at_the_budget() {
     let chain = examples::teaching();
     let mut worker = loaded(Role::Worker, &chain);
     let budget = middle(&chain);
-    let answers = ask(
-        &mut worker,
-        Request::Compare {
-            generation: 1,
-            id: 3,
-            budget,
-            bandwidth: Some(12e9),
-            with_optimal: true,
-        },
-    );
-    assert!(answers.iter().any(|r| matches!(
-        r,
-        Response::Progress {
-            task: Task::Compare,
-            ..
-        }
-    )));
-    let Response::Compared {
-        id: 3, summaries, ..
-    } = only(answers)
-    else {
-        panic!("no Compared");
-    };
-    let names: Vec<Algorithm> = summaries.iter().map(|s| s.algorithm).collect();
-    assert_eq!(names, compared_in_worker(&chain, true));
-    // Not asked: the optimum is left out (it held every other row).
-    assert!(!compared_in_worker(&chain, false).contains(&Algorithm::Optimal));
+    let rows = compared_in_worker(&chain, true);
     assert!(
-        names.contains(&Algorithm::Optimal),
+        rows.contains(&Algorithm::Optimal),
         "teaching is short enough to search"
     );
-    let pofo = summaries
+    assert!(rows
         .iter()
-        .find(|s| s.algorithm == Algorithm::Pofo)
-        .unwrap();
-    assert!(pofo.feasible, "pofo plans the middle of the range");
-    for s in summaries.iter().filter(|s| s.feasible) {
-        assert!(s.peak_bytes.unwrap() <= budget, "{s:?}");
+        .all(|a| a.offloads() || *a == Algorithm::Optimal));
+    // Not asked: the optimum is left out (it held every other row).
+    assert!(!compared_in_worker(&chain, false).contains(&Algorithm::Optimal));
+    let mut progressed = false;
+    for (id, &algorithm) in rows.iter().enumerate() {
+        let mut answers = ask(
+            &mut worker,
+            Request::Compare {
+                generation: 1,
+                id: id as u64,
+                budget,
+                bandwidth: Some(12e9),
+                algorithm,
+            },
+        );
+        answers.retain(|r| match r {
+            Response::Progress { task, .. } => {
+                assert_eq!(*task, Task::Compare);
+                progressed = true;
+                false
+            }
+            _ => true,
+        });
+        let Response::Compared {
+            id: answered,
+            budget: at,
+            summary,
+            ..
+        } = only(answers)
+        else {
+            panic!("no Compared");
+        };
+        assert_eq!(
+            (answered, at, summary.algorithm),
+            (id as u64, budget, algorithm)
+        );
+        if algorithm == Algorithm::Pofo {
+            assert!(summary.feasible, "pofo plans the middle of the range");
+        }
+        if summary.feasible {
+            assert!(summary.peak_bytes.unwrap() <= budget, "{summary:?}");
+        }
     }
+    assert!(progressed, "the rows report their progress");
 }
 
 // Fails if the sweep's points were split at the wrong place between the two
@@ -438,16 +449,12 @@ fn the_optimal_curve_is_searched_in_the_worker_and_reported() {
         id: 4,
         budget: 33,
         bandwidth: None,
-        with_optimal: true,
+        algorithm: Algorithm::Optimal,
     };
-    let Response::Compared { summaries, .. } = only(ask(&mut worker, compare)) else {
+    let Response::Compared { summary, .. } = only(ask(&mut worker, compare)) else {
         panic!("no Compared");
     };
-    let at_33: Vec<_> = (summaries.into_iter())
-        .filter(|s| s.algorithm == Algorithm::Optimal)
-        .map(|s| s.makespan_seconds)
-        .collect();
-    assert_eq!(at_33, vec![Some(79.0)]);
+    assert_eq!(summary.makespan_seconds, Some(79.0));
 }
 
 // Fails if a chain over the limit is searched (mutation tried: removing the

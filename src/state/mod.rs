@@ -1,7 +1,8 @@
-//! All of the page's state, grouped by concern, and the transitions between
-//! states. The root component provides one [`AppState`] as context; views
-//! take it with [`use_app`], read signals and call the methods here;
-//! nothing else talks to the planner. The flow is one-way: chain → build
+//! The page's shared state, grouped by concern, and the transitions between
+//! states: the plan pipeline every feature reads. The shell provides one
+//! [`AppState`] as context; features take it with [`use_app`], read signals
+//! and call the methods here; nothing else talks to the planner. It imports
+//! no feature: a context only one feature uses lives in that feature. The flow is one-way: chain → build
 //! tables → plan(budget) → simulate → `Current`, which every chart draws.
 //!
 //! - `loaded`: the chain, its budget range and an example's scale;
@@ -12,35 +13,31 @@
 //! - `measured`: an imported measured run and how it stands against the
 //!   schedule on screen;
 //! - `offloading`: the worker's compare rows and POFO's sweep;
-//! - `view`: cursor, step-through, notice, chart options;
+//! - `view`: cursor, step-through, time window, notice, chart options;
 //! - `requests`: what is sent to the planner; `responses`: what comes back.
 
 mod controls;
 mod device;
 mod loaded;
 mod measured;
-mod min_memory;
 mod offloading;
 mod requests;
 mod responses;
 mod shown;
 mod tables;
-mod timing;
 mod view;
 
 pub use controls::{Controls, DEFAULT_BANDWIDTH};
 pub use device::{use_device_memory, DeviceMemory};
 pub use loaded::{ChainSource, Loaded};
 pub use measured::{LoadedRun, MeasuredRun};
-pub use min_memory::{use_min_memory, MinMemory};
-pub use offloading::Offloading;
-pub use requests::AUTO_OPTIMAL_STAGES;
-pub use shown::{Current, Shown, StalePlan};
+pub use offloading::{Offloading, RowStatus};
+pub use shown::{Shown, StalePlan};
 pub use tables::{Build, Tables};
-pub use timing::mark;
 pub use view::{Notice, ViewState};
 
 use crate::backend::Backend;
+use crate::kit::hover::{Cursor, TimeAxis};
 use leptos::prelude::*;
 use remat_core::Chain;
 use requests::Requests;
@@ -71,6 +68,19 @@ impl AppState {
         let low = self.loaded.m_low.get();
         let met = self.tables.least_met(self.controls.algorithm.get());
         met.map_or(low, |m| m.max(low).min(self.loaded.m_high.get()))
+    }
+
+    /// What the charts over the step's time share: the schedule shown, the
+    /// time window and the cursor.
+    pub fn time_axis(self) -> TimeAxis {
+        TimeAxis {
+            schedule: self.shown.current.into(),
+            zoom: self.view.zoom,
+            cursor: Cursor {
+                time: self.view.cursor,
+                step: self.view.step,
+            },
+        }
     }
 
     /// The state of a page showing `chain`, with its own planner backend;
@@ -118,7 +128,7 @@ impl AppState {
         Effect::new(move |_| {
             let _ = (budget.get(), bandwidth.get(), self.loaded.chain.get());
             if self.tables.remote.get() {
-                self.offloading.summaries.set(Vec::new());
+                self.forget_rows();
             } else {
                 self.send_compare();
             }

@@ -1,15 +1,34 @@
-//! What the worker solves on the side: the offloading algorithms' compare
-//! rows at the current budget, and POFO's sweep.
+//! What the workers solve on the side: the compare rows solved in a worker
+//! (the offloading algorithms, and the exact optimum) at the current
+//! budget, one at a time and each cancellable; POFO's sweep; max batch.
 
 use crate::protocol::{MaxBatch, Summary, Sweep};
 use leptos::prelude::*;
+use remat_core::solvers::Algorithm;
+
+/// Where a compare row solved in a worker stands in this round.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RowStatus {
+    /// Waiting for the rows before it.
+    Waiting,
+    /// Being solved, and how far.
+    Solving(f64),
+    /// Cancelled by its own Cancel: solved again only when asked.
+    Cancelled,
+    /// Answered (its summary), or not asked this round.
+    Done,
+}
 
 #[derive(Clone, Copy, Default)]
 pub struct Offloading {
-    /// The offloading algorithms at the current budget (solved in the worker).
+    /// The compare rows solved in the worker, as they come.
     pub summaries: RwSignal<Vec<Summary>>,
-    /// How far the worker is with those rows, while it works on them.
-    pub comparing: RwSignal<Option<f64>>,
+    /// The rows waiting for the worker, in order.
+    pub waiting: RwSignal<Vec<Algorithm>>,
+    /// The row the worker is solving, and how far.
+    pub solving: RwSignal<Option<(Algorithm, f64)>>,
+    /// The rows cancelled this round.
+    pub cancelled: RwSignal<Vec<Algorithm>>,
     /// POFO's two figures for this chain, once computed.
     pub sweep: RwSignal<Option<Sweep>>,
     pub sweeping: RwSignal<Option<f64>>,
@@ -19,8 +38,28 @@ pub struct Offloading {
 }
 
 impl Offloading {
+    /// Where `alg`'s compare row stands (tracked).
+    pub fn row_status(self, alg: Algorithm) -> RowStatus {
+        match self.solving.get() {
+            Some((a, f)) if a == alg => RowStatus::Solving(f),
+            _ if self.waiting.with(|w| w.contains(&alg)) => RowStatus::Waiting,
+            _ if self.cancelled.with(|c| c.contains(&alg)) => RowStatus::Cancelled,
+            _ => RowStatus::Done,
+        }
+    }
+
+    /// Keeps `summary` as its algorithm's row.
+    pub(super) fn answered(self, summary: Summary) {
+        self.summaries.update(|rows| {
+            rows.retain(|s| s.algorithm != summary.algorithm);
+            rows.push(summary);
+        });
+    }
+
     /// Forgets the rows and the figures (a new chain).
     pub(super) fn reset(self) {
+        self.stop();
+        self.cancelled.set(Vec::new());
         self.summaries.set(Vec::new());
         self.sweep.set(None);
         self.sweeping.set(None);
@@ -28,10 +67,11 @@ impl Offloading {
         self.max_batching.set(None);
     }
 
-    /// Stops showing the compare rows' progress (the main worker's work
-    /// cancelled; the sweep and max batch run in the side worker).
+    /// Forgets the rows waiting and the row being solved (their worker
+    /// ended); the rows answered stay.
     pub(super) fn stop(self) {
-        self.comparing.set(None);
+        self.waiting.set(Vec::new());
+        self.solving.set(None);
     }
 
     /// Stops showing the side worker's progress (its work cancelled).

@@ -3,9 +3,10 @@
 
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
+use crate::optimality::optimum_searched;
 use crate::protocol::Request;
 use crate::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
-use crate::service::{budget_range, wants_worker};
+use crate::service::{budget_range, compared_in_worker, wants_worker};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::write_chain;
@@ -13,11 +14,6 @@ use remat_core::model::units::format_bytes_apart;
 use remat_core::solvers::{memory_floor, Algorithm};
 use remat_core::Chain;
 use std::sync::Arc;
-
-/// Chains up to this many stages get the exact optimum's curve searched
-/// by themselves (resnet18-cpu, 11 stages, and nonpersistent, 12: under
-/// 10 ms a budget natively); longer ones when asked.
-pub const AUTO_OPTIMAL_STAGES: usize = 12;
 
 #[derive(Clone, Copy)]
 pub(super) struct Requests {
@@ -28,7 +24,9 @@ pub(super) struct Requests {
     /// The latest plan's id: older plans are not shown.
     pub(super) next_id: StoredValue<u64>,
     pub(super) plan_flight: StoredValue<Flight>,
-    pub(super) compare_flight: StoredValue<Flight>,
+    /// The compare rows' round: a new budget, bandwidth or chain starts
+    /// one, and a row answered for an older round is dropped.
+    pub(super) compare_round: StoredValue<u64>,
 }
 
 impl Requests {
@@ -38,7 +36,7 @@ impl Requests {
             generation: StoredValue::new(0),
             next_id: StoredValue::new(0),
             plan_flight: StoredValue::new(Flight::default()),
-            compare_flight: StoredValue::new(Flight::default()),
+            compare_round: StoredValue::new(0),
         }
     }
 
@@ -53,7 +51,6 @@ impl Requests {
 
     pub(super) fn land_all(self) {
         self.plan_flight.set_value(Flight::default());
-        self.compare_flight.set_value(Flight::default());
     }
 }
 
@@ -179,6 +176,10 @@ impl AppState {
         if side_busy {
             r.backend().cancel_side();
         }
+        // So does a compare row (one at a time: none is left to answer).
+        if self.offloading.solving.get_untracked().is_some() {
+            r.backend().cancel_compare();
+        }
         self.offloading.reset();
         r.land_all();
         let budget = budget.and_then(|b| self.checked_budget(&chain, b));
@@ -211,14 +212,12 @@ impl AppState {
     }
 
     /// Builds the tables not built yet (Compare needs all of them), but
-    /// the exact optimum's curve only where it answers at once: beyond
-    /// [`AUTO_OPTIMAL_STAGES`] stages its search takes seconds a budget
-    /// (gpt2, 14 stages: 4 s natively at one budget) and would hold the
-    /// plans' worker; its row then offers the search (issue 26).
+    /// the exact optimum's curve only where it answers at once
+    /// ([`optimum_searched`]); its row then offers the search.
     pub fn build_all(self) {
         let stages = self.loaded.chain.with_untracked(|c| c.len());
         for alg in Algorithm::ALL {
-            let asked_only = alg == Algorithm::Optimal && stages > AUTO_OPTIMAL_STAGES;
+            let asked_only = alg == Algorithm::Optimal && !optimum_searched(stages, false);
             if self.tables.build_of_untracked(alg) == Build::Idle && !asked_only {
                 self.request_build(alg);
             }
@@ -254,7 +253,7 @@ impl AppState {
     /// Asks for the schedule at the current budget; `exact` re-plans with a
     /// table made for exactly this budget (no rounding to the M_high grid).
     pub fn send_plan(self, exact: bool) {
-        super::mark("sent");
+        crate::kit::timing::mark("sent");
         let r = self.requests;
         let algorithm = self.controls.algorithm.get_untracked();
         if algorithm.offloads() {
@@ -281,29 +280,95 @@ impl AppState {
         });
     }
 
-    /// The offloading algorithms' compare rows at the current budget.
+    /// Starts a round of the compare rows solved in a worker at the
+    /// current budget: the offloading algorithms, and the exact optimum
+    /// where it is searched ([`optimum_searched`]: where it answers at
+    /// once, or its curve was asked for). They are solved one at a time,
+    /// each answer shown as it comes; a row cancelled stays so until asked.
     pub fn send_compare(self) {
-        let r = self.requests;
-        if !take_off(r.compare_flight) {
-            return;
-        }
-        self.ensure_worker();
-        self.offloading.comparing.set(Some(0.0));
-        // Plans own `next_id` (the shown plan must be the latest one).
-        // The optimum at this budget where it answers at once, or where
-        // its curve was asked for (built, or being built).
         let stages = self.loaded.chain.with_untracked(|c| c.len());
         let asked = !matches!(
             self.tables.build_of_untracked(Algorithm::Optimal),
             Build::Idle | Build::Cancelled
         );
+        let cancelled = self.offloading.cancelled.get_untracked();
+        let rows: Vec<Algorithm> = (self.loaded.chain)
+            .with_untracked(|c| compared_in_worker(c, optimum_searched(stages, asked)))
+            .into_iter()
+            .filter(|a| !cancelled.contains(a))
+            .collect();
+        self.forget_rows();
+        self.offloading.waiting.set(rows);
+        self.send_next_row();
+    }
+
+    /// Ends the round of compare rows: the rows answered are forgotten, the
+    /// rows waiting are not sent (a new budget on a long chain, whose rows
+    /// are solved only when asked).
+    pub(super) fn forget_rows(self) {
+        self.requests.compare_round.update_value(|n| *n += 1);
+        self.offloading.summaries.set(Vec::new());
+        self.offloading.waiting.set(Vec::new());
+    }
+
+    /// Sends the next compare row waiting, unless one is being solved.
+    pub(super) fn send_next_row(self) {
+        let r = self.requests;
+        if self.offloading.solving.get_untracked().is_some() {
+            return;
+        }
+        let Some(algorithm) = self
+            .offloading
+            .waiting
+            .with_untracked(|w| w.first().copied())
+        else {
+            return;
+        };
+        self.offloading.waiting.update(|w| {
+            w.remove(0);
+        });
+        self.offloading.solving.set(Some((algorithm, 0.0)));
         r.send(Request::Compare {
             generation: r.generation.get_value(),
-            id: r.next_id.get_value(),
+            id: r.compare_round.get_value(),
             budget: self.controls.budget.get_untracked(),
             bandwidth: self.controls.link(),
-            with_optimal: stages <= AUTO_OPTIMAL_STAGES || asked,
+            algorithm,
         });
+    }
+
+    /// Cancels `alg`'s compare row: waiting, it is not sent; being solved,
+    /// its worker is ended (the next row starts a fresh one). The other
+    /// rows go on; this one says it was cancelled until solved again.
+    pub fn cancel_row(self, alg: Algorithm) {
+        if self
+            .offloading
+            .solving
+            .get_untracked()
+            .is_some_and(|(a, _)| a == alg)
+        {
+            self.requests.backend().cancel_compare();
+            self.offloading.solving.set(None);
+        }
+        self.offloading.waiting.update(|w| w.retain(|&a| a != alg));
+        self.offloading
+            .summaries
+            .update(|rows| rows.retain(|s| s.algorithm != alg));
+        self.offloading.cancelled.update(|c| {
+            if !c.contains(&alg) {
+                c.push(alg);
+            }
+        });
+        self.send_next_row();
+    }
+
+    /// Solves a cancelled compare row again, after the rows waiting.
+    pub fn solve_row(self, alg: Algorithm) {
+        self.offloading
+            .cancelled
+            .update(|c| c.retain(|&a| a != alg));
+        self.offloading.waiting.update(|w| w.push(alg));
+        self.send_next_row();
     }
 
     /// Computes POFO's two figures for this chain in the worker.
@@ -340,7 +405,9 @@ impl AppState {
         let what = self.cancelled_work();
         let backend = self.requests.backend();
         backend.cancel();
-        super::mark("cancelled");
+        // The compare rows stop too, as the worker's work they are.
+        backend.cancel_compare();
+        crate::kit::timing::mark("cancelled");
         self.requests.land_all();
         self.offloading.stop();
         self.shown.replanning.set(None);

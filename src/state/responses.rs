@@ -1,7 +1,8 @@
 //! What the planner's answers do to the page: one small function a kind.
 
 use super::requests::land;
-use super::{AppState, Build, Current};
+use super::{AppState, Build};
+use crate::current::Current;
 use crate::protocol::{Built, MaxBatch, Planned, Response, Summary, Sweep, Task, ANY_GENERATION};
 use leptos::prelude::*;
 use remat_core::simulator::judge;
@@ -33,9 +34,10 @@ impl AppState {
             }
             Response::Compared {
                 generation,
-                summaries,
+                id,
+                summary,
                 ..
-            } => self.on_compared(generation, summaries),
+            } => self.on_compared(generation, id, summary),
             Response::Swept { generation, sweep } => self.on_swept(generation, sweep),
             Response::Planned(planned) => self.on_planned(*planned),
             Response::MaxBatched { generation, found } => self.on_max_batched(generation, found),
@@ -49,7 +51,11 @@ impl AppState {
 
     fn on_progress(self, task: Task, fraction: f64) {
         match task {
-            Task::Compare => self.offloading.comparing.set(Some(fraction)),
+            Task::Compare => self.offloading.solving.update(|s| {
+                if let Some((_, f)) = s {
+                    *f = fraction;
+                }
+            }),
             Task::Sweep => self.offloading.sweeping.set(Some(fraction)),
             Task::MaxBatch => self.offloading.max_batching.set(Some(fraction)),
             Task::Build { algorithm } => {
@@ -101,7 +107,12 @@ impl AppState {
                 self.offloading.max_batching.set(None);
                 self.view.error(error);
             }
-            Some(Task::Compare) | None => self.view.error(error),
+            Some(Task::Compare) => {
+                self.offloading.solving.set(None);
+                self.view.error(error);
+                self.send_next_row();
+            }
+            None => self.view.error(error),
         }
     }
 
@@ -128,14 +139,14 @@ impl AppState {
         })
     }
 
-    fn on_compared(self, generation: u64, summaries: Vec<Summary>) {
-        if self.is_current(generation) {
-            self.offloading.summaries.set(summaries);
+    /// A compare row: shown if it is of this chain and round; the next
+    /// row waiting goes to the worker.
+    fn on_compared(self, generation: u64, round: u64, summary: Summary) {
+        if self.is_current(generation) && round == self.requests.compare_round.get_value() {
+            self.offloading.answered(summary);
         }
-        self.offloading.comparing.set(None);
-        if land(self.requests.compare_flight) {
-            self.send_compare();
-        }
+        self.offloading.solving.set(None);
+        self.send_next_row();
     }
 
     fn on_swept(self, generation: u64, sweep: Sweep) {
@@ -164,7 +175,7 @@ impl AppState {
         if !self.is_current(planned.generation) || planned.id != self.requests.next_id.get_value() {
             return; // an answer to a budget the slider has already left
         }
-        super::mark("received");
+        crate::kit::timing::mark("received");
         self.show(planned);
     }
 
@@ -177,7 +188,7 @@ impl AppState {
             .ops
             .as_ref()
             .map(|ops| judge(&chain, ops, planned.budget, bandwidth).map_err(|e| e.to_string()));
-        super::mark("simulated");
+        crate::kit::timing::mark("simulated");
         let n_ops = planned.ops.as_ref().map_or(0, |o| o.len());
         if self.view.step.get_untracked().is_some_and(|s| s >= n_ops) {
             self.view.step.set(None);

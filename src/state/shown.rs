@@ -1,35 +1,10 @@
 //! The schedule on screen, what the simulator measured for it, and every
 //! table-built algorithm at the same budget.
 
-use crate::protocol::{Planned, Summary};
+use crate::current::Current;
+use crate::protocol::Summary;
 use leptos::prelude::*;
-use remat_core::simulator::Trace;
-use remat_core::Chain;
 use std::sync::Arc;
-
-/// The schedule on screen and what the simulator measured for it.
-pub struct Current {
-    pub chain: Arc<Chain>,
-    /// The algorithm's name in an exported schedule: the planner's, or an
-    /// imported schedule's own.
-    pub algorithm: String,
-    pub planned: Planned,
-    /// None when the algorithm has no schedule for the budget.
-    pub trace: Option<Result<Trace, String>>,
-    /// The file an imported schedule came from; None for a planner's
-    /// answer. While it is shown, the algorithm and budget controls are
-    /// not in force (they name what the planner would show).
-    pub file: Option<String>,
-}
-
-impl Current {
-    pub fn ok_trace(&self) -> Option<&Trace> {
-        self.trace.as_ref().and_then(|t| t.as_ref().ok())
-    }
-    pub fn ops(&self) -> &[remat_core::Op] {
-        self.planned.ops.as_deref().unwrap_or(&[])
-    }
-}
 
 #[derive(Clone, Copy, Default)]
 pub struct Shown {

@@ -1,6 +1,8 @@
 //! How the page is looked at: the shared cursor, the step-through, the
-//! chain's box style, the notice.
+//! time window of the charts over the step, the chain's box style, the
+//! notice.
 
+use crate::kit::zoom::TimeZoom;
 use leptos::prelude::*;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -16,6 +18,8 @@ pub struct ViewState {
     /// The op highlighted by the step-through.
     pub step: RwSignal<Option<usize>>,
     pub playing: RwSignal<bool>,
+    /// One time window for the memory chart and the timelines.
+    pub zoom: TimeZoom,
     /// Chain view: equal boxes instead of proportional ones.
     pub uniform: RwSignal<bool>,
     pub notice: RwSignal<Option<Notice>>,
@@ -27,18 +31,6 @@ impl ViewState {
         self.playing.set(false);
         self.step.set(None);
         self.cursor.set(None);
-    }
-
-    /// Moves the cursor to `time` from a chart's hover.
-    pub fn hover(self, time: f64) {
-        self.cursor.set(Some(time));
-    }
-
-    /// The mouse left a chart: the cursor stays only in step mode.
-    pub fn leave(self) {
-        if self.step.get_untracked().is_none() {
-            self.cursor.set(None);
-        }
     }
 
     pub fn error(self, text: String) {

@@ -1,0 +1,8 @@
+//! Files: the *Chain & files* place (the chain in words, every import and
+//! export) and a measured run's import and status.
+
+mod chain_files;
+mod measured;
+
+pub use chain_files::ChainFiles;
+pub use measured::MeasuredStatus;

@@ -1,0 +1,83 @@
+//! The three figures of the schedule on screen — the layer chain, memory
+//! over time, the timelines — as cards: each a kit chart fed from the
+//! page's state, under a heading with its options and save menu. The
+//! colours are in the page's legend (the stepper).
+
+use crate::io::FigureButtons;
+use crate::kit::chain_chart::ChainChart;
+use crate::kit::figure::Figure;
+use crate::kit::format::ms;
+use crate::kit::memory_chart::{MeasuredLegend, MemoryChart};
+use crate::kit::notation::math_text;
+use crate::kit::timeline_chart::TimelineChart;
+use crate::kit::widgets::CardHead;
+use crate::kit::zoom::ZoomReset;
+use crate::state::use_app;
+use leptos::prelude::*;
+
+/// The layer chain; `marks` are the stages a mode marks on it (the minimum
+/// memory mode's optimal set, which the shell passes).
+#[component]
+pub fn ChainCard(marks: Signal<Vec<usize>>) -> impl IntoView {
+    let state = use_app();
+    let uniform = state.view.uniform;
+    view! {
+        <CardHead title="Layer chain">
+            <span class="muted">"↻n = recomputations"</span>
+            <FigureButtons figure=Figure::Chain />
+            <label class="toggle">
+                <input id="uniform-toggle" type="checkbox" prop:checked=move || uniform.get()
+                    on:change=move |ev| uniform.set(event_target_checked(&ev)) />
+                "equal boxes"
+            </label>
+        </CardHead>
+        <p class="hint">{move || math_text(if uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
+        <ChainChart schedule=state.shown.current.into() chain=state.loaded.chain.into()
+            step=state.view.step.into() uniform=uniform.into() marks />
+    }
+}
+
+/// Memory over time, with a measured run of the plan over it; `children`
+/// go under the chart (the measured run's status, which the shell passes).
+#[component]
+pub fn MemoryCard(children: Children) -> impl IntoView {
+    let state = use_app();
+    let axis = state.time_axis();
+    let measured = Signal::derive(move || state.measured.shown());
+    view! {
+        <CardHead title="Memory over time">
+            <span class="muted">"stacked by tensor; dashed line: the budget"</span>
+            <MeasuredLegend shown=Signal::derive(move || measured.with(Option::is_some)) />
+            <ZoomReset id="zoom-reset-memory" zoom=axis.zoom />
+            <FigureButtons figure=Figure::Memory />
+        </CardHead>
+        <MemoryChart axis measured />
+        {children()}
+    }
+}
+
+/// The GPU and PCIe lanes, with the GPU's idle time in the heading.
+#[component]
+pub fn TimelinesCard() -> impl IntoView {
+    let state = use_app();
+    let axis = state.time_axis();
+    let idle = move || {
+        state.shown.current.get().and_then(|c| {
+            c.ok_trace().map(|t| {
+                format!(
+                    "GPU idle {} of {}",
+                    ms(t.idle_seconds),
+                    ms(t.makespan_seconds)
+                )
+            })
+        })
+    };
+    view! {
+        <CardHead title="Timelines">
+            <span class="muted">{idle}</span>
+            <ZoomReset id="zoom-reset-timelines" zoom=axis.zoom />
+            <FigureButtons figure=Figure::Timelines />
+        </CardHead>
+        <TimelineChart axis />
+    }
+}

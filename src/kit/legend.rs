@@ -1,0 +1,71 @@
+//! The page's one legend: what each colour means, for ops (chain,
+//! timelines) and tensors (memory) alike — the same hue for a stage kept
+//! by F_all and its ā^ℓ, a checkpoint F_ck and its a^ℓ, a backward and its
+//! δ^ℓ. It sits in the sticky stepper, so it is on screen beside every chart.
+//!
+//! Each chart's own legend, drawn into its exported figure, is here too
+//! ([`CHAIN`], [`MEMORY`], [`TIMELINES`]): the figure frame (`figure.rs`)
+//! reads them from here, so it imports none of the charts that use it.
+
+use super::palette;
+use super::widgets::swatches;
+use leptos::prelude::*;
+
+/// (colour, label in caret notation), in the order of a training step.
+pub const ENTRIES: [(&str, &str); 8] = [
+    (palette::FORWARD, "forward, kept F_all · ā^ℓ saved"),
+    (palette::CHECKPOINT, "checkpoint F_ck · a^ℓ activation"),
+    (palette::NOTHING_KEPT, "F_∅ nothing kept"),
+    (palette::BACKWARD, "backward · δ^ℓ gradient"),
+    (palette::OFFLOAD, "offload"),
+    (palette::PREFETCH, "prefetch"),
+    (palette::RELEASE, "release R (evicted)"),
+    (palette::WORKSPACE, "workspace"),
+];
+
+/// The chain's legend: (colour, label in caret notation), for its
+/// exported figure.
+pub const CHAIN: &[(&str, &str)] = &[
+    (palette::KEPT, "kept (F_all)"),
+    (palette::CHECKPOINT, "checkpointed input (F_ck)"),
+    (palette::NOTHING_KEPT, "dropped (F_∅)"),
+    (palette::OFFLOAD, "offloaded"),
+];
+
+/// The memory chart's legend (the budget line apart), for its exported
+/// figure.
+pub const MEMORY: &[(&str, &str)] = &[
+    (palette::SAVED[0], "ā^ℓ saved for backward"),
+    (palette::ACTIVATION[0], "a^ℓ activation / checkpoint"),
+    (palette::GRADIENT[0], "δ^ℓ gradient"),
+    (palette::WORKSPACE, "workspace"),
+];
+
+/// The timelines' legend (idle apart), for their exported figure: colours
+/// by op kind, as in the chain and the memory curve; a recomputation is
+/// striped (a key of its own).
+pub const TIMELINES: &[(&str, &str)] = &[
+    (palette::FORWARD, "F_all forward, ā kept"),
+    (palette::CHECKPOINT, "F_ck checkpoint"),
+    (palette::NOTHING_KEPT, "F_∅ nothing kept"),
+    (palette::BACKWARD, "backward"),
+    (palette::OFFLOAD, "offload"),
+    (palette::PREFETCH, "prefetch"),
+    (palette::RELEASE, "release R (evicted)"),
+];
+
+/// The max-batch figure's note (its bars carry their own labels), for
+/// the panel and its exported figure.
+pub const MAX_BATCH: &str = "Sizes and times at each batch come from the profiles (linear from one, affine through two); offloading uses the chain's own bandwidth.";
+
+#[component]
+pub fn PageLegend() -> impl IntoView {
+    view! {
+        <div id="page-legend" class="legend page-legend" role="group" aria-label="Colours in every chart">
+            {swatches(&ENTRIES)}
+            <span class="swatch"><i class="stripes"></i>"striped: recomputed"</span>
+            <span class="swatch"><i class="dash"></i>"budget"</span>
+            <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
+        </div>
+    }
+}
