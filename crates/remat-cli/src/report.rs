@@ -168,51 +168,11 @@ impl AtPeakReport {
             op: trace.peak_op,
             notation: trace.peak_op.and_then(|i| ops.get(i)).map(Op::to_string),
             time_seconds: trace.peak_time,
-            tensors: (trace.peak_tensors().iter())
-                .map(|r| PeakTensorReport {
-                    tensor: peak_tensor_name(r.tensor, ops),
-                    bytes: r.bytes,
-                })
+            tensors: (trace.peak_named(ops).into_iter())
+                .map(|(tensor, bytes)| PeakTensorReport { tensor, bytes })
                 .collect(),
             given_back_bytes: trace.at_peak.given_back_bytes,
         }
-    }
-
-    /// One line for people: the largest tensors at the peak and the
-    /// operation that reached it.
-    pub fn line(&self, format_bytes: impl Fn(u64) -> String) -> String {
-        const SHOWN: usize = 6;
-        let mut parts: Vec<String> = (self.tensors.iter().take(SHOWN))
-            .map(|t| format!("{} {}", t.tensor, format_bytes(t.bytes)))
-            .collect();
-        if self.tensors.len() > SHOWN {
-            let rest: u64 = self.tensors[SHOWN..].iter().map(|t| t.bytes).sum();
-            parts.push(format!(
-                "{} more {}",
-                self.tensors.len() - SHOWN,
-                format_bytes(rest)
-            ));
-        }
-        if self.given_back_bytes > 0 {
-            parts.push(format!(
-                "− {} already freed inside the backward",
-                format_bytes(self.given_back_bytes)
-            ));
-        }
-        let during = self
-            .notation
-            .as_ref()
-            .map_or_else(|| "at the start".to_string(), |n| format!("during {n}"));
-        format!("{during}: {}", parts.join(", "))
-    }
-}
-
-fn peak_tensor_name(tensor: TensorId, ops: &[Op]) -> String {
-    match tensor {
-        TensorId::Workspace(i) => ops
-            .get(i)
-            .map_or_else(|| tensor.to_string(), |op| format!("workspace of {op}")),
-        other => other.to_string(),
     }
 }
 

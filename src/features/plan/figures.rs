@@ -14,6 +14,7 @@ use crate::kit::widgets::CardHead;
 use crate::kit::zoom::ZoomReset;
 use crate::state::use_app;
 use leptos::prelude::*;
+use remat_core::model::units::format_bytes;
 
 /// The layer chain; `marks` are the stages a mode marks on it (the minimum
 /// memory mode's optimal set, which the shell passes).
@@ -44,6 +45,19 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
     let state = use_app();
     let axis = state.time_axis();
     let measured = Signal::derive(move || state.measured.shown());
+    // Where the peak comes from: the tensors on the device at that moment,
+    // named, largest first (the CLI's `at peak` line, from the one trace).
+    let peak_why = move || {
+        state.shown.current.with(|c| {
+            let c = c.as_ref()?;
+            let t = c.ok_trace()?;
+            Some(format!(
+                "Peak {} {}",
+                format_bytes(t.peak_bytes),
+                t.peak_line(c.ops())
+            ))
+        })
+    };
     view! {
         <CardHead title="Memory over time">
             <span class="muted">"stacked by tensor; dashed line: the budget"</span>
@@ -52,6 +66,7 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
             <FigureButtons figure=Figure::Memory />
         </CardHead>
         <MemoryChart axis measured />
+        <p id="peak-why" class="hint" data-line=peak_why>{move || peak_why().map(|s| math_text(&s))}</p>
         {children()}
     }
 }

@@ -5,6 +5,7 @@ use crate::kit::legend::PageLegend;
 use crate::kit::notation::math_text;
 use crate::state::use_app;
 use leptos::prelude::*;
+use remat_core::schedule::captions;
 use std::time::Duration;
 use wasm_bindgen::JsCast;
 
@@ -134,12 +135,22 @@ pub fn Stepper() -> impl IntoView {
             handle.set_value(h);
         }
     });
+    // Each op said in its context (a recomputation with its count and the
+    // backward it is for): computed once per schedule, and only once read.
+    let captions = Memo::new(move |_| {
+        state.shown.current.with(|c| {
+            c.as_ref()
+                .map(|c| captions(c.ops(), c.chain.len()))
+                .unwrap_or_default()
+        })
+    });
     let current = move || {
         let i = state.view.step.get()?;
         let c = state.shown.current.get()?;
         let op = *c.ops().get(i)?;
         let span = c.ok_trace().and_then(|t| t.spans.get(i).copied());
-        Some((i, op, span))
+        let caption = captions.with(|all| all.get(i).cloned())?;
+        Some((i, op, span, caption))
     };
     view! {
         <section id="stepper" aria-label="Step through the schedule"
@@ -166,11 +177,11 @@ pub fn Stepper() -> impl IntoView {
             <PageLegend />
             <div id="step-explain" class="step-explain" aria-live="polite">
                 {move || match current() {
-                    Some((i, op, span)) => view! {
+                    Some((i, op, span, caption)) => view! {
                         <span class="opname" data-op=op.to_string()>
                             {format!("op {} / {} · ", i + 1, n_ops())}{math_text(&op.to_string())}
                         </span>
-                        <span>{math_text(&op.explain())}</span>
+                        <span class="step-caption" data-caption=caption.clone()>{math_text(&caption)}</span>
                         <span class="muted">{span.map(|s| format!("{} → {}", ms(s.start), ms(s.end))).unwrap_or_default()}</span>
                     }.into_any(),
                     None => view! {

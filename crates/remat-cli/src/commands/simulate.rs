@@ -128,10 +128,7 @@ fn print_text(chain: &Chain, schedule: &ScheduleFile, trace: &Trace, states: &[O
             ""
         }
     );
-    say!(
-        "at peak    {}",
-        AtPeakReport::new(trace, &schedule.ops).line(format_bytes)
-    );
+    say!("at peak    {}", trace.peak_line(&schedule.ops));
     say!(
         "idle       {}   recomputations {}",
         format_seconds(trace.idle_seconds),

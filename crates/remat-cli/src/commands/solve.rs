@@ -186,10 +186,7 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
                 format_seconds(t.sequential_seconds)
             );
             say!("peak       {}", format_bytes(t.peak_bytes));
-            say!(
-                "at peak    {}",
-                AtPeakReport::new(t, ops).line(format_bytes)
-            );
+            say!("at peak    {}", t.peak_line(ops));
             say!("recomputed {} forward operations", t.recomputations);
             say!("schedule   {}", format_ops(ops));
         }

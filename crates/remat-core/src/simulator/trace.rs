@@ -1,5 +1,7 @@
 //! What a simulation reports: lanes, memory curve, residency, totals.
 
+use crate::model::units::format_bytes;
+use crate::schedule::Op;
 use serde::Serialize;
 use std::fmt;
 
@@ -183,6 +185,51 @@ impl Trace {
             .collect();
         out.sort_by_key(|r| std::cmp::Reverse(r.bytes));
         out
+    }
+
+    /// [`peak_tensors`](Self::peak_tensors) named for people: `a^3`, `ā^3`,
+    /// `δ^3`, or `workspace of F_all^3` (an operation's transient, named by
+    /// its operation in `ops`, the schedule simulated).
+    pub fn peak_named(&self, ops: &[Op]) -> Vec<(String, u64)> {
+        (self.peak_tensors().iter())
+            .map(|r| {
+                let name = match r.tensor {
+                    TensorId::Workspace(i) => ops
+                        .get(i)
+                        .map_or_else(|| r.tensor.to_string(), |op| format!("workspace of {op}")),
+                    other => other.to_string(),
+                };
+                (name, r.bytes)
+            })
+            .collect()
+    }
+
+    /// Where the peak comes from, in one line: the operation that reached
+    /// it and the six largest tensors then (`during B^9: ā^9 128 MiB, a^0
+    /// 64.0 MiB, …`), the CLI's `at peak` and the explorer's.
+    pub fn peak_line(&self, ops: &[Op]) -> String {
+        const SHOWN: usize = 6;
+        let named = self.peak_named(ops);
+        let mut parts: Vec<String> = (named.iter().take(SHOWN))
+            .map(|(name, bytes)| format!("{name} {}", format_bytes(*bytes)))
+            .collect();
+        if named.len() > SHOWN {
+            let rest: u64 = named[SHOWN..].iter().map(|(_, b)| b).sum();
+            parts.push(format!(
+                "{} more {}",
+                named.len() - SHOWN,
+                format_bytes(rest)
+            ));
+        }
+        if self.at_peak.given_back_bytes > 0 {
+            parts.push(format!(
+                "− {} already freed inside the backward",
+                format_bytes(self.at_peak.given_back_bytes)
+            ));
+        }
+        let during = (self.peak_op.and_then(|i| ops.get(i)))
+            .map_or_else(|| "at the start".to_string(), |op| format!("during {op}"));
+        format!("{during}: {}", parts.join(", "))
     }
 
     /// Tensors on the device at `time` (residencies with start ≤ time < end).
