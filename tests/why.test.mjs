@@ -31,8 +31,8 @@ test('the memory card says where the peak comes from, as `remat solve` does', as
   // one drawn, or did not name a workspace by its operation (the core's
   // sum and order are checked natively: tests/properties.rs, cli.rs).
   // Mutation tried: the page's line built with no ops (`peak_line(&[])`):
-  // fails on gpt2-h100-math, whose peak is F_all^14's attention workspace
-  // ("during F_all^14: workspace of F_all^14 1.54 GiB, …").
+  // fails on the first chain ("at the start: …, workspace of op 47" where
+  // the CLI says "during B^5: …, workspace of B^5").
   for (const [chain, algorithm, share] of [
     ['vgg19-h100', 'rotor', '75%'],
     ['gpt2-h100-math', 'sequential', '60%'],
@@ -59,7 +59,9 @@ test('each step says what the operation does, and a recomputation which time and
   // every forward (it did: "F_all^8: compute stage 8 and keep everything
   // its backward needs" twice), counted runs per op kind instead of per
   // stage, or named the wrong backward. Compared op by op with `remat
-  // simulate --states --json`'s captions of the same schedule.
+  // simulate --states --json`'s captions of the same schedule. Mutation
+  // tried: the page's captions as `Op::explain` alone (fails at the first
+  // recomputed F_all^9).
   const cli = solve('teaching', 'rotor', '40%');
   const states = JSON.parse(execFileSync(CLI, ['simulate', 'example:teaching', cli.out, '--states', '--json'], { encoding: 'utf8' })).states;
   const { page, errors } = await open(context, `#chain=teaching&algorithm=rotor&budget=${cli.report.budget_bytes}`);
