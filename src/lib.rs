@@ -14,6 +14,8 @@
 //! - `device_memory`: GPU memory − model state − margin = the activation
 //!   budget; `scaling`: a built-in example at another batch, sequence,
 //!   precision; `optimality`: how far a plan is from the optimum;
+//! - `strategies`: the classic strategies side by side (store-all,
+//!   recompute-all, √n, rotor) on the chain on the page;
 //! - `file_name`, `words`: downloaded files' names, messages for people.
 //!
 //! The page (wasm only):
@@ -22,7 +24,7 @@
 //! - `state`: the shared state, the plan pipeline (no feature in it);
 //! - `io`: files, the URL as read, localStorage, saved figures;
 //! - `features`: one folder per card or place (plan, compare, gpu,
-//!   min_memory, learn, files), none importing another;
+//!   min_memory, learn, files, strategies), none importing another;
 //! - `app`: the shell that lays the features out and wires them.
 //!
 //! scripts/module_graph.py checks these import rules.
@@ -37,6 +39,7 @@ pub mod optimality;
 pub mod protocol;
 pub mod scaling;
 pub mod service;
+pub mod strategies;
 pub mod words;
 
 #[cfg(target_arch = "wasm32")]

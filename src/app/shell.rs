@@ -7,7 +7,7 @@ use super::places::{PlaceSection, PlacesNav};
 use super::url::{initial_load, sync_url};
 use crate::features::learn::{LargeType, LargeTypeButton};
 use crate::features::min_memory::MinMemory;
-use crate::features::{compare, files, gpu, learn, min_memory, plan};
+use crate::features::{compare, files, gpu, learn, min_memory, plan, strategies};
 use crate::io;
 use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
@@ -88,6 +88,7 @@ pub fn App() -> impl IntoView {
             <PlaceSection id="place-learn">
                 <p class="place-tools"><LargeTypeButton /></p>
                 <learn::Guide />
+                <strategies::SideBySide />
             </PlaceSection>
             <PlaceSection id="place-chain">
                 <files::ChainFiles />

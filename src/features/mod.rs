@@ -10,3 +10,4 @@ pub mod gpu;
 pub mod learn;
 pub mod min_memory;
 pub mod plan;
+pub mod strategies;

@@ -112,9 +112,17 @@ fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
     batch.finish(r##"stroke="#ffffff" stroke-width="0.4""##)
 }
 
-fn layer(trace: &Trace, budget: u64, window: (f64, f64), measured: Option<&Comparison>) -> String {
+fn layer(
+    trace: &Trace,
+    budget: u64,
+    window: (f64, f64),
+    measured: Option<&Comparison>,
+    shared_top: u64,
+) -> String {
     let scale = TimeScale::new(trace.makespan_seconds, window);
-    let high = trace.peak_bytes.max(budget).max(top(measured));
+    let high = (trace.peak_bytes.max(budget))
+        .max(top(measured))
+        .max(shared_top);
     let y_max = (high as f64 * 1.08).max(1.0);
     let y = |b: f64| TOP + PLOT_H - b / y_max * PLOT_H;
     let mut s = String::new();
@@ -152,10 +160,17 @@ fn layer(trace: &Trace, budget: u64, window: (f64, f64), measured: Option<&Compa
         "start"
     };
     let dx = if anchor == "end" { -9.0 } else { 9.0 };
+    // At the right end the budget's label sits just above its line: a peak
+    // near that line puts its own label under the point instead.
+    let label_y = if anchor == "end" && (py - yb).abs() < 20.0 {
+        py + 20.0
+    } else {
+        py - 8.0
+    };
     s.push_str(&format!(
         r##"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="#fff" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="12.5" font-weight="700" text-anchor="{anchor}" fill="{c}" stroke="#fff" stroke-width="3" paint-order="stroke">peak {} at {}</text>"##,
         px + dx,
-        py - 8.0,
+        label_y,
         bytes(trace.peak_bytes),
         ms(trace.peak_time),
         c = palette::CURSOR
@@ -213,12 +228,22 @@ fn measured_at(c: &Comparison, t: f64) -> Option<String> {
 /// The memory curve of the schedule on `axis` (the chart, its tooltip, or
 /// why there is nothing to draw), with `measured`, a measured run of it,
 /// drawn over it.
+///
+/// `id` names the SVG (`memory-svg` unless given: several charts side by
+/// side need their own); `shared_top` raises the memory axis to at least
+/// this many bytes, so that charts side by side share one scale.
 #[component]
-pub fn MemoryChart(axis: TimeAxis, measured: Signal<Option<Arc<Comparison>>>) -> impl IntoView {
+pub fn MemoryChart(
+    axis: TimeAxis,
+    measured: Signal<Option<Arc<Comparison>>>,
+    #[prop(optional)] id: Option<&'static str>,
+    #[prop(optional, into)] shared_top: Option<Signal<u64>>,
+) -> impl IntoView {
     let schedule = axis.schedule;
     let hover = TimeHover::new(axis, H);
     let heavy = layer_of("memory", schedule, move |c| {
         let measured = measured.get();
+        let shared_top = shared_top.map_or(0, |s| s.get());
         (c.ok_trace())
             .map(|t| {
                 layer(
@@ -226,6 +251,7 @@ pub fn MemoryChart(axis: TimeAxis, measured: Signal<Option<Arc<Comparison>>>) ->
                     c.planned.budget.max(1),
                     axis.zoom.get(),
                     measured.as_deref(),
+                    shared_top,
                 )
             })
             .unwrap_or_default()
@@ -274,7 +300,7 @@ pub fn MemoryChart(axis: TimeAxis, measured: Signal<Option<Arc<Comparison>>>) ->
     };
     view! {
         <div class="chart-wrap">
-            <TimeChartSvg id="memory-svg" height=H layer=heavy hover=hover summary=Signal::derive(summary)>
+            <TimeChartSvg id=id.unwrap_or("memory-svg") height=H layer=heavy hover=hover summary=Signal::derive(summary)>
                 {cursor}
             </TimeChartSvg>
             {tooltip}
