@@ -47,6 +47,9 @@ struct Layout {
     per_byte: Option<f64>,
     /// Every how many columns a label fits.
     label_every: usize,
+    /// The tallest node of each row, for the labels over and under them.
+    top_h: f64,
+    bottom_h: f64,
 }
 
 impl Layout {
@@ -104,13 +107,20 @@ impl Layout {
             .into_iter()
             .find(|&k| k as f64 * per_column >= LABEL_ROOM)
             .unwrap_or(n + 1);
-        Layout {
+        let mut layout = Layout {
             cx,
             forward_w,
             backward_w,
             per_byte: proportional.then_some(ROW_H / most),
             label_every,
+            top_h: 0.0,
+            bottom_h: 0.0,
+        };
+        for l in 0..=n {
+            layout.top_h = layout.top_h.max(layout.node(chain, Node::Forward(l)).3);
+            layout.bottom_h = layout.bottom_h.max(layout.node(chain, Node::Backward(l)).3);
         }
+        layout
     }
 
     /// A node's height for `bytes`, or the equal nodes' `share` of a row.
@@ -151,7 +161,7 @@ impl Layout {
 /// A tensor's name in the SVG: the letter and its stage raised.
 fn label(x: f64, y: f64, base: &str, l: usize) -> String {
     format!(
-        r##"<text class="graph-label" x="{x:.1}" y="{y:.1}" font-size="14" text-anchor="middle" fill="{}">{base}<tspan dy="-6" font-size="10">{l}</tspan></text>"##,
+        r##"<text class="graph-label" x="{x:.1}" y="{y:.1}" font-size="17" text-anchor="middle" fill="{}">{base}<tspan dy="-7" font-size="12">{l}</tspan></text>"##,
         palette::CURSOR
     )
 }
@@ -320,9 +330,9 @@ fn draw(g: &StepGraph, step: Option<usize>, proportional: bool) -> String {
     let mut s = defs();
     let _ = write!(
         s,
-        r##"<text x="{x:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#5a6474">forward</text><text x="{x:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#5a6474">backward</text>"##,
+        r##"<text x="{x:.1}" y="{:.1}" font-size="15" text-anchor="end" fill="#5a6474">forward</text><text x="{x:.1}" y="{:.1}" font-size="15" text-anchor="end" fill="#5a6474">backward</text>"##,
         TOP_BASE - 6.0,
-        BOTTOM_TOP + 14.0,
+        BOTTOM_TOP + 16.0,
         x = MARGIN_L - 10.0,
     );
     edges(&mut s, chain, &layout, marks.computes);
@@ -330,8 +340,13 @@ fn draw(g: &StepGraph, step: Option<usize>, proportional: bool) -> String {
         node(&mut s, chain, &layout, marks, Node::Forward(l));
         node(&mut s, chain, &layout, marks, Node::Backward(l));
         if layout.labelled(l, n) {
-            s.push_str(&label(layout.cx[l], TOP_BASE - ROW_H - 12.0, "a", l));
-            s.push_str(&label(layout.cx[l], BOTTOM_TOP + ROW_H + 22.0, "δ", l));
+            s.push_str(&label(layout.cx[l], TOP_BASE - layout.top_h - 12.0, "a", l));
+            s.push_str(&label(
+                layout.cx[l],
+                BOTTOM_TOP + layout.bottom_h + 24.0,
+                "δ",
+                l,
+            ));
         }
     }
     if let Some(now) = marks.computes {
@@ -393,12 +408,13 @@ pub fn GraphChart(
                 .unwrap_or_else(|| "Graph of the step: no schedule.".into())
         })
     };
+    // The op's caption, as the core words it (`remat simulate --states`
+    // gives the same), and where it stands in the schedule.
     let caption = move || {
         let i = step.get()?;
         graph.with(|g| {
             let g = g.as_deref()?;
-            let text = g.captions.get(i)?;
-            Some(format!("op {} / {} · {text}", i + 1, g.ops.len()))
+            Some((i, g.ops.len(), g.captions.get(i)?.clone()))
         })
     };
     view! {
@@ -408,9 +424,16 @@ pub fn GraphChart(
                 <rect x="0" y="0" width=CHART_W height=H fill="#ffffff" />
                 <g inner_html=layer></g>
             </svg>
-            <p id="graph-caption" class="graph-caption" aria-live="polite">
+            <p id="graph-caption" class="graph-caption" aria-live="polite"
+                data-op=move || caption().map(|(i, ..)| i.to_string())
+                data-count=move || caption().map(|(_, n, _)| n.to_string())
+                data-caption=move || caption().map(|(.., text)| text)>
                 {move || match caption() {
-                    Some(text) => math_text(&text).into_any(),
+                    Some((i, n, text)) => view! {
+                        <b>{format!("op {} / {n} · ", i + 1)}</b>
+                        {math_text(&text)}
+                    }
+                    .into_any(),
                     None => view! {
                         <span class="muted">"Press ▶ Run or → to walk through the step one operation at a time."</span>
                     }
