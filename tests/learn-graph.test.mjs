@@ -10,9 +10,10 @@
 // reverse), ā^ℓ drawn as a^ℓ alone, the outline on another node than the
 // op writes, a caption not the core's, playback that runs past the end or
 // does not wrap, arrows that do nothing with the graph in view.
-// Mutation tried: `Held::Saved` marked as `Held::Output` in
-// `StepGraph::marks` — "op 10: resident [a^0,a^10,…] against the
-// simulator's [a^0,ā^10,…]".
+// Mutation tried: ā^ℓ marked as a^ℓ alone (`Held::Output` for
+// `TensorId::Saved` in `StepGraph::marks`) — "op 9: resident
+// a^0,a^10,a^4,a^6,a^8,a^9,δ^10 against the simulator's
+// a^0,a^4,a^6,a^8,a^9,ā^10,δ^10".
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

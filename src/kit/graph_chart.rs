@@ -18,7 +18,6 @@ use remat_core::Chain;
 use std::fmt::Write;
 use std::sync::Arc;
 
-const H: f64 = 250.0;
 /// The forward row's nodes stand on this line, the backward row's hang
 /// from the second; a node is at most `ROW_H` tall.
 const TOP_BASE: f64 = 104.0;
@@ -151,6 +150,11 @@ impl Layout {
     /// a^ℓ alone: the part of the forward node a^ℓ fills (ā^ℓ fills all).
     fn output_height(&self, chain: &Chain, l: usize) -> f64 {
         self.height(chain.output_bytes(l), 0.45)
+    }
+
+    /// The chart's height: down to the labels under the backward row.
+    fn chart_height(&self) -> f64 {
+        BOTTOM_TOP + self.bottom_h + 34.0
     }
 
     fn labelled(&self, l: usize, n: usize) -> bool {
@@ -330,10 +334,10 @@ fn draw(g: &StepGraph, step: Option<usize>, proportional: bool) -> String {
     let mut s = defs();
     let _ = write!(
         s,
-        r##"<text x="{x:.1}" y="{:.1}" font-size="15" text-anchor="end" fill="#5a6474">forward</text><text x="{x:.1}" y="{:.1}" font-size="15" text-anchor="end" fill="#5a6474">backward</text>"##,
+        r##"<text x="{x:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#5a6474">forward</text><text x="{x:.1}" y="{:.1}" font-size="13" text-anchor="end" fill="#5a6474">backward</text>"##,
         TOP_BASE - 6.0,
         BOTTOM_TOP + 16.0,
-        x = MARGIN_L - 10.0,
+        x = MARGIN_L - 6.0,
     );
     edges(&mut s, chain, &layout, marks.computes);
     for l in 0..=n {
@@ -417,11 +421,20 @@ pub fn GraphChart(
             Some((i, g.ops.len(), g.captions.get(i)?.clone()))
         })
     };
+    // As tall as the rows' tallest nodes need, so no band of white under
+    // them pushes the caption away.
+    let height = Memo::new(move |_| {
+        graph.with(|g| {
+            g.as_deref().map_or(0.0, |g| {
+                Layout::new(&g.chain, proportional.get()).chart_height()
+            })
+        })
+    });
     view! {
         <div class="chart-wrap graph-chart">
-            <svg id="graph-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {CHART_W} {H}")
+            <svg id="graph-svg" xmlns="http://www.w3.org/2000/svg" viewBox=move || format!("0 0 {CHART_W} {}", height.get())
                 font-family="Inter, system-ui, sans-serif" role="img" aria-label=label>
-                <rect x="0" y="0" width=CHART_W height=H fill="#ffffff" />
+                <rect x="0" y="0" width=CHART_W height=height fill="#ffffff" />
                 <g inner_html=layer></g>
             </svg>
             <p id="graph-caption" class="graph-caption" aria-live="polite"
