@@ -25,8 +25,6 @@ const BOTTOM_TOP: f64 = 150.0;
 const ROW_H: f64 = 64.0;
 /// The share of a column its node takes; the rest is the edge between.
 const NODE_SHARE: f64 = 0.7;
-/// Space a node label needs, in chart units.
-const LABEL_ROOM: f64 = 30.0;
 const EDGE: &str = "#8a94a3";
 const OUTLINE: &str = "#c9d0da";
 /// ā's darker shade, for the outline that tells ā^ℓ from a^ℓ alone
@@ -44,8 +42,10 @@ struct Layout {
     backward_w: Vec<f64>,
     /// Chart units per byte; None: equal nodes.
     per_byte: Option<f64>,
-    /// Every how many columns a label fits.
-    label_every: usize,
+    /// The columns whose nodes are named: each one label's width from the
+    /// one before (proportional columns differ in width: a fixed step let
+    /// vgg19's narrow last columns overlap).
+    labelled: Vec<bool>,
     /// The tallest node of each row, for the labels over and under them.
     top_h: f64,
     bottom_h: f64,
@@ -101,17 +101,31 @@ impl Layout {
             .max()
             .unwrap_or(1)
             .max(1) as f64;
+        // A name is the letter and up to four digits raised.
+        let room = 12.0 + 8.0 * (n.max(1).ilog10() + 1) as f64;
         let per_column = PLOT_W / (n + 1) as f64;
-        let label_every = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000]
+        let step = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000]
             .into_iter()
-            .find(|&k| k as f64 * per_column >= LABEL_ROOM)
-            .unwrap_or(n + 1);
+            .find(|&k| k as f64 * per_column >= room)
+            .unwrap_or(n.max(1));
+        let mut last = f64::NEG_INFINITY;
+        let labelled = cx
+            .iter()
+            .enumerate()
+            .map(|(l, &x)| {
+                let named = l.is_multiple_of(step) && x - last >= room;
+                if named {
+                    last = x;
+                }
+                named
+            })
+            .collect();
         let mut layout = Layout {
             cx,
             forward_w,
             backward_w,
             per_byte: proportional.then_some(ROW_H / most),
-            label_every,
+            labelled,
             top_h: 0.0,
             bottom_h: 0.0,
         };
@@ -155,10 +169,6 @@ impl Layout {
     /// The chart's height: down to the labels under the backward row.
     fn chart_height(&self) -> f64 {
         BOTTOM_TOP + self.bottom_h + 34.0
-    }
-
-    fn labelled(&self, l: usize, n: usize) -> bool {
-        l == 0 || l == n || l.is_multiple_of(self.label_every)
     }
 }
 
@@ -343,7 +353,7 @@ fn draw(g: &StepGraph, step: Option<usize>, proportional: bool) -> String {
     for l in 0..=n {
         node(&mut s, chain, &layout, marks, Node::Forward(l));
         node(&mut s, chain, &layout, marks, Node::Backward(l));
-        if layout.labelled(l, n) {
+        if layout.labelled[l] {
             s.push_str(&label(layout.cx[l], TOP_BASE - layout.top_h - 12.0, "a", l));
             s.push_str(&label(
                 layout.cx[l],
