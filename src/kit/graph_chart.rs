@@ -14,7 +14,7 @@ use super::svg::recompute_stripes;
 use super::widgets::Swatch;
 use crate::step_graph::{Held, Marks, Node, StepGraph};
 use leptos::prelude::*;
-use remat_core::Chain;
+use remat_core::{Chain, Op};
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -194,10 +194,16 @@ fn edge(s: &mut String, (x1, y1): (f64, f64), (x2, y2): (f64, f64), now: bool) {
     );
 }
 
-/// The edges the current op reads: F^ℓ a^{ℓ−1} → a^ℓ; B^ℓ δ^ℓ → δ^{ℓ−1}
-/// and a^{ℓ−1} → δ^{ℓ−1}.
-fn edges(s: &mut String, chain: &Chain, layout: &Layout, computes: Option<Node>) {
+/// The edges, those the current op computes along dark: F^ℓ a^{ℓ−1} →
+/// a^ℓ; B^ℓ δ^ℓ → δ^{ℓ−1} and a^{ℓ−1} → δ^{ℓ−1} (a copy or a release
+/// computes nothing).
+fn edges(s: &mut String, chain: &Chain, layout: &Layout, op: Option<Op>) {
     let n = chain.len();
+    let computes = match op {
+        Some(Op::Backward { stage }) => Some(Node::Backward(stage.saturating_sub(1))),
+        Some(op) if op.is_forward() => Some(Node::Forward(op.stage())),
+        _ => None,
+    };
     let arrow_gap = 2.0;
     for l in 1..=n {
         let (x0, _, w0, _) = layout.node(chain, Node::Forward(l - 1));
@@ -245,6 +251,17 @@ fn defs() -> String {
     )
 }
 
+/// A resident tensor's fill in its node: kind (`data-kind`), box, and the
+/// outline that tells ā^ℓ from a^ℓ alone without its colour.
+struct Fill {
+    kind: &'static str,
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+    outline: Option<&'static str>,
+}
+
 /// One node: its outline, its fill where resident, its stripes where a
 /// recomputation wrote it, a dashed outline where a copy is on the host.
 /// The group names its tensor (`data-tensor`) and what is resident
@@ -258,18 +275,39 @@ fn node(s: &mut String, chain: &Chain, layout: &Layout, marks: &Marks, node: Nod
                 Held::Nothing => (name, None, None, false),
                 Held::Output => {
                     let fh = layout.output_height(chain, l).min(h);
-                    let fill = (palette::of_kind("a"), "a", x, TOP_BASE - fh, w, fh, None);
+                    let fill = Fill {
+                        kind: "a",
+                        x,
+                        y: TOP_BASE - fh,
+                        w,
+                        h: fh,
+                        outline: None,
+                    };
                     (name.clone(), Some(name), Some(fill), marks.refilled[l])
                 }
                 Held::Saved => {
-                    let fill = (palette::of_kind("ā"), "ā", x, y, w, h, Some(SAVED_OUTLINE));
+                    let fill = Fill {
+                        kind: "ā",
+                        x,
+                        y,
+                        w,
+                        h,
+                        outline: Some(SAVED_OUTLINE),
+                    };
                     (name, Some(format!("ā^{l}")), Some(fill), marks.refilled[l])
                 }
             }
         }
         Node::Backward(l) => {
             let name = format!("δ^{l}");
-            let fill = (palette::of_kind("δ"), "δ", x, y, w, h, None);
+            let fill = Fill {
+                kind: "δ",
+                x,
+                y,
+                w,
+                h,
+                outline: None,
+            };
             match marks.backward[l] {
                 true => (name.clone(), Some(name), Some(fill), false),
                 false => (name, None, None, false),
@@ -297,10 +335,19 @@ fn node(s: &mut String, chain: &Chain, layout: &Layout, marks: &Marks, node: Nod
         s,
         r##"><title>{title}</title><rect x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}" fill="#ffffff" stroke="{OUTLINE}" stroke-width="1"/>"##
     );
-    if let Some((color, kind, fx, fy, fw, fh, outline)) = fill {
+    if let Some(Fill {
+        kind,
+        x: fx,
+        y: fy,
+        w: fw,
+        h: fh,
+        outline,
+    }) = fill
+    {
         let _ = write!(
             s,
-            r##"<rect data-kind="{kind}" x="{fx:.1}" y="{fy:.1}" width="{fw:.1}" height="{fh:.1}" fill="{color}""##
+            r##"<rect data-kind="{kind}" x="{fx:.1}" y="{fy:.1}" width="{fw:.1}" height="{fh:.1}" fill="{}""##,
+            palette::of_kind(kind)
         );
         if let Some(o) = outline {
             let _ = write!(s, r##" stroke="{o}" stroke-width="3""##);
@@ -349,7 +396,12 @@ fn draw(g: &StepGraph, step: Option<usize>, proportional: bool) -> String {
         BOTTOM_TOP + 16.0,
         x = MARGIN_L - 6.0,
     );
-    edges(&mut s, chain, &layout, marks.computes);
+    edges(
+        &mut s,
+        chain,
+        &layout,
+        step.and_then(|i| g.ops.get(i).copied()),
+    );
     for l in 0..=n {
         node(&mut s, chain, &layout, marks, Node::Forward(l));
         node(&mut s, chain, &layout, marks, Node::Backward(l));
@@ -469,7 +521,8 @@ pub fn GraphChart(
                     <span>{math_text("a^ℓ with ā^ℓ, kept for B^ℓ")}</span></span>
                 <Swatch color=palette::BACKWARD label="δ^ℓ on the device" />
                 <span class="swatch"><i class="stripes"></i>"striped: recomputed"</span>
-                <span class="swatch"><i class="now-outline"></i>"written by this op"</span>
+                <span class="swatch"><i class="now-outline"></i>"this op's node"</span>
+                <span class="swatch"><i class="host-outline"></i>"dashed: a copy on the host"</span>
             </div>
         </div>
     }
