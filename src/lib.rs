@@ -9,6 +9,8 @@
 //!   of a schedule draws;
 //! - `link`: the URL codec and how the history follows the view;
 //! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
+//! - `step_graph`: the step as a graph of forward and backward nodes, and
+//!   which of them are resident at each operation;
 //! - `measured`: an imported measured run (`remat-run/1`) against the plan
 //!   on screen, and the lines the memory chart draws from it;
 //! - `device_memory`: GPU memory − model state − margin = the activation
@@ -39,6 +41,7 @@ pub mod optimality;
 pub mod protocol;
 pub mod scaling;
 pub mod service;
+pub mod step_graph;
 pub mod strategies;
 pub mod words;
 

@@ -88,6 +88,7 @@ pub fn App() -> impl IntoView {
             <PlaceSection id="place-learn">
                 <p class="place-tools"><LargeTypeButton /></p>
                 <learn::Guide />
+                <learn::GraphView />
                 <strategies::SideBySide />
             </PlaceSection>
             <PlaceSection id="place-chain">

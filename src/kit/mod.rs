@@ -10,7 +10,8 @@
 //!   chart is drawn in and its heavy layer; `zoom`, `hover`: the shared
 //!   time window and cursor;
 //! - `chain_chart`, `memory_chart`, `timeline_chart`: the three figures
-//!   of a schedule;
+//!   of a schedule; `graph_chart`: the step as a graph of forward and
+//!   backward nodes, the tensors resident at the current op marked;
 //! - `widgets`, `legend`, `algorithm_style`, `notation`, `file_input`: the
 //!   cards' controls, legends, per-algorithm line styles, caret notation,
 //!   hidden file inputs;
@@ -23,6 +24,7 @@ pub mod figure;
 pub mod file_input;
 pub mod format;
 pub mod frames;
+pub mod graph_chart;
 pub mod hover;
 pub mod legend;
 pub mod memory_chart;

@@ -67,7 +67,7 @@ pub const OPTIMAL: &str = "#0f766e";
 /// An op's colour: its kind's, in every view (F_all blue as the ā^ℓ it
 /// keeps, F_ck orange as its a^ℓ, F_∅ vermilion, B green as δ^ℓ). A
 /// recomputation keeps its kind's colour and is striped over
-/// ([`RECOMPUTE_STRIPES`]): before issue 26 the timeline painted every
+/// ([`recompute_stripes`](super::svg::recompute_stripes)): before issue 26 the timeline painted every
 /// re-forward vermilion and every F_ck blue, against the chain's colours.
 pub fn op_color(op: &Op) -> &'static str {
     of_kind(op_kind(op))

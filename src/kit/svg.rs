@@ -5,9 +5,14 @@ use super::format::num;
 use super::palette;
 use super::scale::{Frame, MARGIN_L, PLOT_W};
 
-/// The stripes drawn over a recomputed op (a pattern whose id the
-/// timeline defines once).
-pub const RECOMPUTE_STRIPES: &str = r##"<pattern id="recompute-stripes" width="7" height="7" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="7" height="7" fill="none"/><line x1="0" y1="0" x2="0" y2="7" stroke="#ffffff" stroke-width="3" stroke-opacity="0.75"/></pattern>"##;
+/// The stripes drawn over a recomputed op: a pattern under `id`, which
+/// each chart that stripes defines once (ids are the document's, one
+/// chart's pattern must not depend on another being on the page).
+pub fn recompute_stripes(id: &str) -> String {
+    format!(
+        r##"<pattern id="{id}" width="7" height="7" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="7" height="7" fill="none"/><line x1="0" y1="0" x2="0" y2="7" stroke="#ffffff" stroke-width="3" stroke-opacity="0.75"/></pattern>"##
+    )
+}
 
 /// `inner` clipped to the plot's columns (x from MARGIN_L over PLOT_W), so
 /// that a zoomed chart draws nothing over its axis labels.

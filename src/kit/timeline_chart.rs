@@ -8,7 +8,7 @@ use super::notation::{math_text, svg_math};
 use super::palette;
 use super::palette::{op_color, op_kind};
 use super::scale::{TimeScale, MARGIN_L, PLOT_W};
-use super::svg::{clip_to_plot, PathBatch, RECOMPUTE_STRIPES};
+use super::svg::{clip_to_plot, recompute_stripes, PathBatch};
 use crate::current::Current;
 use leptos::prelude::*;
 use remat_core::schedule::recompute_flags;
@@ -38,7 +38,7 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
     s.push_str(
         r##"<defs><pattern id="idle-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fbeaea"/><line x1="0" y1="0" x2="0" y2="6" stroke="#e7b7b7" stroke-width="2"/></pattern>"##,
     );
-    s.push_str(RECOMPUTE_STRIPES);
+    s.push_str(&recompute_stripes("recompute-stripes"));
     s.push_str("</defs>");
     // Idle is what is left of the compute lane: draw it underneath.
     s.push_str(&format!(

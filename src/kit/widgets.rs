@@ -56,6 +56,36 @@ pub fn ChoiceSelect(
     }
 }
 
+/// The speeds playback offers, in operations per second, with their words.
+pub const PLAYBACK_SPEEDS: [(f64, &str); 5] = [
+    (1.0, "1 op/s"),
+    (2.0, "2 ops/s"),
+    (4.0, "4 ops/s"),
+    (10.0, "10 ops/s"),
+    (40.0, "40 ops/s"),
+];
+
+/// Playback's speed, in operations per second: every view that plays
+/// binds the same `speed`, so each shows the speed the other chose;
+/// `label` names it apart from the others' for screen readers.
+#[component]
+pub fn SpeedSelect(id: &'static str, label: &'static str, speed: RwSignal<f64>) -> impl IntoView {
+    view! {
+        <select id=id title=label aria-label=label
+            prop:value=move || speed.get().to_string()
+            on:change=move |ev| {
+                if let Ok(v) = event_target_value(&ev).parse() {
+                    speed.set(v);
+                }
+            }>
+            {PLAYBACK_SPEEDS
+                .into_iter()
+                .map(|(v, words)| view! { <option value=v.to_string()>{words}</option> })
+                .collect_view()}
+        </select>
+    }
+}
+
 /// The option value of the preset equal to `value`, or "" (custom).
 pub fn preset_value<T: PartialEq + ToString>(presets: &[(T, &str)], value: &T) -> String {
     presets

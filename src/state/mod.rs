@@ -14,6 +14,7 @@
 //!   schedule on screen;
 //! - `offloading`: the worker's compare rows and POFO's sweep;
 //! - `view`: cursor, step-through, time window, notice, chart options;
+//! - `playback`: stepping the schedule op by op, and the clock that plays it;
 //! - `requests`: what is sent to the planner; `responses`: what comes back.
 
 mod controls;
@@ -21,6 +22,7 @@ mod device;
 mod loaded;
 mod measured;
 mod offloading;
+mod playback;
 mod requests;
 mod responses;
 mod shown;
@@ -34,7 +36,7 @@ pub use measured::{LoadedRun, MeasuredRun};
 pub use offloading::{Offloading, RowStatus};
 pub use shown::{Shown, StalePlan};
 pub use tables::{Build, Tables};
-pub use view::{Notice, ViewState};
+pub use view::{Notice, ViewState, DEFAULT_SPEED};
 
 use crate::backend::Backend;
 use crate::kit::hover::{Cursor, TimeAxis};
@@ -95,7 +97,7 @@ impl AppState {
             shown,
             measured: MeasuredRun::new(shown),
             offloading: Offloading::default(),
-            view: ViewState::default(),
+            view: ViewState::new(),
             requests: Requests::new(backend.clone()),
         };
         backend.set_handler(move |r| state.on_response(r));
@@ -140,5 +142,6 @@ impl AppState {
                 self.request_build(alg);
             }
         });
+        self.start_playback();
     }
 }

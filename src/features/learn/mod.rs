@@ -1,10 +1,13 @@
 //! Learning with the page: the guide (a teaching chain, what to try), the
-//! first visit's welcome, and large type for a projector.
+//! step as a graph, the first visit's welcome, and large type for a
+//! projector.
 
+mod graph;
 mod guide;
 mod large_type;
 mod welcome;
 
+pub use graph::GraphView;
 pub use guide::Guide;
 pub use large_type::{LargeType, LargeTypeButton};
 pub use welcome::Welcome;

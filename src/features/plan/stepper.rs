@@ -3,10 +3,10 @@
 use crate::kit::format::ms;
 use crate::kit::legend::PageLegend;
 use crate::kit::notation::math_text;
+use crate::kit::widgets::SpeedSelect;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::schedule::captions;
-use std::time::Duration;
 use wasm_bindgen::JsCast;
 
 /// Whether some of the stepper is on screen (it is sticky, so it is while
@@ -14,7 +14,8 @@ use wasm_bindgen::JsCast;
 fn stepper_in_view() -> bool {
     // The stepper sits under the figures it steps through: any of them on
     // screen will do (at 1366×768 the chain and the memory curve are, the
-    // stepper is a scroll below).
+    // stepper is a scroll below), as will Learn's graph, which steps the
+    // same cursor.
     let Some(w) = web_sys::window() else {
         return false;
     };
@@ -24,13 +25,19 @@ fn stepper_in_view() -> bool {
         .and_then(|h| h.as_f64())
         .unwrap_or(0.0);
     let doc = leptos::prelude::document();
-    ["stepper", "chain-svg", "memory-svg", "timeline-svg"]
-        .iter()
-        .filter_map(|id| doc.get_element_by_id(id))
-        .any(|el| {
-            let r = el.get_bounding_client_rect();
-            r.bottom() > 0.0 && r.top() < h
-        })
+    [
+        "stepper",
+        "chain-svg",
+        "memory-svg",
+        "timeline-svg",
+        "graph-svg",
+    ]
+    .iter()
+    .filter_map(|id| doc.get_element_by_id(id))
+    .any(|el| {
+        let r = el.get_bounding_client_rect();
+        r.bottom() > 0.0 && r.top() < h
+    })
 }
 
 #[component]
@@ -42,43 +49,7 @@ pub fn Stepper() -> impl IntoView {
             .current
             .with(|c| c.as_ref().map_or(0, |c| c.ops().len()))
     };
-    // Moving the step moves the shared cursor to the op's start.
-    let go = move |i: Option<usize>| {
-        state.view.step.set(i);
-        let t = i.and_then(|i| {
-            state.shown.current.with_untracked(|c| {
-                c.as_ref()
-                    .and_then(|c| c.ok_trace())
-                    .and_then(|t| t.spans.get(i))
-                    .map(|s| (s.start + s.end) / 2.0)
-            })
-        });
-        state.view.cursor.set(t);
-    };
-    let step_by = move |d: isize| {
-        let n = n_ops();
-        if n == 0 {
-            return;
-        }
-        let next = match state.view.step.get_untracked() {
-            None if d > 0 => 0,
-            None => n - 1,
-            Some(i) => (i as isize + d).clamp(0, n as isize - 1) as usize,
-        };
-        go(Some(next));
-    };
-    let play_pause = move || {
-        if !state.view.playing.get_untracked()
-            && state
-                .view
-                .step
-                .get_untracked()
-                .is_some_and(|i| i + 1 >= n_ops())
-        {
-            go(Some(0));
-        }
-        state.view.playing.update(|p| *p = !*p)
-    };
+    let go = move |i: Option<usize>| state.go_to_step(i);
     // ←/→ step and space plays or pauses, from anywhere on the page while
     // the stepper or a figure is in view — but never while focus is in a field that
     // takes those keys itself (text, select, the slider), and space is left
@@ -104,36 +75,12 @@ pub fn Stepper() -> impl IntoView {
             return;
         }
         match key.as_str() {
-            "ArrowLeft" => step_by(-1),
-            "ArrowRight" => step_by(1),
-            " " if !clickable => play_pause(),
+            "ArrowLeft" => state.step_by(-1),
+            "ArrowRight" => state.step_by(1),
+            " " if !clickable => state.play_pause(),
             _ => return,
         }
         ev.prevent_default();
-    });
-    let speed = RwSignal::new(4.0f64);
-    let handle = StoredValue::new_local(None::<IntervalHandle>);
-    Effect::new(move |_| {
-        let playing = state.view.playing.get();
-        let ops_per_s = speed.get();
-        if let Some(h) = handle.get_value() {
-            h.clear();
-        }
-        handle.set_value(None);
-        if playing {
-            let h = set_interval_with_handle(
-                move || {
-                    let n = n_ops();
-                    match state.view.step.get_untracked() {
-                        Some(i) if i + 1 >= n => state.view.playing.set(false),
-                        _ => step_by(1),
-                    }
-                },
-                Duration::from_millis((1000.0 / ops_per_s) as u64),
-            )
-            .ok();
-            handle.set_value(h);
-        }
     });
     // Each op said in its context (a recomputation with its count and the
     // backward it is for): computed once per schedule, and only once read.
@@ -160,19 +107,14 @@ pub fn Stepper() -> impl IntoView {
             <div class="step-controls">
                 <h2>"Step through"</h2>
                 <button id="step-first" title="First op" aria-label="First op" on:click=move |_| go(Some(0))>"|◀"</button>
-                <button id="step-prev" title="Previous op (←)" aria-label="Step back" on:click=move |_| step_by(-1)>"◀"</button>
+                <button id="step-prev" title="Previous op (←)" aria-label="Step back" on:click=move |_| state.step_by(-1)>"◀"</button>
                 <button id="step-play" class="primary" title="Play or pause (space)"
                     aria-label=move || if state.view.playing.get() { "Pause" } else { "Play" }
-                    on:click=move |_| play_pause()>{move || if state.view.playing.get() { "❚❚ Pause" } else { "▶ Play" }}</button>
-                <button id="step-next" title="Next op (→)" aria-label="Step forward" on:click=move |_| step_by(1)>"▶"</button>
+                    on:click=move |_| state.play_pause()>{move || if state.view.playing.get() { "❚❚ Pause" } else { "▶ Play" }}</button>
+                <button id="step-next" title="Next op (→)" aria-label="Step forward" on:click=move |_| state.step_by(1)>"▶"</button>
                 <button id="step-last" title="Last op" aria-label="Last op" on:click=move |_| go(n_ops().checked_sub(1))>"▶|"</button>
                 <button id="step-clear" title="Leave step mode" aria-label="Leave step mode" on:click=move |_| { state.view.playing.set(false); go(None) }>"✕"</button>
-                <select title="Playback speed" aria-label="Playback speed" on:change=move |ev| speed.set(event_target_value(&ev).parse().unwrap_or(4.0))>
-                    <option value="2">"2 ops/s"</option>
-                    <option value="4" selected=true>"4 ops/s"</option>
-                    <option value="10">"10 ops/s"</option>
-                    <option value="40">"40 ops/s"</option>
-                </select>
+                <SpeedSelect id="step-speed" label="Playback speed" speed=state.view.speed />
             </div>
             <PageLegend />
             <div id="step-explain" class="step-explain" aria-live="polite">

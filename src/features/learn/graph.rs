@@ -1,0 +1,60 @@
+//! The step as a graph, alive (issue 27): the shown schedule's forward and
+//! backward nodes with the tensors resident at the current op, played or
+//! stepped on the page's one cursor, so the chain, the memory curve and
+//! the timelines above follow it.
+
+use crate::kit::graph_chart::GraphChart;
+use crate::kit::widgets::{SpeedSelect, Switch};
+use crate::state::use_app;
+use crate::step_graph::StepGraph;
+use leptos::prelude::*;
+use std::sync::Arc;
+
+#[component]
+pub fn GraphView() -> impl IntoView {
+    let state = use_app();
+    // Replayed once per schedule: stepping reads it, never re-simulates.
+    let graph = RwSignal::new(None::<Arc<StepGraph>>);
+    Effect::new(move |_| {
+        let g = state.shown.current.with(|c| {
+            let c = c.as_deref()?;
+            let ops = c.planned.ops.as_deref()?;
+            StepGraph::new(c.chain.clone(), ops, state.controls.link()).ok()
+        });
+        graph.set(g.map(Arc::new));
+    });
+    let proportional = RwSignal::new(true);
+    let playing = state.view.playing;
+    view! {
+        <section class="card graph-card" id="learn-graph" aria-labelledby="learn-graph-title">
+            <div class="graph-head">
+                <h2 id="learn-graph-title">"The step as a graph"</h2>
+                <div class="graph-controls">
+                    <button id="graph-prev" title="Previous op (←)" aria-label="Graph: previous op"
+                        on:click=move |_| state.step_by(-1)>"◀"</button>
+                    <button id="graph-play" class="primary" title="Run or pause (space)"
+                        aria-label=move || if playing.get() { "Pause the graph" } else { "Run the graph" }
+                        on:click=move |_| state.play_pause()>
+                        {move || if playing.get() { "❚❚ Pause" } else { "▶ Run" }}
+                    </button>
+                    <button id="graph-next" title="Next op (→)" aria-label="Graph: next op"
+                        on:click=move |_| state.step_by(1)>"▶"</button>
+                    <SpeedSelect id="graph-speed" label="Graph speed" speed=state.view.speed />
+                    <Switch id="graph-loop" on=state.view.looping label="Loop" />
+                    <Switch id="graph-proportional" on=proportional label="Sizes: time and bytes" />
+                </div>
+            </div>
+            <p class="muted graph-intro">
+                "Forward nodes in a row, backward nodes under them, each arrow a tensor an operation reads. "
+                "Filled: on the device after the operation; striped: written by a recomputation."
+            </p>
+            {move || match graph.with(|g| g.is_some()) {
+                true => view! {
+                    <GraphChart graph=graph.into() step=state.view.step.into() proportional=proportional.into() />
+                }
+                .into_any(),
+                false => view! { <p class="muted">"No schedule at this budget: nothing to draw."</p> }.into_any(),
+            }}
+        </section>
+    }
+}
