@@ -70,3 +70,33 @@ test('the classic four side by side: the peaks and times `remat solve` gives, on
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('your guess: pick the stages to keep, then reveal its peak and time against rotor with the same memory', async () => {
+  // Could fail if the picked stages were read as segment starts rather
+  // than kept outputs (the peak would not be `remat checkpoints --set`'s
+  // simulated one), if rotor were asked at the page's budget instead of
+  // the guess's peak, or if the result showed before Reveal or survived a
+  // change of the set.
+  const chain = 'vgg19-h100';
+  const { page, errors } = await open(context, `#chain=${chain}&algorithm=rotor`);
+  await waitForPlan(page);
+  for (const l of [4, 8, 16]) await page.locator(`.guess-stage[data-stage="${l}"]`).click();
+  assert.equal(await page.locator('#guess-result').count(), 0, 'nothing shown before Reveal');
+  await page.locator('#guess-reveal').click();
+  const result = page.locator('#guess-result');
+  await result.waitFor();
+  const peak = Number(await result.getAttribute('data-peak'));
+  const seconds = Number(await result.getAttribute('data-seconds'));
+  const optimum = Number(await result.getAttribute('data-optimum-seconds'));
+  const cli = JSON.parse(execFileSync(CLI, ['checkpoints', `example:${chain}`, '--model', 'pytorch', '--set', '4,8,16', '--json'], { encoding: 'utf8' }));
+  assert.equal(peak, cli.simulated_peak_bytes);
+  const rotor = solve(chain, ['-a', 'rotor', '-b', String(peak)]);
+  assert.ok(Math.abs(optimum - rotor.makespan_seconds) <= 1e-12 * rotor.makespan_seconds, `${optimum} vs ${rotor.makespan_seconds}`);
+  assert.ok(optimum <= seconds, 'rotor is never slower with the same memory');
+  assert.match(await result.innerText(), /^Keeping \{4, 8, 16, 24\}: peak .* step .*\. Rotor with the same memory: step .*\n+Your peak, during /);
+  // Changing the set hides the answer until the next Reveal.
+  await page.locator('.guess-stage[data-stage="8"]').click();
+  assert.equal(await result.count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

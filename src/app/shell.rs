@@ -90,6 +90,7 @@ pub fn App() -> impl IntoView {
                 <learn::Guide />
                 <learn::GraphView />
                 <strategies::SideBySide />
+                <strategies::YourGuess />
             </PlaceSection>
             <PlaceSection id="place-chain">
                 <files::ChainFiles />

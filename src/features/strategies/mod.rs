@@ -1,7 +1,9 @@
 //! Strategies side by side, in the *Learn* place: the classic four
 //! (`crate::strategies`) on the chain on the page, each with its peak and
 //! time and its memory over time, all on one memory axis and against the
-//! page's budget, one cursor shared by the four charts.
+//! page's budget, one cursor shared by the four charts; and *Your guess*:
+//! pick the stages to keep, then reveal its peak and time against rotor's
+//! with the same memory, and where its peak comes from.
 
 use crate::kit::format::{bytes, ms};
 use crate::kit::hover::{Cursor, TimeAxis};
@@ -10,7 +12,7 @@ use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
 use crate::kit::zoom::TimeZoom;
 use crate::state::use_app;
-use crate::strategies::{classic_four, shared_top, Strategy, MAX_ROTOR_STAGES};
+use crate::strategies::{classic_four, guess, shared_top, Strategy, MAX_ROTOR_STAGES};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 use std::sync::Arc;
@@ -101,6 +103,103 @@ pub fn SideBySide() -> impl IntoView {
                 "Keep everything, keep only a^0, √n (⌈√L⌉ equal segments: Chen et al.'s answer, which assumes equal layers) and rotor, the optimum among persistent schedules at the budget (chains up to {MAX_ROTOR_STAGES} stages). One memory axis for all; the dashed line is the page's budget."
             ))}</p>
             {rows}
+        </section>
+    }
+}
+
+/// Predict, then reveal: the student picks the stages whose outputs are
+/// kept (checkpoints; the segments between are recomputed), then sees what
+/// that costs against the optimum with the same memory.
+#[component]
+pub fn YourGuess() -> impl IntoView {
+    let state = use_app();
+    let kept = RwSignal::new(Vec::<usize>::new());
+    let revealed = RwSignal::new(false);
+    // A new chain starts a new guess.
+    Effect::new(move |_| {
+        state.loaded.chain.track();
+        kept.set(Vec::new());
+        revealed.set(false);
+    });
+    let stages = move || state.loaded.chain.with(|c| c.len());
+    let toggle = move |l: usize| {
+        kept.update(|k| {
+            match k.binary_search(&l) {
+                Ok(i) => {
+                    k.remove(i);
+                }
+                Err(i) => k.insert(i, l),
+            };
+        });
+        revealed.set(false);
+    };
+    let chips = move || {
+        let n = stages();
+        (n <= MAX_ROTOR_STAGES).then(|| {
+            (1..n)
+                .map(|l| {
+                    let on = move || kept.with(|k| k.contains(&l));
+                    view! {
+                        <button class="guess-stage" data-stage=l
+                            aria-pressed=move || on().to_string()
+                            class:on=on on:click=move |_| toggle(l)>{l}</button>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    let result = move || {
+        if !revealed.get() {
+            return None;
+        }
+        let chain = state.loaded.chain.get();
+        let answer = guess(&chain, &kept.get());
+        Some(match answer {
+            Ok(g) => {
+                let base = chain.sequential_seconds();
+                let over = |t: f64| 100.0 * (t / base - 1.0);
+                let set = g
+                    .kept
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let optimum = g.optimum_seconds.map_or_else(
+                    || "Rotor is not solved here for chains over 60 stages".to_string(),
+                    |t| {
+                        format!(
+                            "Rotor with the same memory: step {} (+{:.1} %)",
+                            ms(t),
+                            over(t)
+                        )
+                    },
+                );
+                view! {
+                    <div id="guess-result" data-peak=g.peak_bytes.to_string()
+                        data-seconds=g.seconds.to_string()
+                        data-optimum-seconds=g.optimum_seconds.map(|t| t.to_string()).unwrap_or_default()>
+                        <p><b>{format!("Keeping {{{set}}}: peak {}, step {} (+{:.1} %).", bytes(g.peak_bytes), ms(g.seconds), over(g.seconds))}</b>
+                            " " {optimum} "."</p>
+                        <p class="hint">{math_text(&format!("Your peak, {}", g.peak_line))}</p>
+                    </div>
+                }
+                .into_any()
+            }
+            Err(e) => view! { <p id="guess-result" class="err">{e}</p> }.into_any(),
+        })
+    };
+    view! {
+        <section class="card" id="your-guess">
+            <CardHead title="Your guess: which stages to keep?">
+                <button id="guess-reveal" class="primary" on:click=move |_| revealed.set(true)>"Reveal"</button>
+            </CardHead>
+            <p class="hint">{move || if stages() <= MAX_ROTOR_STAGES {
+                "Pick the stages whose outputs stay in memory (the stretches between them are recomputed before their backward), guess the peak and the time, then reveal them against the optimum with the same memory.".to_string()
+            } else {
+                format!("On chains up to {MAX_ROTOR_STAGES} stages: this one has {}.", stages())
+            }}</p>
+            <div class="guess-stages">{chips}</div>
+            {result}
         </section>
     }
 }
