@@ -71,6 +71,19 @@ impl StepGraph {
         })
     }
 
+    /// The nodes and edges alone, with no operation to show: what the
+    /// graph draws while nobody steps, so that a slider move does not
+    /// replay a schedule nobody looks at (the replay is O(ops × L)).
+    pub fn nodes_only(chain: Arc<Chain>) -> StepGraph {
+        StepGraph {
+            chain,
+            ops: Vec::new(),
+            states: Vec::new(),
+            recomputed: Vec::new(),
+            captions: Vec::new(),
+        }
+    }
+
     /// What is resident after operation `i`. O(i + L).
     pub fn marks(&self, i: usize) -> Marks {
         let top = self.chain.len();

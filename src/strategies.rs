@@ -150,8 +150,7 @@ pub fn guess(chain: &Chain, kept: &[usize]) -> Result<Guess, String> {
         })
         .flatten()
         .and_then(|s| s.predicted_seconds);
-    let mut kept = hong::normalize(chain.len(), kept).map_err(|e| e.to_string())?;
-    kept.dedup();
+    let kept = hong::normalize(chain.len(), kept).map_err(|e| e.to_string())?;
     Ok(Guess {
         kept,
         peak_bytes: trace.peak_bytes,

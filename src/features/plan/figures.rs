@@ -47,7 +47,7 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
     let measured = Signal::derive(move || state.measured.shown());
     // Where the peak comes from: the tensors on the device at that moment,
     // named, largest first (the CLI's `at peak` line, from the one trace).
-    let peak_why = move || {
+    let peak_why = Memo::new(move |_| {
         state.shown.current.with(|c| {
             let c = c.as_ref()?;
             let t = c.ok_trace()?;
@@ -57,7 +57,7 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
                 t.peak_line(c.ops())
             ))
         })
-    };
+    });
     view! {
         <CardHead title="Memory over time">
             <span class="muted">"stacked by tensor; dashed line: the budget"</span>
@@ -66,7 +66,7 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
             <FigureButtons figure=Figure::Memory />
         </CardHead>
         <MemoryChart axis measured />
-        <p id="peak-why" class="hint" data-line=peak_why>{move || peak_why().map(|s| math_text(&s))}</p>
+        <p id="peak-why" class="hint" data-line=peak_why>{move || peak_why.get().map(|s| math_text(&s))}</p>
         {children()}
     }
 }
