@@ -8,6 +8,7 @@ use remat_core::Chain;
 use std::sync::Arc;
 
 /// The schedule on screen and what the simulator measured for it.
+#[derive(Clone)]
 pub struct Current {
     pub chain: Arc<Chain>,
     /// The algorithm's name in an exported schedule: the planner's, or an

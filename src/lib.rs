@@ -17,7 +17,8 @@
 //!   budget; `scaling`: a built-in example at another batch, sequence,
 //!   precision; `optimality`: how far a plan is from the optimum;
 //! - `strategies`: the classic strategies side by side (store-all,
-//!   recompute-all, √n, rotor) on the chain on the page;
+//!   recompute-all, √n, rotor, the optimum) on the chain on the page;
+//! - `lesson`: the Learn place's lesson, its steps' views and answers;
 //! - `file_name`, `words`: downloaded files' names, messages for people.
 //!
 //! The page (wasm only):
@@ -34,6 +35,7 @@
 pub mod current;
 pub mod device_memory;
 pub mod file_name;
+pub mod lesson;
 pub mod link;
 pub mod measured;
 pub mod min_memory;

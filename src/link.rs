@@ -30,6 +30,12 @@ pub struct UrlState {
     /// &weights=…&optimizer=…&margin=…`, or `state=BYTES` for an entered
     /// model state).
     pub device: Option<DeviceInputs>,
+    /// The lesson's step, 1-based as the page says it (`lesson=3`), while
+    /// the lesson is open.
+    pub lesson: Option<usize>,
+    /// The presentation: figures only, large type, keys advance the lesson
+    /// (`present=1`).
+    pub present: bool,
 }
 
 impl UrlState {
@@ -57,6 +63,8 @@ impl UrlState {
                 &full.scale.profiled.precision,
             )
             && agrees(&self.device, &full.device)
+            && agrees(&self.lesson, &full.lesson)
+            && (!self.present || full.present)
     }
 
     /// The same view apart from the budget (the slider's moves).
@@ -67,6 +75,8 @@ impl UrlState {
             && self.min_memory == other.min_memory
             && self.scale == other.scale
             && self.device == other.device
+            && self.lesson == other.lesson
+            && self.present == other.present
     }
 }
 
@@ -105,6 +115,8 @@ pub fn parse_hash(hash: &str) -> UrlState {
             "optimizer" => device.optimizer = Optimizer::from_name(&value),
             "state" => device.state = value.parse().ok(),
             "margin" => device.margin = parse_margin(&value).ok(),
+            "lesson" => url.lesson = value.parse().ok().filter(|&n: &usize| n >= 1),
+            "present" => url.present = value == "1",
             _ => {}
         }
     }
@@ -200,6 +212,17 @@ pub fn with_extras(
 pub fn with_min_memory(mut hash: String, min_memory: Option<Model>) -> String {
     if let Some(model) = min_memory {
         hash.push_str(&format!("&min={}", model.name()));
+    }
+    hash
+}
+
+/// `hash` with the lesson's step and the presentation, while they are on.
+pub fn with_lesson(mut hash: String, lesson: Option<usize>, present: bool) -> String {
+    if let Some(n) = lesson {
+        hash.push_str(&format!("&lesson={n}"));
+    }
+    if present {
+        hash.push_str("&present=1");
     }
     hash
 }
@@ -341,6 +364,27 @@ mod tests {
             assert_eq!(url.bandwidth, Some(bw));
         }
         assert!(format_hash("teaching", Algorithm::Pofo, 5, 0.0).ends_with("bandwidth=none"));
+    }
+
+    // Fails if the lesson's step or the presentation is dropped on the
+    // way, or a step 0 (the page counts from 1) were read as one.
+    #[test]
+    fn the_lesson_and_the_presentation_survive_the_link() {
+        let hash = with_lesson(
+            format_hash("teaching", Algorithm::Rotor, 5, 0.0),
+            Some(3),
+            true,
+        );
+        let url = parse_hash(&hash);
+        assert_eq!((url.lesson, url.present), (Some(3), true));
+        assert_eq!(url.chain.as_deref(), Some("teaching"));
+        let plain = parse_hash(&with_lesson(hash.clone(), None, false));
+        assert_eq!((plain.lesson, plain.present), (Some(3), true));
+        assert_eq!(parse_hash("#lesson=0&present=yes").lesson, None);
+        assert!(!parse_hash("#present=0").present);
+        // Another step is another view (a new history entry), not a budget move.
+        let other = parse_hash(&hash.replace("lesson=3", "lesson=4"));
+        assert!(!url.same_but_budget(&other));
     }
 
     #[test]

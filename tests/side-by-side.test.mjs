@@ -71,6 +71,56 @@ test('the classic four side by side: the peaks and times `remat solve` gives, on
   await page.close();
 });
 
+test('the race: the strategies on one clock and one time axis, with the exact optimum on a short chain', async () => {
+  // Could fail if each chart kept its own time axis (store-all's step,
+  // 300 ms, would fill its chart as recompute-all's does: the time tick
+  // labels differ, and the cursors part ways), if the race's clock moved
+  // one chart and not the others, or if the optimum joined at another
+  // budget than rotor's. Mutation tried: `end: None` in the rows' axes:
+  // the tick labels of store-all's chart differ from recompute-all's.
+  const chain = 'teaching';
+  const budget = 600000000;
+  const { page, errors } = await open(context, `#chain=${chain}&algorithm=rotor&budget=${budget}`);
+  await waitForPlan(page);
+  await page.locator('#classic-four').click();
+  await page.locator('.side-row').nth(4).waitFor();
+  const ids = await page.locator('.side-row').evaluateAll((rs) => rs.map((r) => r.id));
+  assert.deepEqual(ids, ['side-store-all', 'side-recompute-all', 'side-sequential', 'side-rotor', 'side-optimal']);
+  const optimal = solve(chain, ['-a', 'optimal', '-b', String(budget)]);
+  assert.equal(Number(await page.locator('#side-optimal').getAttribute('data-peak')), optimal.peak_bytes);
+  const seconds = Number(await page.locator('#side-optimal').getAttribute('data-seconds'));
+  assert.ok(Math.abs(seconds - optimal.makespan_seconds) <= 1e-12 * optimal.makespan_seconds);
+  // One time axis: the same time tick labels under every chart.
+  const timeTicks = () => page.locator('.side-row svg[id^="side-memory"]').evaluateAll((svgs) => svgs.map((s) =>
+    [...s.querySelectorAll('text')].map((t) => t.textContent).filter((t) => /^[\d.,]+ (ms|s)$/.test(t))));
+  const ticks = await timeTicks();
+  assert.ok(ticks[0].length >= 3, ticks[0].join(' '));
+  for (const t of ticks) assert.deepEqual(t, ticks[0]);
+  // Race them: one cursor, at the same x on every chart at any instant.
+  await page.locator('#side-race').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('.side-now')].some((p) => p.textContent.startsWith('done at')), null, { timeout: 15000 });
+  const now = await page.evaluate(() => ({
+    xs: [...document.querySelectorAll('.side-row svg line[stroke="#1d2430"][stroke-width="1.5"]')].map((l) => l.getAttribute('x1')),
+    lines: [...document.querySelectorAll('.side-now')].map((p) => p.textContent),
+  }));
+  assert.equal(now.xs.length, 5, JSON.stringify(now));
+  for (const x of now.xs) assert.equal(x, now.xs[0]);
+  // Store-all is done first; recompute-all, the slowest, is still running.
+  assert.match(now.lines[0], /^done at 300\.00 ms/);
+  assert.match(now.lines[1], /^at .*: (F|B).* in use$/);
+  await page.locator('#side-race').click();
+  assert.equal(await page.locator('#side-race').getAttribute('aria-pressed'), 'false');
+  for (const size of [[1280, 720], [1920, 1080]]) {
+    await page.setViewportSize({ width: size[0], height: size[1] });
+    await page.locator('#side-by-side').scrollIntoViewIfNeeded();
+    const shot = join(tmpdir(), `remat-race-${size[0]}.png`);
+    await page.locator('#side-by-side').screenshot({ path: shot });
+    console.log(`screenshot: ${shot}`);
+  }
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('your guess: pick the stages to keep, then reveal its peak and time against rotor with the same memory', async () => {
   // Could fail if the picked stages were read as segment starts rather
   // than kept outputs (the peak would not be `remat checkpoints --set`'s
@@ -97,6 +147,39 @@ test('your guess: pick the stages to keep, then reveal its peak and time against
   // Changing the set hides the answer until the next Reveal.
   await page.locator('.guess-stage[data-stage="8"]').click();
   assert.equal(await result.count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('where does the time double: the guess against rotor\'s own threshold', async () => {
+  // Could fail if the threshold were off by a byte (rotor one byte below
+  // it would not take more than twice), or the guess read from the page's
+  // budget instead of its own slider. Mutation tried: the bisection
+  // returning its lower end: `remat solve` at that budget takes more than
+  // twice.
+  const chain = 'teaching';
+  const { page, errors } = await open(context, `#chain=${chain}&algorithm=rotor&budget=600000000`);
+  await waitForPlan(page);
+  await page.locator('#double-slider').fill('200');
+  const guess = Number(await page.locator('#double-guess').getAttribute('data-budget'));
+  await page.locator('#double-reveal').click();
+  const at = Number(await page.locator('#double-result').getAttribute('data-budget'));
+  const twice = 2 * solve(chain, ['-a', 'store-all', '-b', '100%']).makespan_seconds;
+  assert.ok(solve(chain, ['-a', 'rotor', '-b', String(at)]).makespan_seconds <= twice);
+  const below = solve(chain, ['-a', 'rotor', '-b', String(at - 1)]);
+  assert.ok(!below.feasible || below.makespan_seconds > twice, JSON.stringify(below.makespan_seconds));
+  const text = await page.locator('#double-result').textContent();
+  const rotorAtGuess = execFileSync(CLI, ['solve', `example:${chain}`, '-a', 'rotor', '-b', String(guess)], { encoding: 'utf8' })
+    .split('\n').find((l) => l.startsWith('makespan')).split(/\s{2,}/)[1];
+  assert.ok(text.includes(`rotor takes ${rotorAtGuess}`), text);
+  // Moving the guess hides the answer until the next reveal.
+  await page.locator('#double-slider').fill('600');
+  assert.equal(await page.locator('#double-result').count(), 0);
+  // VGG-19: rotor never doubles.
+  await page.goto(new URL(`#chain=vgg19-h100&algorithm=rotor`, page.url()).href);
+  await waitForPlan(page);
+  await page.locator('#double-reveal').click();
+  assert.match(await page.locator('#double-result').textContent(), /never doubles/);
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -5,7 +5,7 @@
 
 use super::places::{PlaceSection, PlacesNav};
 use super::url::{initial_load, sync_url};
-use crate::features::learn::{LargeType, LargeTypeButton};
+use crate::features::learn::{LargeType, LargeTypeButton, Lesson};
 use crate::features::min_memory::MinMemory;
 use crate::features::{compare, files, gpu, learn, min_memory, plan, strategies};
 use crate::io;
@@ -22,6 +22,8 @@ pub fn App() -> impl IntoView {
     let least_memory = MinMemory::new(state.loaded);
     provide_context(least_memory);
     provide_context(DeviceMemory::new());
+    let lesson = Lesson::new();
+    provide_context(lesson);
     initial_load(state);
     sync_url(state);
     provide_context(state);
@@ -40,8 +42,11 @@ pub fn App() -> impl IntoView {
         {
             c.push_str(" not-in-force");
         }
-        if large.0.get() {
+        if large.0.get() || lesson.presenting.get() {
             c.push_str(" large");
+        }
+        if lesson.presenting.get() {
+            c.push_str(" presenting");
         }
         c
     };
@@ -61,15 +66,15 @@ pub fn App() -> impl IntoView {
             <plan::StaleNote />
             <plan::ImportedNote />
             // The figures first, nothing between them (issue 26).
-            <section class="card figure">
+            <section class="card figure" id="figure-chain">
                 <plan::ChainCard marks=Signal::derive(move || least_memory.marked()) />
             </section>
-            <section class="card figure">
+            <section class="card figure" id="figure-memory">
                 <plan::MemoryCard>
                     <files::MeasuredStatus />
                 </plan::MemoryCard>
             </section>
-            <section class="card figure">
+            <section class="card figure" id="figure-timelines">
                 <plan::TimelinesCard />
             </section>
             <plan::Stepper />
@@ -87,10 +92,12 @@ pub fn App() -> impl IntoView {
             </PlaceSection>
             <PlaceSection id="place-learn">
                 <p class="place-tools"><LargeTypeButton /></p>
+                <learn::LessonCard />
                 <learn::Guide />
                 <learn::GraphView />
-                <strategies::SideBySide />
+                <strategies::SideBySide shown=Signal::derive(move || lesson.shows_side_by_side()) />
                 <strategies::YourGuess />
+                <strategies::TimeDoubles />
             </PlaceSection>
             <PlaceSection id="place-chain">
                 <files::ChainFiles />

@@ -5,9 +5,13 @@
 //! a slider drag one entry replaced while it moves. `&min=pytorch|chen`
 //! is there while the minimum memory mode is on.
 
+use crate::features::learn::{step_link, Lesson};
 use crate::features::min_memory::MinMemory;
 use crate::io::{load_stored, read_url, UrlState, DEFAULT_EXAMPLE};
-use crate::link::{format_hash, parse_hash, with_extras, with_min_memory, HistoryPen, Write};
+use crate::lesson::STEPS;
+use crate::link::{
+    format_hash, parse_hash, with_extras, with_lesson, with_min_memory, HistoryPen, Write,
+};
 use crate::scaling::{kept_scale, ExampleScale};
 use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
@@ -58,7 +62,11 @@ pub fn sync_url(state: AppState) {
     let controls = state.controls;
     let min_memory = use_context::<MinMemory>();
     let device = use_context::<DeviceMemory>();
+    let lesson = use_context::<Lesson>();
     Effect::new(move |_| {
+        let (step, presenting) = lesson.map_or((None, false), |l| {
+            (l.step.get().map(|i| i + 1), l.presenting.get())
+        });
         let hash = with_extras(
             with_min_memory(
                 format_hash(
@@ -72,6 +80,7 @@ pub fn sync_url(state: AppState) {
             &state.loaded.scale.get(),
             device.and_then(|d| d.in_link()).as_ref(),
         );
+        let hash = with_lesson(hash, step, presenting);
         if let Some(p) = pending.try_update_value(|p| p.take()).flatten() {
             p.timer.clear();
         }
@@ -102,7 +111,7 @@ pub fn sync_url(state: AppState) {
         }
         let url = read_url();
         pen.update_value(|pen| pen.arrived(url.clone()));
-        apply_url(state, min_memory, device, &url);
+        apply_url(state, min_memory, device, lesson, &url);
     });
     for event in ["hashchange", "popstate"] {
         let _ = window.add_event_listener_with_callback(event, arrive.as_ref().unchecked_ref());
@@ -135,6 +144,32 @@ pub fn sync_url(state: AppState) {
     release.forget();
 }
 
+/// A link naming a lesson step and no chain (`#lesson=2`, written by
+/// hand) names that step's whole view.
+fn expand_lesson(url: UrlState) -> UrlState {
+    match (url.lesson, &url.chain) {
+        (Some(n), None) => step_link(n - 1, url.present).map_or(url, |hash| parse_hash(&hash)),
+        _ => url,
+    }
+}
+
+/// The lesson's step and presentation as the link says: a complete link
+/// (the page's own) without them has them off.
+fn apply_lesson(lesson: Option<Lesson>, url: &UrlState, complete: bool) {
+    let Some(lesson) = lesson else {
+        return;
+    };
+    let step = url.lesson.map(|n| n - 1).filter(|&i| i < STEPS.len());
+    if complete || step.is_some() {
+        if lesson.step.get_untracked() != step {
+            lesson.step.set(step);
+        }
+        if lesson.presenting.get_untracked() != url.present {
+            lesson.presenting.set(url.present);
+        }
+    }
+}
+
 /// Shows the view `url` names; what it leaves out stays as it is, but for
 /// the minimum memory mode: a complete link (the page's own) without
 /// `min=` has it off.
@@ -142,13 +177,16 @@ pub fn apply_url(
     state: AppState,
     min_memory: Option<MinMemory>,
     device: Option<DeviceMemory>,
+    lesson: Option<Lesson>,
     url: &UrlState,
 ) {
+    let url = &expand_lesson(url.clone());
     let controls = state.controls;
     let complete = url.chain.is_some()
         && url.algorithm.is_some()
         && url.budget.is_some()
         && url.bandwidth.is_some();
+    apply_lesson(lesson, url, complete);
     if let Some(device) = device {
         device.apply(url.device, complete);
     }
@@ -247,7 +285,8 @@ fn load_named(state: AppState, name: &str, scale: ExampleScale, budget: Option<u
 
 /// Loads the chain the URL names (or the last imported one, or the default).
 pub fn initial_load(state: AppState) {
-    let mut url = read_url();
+    let mut url = expand_lesson(read_url());
+    apply_lesson(use_context::<Lesson>(), &url, url.chain.is_some());
     let name = url.chain.take().unwrap_or_else(|| DEFAULT_EXAMPLE.into());
     // The algorithm first: loading builds its table.
     if let Some(alg) = url.algorithm {

@@ -61,9 +61,23 @@ pub struct TimeAxis {
     pub schedule: Signal<Option<Arc<Current>>>,
     pub zoom: TimeZoom,
     pub cursor: Cursor,
+    /// Where the axis ends, in seconds, when longer than the schedule's
+    /// makespan: charts of several schedules side by side share one time
+    /// scale, so the faster ones end early. None: at the makespan.
+    pub end: Option<Signal<f64>>,
 }
 
 impl TimeAxis {
+    /// The seconds the axis spans for a schedule of `makespan` (tracked).
+    pub fn span(self, makespan: f64) -> f64 {
+        self.end.map_or(makespan, |e| e.get().max(makespan))
+    }
+
+    fn span_untracked(self, makespan: f64) -> f64 {
+        self.end
+            .map_or(makespan, |e| e.get_untracked().max(makespan))
+    }
+
     /// The schedule's time scale in the shared window, while it has a
     /// trace (tracked).
     pub fn window(self) -> Option<TimeScale> {
@@ -71,7 +85,7 @@ impl TimeAxis {
             c.as_ref()
                 .and_then(|c| c.ok_trace().map(|t| t.makespan_seconds))
         })?;
-        Some(TimeScale::new(makespan, self.zoom.get()))
+        Some(TimeScale::new(self.span(makespan), self.zoom.get()))
     }
 }
 
@@ -101,7 +115,8 @@ impl TimeHover {
         };
         self.axis.schedule.with_untracked(|c| {
             if let Some(t) = c.as_ref().and_then(|c| c.ok_trace()) {
-                let scale = TimeScale::new(t.makespan_seconds, self.axis.zoom.get_untracked());
+                let span = self.axis.span_untracked(t.makespan_seconds);
+                let scale = TimeScale::new(span, self.axis.zoom.get_untracked());
                 self.axis.cursor.hover(scale.t_at(x));
                 self.fx.set(Some(fx));
             }
@@ -124,7 +139,7 @@ impl TimeHover {
     /// The time scale of a schedule of `makespan` in the shared window
     /// (tracked).
     pub fn scale(self, makespan: f64) -> TimeScale {
-        TimeScale::new(makespan, self.axis.zoom.get())
+        TimeScale::new(self.axis.span(makespan), self.axis.zoom.get())
     }
 
     /// While the pointer is over this chart: where (fraction of the width),

@@ -115,11 +115,10 @@ fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
 fn layer(
     trace: &Trace,
     budget: u64,
-    window: (f64, f64),
+    scale: TimeScale,
     measured: Option<&Comparison>,
     shared_top: u64,
 ) -> String {
-    let scale = TimeScale::new(trace.makespan_seconds, window);
     let high = (trace.peak_bytes.max(budget))
         .max(top(measured))
         .max(shared_top);
@@ -249,7 +248,7 @@ pub fn MemoryChart(
                 layer(
                     t,
                     c.planned.budget.max(1),
-                    axis.zoom.get(),
+                    TimeScale::new(axis.span(t.makespan_seconds), axis.zoom.get()),
                     measured.as_deref(),
                     shared_top,
                 )

@@ -26,12 +26,16 @@ fn band(lane: Lane) -> (f64, f64) {
     }
 }
 
-fn layer(c: &Current, window: (f64, f64)) -> String {
+fn layer(c: &Current, axis: TimeAxis) -> String {
     let Some(trace) = c.ok_trace() else {
         return String::new();
     };
     let ops = c.ops();
-    let scale = TimeScale::new(trace.makespan_seconds, window);
+    let (span, window) = (axis.span(trace.makespan_seconds), axis.zoom.get());
+    let scale = TimeScale::new(span, window);
+    // The share of the axis this schedule's step covers (less than all of
+    // it when drawn beside a slower one).
+    let share = trace.makespan_seconds / span.max(1e-15);
     let flags = recompute_flags(ops, c.chain.len());
     let ((compute_y, compute_h), (copy_y, copy_h)) = (band(Lane::Compute), band(Lane::Copy));
     let mut s = String::with_capacity(ops.len() * 90);
@@ -52,7 +56,7 @@ fn layer(c: &Current, window: (f64, f64)) -> String {
         copy_y + copy_h / 2.0 + 4.0
     ));
     s.push_str(&scale.axis_svg(AXIS_Y, 5.0));
-    let label_room = PLOT_W / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
+    let label_room = PLOT_W * share / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
     let mut batch = PathBatch::default();
     let mut stripes = PathBatch::default();
     let mut labels = String::new();
@@ -120,7 +124,7 @@ fn release_mark(x: f64, y: f64, h: f64, op: &str) -> String {
 pub fn TimelineChart(axis: TimeAxis) -> impl IntoView {
     let schedule = axis.schedule;
     let hover = TimeHover::new(axis, H);
-    let heavy = layer_of("timeline", schedule, move |c| layer(c, axis.zoom.get()));
+    let heavy = layer_of("timeline", schedule, move |c| layer(c, axis));
     // The step-through's op, outlined.
     let highlight = move || {
         let i = axis.cursor.step.get()?;

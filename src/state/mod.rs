@@ -82,6 +82,7 @@ impl AppState {
                 time: self.view.cursor,
                 step: self.view.step,
             },
+            end: None,
         }
     }
 

@@ -12,10 +12,14 @@ use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
 use crate::kit::zoom::TimeZoom;
 use crate::state::use_app;
-use crate::strategies::{classic_four, guess, shared_top, Strategy, MAX_ROTOR_STAGES};
+use crate::strategies::{
+    guess, now_line, race_step, shared_end, shared_top, Classic, Doubling, MAX_OPTIMAL_STAGES,
+    MAX_ROTOR_STAGES,
+};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Each chart's SVG id (ids are static strings in the kit).
 fn chart_id(algorithm: Algorithm) -> &'static str {
@@ -23,36 +27,59 @@ fn chart_id(algorithm: Algorithm) -> &'static str {
         Algorithm::StoreAll => "side-memory-store-all",
         Algorithm::RecomputeAll => "side-memory-recompute-all",
         Algorithm::Sequential => "side-memory-sequential",
+        Algorithm::Optimal => "side-memory-optimal",
         _ => "side-memory-rotor",
     }
 }
 
+/// The slowest strategy's step plays in this many seconds; the others, on
+/// the same clock, finish earlier: the race is the lesson.
+const RACE_SECONDS: f64 = 8.0;
+/// The race's clock ticks this often.
+const TICK: Duration = Duration::from_millis(40);
+
+/// `shown`: whether another part of the page (the lesson's step) has the
+/// strategies shown, as the button would.
 #[component]
-pub fn SideBySide() -> impl IntoView {
+pub fn SideBySide(#[prop(optional, into)] shown: Option<Signal<bool>>) -> impl IntoView {
     let state = use_app();
-    // Computed once asked, then again whenever the chain or the budget
-    // moves (rotor's table is built here: chains up to 60 stages).
+    // Asked once, then kept: what does not depend on the budget (the fixed
+    // three, rotor's table) is built once per chain; a budget move reads
+    // rotor's table and, on short chains, searches the optimum.
     let asked = RwSignal::new(false);
-    let four = RwSignal::new(None::<Arc<Vec<Strategy>>>);
-    Effect::new(move |_| {
-        if !asked.get() {
-            return;
-        }
-        let chain = state.loaded.chain.get();
+    if let Some(shown) = shown {
+        Effect::new(move |_| {
+            if shown.get() {
+                asked.set(true);
+            }
+        });
+    }
+    let classic = Memo::new(move |_| {
+        asked
+            .get()
+            .then(|| ArcHandle(Arc::new(Classic::new(&state.loaded.chain.get()))))
+    });
+    let strategies = Memo::new(move |_| {
         let budget = state.controls.budget.get();
-        four.set(Some(Arc::new(classic_four(&chain, budget))));
+        classic.with(|c| c.as_ref().map(|c| ArcHandle(Arc::new(c.0.at(budget)))))
     });
     let top = Signal::derive(move || {
         let budget = state.controls.budget.get();
-        four.with(|f| f.as_ref().map_or(budget, |f| shared_top(f, budget)))
+        strategies.with(|f| f.as_ref().map_or(budget, |f| shared_top(&f.0, budget)))
     });
+    // One time axis for all: it ends at the slowest one's makespan.
+    let end =
+        Signal::derive(move || strategies.with(|f| f.as_ref().map_or(0.0, |f| shared_end(&f.0))));
     let cursor = Cursor {
         time: RwSignal::new(None),
         step: RwSignal::new(None),
     };
+    let racing = RwSignal::new(false);
+    run_race(racing, cursor.time, end);
     let rows = move || {
         let budget = state.controls.budget.get_untracked();
-        four.get().map(|four| {
+        strategies.get().map(|four| {
+            let four = four.0;
             (0..four.len())
                 .map(|i| {
                     let s = &four[i];
@@ -78,13 +105,17 @@ pub fn SideBySide() -> impl IntoView {
                         schedule,
                         zoom: TimeZoom::new(),
                         cursor,
+                        end: Some(end),
                     };
+                    let current = s.current.clone();
+                    let now = move || cursor.time.get().map(|t| now_line(&current, t));
                     view! {
                         <div class="side-row" id=format!("side-{}", s.algorithm.name())
                             data-peak=peak.map(|p| p.to_string()).unwrap_or_default()
                             data-seconds=seconds.map(|(t, _)| t.to_string()).unwrap_or_default()
                             data-segments=s.segments.map(|k| k.to_string()).unwrap_or_default()>
                             <h3>{math_text(&s.label)}<span class=if fits { "muted" } else { "over" }>{format!(" — {numbers}")}</span></h3>
+                            <p class="side-now muted">{move || now().map(|l| math_text(&l))}</p>
                             <MemoryChart axis measured=Signal::derive(|| None)
                                 id=chart_id(s.algorithm) shared_top=top />
                         </div>
@@ -93,18 +124,65 @@ pub fn SideBySide() -> impl IntoView {
                 .collect_view()
         })
     };
+    let optimum_note = move || {
+        let n = state.loaded.chain.with(|c| c.len());
+        (n > MAX_OPTIMAL_STAGES).then(|| {
+            format!(
+                " The exact optimum over every schedule joins on chains up to {MAX_OPTIMAL_STAGES} stages (this one has {n}); rotor is the optimum among persistent schedules — those that compute each ā^ℓ once per backward — and Compare searches the exact one on request up to 18 stages."
+            )
+        })
+    };
     view! {
         <section class="card" id="side-by-side">
             <CardHead title="Strategies side by side">
                 <button id="classic-four" on:click=move |_| asked.set(true)
                     disabled=move || asked.get()>"Show the classic four"</button>
+                <button id="side-race" class="primary" disabled=move || !asked.get()
+                    aria-pressed=move || racing.get().to_string()
+                    title="Play the steps on one clock: each chart's cursor at the same time"
+                    on:click=move |_| racing.update(|r| *r = !*r)>
+                    {move || if racing.get() { "❚❚ Pause" } else { "▶ Race them" }}
+                </button>
             </CardHead>
-            <p class="hint">{math_text(&format!(
-                "Keep everything, keep only a^0, √n (⌈√L⌉ equal segments: Chen et al.'s answer, which assumes equal layers) and rotor, the optimum among persistent schedules at the budget (chains up to {MAX_ROTOR_STAGES} stages). One memory axis for all; the dashed line is the page's budget."
+            <p class="hint">{move || math_text(&format!(
+                "Keep everything, keep only a^0, √n (⌈√L⌉ equal segments: Chen et al.'s answer, which assumes equal layers) and rotor at the budget (chains up to {MAX_ROTOR_STAGES} stages). One memory axis and one time axis for all: the dashed line is the page's budget, and a faster step ends earlier.{}",
+                optimum_note().unwrap_or_default()
             ))}</p>
-            {rows}
+            <div class="side-rows">{rows}</div>
         </section>
     }
+}
+
+/// A cheaply cloned, never-equal handle, so that a `Memo` of it notifies on
+/// every recomputation (the strategies hold no `PartialEq`).
+#[derive(Clone)]
+struct ArcHandle<T>(Arc<T>);
+
+impl<T> PartialEq for ArcHandle<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// The race's clock: while `racing`, moves `time` across `0..=end` in
+/// [`RACE_SECONDS`], wrapping to the start.
+fn run_race(racing: RwSignal<bool>, time: RwSignal<Option<f64>>, end: Signal<f64>) {
+    let handle = StoredValue::new_local(None::<IntervalHandle>);
+    Effect::new(move |_| {
+        let on = racing.get();
+        if let Some(h) = handle.get_value() {
+            h.clear();
+        }
+        handle.set_value(None);
+        if on {
+            let tick = move || {
+                let end = end.get_untracked();
+                let step = end * TICK.as_secs_f64() / RACE_SECONDS;
+                time.update(|t| *t = Some(race_step(*t, step, end)));
+            };
+            handle.set_value(set_interval_with_handle(tick, TICK).ok());
+        }
+    });
 }
 
 /// Predict, then reveal: the student picks the stages whose outputs are
@@ -199,6 +277,85 @@ pub fn YourGuess() -> impl IntoView {
                 format!("On chains up to {MAX_ROTOR_STAGES} stages: this one has {}.", stages())
             }}</p>
             <div class="guess-stages">{chips}</div>
+            {result}
+        </section>
+    }
+}
+
+/// Predict, then reveal, with the budget: the student drags to where they
+/// think rotor's step takes twice the no-limit time, then sees where it
+/// does (or that it never does on this chain) and rotor's time at theirs.
+#[component]
+pub fn TimeDoubles() -> impl IntoView {
+    let state = use_app();
+    let (low, high) = (state.loaded.m_low, state.loaded.m_high);
+    // The guess, as a share of M_low … M_high (the slider's own scale).
+    let share = RwSignal::new(0.5);
+    let revealed = RwSignal::new(false);
+    Effect::new(move |_| {
+        state.loaded.chain.track();
+        revealed.set(false);
+    });
+    let guessed = move || {
+        let (lo, hi) = (low.get() as f64, high.get() as f64);
+        (lo + share.get() * (hi - lo)).round() as u64
+    };
+    let result = move || {
+        if !revealed.get() {
+            return None;
+        }
+        let chain = state.loaded.chain.get();
+        let classic = Classic::new(&chain);
+        let mine = guessed();
+        let base = chain.sequential_seconds();
+        let at_mine = classic.rotor_seconds(mine).map_or_else(
+            || "no schedule".to_string(),
+            |t| format!("{} (+{:.1} %)", ms(t), 100.0 * (t / base - 1.0)),
+        );
+        let (line, at) = match classic.doubling() {
+            Doubling::At(b) => {
+                let off = 100.0 * (mine as f64 - b as f64) / (high.get() - low.get()).max(1) as f64;
+                (
+                    format!(
+                        "Rotor's step takes twice the no-limit time ({}) below {}: you were {:+.1} % of the slider's range off. At your {} rotor takes {at_mine}.",
+                        ms(2.0 * base),
+                        bytes(b),
+                        off,
+                        bytes(mine)
+                    ),
+                    b.to_string(),
+                )
+            }
+            Doubling::Never { overhead_at_low } => (
+                format!(
+                    "On this chain rotor's step never doubles: even at the least memory it is only +{:.1} %. At your {} it takes {at_mine}.",
+                    100.0 * overhead_at_low,
+                    bytes(mine)
+                ),
+                String::new(),
+            ),
+            Doubling::NotSolved => (
+                format!("Rotor is not solved here for chains over {MAX_ROTOR_STAGES} stages."),
+                String::new(),
+            ),
+        };
+        Some(view! { <p id="double-result" data-budget=at><b>{line}</b></p> })
+    };
+    view! {
+        <section class="card" id="time-doubles">
+            <CardHead title="Your guess: where does the time double?">
+                <button id="double-reveal" class="primary" on:click=move |_| revealed.set(true)>"Reveal"</button>
+            </CardHead>
+            <p class="hint">"Drag to the budget where you think rotor's step takes twice as long as keeping everything, then reveal where it does."</p>
+            <p class="double-guess">
+                <input type="range" id="double-slider" min="0" max="1000" aria-label="Your guess: the budget where the time doubles"
+                    prop:value=move || (share.get() * 1000.0).round().to_string()
+                    on:input=move |ev| {
+                        share.set(event_target_value(&ev).parse::<f64>().unwrap_or(500.0) / 1000.0);
+                        revealed.set(false);
+                    } />
+                <span id="double-guess" data-budget=move || guessed().to_string()>{move || bytes(guessed())}</span>
+            </p>
             {result}
         </section>
     }
