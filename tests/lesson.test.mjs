@@ -116,6 +116,9 @@ test('the presentation: figures only, in large type, the keys advance the lesson
   await page.waitForFunction(() => document.querySelector('#lesson').dataset.step === '4');
   await waitForPlan(page);
   assert.match(await hash(page), /lesson=4&present=1/);
+  // pofo's own plan, not rotor's faded while it is solved.
+  await page.waitForFunction(() => !document.querySelector('main').classList.contains('stale')
+    && document.querySelector('#stat-moved')?.textContent.trim() !== '0 B', null, { timeout: 60000 });
   assert.equal(await shown(page, '#side-by-side'), false);
   assert.equal(await shown(page, '#figure-memory'), true);
   assert.equal(await shown(page, '#figure-timelines'), true);
