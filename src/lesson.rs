@@ -143,7 +143,8 @@ fn sqrt_peak(chain: &Chain) -> Option<u64> {
 /// there; `shown_seconds` is the plan on the page (pofo's, for the
 /// offloading step, solved by the page's worker).
 pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f64>) -> String {
-    let at = Classic::new(chain).at(budget);
+    let classic = Classic::new(chain);
+    let at = classic.at(budget);
     let base = chain.sequential_seconds();
     let find = |a: Algorithm| at.iter().find(|s| s.algorithm == a);
     let seconds = |s: Option<&Strategy>| {
@@ -168,7 +169,7 @@ pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f
                 })
                 .unwrap_or_default();
             format!(
-                "√n takes {}, rotor {}: {:.0} % of √n's overhead saved with the same memory. √n's peak, {why}.",
+                "√n takes {}, rotor {}: {:.0} % of √n's overhead saved with the same memory. √n's peak comes {why}.",
                 over(s),
                 over(r),
                 100.0 * (s - r) / (s - base).max(1e-15)
@@ -176,13 +177,14 @@ pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f
         }
         (2, _, Some(r)) => {
             let sqrt_peak = sqrt.and_then(|s| s.current.ok_trace()).map(|t| t.peak_bytes);
-            let all = seconds(find(Algorithm::RecomputeAll));
+            let all = find(Algorithm::RecomputeAll);
             format!(
-                "Rotor takes {}; keeping only a^0, {}. √n needs {}; the least any schedule needs is {}.",
+                "Rotor takes {}; keeping only a^0, {} with a peak of {}. √n needs {}. M_low, the least rotor can do with (the slider's left end), is {}.",
                 over(r),
-                all.map_or_else(|| "—".into(), over),
+                seconds(all).map_or_else(|| "—".into(), over),
+                peak(all).map_or_else(|| "—".into(), format_bytes),
                 sqrt_peak.map_or_else(|| "—".into(), format_bytes),
-                format_bytes(memory_floor(chain).bytes)
+                format_bytes(classic.rotor_low().unwrap_or(memory_floor(chain).bytes))
             )
         }
         (3, _, Some(r)) => match shown_seconds {
@@ -197,7 +199,7 @@ pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f
         },
         (4, _, Some(r)) => match seconds(find(Algorithm::Optimal)) {
             Some(o) => format!(
-                "The optimum takes {}, rotor {}: rotor is {:.1} % slower. On the teaching chain and the measured examples up to 12 stages the two tie.",
+                "The optimum takes {}, rotor {}: rotor is {:.1} % slower. The Compare place measures this gap for every algorithm on chains up to 12 stages.",
                 format_seconds(o),
                 format_seconds(r),
                 100.0 * (r / o - 1.0)
@@ -268,6 +270,14 @@ mod tests {
         let v = view_of(1).unwrap();
         let a = answer(1, &v.chain, v.budget, None);
         assert!(a.contains("ā^1"), "{a}");
+        // Step 3 names M_low, rotor's least (765 337 600 B on resnet50-h100,
+        // `remat solve`'s m_low_bytes), not the floor below it.
+        let v = view_of(2).unwrap();
+        let a = answer(2, &v.chain, v.budget, None);
+        assert!(
+            a.contains(&format!("is {}.", format_bytes(765_337_600))),
+            "{a}"
+        );
     }
 
     /// The offloading step's answer reads the page's plan: without one it

@@ -174,6 +174,12 @@ pub enum Doubling {
 }
 
 impl Classic {
+    /// M_low: the least budget rotor has a schedule for, None past
+    /// [`MAX_ROTOR_STAGES`].
+    pub fn rotor_low(&self) -> Option<u64> {
+        self.rotor.as_ref().map(Planner::min_budget_bytes)
+    }
+
     /// Rotor's step time at `budget`, None where it has no schedule.
     pub fn rotor_seconds(&self, budget: u64) -> Option<f64> {
         let solution = self.rotor.as_ref()?.plan(&self.chain, budget).ok()?;
