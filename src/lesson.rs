@@ -151,6 +151,7 @@ pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f
         s.and_then(|s| s.current.ok_trace())
             .map(|t| t.makespan_seconds)
     };
+    let peak = |s: Option<&Strategy>| s.and_then(|s| s.current.ok_trace()).map(|t| t.peak_bytes);
     let over = |t: f64| format!("{} (+{:.1} %)", format_seconds(t), 100.0 * (t / base - 1.0));
     let (sqrt, rotor) = (find(Algorithm::Sequential), find(Algorithm::Rotor));
     let (sqrt_t, rotor_t) = (seconds(sqrt), seconds(rotor));
