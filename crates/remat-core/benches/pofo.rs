@@ -6,12 +6,21 @@
 //!
 //! `cargo bench -p remat-core --bench pofo`; each DP is checked to give the
 //! same plan as the reference before it is timed.
+//!
+//! `pofo_table`: offloading at slider speed, L = 100 on pofo's grid of 50
+//! slots at M_high (one absolute grid): `build` the tables for every budget
+//! (`offload::TablePlanner`: pofo's `Table` and rotor's), then a new budget
+//! answered from them — `dp_read_out` (the DP's plan, `Table::plan`) and
+//! `answer` (the judged schedule: prefetches placed, the DP's and rotor's
+//! schedules simulated, as `remat solve` answers), budgets cycling over
+//! 20 points from M_low to M_high.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::synthetic;
 use remat_core::solvers::persistent::{min_budget, Variant};
+use remat_core::solvers::offload::TablePlanner;
 use remat_core::solvers::pofo::{reference, Mode, Pofo, PofoPlan};
-use remat_core::solvers::{max_useful_budget, no_progress, Options};
+use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
 use remat_core::Chain;
 use std::hint::black_box;
 use std::time::Duration;
@@ -83,5 +92,40 @@ fn pofo(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, pofo);
+fn table(c: &mut Criterion) {
+    let mut g = c.benchmark_group("pofo_table");
+    g.sample_size(10);
+    g.warm_up_time(Duration::from_millis(500));
+    g.measurement_time(Duration::from_secs(5));
+    let chain = synthetic(100);
+    let low = min_budget(&chain, Variant::Rotor);
+    let high = max_useful_budget(&chain);
+    let options = Options {
+        bandwidth_bytes_per_s: Some(BANDWIDTH),
+        ..Options::default()
+    };
+    let build = || {
+        TablePlanner::build(&chain, Algorithm::Pofo, high, &options, &mut no_progress()).unwrap()
+    };
+    g.bench_function("build/L100_N50", |b| b.iter(build));
+    let planner = build();
+    let table = planner.table().expect("a link: the DP's tables");
+    let budgets: Vec<u64> = (0..20).map(|k| low + (high - low) * k / 19).collect();
+    let mut at = 0;
+    g.bench_function("dp_read_out/L100_N50", |b| {
+        b.iter(|| {
+            at = (at + 1) % budgets.len();
+            table.plan(black_box(budgets[at]))
+        })
+    });
+    g.bench_function("answer/L100_N50", |b| {
+        b.iter(|| {
+            at = (at + 1) % budgets.len();
+            planner.plan(&chain, black_box(budgets[at]))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, pofo, table);
 criterion_main!(benches);

@@ -254,6 +254,19 @@ fn leftover(x: f64) -> usize {
     }
 }
 
+/// Lemma 1's excess for Case 2 of OC: reach + ((A + Δ_F + I) − N), where
+/// `mfx` = A + Δ_F + I and `big_n` = N are whole numbers, so their
+/// difference is exact and the only rounding is the one addition. The sum
+/// thus depends on the free memory N − A alone, to the bit, which is what
+/// lets one table on an absolute grid answer every budget ([`Table`]): the
+/// state (A, ·) of a budget of N slots is the state (A + N' − N, ·) of a
+/// table of N' slots. (Until this, the DP summed (reach − N) + mfx: two
+/// roundings, the first depending on N.)
+#[inline(always)]
+fn case2_excess(reach: f64, mfx: f64, big_n: f64) -> f64 {
+    reach + (mfx - big_n)
+}
+
 /// One decision of C_Δ: 0 infeasible, 1 F_all^i (or the leaf), 2 + k F_ck^i
 /// with the next checkpoint a^{i+k}.
 type Choice = u16;
@@ -419,8 +432,9 @@ struct Splits {
     /// rest_i + f and f + rest_{last+1}, as OC sums them.
     rest_f: Vec<f64>,
     f_rest: Vec<f64>,
-    /// Lemma 1's reach minus N.
-    reach_n: Vec<f64>,
+    /// Lemma 1's reach, max_k (𝓜_k − β Σ_{h<k} u_f∅), before the state's
+    /// own A + Δ_F + I − N is added (an exact integer: see [`case2_idle`]).
+    reach: Vec<f64>,
 }
 
 /// Per-row and per-column work space of [`Pofo::fill_square`].
@@ -624,6 +638,32 @@ impl Pofo {
         max_table_bytes: u64,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
+        Self::build_with(
+            chain,
+            mode,
+            budget_bytes,
+            slots,
+            bandwidth,
+            max_table_bytes,
+            true,
+            progress,
+        )
+    }
+
+    /// [`build`](Self::build), with or without the cut (`find_cut`): without
+    /// it every entry of both tables is exact, whatever the budget it is
+    /// read for ([`Table`]).
+    #[allow(clippy::too_many_arguments)]
+    fn build_with(
+        chain: &Chain,
+        mode: Mode,
+        budget_bytes: u64,
+        slots: usize,
+        bandwidth: Option<f64>,
+        max_table_bytes: u64,
+        with_cut: bool,
+        progress: &mut Progress<'_>,
+    ) -> Result<Pofo, SolveError> {
         validate(chain.len(), slots)?;
         let grid = Grid::new(chain, budget_bytes, slots, bandwidth);
         let n = grid.n;
@@ -674,6 +714,12 @@ impl Pofo {
         // C_Δ at Δ = 0 first (all of it with no link), then OC's states
         // without transfers: their value bounds the optimum, which cuts
         // both tables (`find_cut`); then the rest of C_Δ under the cut.
+        if !with_cut {
+            if mode == Mode::Full {
+                pofo.fill_backward(progress)?;
+            }
+            return Ok(pofo);
+        }
         if mode == Mode::Full {
             pofo.back.delta_cap = 0;
             if max_delta == 0 {
@@ -961,7 +1007,6 @@ impl Pofo {
     fn splits_of(&self, i: usize) -> Splits {
         let g = &self.grid;
         let n = g.n;
-        let big_n = g.slots as f64;
         let mut out = Splits::default();
         if i >= n {
             return out;
@@ -984,7 +1029,7 @@ impl Pofo {
             out.f.push(f);
             out.rest_f.push(g.rest[i] + f);
             out.f_rest.push(f + g.rest[last + 1]);
-            out.reach_n.push(reach - big_n);
+            out.reach.push(reach);
         }
         out
     }
@@ -1170,10 +1215,10 @@ impl Pofo {
             let f = splits.f[k];
             let rest_f = splits.rest_f[k];
             let f_rest = splits.f_rest[k];
-            let reach_n = splits.reach_n[k];
+            let reach = splits.reach[k];
             for df in 0..s {
                 let mfx = (a + df + input) as f64;
-                let eps_f = g.idle(reach_n + mfx);
+                let eps_f = g.idle(case2_excess(reach, mfx, nf));
                 let sent = (f + eps_f) * beta;
                 sc.ef[df] = eps_f;
                 sc.rk[df] = leftover(df as f64 - sent);
@@ -1325,7 +1370,7 @@ impl Pofo {
         Ok(Some(out))
     }
 
-    fn read_forward(&mut self, state: OcState, out: &mut PofoPlan) {
+    fn read_forward(&self, state: OcState, out: &mut PofoPlan) {
         let OcState { i, x, a, df, db } = state;
         let at = self
             .forward
@@ -1379,7 +1424,7 @@ impl Pofo {
                     reach = reach.max(g.m_fnone(i, k, n) as f64 - g.beta * f);
                     f += g.ufn[k];
                 }
-                let eps_f = g.idle(reach - big_n as f64 + mfx);
+                let eps_f = g.idle(case2_excess(reach, mfx, big_n as f64));
                 let back = self.c(i, last, free, db);
                 let sent = (f + eps_f) * g.beta;
                 let fetched = back * g.beta;
@@ -1424,6 +1469,119 @@ impl Pofo {
         let d2 = g.leftover(delta as f64 - left * g.beta);
         self.read_backward(last + 1, j, m - g.a[last], d2, ops);
         self.read_backward(i, last, m, delta, ops);
+    }
+}
+
+/// pofo's (or offload-only's) tables for every budget up to a top at once,
+/// on one absolute grid: slots of u = ⌊top / N⌋ bytes, N of them at the top
+/// (the per-budget grid of the top budget). A budget B has ⌊B / u⌋ of them
+/// (at most N), and its optimum is OC_0(1, N − ⌊B / u⌋, 0, 0) of the one
+/// table: built once, each new budget is a read-out of O(L) states.
+///
+/// **Why it is exact.** C_Δ(i, j, m, Δ) depends on the slot size only,
+/// never on the budget, and every term of OC depends on the free memory
+/// N − A, never on N alone: Lemma 1's excesses are sums of whole slots
+/// (exact in floats) plus, in Case 2, one float `reach` added to the exact
+/// whole number A + Δ_F + I − N ([`case2_excess`]); Δ ≤ N − A bounds the
+/// square of A either way. So the state (A, Δ_F, Δ_B) of a budget of N_B
+/// slots is, to the bit, the state (A + N − N_B, Δ_F, Δ_B) of the table,
+/// value and choice, and the plan read from it is the per-budget DP's on
+/// the same grid ([`Pofo::build`] with a budget of ⌊B / u⌋ u bytes and
+/// ⌊B / u⌋ slots): the tests compare both on thousands of chains.
+///
+/// **What it gives up.** The per-budget DP's cut (`Pofo::find_cut`) bounds
+/// its states by *that* budget's transfer-free optimum; a table read at
+/// every budget may not use one budget's bound, so it is built without the
+/// cut (every state exact), which costs about what one per-budget solve of
+/// N slots costs (its memory too: [`table_bytes`]). And at a budget below
+/// the top it has fewer slots than the per-budget DP's N (⌊B / u⌋, coarser
+/// in proportion), so its answer may be slower than the per-budget one,
+/// never faster than the exact optimum: a caller wanting the paper's grid
+/// at B shows this answer at once and refines it with [`Pofo::build`] at B.
+pub struct Table {
+    dp: Pofo,
+    slot_bytes: u64,
+}
+
+impl Table {
+    /// The tables for every budget up to `top_budget_bytes` on its grid of
+    /// `slots` slots (C_Δ and then every OC state; `progress` sees both).
+    #[allow(clippy::too_many_arguments)]
+    pub fn build(
+        chain: &Chain,
+        mode: Mode,
+        loss: LossStep,
+        top_budget_bytes: u64,
+        slots: usize,
+        bandwidth: Option<f64>,
+        max_table_bytes: u64,
+        progress: &mut Progress<'_>,
+    ) -> Result<Table, SolveError> {
+        let mut dp = Pofo::build_with(
+            chain,
+            mode,
+            top_budget_bytes,
+            slots,
+            bandwidth,
+            max_table_bytes,
+            false,
+            progress,
+        )?
+        .with_loss_step(loss);
+        dp.best_seconds(progress)?;
+        let (slot_bytes, _) = grid(top_budget_bytes, slots);
+        Ok(Table { dp, slot_bytes })
+    }
+
+    /// u: bytes a slot.
+    pub fn slot_bytes(&self) -> u64 {
+        self.slot_bytes
+    }
+
+    /// N: the slots of the top budget (the table's largest).
+    pub fn top_slots(&self) -> usize {
+        self.dp.grid.slots
+    }
+
+    /// ⌊budget / u⌋, at most N: the slots `budget` has on this grid.
+    pub fn slots_for(&self, budget_bytes: u64) -> usize {
+        (budget_bytes / self.slot_bytes).min(self.top_slots() as u64) as usize
+    }
+
+    /// The budget a per-budget solve on this grid is asked for `budget`:
+    /// its slots times u (what the answer is exact for; at most `budget`).
+    pub fn grid_budget(&self, budget_bytes: u64) -> u64 {
+        self.slots_for(budget_bytes) as u64 * self.slot_bytes
+    }
+
+    /// The optimum's start state for `budget`: None with no slot at all.
+    fn first(&self, budget_bytes: u64) -> Option<OcState> {
+        let slots = self.slots_for(budget_bytes);
+        (slots > 0).then(|| OcState {
+            a: self.top_slots() - slots,
+            ..OcState::FIRST
+        })
+    }
+
+    /// The DP's time at `budget`, None where nothing fits on the grid.
+    pub fn seconds(&self, budget_bytes: u64) -> Option<f64> {
+        let OcState { i, x, a, df, db } = self.first(budget_bytes)?;
+        let at = self.dp.forward.index(i, x, a, df, db)?;
+        let v = self.dp.forward.values[at];
+        v.is_finite().then_some(v)
+    }
+
+    /// The DP's plan at `budget` (O(L) states read), None where nothing fits.
+    pub fn plan(&self, budget_bytes: u64) -> Option<PofoPlan> {
+        let predicted_seconds = self.seconds(budget_bytes)?;
+        let mut out = PofoPlan {
+            ops: Vec::with_capacity(4 * self.dp.grid.n),
+            needs: Vec::new(),
+            loss_index: 0,
+            predicted_seconds,
+        };
+        self.dp.read_forward(self.first(budget_bytes)?, &mut out);
+        Some(out)
     }
 }
 
