@@ -18,11 +18,16 @@
 //! other lanes go on, and the next row starts a fresh one. Cancelling one
 //! worker's work leaves the others' running.
 //!
+//! pofo's and offload-only's plans come in two stages: read at once from a
+//! table for every budget in the main worker, then refined by the
+//! per-budget solve in a fourth, the *refine* worker, which a newer budget
+//! ends (the main worker and its table stay).
+//!
 //! Both sides answer with the same `Response`s, so the app state does not
 //! care where a request ran. The [`Backend`] is owned by the app state (a
 //! cheap handle; the worker's callbacks hold a weak one).
 
-use crate::protocol::{Envelope, Request, Response, ANY_GENERATION};
+use crate::protocol::{Envelope, Request, Response, Stage, ANY_GENERATION};
 use crate::service::{runs_in_worker, PlannerService, Role};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
@@ -46,6 +51,9 @@ struct Inner {
     side: RefCell<Option<Remote>>,
     /// The compare rows, one at a time.
     compare: RefCell<Option<Remote>>,
+    /// The per-budget solve refining a quick offloading plan (`Stage`):
+    /// a newer budget ends it, the main worker keeps its table.
+    refine: RefCell<Option<Remote>>,
     /// The last chain loaded, for a side worker started later.
     last_load: RefCell<Option<Request>>,
     /// Whether tables are built in the worker (long chains).
@@ -68,6 +76,7 @@ impl Default for Backend {
             remote: RefCell::new(None),
             side: RefCell::new(None),
             compare: RefCell::new(None),
+            refine: RefCell::new(None),
             last_load: RefCell::new(None),
             tables_remote: Cell::new(false),
             handler: RefCell::new(None),
@@ -130,6 +139,13 @@ impl Backend {
         end(compare);
     }
 
+    /// Stops the refinement being solved (its budget is no longer shown);
+    /// the next one starts a fresh refine worker.
+    pub fn cancel_refine(&self) {
+        let refine = self.0.refine.borrow_mut().take();
+        end(refine);
+    }
+
     /// Starts a fresh worker after a cancel and gives it the chain, without
     /// touching the page's tables.
     pub fn respawn(&self, generation: u64, chain: String) {
@@ -145,11 +161,20 @@ impl Backend {
             self.post_remote(request.clone());
             self.post(Lane::Side, request.clone());
             self.post(Lane::Compare, request.clone());
+            self.post(Lane::Refine, request.clone());
             *self.0.last_load.borrow_mut() = Some(request.clone());
         } else if matches!(request, Request::MaxBatch { .. } | Request::Sweep { .. }) {
             return self.post_started(Lane::Side, request);
         } else if matches!(request, Request::Compare { .. }) {
             return self.post_started(Lane::Compare, request);
+        } else if matches!(
+            request,
+            Request::Plan {
+                stage: Stage::Refine,
+                ..
+            }
+        ) {
+            return self.post_started(Lane::Refine, request);
         } else if self.is_remote() && runs_in_worker(&request, self.tables_remote()) {
             self.post_remote(request);
             return;
@@ -236,6 +261,7 @@ impl Backend {
             Lane::Main => &self.0.remote,
             Lane::Side => &self.0.side,
             Lane::Compare => &self.0.compare,
+            Lane::Refine => &self.0.refine,
         }
     }
 
@@ -273,6 +299,7 @@ enum Lane {
     Main,
     Side,
     Compare,
+    Refine,
 }
 
 /// Ends a worker. Messages it posted before it ended may still be

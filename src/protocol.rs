@@ -41,6 +41,10 @@ pub enum Request {
         budget: u64,
         bandwidth: Option<f64>,
         exact: bool,
+        /// pofo and offload-only: read at once from a table for every
+        /// budget, or refined by the per-budget solve ([`Stage`]).
+        #[serde(default)]
+        stage: Stage,
     },
     /// One compare row solved in the worker: an offloading algorithm, or
     /// the exact optimum, at one budget. The page sends the rows one at a
@@ -381,6 +385,37 @@ pub struct SweepPoint {
     pub makespan_seconds: Option<f64>,
 }
 
+/// How an offloading plan is asked for and answered (issue 25, item 3).
+/// pofo's and offload-only's DP on the paper's grid (N slots of ⌊B / N⌋)
+/// is a solve of its own for every budget (seconds at L = 100); one table
+/// on the grid of the top budget (`offload::TablePlanner`) answers every
+/// budget in an O(L) read-out, on a coarser grid below the top. So a
+/// budget is answered at once from that table, said as such, and refined
+/// by the per-budget solve in a worker of its own, which a newer budget
+/// ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Stage {
+    /// Solved for this budget: every algorithm but pofo and offload-only,
+    /// and those when their table cannot be built.
+    #[default]
+    Whole,
+    /// Read from the table for every budget, on the top budget's grid.
+    Quick,
+    /// The per-budget solve refining a quick answer (the refine worker).
+    Refine,
+}
+
+impl Stage {
+    /// Its name on the page's root (`data-plan-stage`), for tests and CSS.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Whole => "whole",
+            Stage::Quick => "quick",
+            Stage::Refine => "refined",
+        }
+    }
+}
+
 /// The schedule for one budget (the answer to a `Plan`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Planned {
@@ -407,6 +442,9 @@ pub struct Planned {
     /// budget). None: no grid.
     #[serde(default)]
     pub grid_loss: Option<u64>,
+    /// Quick: read from the table for every budget, a refinement to come.
+    #[serde(default)]
+    pub stage: Stage,
 }
 
 /// One algorithm at one budget, measured by the simulator.

@@ -16,12 +16,13 @@
 
 use crate::protocol::{
     BatchDevice, BatchRow, Built, CurvePoint, GridNote, MaxBatch, Planned, Request, Response,
-    SecondProfile, Summary, Sweep, SweepPoint, Table, Task,
+    SecondProfile, Stage, Summary, Sweep, SweepPoint, Table, Task,
 };
 use remat_core::format::read_any_chain;
 use remat_core::model::units::format_bytes;
 use remat_core::model::{AffineFit, BatchModel};
 use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::offload::{TableAnswer, TablePlanner};
 use remat_core::solvers::optimal;
 use remat_core::solvers::{
     max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
@@ -107,6 +108,23 @@ pub struct PlannerService {
     generation: u64,
     chain: Option<Chain>,
     planners: Vec<Planner>,
+    /// pofo's or offload-only's table for every budget at one link: built
+    /// on the first quick plan, kept while the chain, algorithm and link
+    /// stay (a new link is a new table: the DP's times depend on it).
+    offload_table: Option<OffloadTable>,
+}
+
+/// An offloading algorithm's table for every budget, and what it is for.
+struct OffloadTable {
+    algorithm: Algorithm,
+    bandwidth: Option<f64>,
+    planner: TablePlanner,
+}
+
+/// Whether `algorithm` answers quick plans from a table for every budget
+/// ([`Stage::Quick`]): pofo and offload-only, the DP `TablePlanner` serves.
+pub fn has_quick_table(algorithm: Algorithm) -> bool {
+    matches!(algorithm, Algorithm::Pofo | Algorithm::OffloadOnly)
 }
 
 /// Receives the service's progress reports and answers, in order.
@@ -144,6 +162,7 @@ impl PlannerService {
                 budget,
                 bandwidth,
                 exact,
+                stage,
             } => {
                 let ask = Ask {
                     id,
@@ -151,6 +170,7 @@ impl PlannerService {
                     budget,
                     bandwidth,
                     exact,
+                    stage,
                 };
                 self.plan(generation, ask, emit)
             }
@@ -209,6 +229,7 @@ impl PlannerService {
     fn load(&mut self, generation: u64, text: &str, emit: &mut Emit<'_>) {
         self.generation = generation;
         self.planners.clear();
+        self.offload_table = None;
         self.chain = match read_any_chain(text) {
             Ok(c) => Some(c),
             Err(e) => {
@@ -275,7 +296,28 @@ impl PlannerService {
         emit(Response::Built(built));
     }
 
-    fn plan(&mut self, generation: u64, ask: Ask, emit: &mut Emit<'_>) {
+    fn plan(&mut self, generation: u64, mut ask: Ask, emit: &mut Emit<'_>) {
+        if ask.stage == Stage::Quick {
+            match self.quick(generation, &ask, emit) {
+                Some(Ok(solution)) => {
+                    let summaries = self.summaries(ask.algorithm, ask.budget, ask.bandwidth);
+                    return emit(Response::Planned(Box::new(
+                        ask.answer(generation, solution, summaries),
+                    )));
+                }
+                Some(Err(e)) => {
+                    return emit(failed(
+                        generation,
+                        Some(Task::Plan {
+                            algorithm: ask.algorithm,
+                        }),
+                        e,
+                    ))
+                }
+                // No table for this (cancelled, or too large): solved whole.
+                None => ask.stage = Stage::Whole,
+            }
+        }
         let Some(chain) = self.chain_of(generation) else {
             return;
         };
@@ -324,6 +366,48 @@ impl PlannerService {
             }
             Err(e) => emit(failed(generation, Some(task), e)),
         }
+    }
+
+    /// A quick plan: `ask`'s budget read from the offloading table for
+    /// every budget, built first if this chain, algorithm and link have
+    /// none. None where there is no table to read (not a table algorithm,
+    /// another chain, or its build failed: the caller solves whole).
+    fn quick(
+        &mut self,
+        generation: u64,
+        ask: &Ask,
+        emit: &mut Emit<'_>,
+    ) -> Option<Result<Solution, SolveError>> {
+        if !has_quick_table(ask.algorithm) || generation != self.generation {
+            return None;
+        }
+        let chain = self.chain.as_ref()?;
+        let fits = |t: &OffloadTable| t.algorithm == ask.algorithm && t.bandwidth == ask.bandwidth;
+        if !self.offload_table.as_ref().is_some_and(fits) {
+            let options = Options {
+                bandwidth_bytes_per_s: ask.bandwidth,
+                ..Options::default()
+            };
+            let task = Task::Plan {
+                algorithm: ask.algorithm,
+            };
+            let mut progress = reporter(generation, task, emit);
+            let built = TablePlanner::build(
+                chain,
+                ask.algorithm,
+                max_useful_budget(chain),
+                &options,
+                &mut progress,
+            );
+            self.offload_table = Some(OffloadTable {
+                algorithm: ask.algorithm,
+                bandwidth: ask.bandwidth,
+                planner: built.ok()?,
+            });
+        }
+        let table = &self.offload_table.as_ref()?.planner;
+        let answer = table.plan(chain, ask.budget);
+        Some(Ok(quick_words(table, ask.budget, answer)))
     }
 
     /// One compare row: `algorithm` solved at `budget`.
@@ -494,6 +578,7 @@ struct Ask {
     budget: u64,
     bandwidth: Option<f64>,
     exact: bool,
+    stage: Stage,
 }
 
 impl Ask {
@@ -512,8 +597,30 @@ impl Ask {
             error: None,
             summaries,
             grid_loss: None,
+            stage: self.stage,
         }
     }
+}
+
+/// A quick answer in the page's words: which grid it is on, that the
+/// per-budget solve follows.
+fn quick_words(table: &TablePlanner, budget: u64, answer: TableAnswer) -> Solution {
+    let mut solution = answer.solution;
+    let grid = table.resolution();
+    let slot = table.table().map(|t| t.slot_bytes());
+    let on = match slot {
+        Some(u) if answer.slots > 0 && solution.ops.is_some() => format!(
+            "; at once from the table for every budget: {} of its {} slots of {} at {}, refining on the paper's grid ({} slots) …",
+            answer.slots,
+            grid.slots,
+            format_bytes(u),
+            format_bytes(budget),
+            grid.requested
+        ),
+        _ => "; at once from the table for every budget, refining …".to_string(),
+    };
+    solution.detail.push_str(&on);
+    solution
 }
 
 /// What the page says of a rotor/revolve table on a grid (None: exact in

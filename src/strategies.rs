@@ -256,6 +256,7 @@ fn strategy(
         error: None,
         summaries: Vec::new(),
         grid_loss: None,
+        stage: Default::default(),
     };
     Strategy {
         label,

@@ -43,19 +43,24 @@ export async function open(context, hash = '') {
   return { page, errors };
 }
 
-/// Waits until a schedule is shown (the stats are filled in).
+/// Waits until a schedule is shown (the stats are filled in), and for
+/// pofo or offload-only its refinement: a quick answer from the table for
+/// every budget (`data-plan-stage="quick"`) is followed by the per-budget
+/// solve, which the tests compare with the CLI.
 export async function waitForPlan(page, timeout = 60000) {
   await page.waitForFunction(() => {
     const m = document.querySelector('#stat-makespan');
-    return m && m.textContent.trim() !== '—' && m.textContent.trim() !== '';
+    const quick = document.querySelector('.app')?.dataset.planStage === 'quick';
+    return m && m.textContent.trim() !== '—' && m.textContent.trim() !== '' && !quick;
   }, null, { timeout });
 }
 
-/// Waits for the plan after the current one (the root carries its id).
+/// Waits for the plan after the current one (the root carries its id), past
+/// a quick answer (see waitForPlan).
 export async function nextPlan(page, before, timeout = 60000) {
   await page.waitForFunction((b) => {
     const el = document.querySelector('.app');
-    return el && Number(el.dataset.planId) > b;
+    return el && Number(el.dataset.planId) > b && el.dataset.planStage !== 'quick';
   }, before, { timeout });
 }
 

@@ -4,10 +4,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, nextPlan, planId, text, importLongChain, algorithmNames, OFFLOADING } from './helpers.mjs';
+import { launch, open, nextPlan, planId, text, importLongChain, syntheticChain, algorithmNames, OFFLOADING } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 
@@ -185,6 +185,48 @@ test('a chain too long for pofo\'s full grid: pofo solves in the worker, cancell
   await nextPlan(page, id2, 30000);
   // Rotor plans it (on the grid: its breakpoints would pass the grid's memory).
   assert.match(await text(page, '#plan-status'), /✓|≈ on a grid/);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+// Issue 25, item 3: pofo answers a new budget at once from its table for
+// every budget (on the top budget's grid), says so, then the per-budget
+// solve on the paper's grid replaces it. Could fail if the quick answer
+// were skipped (the page would wait for the solve: no "quick" stage seen),
+// if the refinement never came or were shown for a budget the slider had
+// left, or if the refined plan were not the CLI's. Mutation tried: the
+// page sending Stage::Whole: the stages seen are ['whole'], not
+// ['quick', 'refined'].
+test('pofo: a new budget answered at once from its table, then refined to the per-budget solve', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&algorithm=pofo&bandwidth=12000000000');
+  await importLongChain(page, 40);
+  const dir = mkdtempSync(join(tmpdir(), 'remat-quick-'));
+  const file = join(dir, 'synthetic-40.json');
+  writeFileSync(file, JSON.stringify(syntheticChain(40)));
+  await page.evaluate(() => {
+    window.__stages = [];
+    const app = document.querySelector('.app');
+    new MutationObserver(() => window.__stages.push(`${app.dataset.planId}:${app.dataset.planStage}`))
+      .observe(app, { attributes: true, attributeFilter: ['data-plan-stage', 'data-plan-id'] });
+  });
+  for (const v of [350, 650]) {
+    const before = await planId(page);
+    const t0 = Date.now();
+    await page.locator('#budget-slider').fill(String(v));
+    await page.waitForFunction((b) => Number(document.querySelector('.app').dataset.planId) > b, before, { timeout: 60000 });
+    const quickMs = Date.now() - t0;
+    const status = await text(page, '#plan-status');
+    await nextPlan(page, before, 120000);
+    const id = await planId(page);
+    const seen = await page.evaluate((id) => [...new Set(window.__stages.filter((s) => s.startsWith(`${id}:`)).map((s) => s.split(':')[1]))], id);
+    assert.deepEqual(seen, ['quick', 'refined'], `stages of plan ${id}: ${seen}`);
+    assert.match(status, /at once from the table for every budget/);
+    const budget = await page.evaluate(() => Number(/budget=(\d+)/.exec(location.hash)[1]));
+    const cli = execFileSync(CLI, ['solve', '-a', 'pofo', '-b', String(budget), '--bandwidth', '12GB/s', file]).toString();
+    const makespan = /^makespan\s+(\S+ \S+)/m.exec(cli)[1];
+    assert.equal(await text(page, '#stat-makespan'), makespan, `at ${budget} B`);
+    console.log(`slider at ${v}: quick answer shown ${quickMs} ms after the move (${status.slice(0, 160)}…)`);
+  }
   assert.deepEqual(errors, []);
   await page.close();
 });

@@ -52,7 +52,8 @@ pub fn App() -> impl IntoView {
     };
     view! {
         // One <main> landmark holds the page (axe: landmark-one-main, region).
-        <main class=class data-plan-id=move || state.shown.id.get().to_string()>
+        <main class=class data-plan-id=move || state.shown.id.get().to_string()
+            data-plan-stage=move || state.shown.current.with(|c| c.as_ref().map_or("whole", |c| c.planned.stage.name()))>
             <learn::Welcome />
             // The budget stays in reach while the figures scroll.
             <div class="bar">

@@ -36,6 +36,7 @@ fn page_plan(chain: &Chain, budget: u64) -> Vec<Op> {
             budget,
             bandwidth: Some(12e9),
             exact: false,
+            stage: crate::protocol::Stage::Whole,
         },
     ] {
         service.handle(request, &|| 0.0, &mut |r| answers.push(r));

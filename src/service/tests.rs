@@ -42,6 +42,7 @@ fn plan(alg: Algorithm, budget: u64) -> Request {
         budget,
         bandwidth: Some(12e9),
         exact: false,
+        stage: Stage::Whole,
     }
 }
 
@@ -315,6 +316,7 @@ fn where_each_request_runs() {
         budget: 1,
         bandwidth: None,
         exact,
+        stage: Stage::Whole,
     };
     let build = |algorithm| Request::Build {
         generation: 1,
@@ -847,4 +849,79 @@ fn a_chain_on_the_grid_says_so_and_its_left_end_is_met() {
         plan(Algorithm::Rotor, low + (high - low) / 2),
     ));
     assert!(mid.grid_loss.unwrap() > 0, "{}", mid.detail);
+}
+
+/// pofo in two stages (issue 25, item 3): a quick plan is the table for
+/// every budget read at this budget, said as such; the refinement is the
+/// per-budget solve, the same as a whole plan; the table is built once for
+/// a chain and link, and again for another link. Could fail if the quick
+/// answer were the per-budget solve under another name (its detail would
+/// not say "refining", and no table would be kept), if the table were
+/// rebuilt at every budget (progress reports at the second quick plan),
+/// or kept across links (the DP's times depend on the bandwidth: the
+/// quick answer at 6 GB/s would be the 12 GB/s table's).
+#[test]
+fn pofo_answers_at_once_from_its_table_then_refines() {
+    let chain = examples::by_name("vgg19-h100").unwrap();
+    let mut service = loaded(Role::Worker, &chain);
+    let top = max_useful_budget(&chain);
+    let plan_at = |budget: u64, bandwidth: f64, stage: Stage| Request::Plan {
+        generation: 1,
+        id: 9,
+        algorithm: Algorithm::Pofo,
+        budget,
+        bandwidth: Some(bandwidth),
+        exact: false,
+        stage,
+    };
+    let planned = |r: Response| match r {
+        Response::Planned(p) => p,
+        other => panic!("{other:?}"),
+    };
+    let options = |bandwidth: f64| Options {
+        bandwidth_bytes_per_s: Some(bandwidth),
+        ..Options::default()
+    };
+    let table =
+        TablePlanner::build(&chain, Algorithm::Pofo, top, &options(12e9), &mut |_| true).unwrap();
+    for (i, budget) in [top * 75 / 100, top * 80 / 100].into_iter().enumerate() {
+        let answers = ask(&mut service, plan_at(budget, 12e9, Stage::Quick));
+        let built = answers
+            .iter()
+            .any(|r| matches!(r, Response::Progress { .. }));
+        assert_eq!(built, i == 0, "the table is built once for this link");
+        let quick = planned(only(answers));
+        assert_eq!(quick.stage, Stage::Quick);
+        assert_eq!(quick.ops, table.plan(&chain, budget).solution.ops);
+        assert!(quick.detail.contains("refining"), "{}", quick.detail);
+        let refined = planned(only(ask(
+            &mut service,
+            plan_at(budget, 12e9, Stage::Refine),
+        )));
+        let whole = planned(only(ask(&mut service, plan_at(budget, 12e9, Stage::Whole))));
+        assert_eq!(refined.stage, Stage::Refine);
+        assert_eq!(
+            (refined.ops, refined.predicted_seconds),
+            (whole.ops, whole.predicted_seconds)
+        );
+    }
+    let budget = top * 75 / 100;
+    let slow =
+        TablePlanner::build(&chain, Algorithm::Pofo, top, &options(6e9), &mut |_| true).unwrap();
+    let quick = planned(only(ask(&mut service, plan_at(budget, 6e9, Stage::Quick))));
+    assert_eq!(quick.ops, slow.plan(&chain, budget).solution.ops);
+    // rotor has no such table: a quick ask is answered whole (in the page).
+    let rotor = Request::Plan {
+        generation: 1,
+        id: 10,
+        algorithm: Algorithm::Rotor,
+        budget,
+        bandwidth: Some(12e9),
+        exact: false,
+        stage: Stage::Quick,
+    };
+    let mut page = loaded(Role::Page, &chain);
+    ask(&mut page, build(Algorithm::Rotor, &chain));
+    let answer = planned(only(ask(&mut page, rotor)));
+    assert_eq!(answer.stage, Stage::Whole);
 }

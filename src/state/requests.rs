@@ -4,9 +4,9 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::optimality::optimum_searched;
-use crate::protocol::Request;
+use crate::protocol::{Planned, Request, Stage};
 use crate::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
-use crate::service::{budget_range, compared_in_worker, wants_worker};
+use crate::service::{budget_range, compared_in_worker, has_quick_table, wants_worker};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::write_chain;
@@ -256,6 +256,8 @@ impl AppState {
         crate::kit::timing::mark("sent");
         let r = self.requests;
         let algorithm = self.controls.algorithm.get_untracked();
+        // A refinement under way is for a budget no longer asked.
+        r.backend().cancel_refine();
         if algorithm.offloads() {
             if !take_off(r.plan_flight) {
                 return;
@@ -277,6 +279,29 @@ impl AppState {
             budget: self.controls.budget.get_untracked(),
             bandwidth: self.controls.link(),
             exact,
+            stage: if has_quick_table(algorithm) && !exact {
+                Stage::Quick
+            } else {
+                Stage::Whole
+            },
+        });
+    }
+
+    /// Refines the quick plan `quick` on screen (pofo, offload-only: read
+    /// from the table for every budget) with the per-budget solve, in the
+    /// refine worker; its answer replaces the quick one if its budget is
+    /// still the one shown.
+    pub(super) fn send_refine(self, quick: &Planned) {
+        let r = self.requests;
+        r.backend().cancel_refine();
+        r.send(Request::Plan {
+            generation: quick.generation,
+            id: quick.id,
+            algorithm: quick.algorithm,
+            budget: quick.budget,
+            bandwidth: quick.bandwidth,
+            exact: false,
+            stage: Stage::Refine,
         });
     }
 

@@ -3,7 +3,9 @@
 use super::requests::land;
 use super::{AppState, Build};
 use crate::current::Current;
-use crate::protocol::{Built, MaxBatch, Planned, Response, Summary, Sweep, Task, ANY_GENERATION};
+use crate::protocol::{
+    Built, MaxBatch, Planned, Response, Stage, Summary, Sweep, Task, ANY_GENERATION,
+};
 use leptos::prelude::*;
 use remat_core::simulator::judge;
 use remat_core::solvers::Algorithm;
@@ -136,6 +138,7 @@ impl AppState {
             error: Some(error),
             summaries,
             grid_loss: None,
+            stage: Default::default(),
         })
     }
 
@@ -164,6 +167,17 @@ impl AppState {
     }
 
     fn on_planned(self, planned: Planned) {
+        // A refinement replaces the quick plan of its budget, if that
+        // budget is still the one on screen (a newer one cancelled it, but
+        // an answer posted before may still arrive).
+        if planned.stage == Stage::Refine {
+            if self.is_current(planned.generation)
+                && planned.id == self.requests.next_id.get_value()
+            {
+                self.show(planned);
+            }
+            return;
+        }
         let offloads = planned.algorithm.offloads();
         if planned.exact || offloads {
             self.shown.replanning.set(None);
@@ -176,7 +190,12 @@ impl AppState {
             return; // an answer to a budget the slider has already left
         }
         crate::kit::timing::mark("received");
+        let quick = planned.stage == Stage::Quick;
+        let refine = quick.then(|| planned.clone());
         self.show(planned);
+        if let Some(quick) = refine {
+            self.send_refine(&quick);
+        }
     }
 
     /// Simulates the plan (the budget is the device memory: transfers wait

@@ -5,6 +5,7 @@ use crate::io;
 use crate::kit::file_input::{click_input, on_file_chosen};
 use crate::kit::format::{bytes, ms, pct};
 use crate::kit::widgets::ProgressBar;
+use crate::protocol::Stage;
 use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
@@ -530,6 +531,11 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
         ),
         None => (String::new(), true, false, None, None),
     };
+    // pofo's answer at once from its table for every budget, the
+    // per-budget solve on its way (`Stage::Quick`).
+    let quick = current
+        .as_ref()
+        .is_some_and(|c| c.planned.stage == Stage::Quick);
     if let Some(error) = error {
         // No answer at all (a table over the size limit): an
         // error, never "infeasible".
@@ -547,6 +553,8 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
     let rounded = grid_loss.is_some_and(|l| l as f64 >= 0.02 * budget as f64);
     let grid = grid_loss.is_some() || detail.contains("grid");
     let (class, mark) = match (feasible, rounded) {
+        (true, _) if quick => ("status warn quick", "≈ "),
+        (false, _) if quick => ("status warn quick", "≈ none at once: "),
         (false, _) => ("status warn", "✗ infeasible: "),
         (true, true) => ("status warn", "≈ on a grid, maybe not the best: "),
         (true, false) => ("status ok", "✓ "),
