@@ -196,7 +196,7 @@ pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f
                 100.0 * (r - p) / (r - base).max(1e-15),
                 link_words(chain)
             ),
-            None => "Choose pofo (the step's view) and wait for its plan.".into(),
+            None => "Waiting for pofo's plan at this budget …".into(),
         },
         (4, _, Some(r)) => match seconds(find(Algorithm::Optimal)) {
             Some(o) => format!(
@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn the_offloading_answer_waits_for_the_pages_plan() {
         let v = view_of(3).unwrap();
-        assert!(answer(3, &v.chain, v.budget, None).starts_with("Choose pofo"));
+        assert!(answer(3, &v.chain, v.budget, None).starts_with("Waiting for pofo's plan"));
         let a = answer(3, &v.chain, v.budget, Some(0.03687));
         assert!(a.contains("pofo 36.87 ms"), "{a}");
         assert!(a.contains("54 GB/s"), "{a}");

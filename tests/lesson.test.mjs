@@ -63,6 +63,9 @@ test('the lesson: each step a link with its view, its question answered with the
   await waitForPlan(page);
   assert.match(await hash(page), /chain=resnet50-h100&algorithm=pofo&budget=1000000000&bandwidth=/);
   await page.locator('#lesson-reveal').click();
+  // The answer follows the page's plan: pofo's final one, not its quick
+  // answer nor the step before's rotor plan.
+  await page.waitForFunction(() => /pofo \d/.test(document.querySelector('#lesson-answer')?.textContent ?? ''), null, { timeout: 60000 });
   const four = await page.locator('#lesson-answer').textContent();
   assert.ok(four.includes(`pofo ${makespanText('resnet50-h100', ['-a', 'pofo', '-b', '1000000000'])}`), four);
 

@@ -11,6 +11,7 @@ use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
 use crate::lesson::{answer, view_of, Figures, STEPS};
 use crate::link::{format_hash, with_lesson};
+use crate::protocol::Stage;
 use crate::state::use_app;
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
@@ -157,10 +158,13 @@ pub fn LessonCard() -> impl IntoView {
         }
         let chain = state.loaded.chain.get();
         let budget = state.controls.budget.get();
+        // The page's own plan, once it is the step's algorithm's and its
+        // final answer (not pofo's quick one, refined a moment later).
+        let algorithm = STEPS.get(i).map(|s| s.algorithm);
         let shown = state.shown.current.with(|c| {
-            c.as_ref()
-                .and_then(|c| c.ok_trace())
-                .map(|t| t.makespan_seconds)
+            let c = c.as_ref()?;
+            let settled = c.planned.stage != Stage::Quick && Some(c.planned.algorithm) == algorithm;
+            settled.then(|| c.ok_trace().map(|t| t.makespan_seconds))?
         });
         Some(answer(i, &chain, budget, shown))
     };
