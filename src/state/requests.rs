@@ -4,7 +4,7 @@
 use super::{AppState, Build, ChainSource};
 use crate::backend::Backend;
 use crate::optimality::optimum_searched;
-use crate::protocol::{Planned, Request, Stage};
+use crate::protocol::{Request, Stage};
 use crate::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
 use crate::service::{budget_range, compared_in_worker, has_quick_table, wants_worker};
 use leptos::prelude::*;
@@ -272,37 +272,25 @@ impl AppState {
         }
         let id = r.next_id.get_value() + 1;
         r.next_id.set_value(id);
-        r.send(Request::Plan {
+        // pofo and offload-only in two stages at once: the main worker
+        // reads the budget from its table for every budget (building it
+        // first, once per chain and link), the refine worker solves it on
+        // the paper's grid; whichever comes first is shown, the refinement
+        // stays (`on_planned`).
+        let quick = has_quick_table(algorithm) && !exact;
+        let ask = |stage| Request::Plan {
             generation: r.generation.get_value(),
             id,
             algorithm,
             budget: self.controls.budget.get_untracked(),
             bandwidth: self.controls.link(),
             exact,
-            stage: if has_quick_table(algorithm) && !exact {
-                Stage::Quick
-            } else {
-                Stage::Whole
-            },
-        });
-    }
-
-    /// Refines the quick plan `quick` on screen (pofo, offload-only: read
-    /// from the table for every budget) with the per-budget solve, in the
-    /// refine worker; its answer replaces the quick one if its budget is
-    /// still the one shown.
-    pub(super) fn send_refine(self, quick: &Planned) {
-        let r = self.requests;
-        r.backend().cancel_refine();
-        r.send(Request::Plan {
-            generation: quick.generation,
-            id: quick.id,
-            algorithm: quick.algorithm,
-            budget: quick.budget,
-            bandwidth: quick.bandwidth,
-            exact: false,
-            stage: Stage::Refine,
-        });
+            stage,
+        };
+        if quick {
+            r.send(ask(Stage::Refine));
+        }
+        r.send(ask(if quick { Stage::Quick } else { Stage::Whole }));
     }
 
     /// Starts a round of the compare rows solved in a worker at the

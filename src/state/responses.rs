@@ -190,12 +190,16 @@ impl AppState {
             return; // an answer to a budget the slider has already left
         }
         crate::kit::timing::mark("received");
-        let quick = planned.stage == Stage::Quick;
-        let refine = quick.then(|| planned.clone());
-        self.show(planned);
-        if let Some(quick) = refine {
-            self.send_refine(&quick);
+        // A quick answer after its budget's refinement (the table's build
+        // took longer than the solve) is not shown over it.
+        let refined = self.shown.current.with_untracked(|c| {
+            c.as_ref()
+                .is_some_and(|c| c.planned.id == planned.id && c.planned.stage == Stage::Refine)
+        });
+        if planned.stage == Stage::Quick && refined {
+            return;
         }
+        self.show(planned);
     }
 
     /// Simulates the plan (the budget is the device memory: transfers wait
