@@ -241,8 +241,10 @@ mod tests {
     /// rotor on equal layers, far on VGG-19, over 1 GB on ResNet-50, and
     /// the optimum faster than rotor on its example. Could fail if a step's
     /// budget were taken from another chain, or the answers hard-coded
-    /// numbers that drift from the solvers (mutation tried: √n's peak read
-    /// from the teaching chain at step 2: the VGG-19 gap vanishes).
+    /// numbers that drift from the solvers. Mutation tried: √n's peak taken
+    /// from sequential's best k (`segments: None`, one segment at an
+    /// unlimited budget): step 1's budget becomes M_high and its gap check
+    /// fails.
     #[test]
     fn the_answers_tell_the_lessons_story() {
         let gap = |i: usize| {

@@ -392,8 +392,9 @@ mod tests {
     /// The doubling point is a threshold of rotor's own time: at it the
     /// step takes at most twice the no-limit time, one byte below more
     /// (`remat solve` agrees); on VGG-19 rotor never doubles. Could fail if
-    /// the bisection kept the wrong end (off by one byte: the assertion on
-    /// `b - 1` fails), or the time were compared with 2× rotor at M_high.
+    /// the bisection kept the wrong end, or the time were compared with 2×
+    /// rotor at M_high. Mutation tried: `Doubling::At(lo)`: rotor at that
+    /// budget takes more than twice, the first assertion fails.
     #[test]
     fn the_time_doubles_at_one_budget() {
         let chain = Arc::new(teaching());

@@ -25,9 +25,8 @@ test('the lesson: each step a link with its view, its question answered with the
   // Could fail if a step loaded another chain or budget than it says (the
   // link and the CLI's √n peak disagree), if an answer were written by
   // hand (it would not follow the CLI's numbers), or if the steps were
-  // not history entries (Back would leave the lesson). Mutation tried:
-  // step 1's budget from Budget::Bytes(600 MB) instead of √n's peak: the
-  // link's budget differs from the CLI's peak.
+  // not history entries (Back would leave the lesson); step 1's budget
+  // given in bytes instead of √n's peak would differ from the CLI's peak.
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
   await waitForPlan(page);
   const links = await page.locator('#lesson .lesson-link').allTextContents();
@@ -94,9 +93,8 @@ test('the presentation: figures only, in large type, the keys advance the lesson
   // Could fail if the presentation left the bar or the other places on
   // the slide, if a step's figures were not the ones it names (step 4
   // shows the memory curve and timelines, not the strategies), if the
-  // step-through took ←/→ first, or Esc did not give the page back.
-  // Mutation tried: the key listener in the bubble phase: the step-through
-  // handles → first and the step stays at 1.
+  // step-through took ←/→ first (a listener in the bubble phase would run
+  // after the step-through's), or Esc did not give the page back.
   const { page, errors } = await open(context, '#lesson=1&present=1');
   await page.waitForFunction(() => document.querySelector('main').classList.contains('presenting'));
   await page.locator('#side-store-all').waitFor();

@@ -194,9 +194,8 @@ test('a chain too long for pofo\'s full grid: pofo solves in the worker, cancell
 // solve on the paper's grid replaces it. Could fail if the quick answer
 // were skipped (the page would wait for the solve: no "quick" stage seen),
 // if the refinement never came or were shown for a budget the slider had
-// left, or if the refined plan were not the CLI's. Mutation tried: the
-// page sending Stage::Whole: the stages seen are ['whole'], not
-// ['quick', 'refined'].
+// left, or if the refined plan were not the CLI's (a page sending
+// Stage::Whole would show the stages ['whole'], not ['quick', 'refined']).
 test('pofo: a new budget answered at once from its table, then refined to the per-budget solve', async () => {
   const { page, errors } = await open(context, '#chain=teaching&algorithm=pofo&bandwidth=12000000000');
   await importLongChain(page, 40);

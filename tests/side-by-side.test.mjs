@@ -76,8 +76,8 @@ test('the race: the strategies on one clock and one time axis, with the exact op
   // 300 ms, would fill its chart as recompute-all's does: the time tick
   // labels differ, and the cursors part ways), if the race's clock moved
   // one chart and not the others, or if the optimum joined at another
-  // budget than rotor's. Mutation tried: `end: None` in the rows' axes:
-  // the tick labels of store-all's chart differ from recompute-all's.
+  // budget than rotor's (`end: None` in the rows' axes would give
+  // store-all's chart other tick labels than recompute-all's).
   const chain = 'teaching';
   const budget = 600000000;
   const { page, errors } = await open(context, `#chain=${chain}&algorithm=rotor&budget=${budget}`);
@@ -154,9 +154,8 @@ test('your guess: pick the stages to keep, then reveal its peak and time against
 test('where does the time double: the guess against rotor\'s own threshold', async () => {
   // Could fail if the threshold were off by a byte (rotor one byte below
   // it would not take more than twice), or the guess read from the page's
-  // budget instead of its own slider. Mutation tried: the bisection
-  // returning its lower end: `remat solve` at that budget takes more than
-  // twice.
+  // budget instead of its own slider. (The bisection returning its lower
+  // end fails the unit test `the_time_doubles_at_one_budget`: tried.)
   const chain = 'teaching';
   const { page, errors } = await open(context, `#chain=${chain}&algorithm=rotor&budget=600000000`);
   await waitForPlan(page);
