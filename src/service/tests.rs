@@ -859,7 +859,9 @@ fn a_chain_on_the_grid_says_so_and_its_left_end_is_met() {
 /// not say "refining", and no table would be kept), if the table were
 /// rebuilt at every budget (progress reports at the second quick plan),
 /// or kept across links (the DP's times depend on the bandwidth: the
-/// quick answer at 6 GB/s would be the 12 GB/s table's).
+/// quick answer at 6 GB/s would be the 12 GB/s table's). Mutation tried:
+/// pofo left out of `has_quick_table`: its quick ask is answered whole and
+/// the stage assertion fails.
 #[test]
 fn pofo_answers_at_once_from_its_table_then_refines() {
     let chain = examples::by_name("vgg19-h100").unwrap();
