@@ -14,7 +14,7 @@ before(async () => { context = await launch(); });
 after(async () => { await context?.close(); });
 
 /// The ids of the elements Tab visits, in order, from the top of the page.
-async function tabOrder(page, presses = 60) {
+async function tabOrder(page, presses = 90) {
   await page.evaluate(() => { document.activeElement?.blur(); window.scrollTo(0, 0); });
   const seen = [];
   for (let i = 0; i < presses; i++) {
