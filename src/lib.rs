@@ -18,6 +18,8 @@
 //!   precision; `optimality`: how far a plan is from the optimum;
 //! - `strategies`: the classic strategies side by side (store-all,
 //!   recompute-all, √n, rotor) on the chain on the page;
+//! - `animated_gif`: which ops of the Learn graph become frames of its
+//!   GIF, their delays, and the encoder fed with the rasterised pixels;
 //! - `file_name`, `words`: downloaded files' names, messages for people.
 //!
 //! The page (wasm only):
@@ -31,6 +33,7 @@
 //!
 //! scripts/module_graph.py checks these import rules.
 
+pub mod animated_gif;
 pub mod current;
 pub mod device_memory;
 pub mod file_name;
