@@ -168,6 +168,30 @@ pub fn quantise(rgba: &[u8]) -> (Vec<u8>, Vec<u8>) {
     (palette, indices)
 }
 
+/// `text` cut at spaces into lines of at most `chars` shown characters
+/// (the carets and underscores of the caret notation are not shown), at
+/// most `max_rows` of them, the last ending in "…" when cut short: a
+/// frame's caption, which a long chain's ops make longer than a line.
+pub fn wrap_caption(text: &str, chars: usize, max_rows: usize) -> Vec<String> {
+    let shown = |s: &str| s.chars().filter(|&c| c != '^' && c != '_').count();
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if shown(line) + 1 + shown(word) <= chars => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    let max_rows = max_rows.max(1);
+    if lines.len() > max_rows {
+        lines.truncate(max_rows);
+        lines[max_rows - 1].push_str(" …");
+    }
+    lines
+}
+
 /// An animated GIF being written, frame by frame (the page rasterises one
 /// frame at a time and hands its pixels over, so no more than one frame's
 /// pixels are held).
@@ -476,6 +500,32 @@ mod tests {
         let (palette, indices) = quantise(&[blue, green, blue].concat());
         assert_eq!(palette.len(), 6);
         assert_eq!(indices, vec![0, 1, 0]);
+    }
+
+    #[test]
+    fn captions_wrap_at_spaces_and_notation_takes_no_room() {
+        let c = "F_all^48, recomputed (2nd time) on the way to B^49; ā^48 is kept again";
+        assert_eq!(wrap_caption(c, 200, 3), vec![c.to_string()]);
+        // Shown: "Fall48, recomputed (2nd time)" is 29 characters, "on
+        // the way to B49; ā48 is kept" 30.
+        let lines = wrap_caption(c, 30, 3);
+        assert_eq!(
+            lines,
+            vec![
+                "F_all^48, recomputed (2nd time)",
+                "on the way to B^49; ā^48 is kept",
+                "again"
+            ]
+        );
+        assert_eq!(
+            wrap_caption(c, 30, 2),
+            vec![
+                "F_all^48, recomputed (2nd time)",
+                "on the way to B^49; ā^48 is kept …"
+            ]
+        );
+        assert_eq!(wrap_caption(c, 29, 9)[1], "on the way to B^49; ā^48 is");
+        assert_eq!(wrap_caption("", 30, 2), Vec::<String>::new());
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::palette;
 use super::scale::{CHART_W, MARGIN_L, PLOT_W};
 use super::svg::recompute_stripes;
 use super::widgets::Swatch;
+use crate::animated_gif::wrap_caption;
 use crate::step_graph::{Held, Marks, Node, StepGraph};
 use leptos::prelude::*;
 use remat_core::{Chain, Op};
@@ -492,26 +493,9 @@ fn frame_legend(mut x: f64, y: f64) -> String {
 const CAPTION_CHARS: usize = 100;
 const CAPTION_MAX_ROWS: usize = 3;
 
-/// `text` cut at spaces into lines of at most [`CAPTION_CHARS`] shown
-/// characters (the carets and underscores of the notation are not shown),
-/// at most [`CAPTION_MAX_ROWS`] of them, the last ending in "…" if cut.
+/// A frame's caption as lines (`animated_gif::wrap_caption`).
 fn caption_lines(text: &str) -> Vec<String> {
-    let shown = |s: &str| s.chars().filter(|&c| c != '^' && c != '_').count();
-    let mut lines: Vec<String> = Vec::new();
-    for word in text.split_whitespace() {
-        match lines.last_mut() {
-            Some(line) if shown(line) + 1 + shown(word) <= CAPTION_CHARS => {
-                line.push(' ');
-                line.push_str(word);
-            }
-            _ => lines.push(word.to_string()),
-        }
-    }
-    if lines.len() > CAPTION_MAX_ROWS {
-        lines.truncate(CAPTION_MAX_ROWS);
-        lines[CAPTION_MAX_ROWS - 1].push_str(" …");
-    }
-    lines
+    wrap_caption(text, CAPTION_CHARS, CAPTION_MAX_ROWS)
 }
 
 /// The caption rows a GIF of `g` at the ops `steps` needs: its longest
