@@ -19,6 +19,8 @@
 //! - `strategies`: the classic strategies side by side (store-all,
 //!   recompute-all, √n, rotor, the optimum) on the chain on the page;
 //! - `lesson`: the Learn place's lesson, its steps' views and answers;
+//! - `animated_gif`: which ops of the Learn graph become frames of its
+//!   GIF, their delays, and the encoder fed with the rasterised pixels;
 //! - `file_name`, `words`: downloaded files' names, messages for people.
 //!
 //! The page (wasm only):
@@ -32,6 +34,7 @@
 //!
 //! scripts/module_graph.py checks these import rules.
 
+pub mod animated_gif;
 pub mod current;
 pub mod device_memory;
 pub mod file_name;

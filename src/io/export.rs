@@ -18,7 +18,7 @@ fn download(file_name: &str, mime: &str, text: &str) {
 }
 
 /// Starts a download of `blob`.
-fn download_blob(file_name: &str, blob: &web_sys::Blob) {
+pub(super) fn download_blob(file_name: &str, blob: &web_sys::Blob) {
     let Ok(url) = web_sys::Url::create_object_url_with_blob(blob) else {
         return;
     };

@@ -11,7 +11,7 @@ use leptos::prelude::*;
 
 /// What the figure shows: chain, algorithm and budget; then, on a line of
 /// its own (one line would not fit a slide's width), the result.
-fn context_lines(state: AppState, figure: Figure) -> (String, String) {
+pub(super) fn context_lines(state: AppState, figure: Figure) -> (String, String) {
     let chain = state.loaded.chain.get_untracked();
     let (lo, hi) = (
         state.loaded.m_low.get_untracked(),

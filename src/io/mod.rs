@@ -1,14 +1,16 @@
 //! Data in and out of the page, shared by the features and the shell: the
 //! URL as read, imported files (and the last one, kept in localStorage),
-//! downloads, and the figures saved for slides.
+//! downloads, the figures saved for slides, and Learn's graph as a GIF.
 
 mod export;
 mod figures;
+mod gif;
 mod import;
 
 pub use crate::link::UrlState;
 pub use export::{export_chain, export_png, export_schedule, export_svg_text, export_trace};
 pub use figures::{DashboardButtons, FigureButtons};
+pub use gif::{export_gif, gif_plan};
 pub use import::{import_file, import_run, import_run_file, import_text, load_stored, storage};
 
 /// The example the page opens with.

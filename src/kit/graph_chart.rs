@@ -6,12 +6,17 @@
 //! colour, a^ℓ with ā^ℓ kept for B^ℓ in ā's, full height and outlined, δ^ℓ
 //! in δ's; a node a recomputation wrote is striped, so the forward row
 //! visibly re-fills.
+//!
+//! [`frame_svg`] draws the same graph as a standalone SVG, with a title,
+//! the op's caption and the legend inside: one frame of the GIF that
+//! `io::gif` saves.
 
-use super::notation::math_text;
+use super::notation::{math_text, svg_math};
 use super::palette;
 use super::scale::{CHART_W, MARGIN_L, PLOT_W};
 use super::svg::recompute_stripes;
 use super::widgets::Swatch;
+use crate::animated_gif::wrap_caption;
 use crate::step_graph::{Held, Marks, Node, StepGraph};
 use leptos::prelude::*;
 use remat_core::{Chain, Op};
@@ -432,6 +437,138 @@ fn draw(g: &StepGraph, step: Option<usize>, proportional: bool) -> String {
         );
     }
     s
+}
+
+/// The legend of a saved frame, one row from `x`, `y` (the page's legend
+/// is HTML under the chart; a frame carries its own).
+fn frame_legend(mut x: f64, y: f64) -> String {
+    let saved = format!(r#"stroke="{SAVED_OUTLINE}" stroke-width="2""#);
+    let now = format!(r#"stroke="{}" stroke-width="2.5""#, palette::CURSOR);
+    let host = format!(
+        r#"stroke="{}" stroke-width="2" stroke-dasharray="4 3""#,
+        palette::OFFLOAD
+    );
+    // (fill, outline, striped, label)
+    let keys: [(&str, &str, bool, &str); 6] = [
+        (palette::of_kind("a"), "", false, "a^ℓ on the device"),
+        (
+            palette::of_kind("ā"),
+            &saved,
+            false,
+            "a^ℓ with ā^ℓ, kept for B^ℓ",
+        ),
+        (palette::of_kind("δ"), "", false, "δ^ℓ on the device"),
+        (EDGE, "", true, "striped: recomputed"),
+        ("#ffffff", &now, false, "this op's node"),
+        ("#ffffff", &host, false, "dashed: a copy on the host"),
+    ];
+    let mut s = String::new();
+    for (fill, outline, striped, label) in keys {
+        let sy = y - 7.0;
+        let _ = write!(
+            s,
+            r##"<rect x="{x:.1}" y="{sy:.1}" width="14" height="14" rx="2" fill="{fill}" {outline}/>"##
+        );
+        if striped {
+            let _ = write!(
+                s,
+                r##"<rect x="{x:.1}" y="{sy:.1}" width="14" height="14" fill="url(#graph-stripes)"/>"##
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" font-size="14" fill="#2b3442">{}</text>"##,
+            x + 20.0,
+            y + 5.0,
+            svg_math(label)
+        );
+        x += 20.0 + label.chars().filter(|&c| c != '^').count() as f64 * 6.8 + 24.0;
+    }
+    s
+}
+
+/// The most characters of a caption line in a frame (18-pixel text over
+/// 1150 pixels, the bold "op 121 / 192 · " before the first line); and the
+/// most lines a caption gets there.
+const CAPTION_CHARS: usize = 100;
+const CAPTION_MAX_ROWS: usize = 3;
+
+/// A frame's caption as lines (`animated_gif::wrap_caption`).
+fn caption_lines(text: &str) -> Vec<String> {
+    wrap_caption(text, CAPTION_CHARS, CAPTION_MAX_ROWS)
+}
+
+/// The caption rows a GIF of `g` at the ops `steps` needs: its longest
+/// caption's (every frame has the same height).
+pub fn caption_rows(g: &StepGraph, steps: &[usize]) -> usize {
+    steps
+        .iter()
+        .filter_map(|&i| g.captions.get(i))
+        .map(|c| caption_lines(c).len())
+        .max()
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// One frame of the graph's animation as a standalone SVG, with its width
+/// and height: `title` and the context `lines` (chain, algorithm, budget;
+/// the result) over the graph at op `step`, the op's caption under it
+/// ("op 5 / 32 · …", as the page words it, on `rows` lines: see
+/// [`caption_rows`]), then the legend. Every frame of a schedule has the
+/// same size (the rows' height depends on the chain alone), so they stack
+/// into one GIF.
+pub fn frame_svg(
+    g: &StepGraph,
+    step: usize,
+    proportional: bool,
+    title: &str,
+    lines: &[String],
+    rows: usize,
+) -> (String, f64, f64) {
+    let pad = 24.0;
+    let mut head = format!(
+        r##"<text x="{pad}" y="30" font-size="22" font-weight="700" fill="#1d2430">{}</text>"##,
+        svg_math(title)
+    );
+    let mut y = 30.0;
+    for line in lines.iter().filter(|l| !l.is_empty()) {
+        y += 21.0;
+        let _ = write!(
+            head,
+            r##"<text x="{pad}" y="{y:.1}" font-size="15" fill="#2b3442">{}</text>"##,
+            svg_math(line)
+        );
+    }
+    let top = y + 6.0;
+    let chart_h = Layout::new(&g.chain, proportional).chart_height();
+    let caption_y = top + chart_h + 12.0;
+    let mut caption_rows = caption_lines(g.captions.get(step).map_or("", String::as_str));
+    caption_rows.truncate(rows.max(1));
+    let mut caption = String::new();
+    for (i, row) in caption_rows.iter().enumerate() {
+        // The first row follows the bold "op k / n · "; the others start
+        // at the left edge.
+        if i > 0 {
+            let _ = write!(
+                caption,
+                r##"<tspan x="{pad}" y="{:.1}">"##,
+                caption_y + 23.0 * i as f64
+            );
+        } else {
+            caption.push_str("<tspan>");
+        }
+        let _ = write!(caption, "{}</tspan>", svg_math(row));
+    }
+    let legend_y = caption_y + 23.0 * (rows.max(1) - 1) as f64 + 34.0;
+    let h = (legend_y + 20.0).ceil();
+    let svg = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" height="{h}" viewBox="0 0 {CHART_W} {h}" font-family="Inter, system-ui, sans-serif"><rect x="0" y="0" width="{CHART_W}" height="{h}" fill="#ffffff"/>{head}<g transform="translate(0 {top:.1})">{graph}</g><text x="{pad}" y="{caption_y:.1}" font-size="18" fill="#1d2430"><tspan font-weight="700">op {op} / {n} · </tspan>{caption}</text>{legend}</svg>"##,
+        graph = draw(g, Some(step), proportional),
+        op = step + 1,
+        n = g.ops.len(),
+        legend = frame_legend(pad, legend_y),
+    );
+    (svg, CHART_W, h)
 }
 
 /// What the graph shows at `step`, in one sentence, for screen readers.

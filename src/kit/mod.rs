@@ -11,7 +11,8 @@
 //!   time window and cursor;
 //! - `chain_chart`, `memory_chart`, `timeline_chart`: the three figures
 //!   of a schedule; `graph_chart`: the step as a graph of forward and
-//!   backward nodes, the tensors resident at the current op marked;
+//!   backward nodes, the tensors resident at the current op marked (and
+//!   one op of it as a standalone SVG, a frame of the GIF `io` saves);
 //! - `widgets`, `legend`, `algorithm_style`, `notation`, `file_input`: the
 //!   cards' controls, legends, per-algorithm line styles, caret notation,
 //!   hidden file inputs;
