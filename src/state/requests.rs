@@ -418,8 +418,10 @@ impl AppState {
         let what = self.cancelled_work();
         let backend = self.requests.backend();
         backend.cancel();
-        // The compare rows stop too, as the worker's work they are.
+        // The compare rows and a refinement stop too, as the worker's work
+        // they are.
         backend.cancel_compare();
+        backend.cancel_refine();
         crate::kit::timing::mark("cancelled");
         self.requests.land_all();
         self.offloading.stop();

@@ -174,6 +174,10 @@ impl AppState {
             if self.is_current(planned.generation)
                 && planned.id == self.requests.next_id.get_value()
             {
+                // The answer is here: no "Solving" while the plans' worker
+                // still builds the table for every budget (its progress is
+                // then not shown; its quick answer lands the flight).
+                self.shown.replanning.set(None);
                 self.show(planned);
             }
             return;
