@@ -205,4 +205,3 @@ fn the_tables_equal_the_reference_entry_by_entry() {
         "{chains} chains, {states} states"
     );
 }
-
