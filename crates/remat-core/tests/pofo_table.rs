@@ -8,7 +8,8 @@
 //! budget and not only on the free memory N − A (so the table's state
 //! A + N_top − N is not the budget's state A: a float sum rounded
 //! differently, a bound on Δ taken from N), a cut carried over from one
-//! budget to another (a state another budget needs left inexact), a
+//! budget to another (a state another budget needs left inexact; the
+//! table's own cut, per A, must bound every budget whose path reaches A), a
 //! budget mapped to the wrong number of slots or read at the wrong A, or a
 //! size capped at the top's slots where the per-budget grid caps it at its
 //! own. Mutations tried: Case 2's excess summed as the DP did before,

@@ -4,7 +4,7 @@
 
 use crate::args::BenchArgs;
 use crate::error::Result;
-use crate::report::{self, BenchReport, PofoDpTime};
+use crate::report::{self, BenchReport, PofoDpTime, PofoTableTime};
 use remat_core::solvers::offload;
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{Mode, Pofo};
@@ -75,6 +75,43 @@ fn pofo_solve(stages: usize, reps: usize) -> Result<f64> {
     Ok(seconds)
 }
 
+/// pofo's tables for every budget of the synthetic chain of `stages`
+/// (`offload::TablePlanner`, the default 50 slots at M_high, 12 GB/s):
+/// the median seconds to build them, and to answer (judged) each of 20
+/// budgets from M_low to M_high from them.
+fn pofo_table(stages: usize, reps: usize) -> Result<PofoTableTime> {
+    let chain = examples::synthetic(stages);
+    let low = min_budget(&chain, Variant::Rotor);
+    let high = max_useful_budget(&chain);
+    let options = Options {
+        bandwidth_bytes_per_s: Some(POFO_BANDWIDTH),
+        ..Options::default()
+    };
+    let (build_seconds, planner) = timed(reps, || {
+        Ok(offload::TablePlanner::build(
+            &chain,
+            Algorithm::Pofo,
+            high,
+            &options,
+            &mut no_progress(),
+        )?)
+    })?;
+    let budgets: Vec<u64> = (0..20).map(|k| low + (high - low) * k / 19).collect();
+    let answers = budgets
+        .iter()
+        .map(|&b| {
+            let t0 = Instant::now();
+            std::hint::black_box(planner.plan(&chain, b));
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    Ok(PofoTableTime {
+        build_seconds,
+        answer_seconds: median(answers),
+        budgets: budgets.len(),
+    })
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -128,6 +165,11 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     } else {
         Some(pofo_solve(50, reps.min(3))?)
     };
+    let table_100 = if a.no_pofo {
+        None
+    } else {
+        Some(pofo_table(100, reps.min(3))?)
+    };
     let readout_s = median(readout);
     let ops_per_s = ops.len() as f64 / sim_s;
     if a.json {
@@ -148,6 +190,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                 })
                 .collect(),
             pofo_solve_50_stages_seconds: solve_50,
+            pofo_table_100_stages: table_100,
         });
         return Ok(());
     }
@@ -172,6 +215,14 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     }
     if let Some(t) = solve_50 {
         say!("pofo solve, L = 50  median {t:.3} s (DP + at-once transfers + simulator verdicts)");
+    }
+    if let Some(t) = &table_100 {
+        say!(
+            "pofo table, L = 100 build median {:.3} s (every budget, 50 slots at M_high); a new budget answered in median {:.1} ms over {} budgets (judged)",
+            t.build_seconds,
+            t.answer_seconds * 1e3,
+            t.budgets
+        );
     }
     Ok(())
 }

@@ -208,7 +208,7 @@ fn convert(
 /// states and a few O(L) simulations.
 ///
 /// The DP's answer is the per-budget DP's on the same grid, bit for bit
-/// (`tests/pofo_table.rs`); the grid is the top's, u = ⌊top / N⌋ bytes a
+/// (`crates/remat-core/tests/pofo_table.rs`); the grid is the top's, u = ⌊top / N⌋ bytes a
 /// slot, so a budget B below the top has ⌊B / u⌋ slots, not [`solve_dp`]'s
 /// N slots of ⌊B / N⌋ (coarser: [`TableAnswer::slots`] says how many). A
 /// caller that wants the paper's grid shows this answer at once, says so,
