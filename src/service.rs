@@ -297,26 +297,15 @@ impl PlannerService {
     }
 
     fn plan(&mut self, generation: u64, mut ask: Ask, emit: &mut Emit<'_>) {
-        if ask.stage == Stage::Quick {
-            match self.quick(generation, &ask, emit) {
-                Some(Ok(solution)) => {
-                    let summaries = self.summaries(ask.algorithm, ask.budget, ask.bandwidth);
-                    return emit(Response::Planned(Box::new(
-                        ask.answer(generation, solution, summaries),
-                    )));
-                }
-                Some(Err(e)) => {
-                    return emit(failed(
-                        generation,
-                        Some(Task::Plan {
-                            algorithm: ask.algorithm,
-                        }),
-                        e,
-                    ))
-                }
-                // No table for this (cancelled, or too large): solved whole.
-                None => ask.stage = Stage::Whole,
-            }
+        // pofo and offload-only read from their table for every budget;
+        // without one (another algorithm, or its build failed) a quick ask
+        // is solved whole.
+        let quick = match ask.stage {
+            Stage::Quick => self.quick(generation, &ask, emit),
+            _ => None,
+        };
+        if ask.stage == Stage::Quick && quick.is_none() {
+            ask.stage = Stage::Whole;
         }
         let Some(chain) = self.chain_of(generation) else {
             return;
@@ -332,7 +321,9 @@ impl PlannerService {
         // Offloading algorithms and exact re-plans solve anew (and may
         // fail); otherwise the built table answers.
         let fresh;
-        let result = if algorithm.offloads() {
+        let result = if let Some(solution) = quick {
+            Ok((solution, None))
+        } else if algorithm.offloads() {
             let mut progress = reporter(generation, task, emit);
             solve_offloading(chain, algorithm, budget, bandwidth, &mut progress).map(|s| (s, None))
         } else {
@@ -372,12 +363,7 @@ impl PlannerService {
     /// every budget, built first if this chain, algorithm and link have
     /// none. None where there is no table to read (not a table algorithm,
     /// another chain, or its build failed: the caller solves whole).
-    fn quick(
-        &mut self,
-        generation: u64,
-        ask: &Ask,
-        emit: &mut Emit<'_>,
-    ) -> Option<Result<Solution, SolveError>> {
+    fn quick(&mut self, generation: u64, ask: &Ask, emit: &mut Emit<'_>) -> Option<Solution> {
         if !has_quick_table(ask.algorithm) || generation != self.generation {
             return None;
         }
@@ -407,7 +393,7 @@ impl PlannerService {
         }
         let table = &self.offload_table.as_ref()?.planner;
         let answer = table.plan(chain, ask.budget);
-        Some(Ok(quick_words(table, ask.budget, answer)))
+        Some(quick_words(table, ask.budget, answer))
     }
 
     /// One compare row: `algorithm` solved at `budget`.
