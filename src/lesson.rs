@@ -6,7 +6,7 @@
 //! figures a presentation shows) and one question, whose answer is computed
 //! from the chain, never written by hand. Plain Rust, tested on the host.
 
-use crate::strategies::{sqrt_segments, Classic, Strategy};
+use crate::strategies::{sqrt_segments, Classic, Strategy, MAX_OPTIMAL_STAGES};
 use remat_core::examples;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::solvers::{memory_floor, solve, Algorithm, Options};
@@ -139,10 +139,18 @@ fn sqrt_peak(chain: &Chain) -> Option<u64> {
         .predicted_peak_bytes
 }
 
+/// The plan on the page an answer reads (pofo's, for the offloading step,
+/// solved by the page's worker): its step time and the link it was solved
+/// for (bytes/s; None or 0: no link), which the user may have changed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShownPlan {
+    pub seconds: f64,
+    pub link: Option<f64>,
+}
+
 /// Step `i`'s answer on `chain` at `budget`, from the strategies solved
-/// there; `shown_seconds` is the plan on the page (pofo's, for the
-/// offloading step, solved by the page's worker).
-pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f64>) -> String {
+/// there and, for the offloading step, the plan on the page.
+pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown: Option<ShownPlan>) -> String {
     let classic = Classic::new(chain);
     let at = classic.at(budget);
     let base = chain.sequential_seconds();
@@ -177,45 +185,44 @@ pub fn answer(i: usize, chain: &Arc<Chain>, budget: u64, shown_seconds: Option<f
             )
         }
         (2, _, Some(r)) => {
-            let sqrt_peak = sqrt.and_then(|s| s.current.ok_trace()).map(|t| t.peak_bytes);
             let all = find(Algorithm::RecomputeAll);
             format!(
                 "Rotor takes {}; keeping only a^0, {} with a peak of {}. √n needs {}. M_low, the least rotor can do with (the slider's left end), is {}.",
                 over(r),
                 seconds(all).map_or_else(|| "—".into(), over),
                 peak(all).map_or_else(|| "—".into(), format_bytes),
-                sqrt_peak.map_or_else(|| "—".into(), format_bytes),
+                peak(sqrt).map_or_else(|| "—".into(), format_bytes),
                 format_bytes(classic.rotor_low().unwrap_or(memory_floor(chain).bytes))
             )
         }
-        (3, _, Some(r)) => match shown_seconds {
+        (3, _, Some(r)) => match shown {
             Some(p) => format!(
                 "Rotor takes {}, pofo {}: offloading takes back {:.0} % of the overhead at {}.",
                 over(r),
-                over(p),
-                100.0 * (r - p) / (r - base).max(1e-15),
-                link_words(chain)
+                over(p.seconds),
+                100.0 * (r - p.seconds) / (r - base).max(1e-15),
+                link_words(p.link)
             ),
             None => "Waiting for pofo's plan at this budget …".into(),
         },
         (4, _, Some(r)) => match seconds(find(Algorithm::Optimal)) {
             Some(o) => format!(
-                "The optimum takes {}, rotor {}: rotor is {:.1} % slower. The Compare place measures this gap for every algorithm on chains up to 12 stages.",
+                "The optimum takes {}, rotor {}: rotor is {:.1} % slower. The Compare place measures this gap for every algorithm on chains up to {MAX_OPTIMAL_STAGES} stages.",
                 format_seconds(o),
                 format_seconds(r),
                 100.0 * (r / o - 1.0)
             ),
-            None => "The exact optimum is searched on chains up to 12 stages.".into(),
+            None => format!("The exact optimum is searched on chains up to {MAX_OPTIMAL_STAGES} stages."),
         },
         _ => "No schedule at this budget: move the budget back to the step's.".into(),
     }
 }
 
-fn link_words(chain: &Chain) -> String {
-    chain.bandwidth_bytes_per_s.map_or_else(
-        || "the page's link".into(),
-        |b| format!("{:.0} GB/s", b / 1e9),
-    )
+fn link_words(link: Option<f64>) -> String {
+    match link.filter(|&b| b > 0.0) {
+        Some(b) => format!("{:.0} GB/s", b / 1e9),
+        None => "no host link".into(),
+    }
 }
 
 #[cfg(test)]
@@ -231,7 +238,11 @@ mod tests {
         for i in 0..STEPS.len() {
             let v = view_of(i).unwrap_or_else(|| panic!("step {}", i + 1));
             assert!(v.budget >= memory_floor(&v.chain).bytes, "step {}", i + 1);
-            let a = answer(i, &v.chain, v.budget, Some(v.chain.sequential_seconds()));
+            let shown = ShownPlan {
+                seconds: v.chain.sequential_seconds(),
+                link: Some(v.bandwidth),
+            };
+            let a = answer(i, &v.chain, v.budget, Some(shown));
             assert!(!a.contains("No schedule"), "step {}: {a}", i + 1);
         }
         assert!(view_of(STEPS.len()).is_none());
@@ -284,13 +295,25 @@ mod tests {
     }
 
     /// The offloading step's answer reads the page's plan: without one it
-    /// says what to wait for. Could fail if it silently used rotor's time.
+    /// says what to wait for. Could fail if it silently used rotor's time,
+    /// or named the chain's link instead of the plan's (it did: a plan at
+    /// 6 GB/s was said to be at 54 GB/s).
     #[test]
     fn the_offloading_answer_waits_for_the_pages_plan() {
         let v = view_of(3).unwrap();
         assert!(answer(3, &v.chain, v.budget, None).starts_with("Waiting for pofo's plan"));
-        let a = answer(3, &v.chain, v.budget, Some(0.03687));
+        let shown = |link| ShownPlan {
+            seconds: 0.03687,
+            link,
+        };
+        let a = answer(3, &v.chain, v.budget, Some(shown(Some(v.bandwidth))));
         assert!(a.contains("pofo 36.87 ms"), "{a}");
         assert!(a.contains("54 GB/s"), "{a}");
+        // The link the page's plan was solved for, not the chain's: a user
+        // who typed 6 GB/s reads 6 GB/s.
+        let a = answer(3, &v.chain, v.budget, Some(shown(Some(6e9))));
+        assert!(a.contains("at 6 GB/s"), "{a}");
+        let a = answer(3, &v.chain, v.budget, Some(shown(Some(0.0))));
+        assert!(a.contains("at no host link"), "{a}");
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
-use crate::lesson::{answer, view_of, Figures, STEPS};
+use crate::lesson::{answer, view_of, Figures, ShownPlan, STEPS};
 use crate::link::{format_hash, with_lesson};
 use crate::protocol::Stage;
 use crate::state::use_app;
@@ -164,7 +164,12 @@ pub fn LessonCard() -> impl IntoView {
         let shown = state.shown.current.with(|c| {
             let c = c.as_ref()?;
             let settled = c.planned.stage != Stage::Quick && Some(c.planned.algorithm) == algorithm;
-            settled.then(|| c.ok_trace().map(|t| t.makespan_seconds))?
+            settled.then(|| {
+                c.ok_trace().map(|t| ShownPlan {
+                    seconds: t.makespan_seconds,
+                    link: c.planned.bandwidth,
+                })
+            })?
         });
         Some(answer(i, &chain, budget, shown))
     };

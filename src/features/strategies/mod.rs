@@ -243,7 +243,11 @@ pub fn YourGuess() -> impl IntoView {
                     .collect::<Vec<_>>()
                     .join(", ");
                 let optimum = g.optimum_seconds.map_or_else(
-                    || "Rotor is not solved here for chains over 60 stages".to_string(),
+                    || {
+                        format!(
+                            "Rotor is not solved here for chains over {MAX_ROTOR_STAGES} stages"
+                        )
+                    },
                     |t| {
                         format!(
                             "Rotor with the same memory: step {} (+{:.1} %)",
