@@ -11,6 +11,7 @@
 //!   heuristics), [`hong`] (Hong et al.'s least-peak checkpoint selection),
 //!   [`dynamic`] (the DTR and DELTA runtimes, simulated),
 //!   [`optimal`] (the exact search over every schedule, short chains);
+//! * [`parallel`] — a DP layer's independent pieces on the machine's cores;
 //! * [`planner`] — [`Planner`] and [`solve`], the only dispatcher: calls go
 //!   down from it, never back up.
 //!
@@ -23,6 +24,7 @@ pub mod dynamic;
 pub mod hong;
 pub mod offload;
 pub mod optimal;
+pub mod parallel;
 pub mod persistent;
 pub mod planner;
 pub mod pofo;

@@ -114,6 +114,7 @@ pub mod reference;
 mod tests;
 
 use super::api::{Progress, SolveError};
+use super::parallel::Workers;
 use super::slots::{grid, SlotSizes};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
@@ -258,6 +259,15 @@ impl Grid {
     fn m_b(&self, i: usize) -> usize {
         self.b[i]
     }
+
+    /// I_i^x: a^{i-1} (x = 0) or ā^{i-1} (x = 1).
+    fn input(&self, i: usize, x: usize) -> usize {
+        if x == 1 {
+            self.abar[i - 1]
+        } else {
+            self.a[i - 1]
+        }
+    }
 }
 
 /// A Δ left over, rounded up to slots: `(x − 1e-9).ceil() as usize` above
@@ -297,21 +307,123 @@ type Choice = u16;
 struct Backward {
     values: Vec<f64>,
     choices: Vec<Choice>,
-    pair_start: Vec<usize>,
-    per_pair: usize,
-    max_delta: usize,
+    layout: PairLayout,
     /// min over Δ of C_Δ(i, j, m, ·), per pair and m (the fill's bounds).
     row_min: Vec<f64>,
-    /// max over Δ of the pair being filled, per m.
-    row_max: Vec<f64>,
     /// The fill computes Δ ≤ this (0 for the first, transfer-free pass).
     delta_cap: usize,
 }
 
-impl Backward {
-    fn index(&self, i: usize, j: usize, m: usize, delta: usize) -> usize {
-        (self.pair_start[i] + (j - i)) * self.per_pair + m * (self.max_delta + 1) + delta
+/// Where C_Δ(i, j, ·, ·) lies: pairs by segment length j − i, then by i,
+/// so that one length's pairs are contiguous (filled at once, on the
+/// machine's cores) and come after every shorter pair (which they read).
+struct PairLayout {
+    /// The first pair of each length.
+    len_start: Vec<usize>,
+    /// (N + 1) (Δ_max + 1) entries a pair, N + 1 row minima.
+    per_pair: usize,
+    slots: usize,
+    max_delta: usize,
+}
+
+impl PairLayout {
+    fn new(n: usize, slots: usize, max_delta: usize) -> PairLayout {
+        // n − len pairs of each length len (i = 1..=n − len).
+        let mut len_start = vec![0usize; n + 1];
+        for len in 0..n {
+            len_start[len + 1] = len_start[len] + (n - len);
+        }
+        PairLayout {
+            len_start,
+            per_pair: (slots + 1) * (max_delta + 1),
+            slots,
+            max_delta,
+        }
     }
+
+    /// Pairs in all.
+    fn pairs(&self) -> usize {
+        *self.len_start.last().expect("n + 1 entries")
+    }
+
+    fn pair(&self, i: usize, j: usize) -> usize {
+        self.len_start[j - i] + (i - 1)
+    }
+
+    fn index(&self, i: usize, j: usize, m: usize, delta: usize) -> usize {
+        self.pair(i, j) * self.per_pair + m * (self.max_delta + 1) + delta
+    }
+}
+
+/// C_Δ as it is read: whole, or, while a length is filled, the pairs
+/// before it (`values` and `row_min` are then the table up to there;
+/// indices are the whole table's).
+struct CRead<'a> {
+    grid: &'a Grid,
+    layout: &'a PairLayout,
+    values: &'a [f64],
+    row_min: &'a [f64],
+}
+
+impl CRead<'_> {
+    /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
+    fn c(&self, i: usize, j: usize, m: usize, delta: usize) -> f64 {
+        if delta > m || delta > self.layout.max_delta || m > self.grid.slots {
+            return f64::INFINITY;
+        }
+        self.values[self.layout.index(i, j, m, delta)]
+    }
+
+    /// The leaf C_Δ(i, i, ·) or Case 1 (F_all^i) of C_Δ(i, j, m, Δ).
+    fn backward_first(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, Choice) {
+        let g = self.grid;
+        if i == j {
+            let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
+            if mf > m || mb > m {
+                return (f64::INFINITY, 0);
+            }
+            let dl = delta as f64;
+            let eps = g
+                .idle(mf as f64 - g.beta * g.ub[i] + dl - m as f64)
+                .max(g.idle(mb as f64 + dl - m as f64));
+            return ((g.uf[i] + g.ub[i]) + eps, 1);
+        }
+        match self.backward_all(i, j, m, delta) {
+            Some((v, _)) => (v, 1),
+            None => (f64::INFINITY, 0),
+        }
+    }
+
+    /// Case 1 of B.3: F_all^i, C_Δ(i+1, j, m − ā^i, Δ1), B^i. Returns the
+    /// value and Δ1.
+    fn backward_all(&self, i: usize, j: usize, m: usize, delta: usize) -> Option<(f64, usize)> {
+        let g = self.grid;
+        let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
+        if mf > m || mb > m || g.abar[i] > m {
+            return None;
+        }
+        let dl = delta as f64;
+        let eps_b = g.idle(mb as f64 + dl - m as f64);
+        let d1 = g.leftover(dl - (g.ub[i] + eps_b) * g.beta);
+        let sub = self.c(i + 1, j, m - g.abar[i], d1);
+        if !sub.is_finite() {
+            return None;
+        }
+        let d2 = (d1 as f64 - sub * g.beta).max(0.0);
+        let eps_f = g.idle(mf as f64 + d2 - m as f64);
+        let v = (g.uf[i] + g.ub[i]) + sub + (eps_f + eps_b);
+        v.is_finite().then_some((v, d1))
+    }
+}
+
+/// One pair C_Δ(i, j, ·, ·) being filled: its entries, choices and row
+/// minima.
+struct PairOut<'a> {
+    i: usize,
+    j: usize,
+    values: &'a mut [f64],
+    choices: &'a mut [Choice],
+    row_min: &'a mut [f64],
 }
 
 /// The DP for one chain, budget and bandwidth.
@@ -332,6 +444,9 @@ pub struct Pofo {
     table_tops: Option<Vec<f64>>,
     /// Bottom-up OC's first pass: Δ_F = Δ_B = 0 and no offload only.
     only_kept: bool,
+    /// The threads a layer of either table is filled on (the tables are
+    /// the same to the bit whatever their number).
+    workers: Workers,
 }
 
 /// OC's memo, dense: for each (i, x), every (A, Δ_F, Δ_B) with A + Δ_F ≤ N
@@ -671,13 +786,14 @@ impl Pofo {
             bandwidth,
             max_table_bytes,
             true,
+            Workers::available(),
             progress,
         )
     }
 
     /// [`build`](Self::build), with or without the cut (`find_cut`): without
     /// it every entry of both tables is exact, whatever the budget it is
-    /// read for ([`Table`]).
+    /// read for ([`Table`]). Both tables are filled on `workers` threads.
     #[allow(clippy::too_many_arguments)]
     fn build_with(
         chain: &Chain,
@@ -687,6 +803,7 @@ impl Pofo {
         bandwidth: Option<f64>,
         max_table_bytes: u64,
         with_cut: bool,
+        workers: Workers,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
         validate(chain.len(), slots)?;
@@ -699,20 +816,16 @@ impl Pofo {
         }
         let max_delta = if with_bw { grid.slots } else { 0 };
         let grid_slots = grid.slots;
-        let mut pair_start = vec![0usize; n + 2];
-        for i in 1..=n {
-            pair_start[i + 1] = pair_start[i] + (n - i + 1);
-        }
-        let per_pair = (grid.slots + 1) * (max_delta + 1);
+        let layout = PairLayout::new(n, grid_slots, max_delta);
         let len = if mode == Mode::Full {
-            pair_start[n + 1] * per_pair
+            layout.pairs() * layout.per_pair
         } else {
             0
         };
         let values = filled(len, f64::INFINITY)?;
         let choices = filled(len, 0)?;
         let row_min = if mode == Mode::Full {
-            filled(pair_start[n + 1] * (grid_slots + 1), f64::INFINITY)?
+            filled(layout.pairs() * (grid_slots + 1), f64::INFINITY)?
         } else {
             Vec::new()
         };
@@ -724,11 +837,8 @@ impl Pofo {
             back: Backward {
                 values,
                 choices,
-                pair_start,
-                per_pair,
-                max_delta,
+                layout,
                 row_min,
-                row_max: vec![0.0; grid_slots + 1],
                 delta_cap: max_delta,
             },
             forward,
@@ -736,6 +846,7 @@ impl Pofo {
             cut: vec![f64::INFINITY; n + 2],
             table_tops: None,
             only_kept: false,
+            workers,
         };
         // C_Δ at Δ = 0 first (all of it with no link), then OC's states
         // without transfers: their value bounds the optimum, which cuts
@@ -769,12 +880,19 @@ impl Pofo {
         self
     }
 
+    /// C_Δ, whole.
+    fn read_c(&self) -> CRead<'_> {
+        CRead {
+            grid: &self.grid,
+            layout: &self.back.layout,
+            values: &self.back.values,
+            row_min: &self.back.row_min,
+        }
+    }
+
     /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
     fn c(&self, i: usize, j: usize, m: usize, delta: usize) -> f64 {
-        if delta > m || delta > self.back.max_delta || m > self.grid.slots {
-            return f64::INFINITY;
-        }
-        self.back.values[self.back.index(i, j, m, delta)]
+        self.read_c().c(i, j, m, delta)
     }
 
     /// Section B.3, bottom-up by segment length (stages i..j with j < L).
@@ -783,10 +901,8 @@ impl Pofo {
         let total = (n * n.saturating_sub(1) / 2).max(1);
         let mut done = 0;
         for len in 0..n.saturating_sub(1) {
-            for i in 1..n - len {
-                self.fill_pair(i, i + len);
-                done += 1;
-            }
+            self.fill_length(len);
+            done += n - 1 - len;
             if !progress(FILL_SHARE * done as f64 / total as f64) {
                 return Err(SolveError::Cancelled);
             }
@@ -794,158 +910,56 @@ impl Pofo {
         Ok(())
     }
 
-    /// C_Δ(i, j, ·, ·): F_all^i (or the leaf) for every (m, Δ), then each
-    /// F_ck split over every (m, Δ) at once — split-major, so the left
-    /// sub-table C_Δ(i, last, ·, ·) is read in order. Candidates are tried in
-    /// the same order as one cell at a time would (F_all, then `last`
-    /// ascending, strict improvement), so the values and choices are too.
-    fn fill_pair(&mut self, i: usize, j: usize) {
-        let slots = self.grid.slots;
-        let stride = self.back.max_delta + 1;
-        // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
-        let max_delta = self.back.delta_cap;
-        let base = self.back.index(i, j, 0, 0);
-        for m in 0..=slots {
-            let mut most = f64::NEG_INFINITY;
-            for delta in 0..=m.min(max_delta) {
-                let (v, ch) = self.backward_first(i, j, m, delta);
-                self.back.values[base + m * stride + delta] = v;
-                self.back.choices[base + m * stride + delta] = ch;
-                most = most.max(v);
-            }
-            self.back.row_max[m] = most;
-        }
-        if i < j {
-            self.fill_splits(i, j);
-        }
-        // Each row's least value, for the bounds of longer segments.
-        let back = &mut self.back;
-        let pair = back.pair_start[i] + (j - i);
-        for m in 0..=slots {
-            let row = &back.values[base + m * stride..][..=m.min(max_delta)];
-            back.row_min[pair * (slots + 1) + m] =
-                row.iter().copied().fold(f64::INFINITY, f64::min);
-        }
-    }
-
-    /// The F_ck^i splits of C_Δ(i, j, ·, ·), split-major.
-    ///
-    /// A split's candidate at (m, Δ) is v = ((f + right) + left) + ε with
-    /// right ≥ r_min, the least of its right sub-row, and ε ≥ 0; float
-    /// addition is monotone, so v ≥ (f + r_min) + left exactly, and a cell
-    /// whose value is already at most that bound cannot improve (a candidate
-    /// must be strictly better): it is skipped without computing v, and a
-    /// whole row is when (f + r_min) + l_min reaches the row's largest
-    /// value. No margin is needed; nothing a skip saves could have changed
-    /// a value or a choice.
-    fn fill_splits(&mut self, i: usize, j: usize) {
-        let slots = self.grid.slots;
-        let stride = self.back.max_delta + 1;
-        // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
-        let max_delta = self.back.delta_cap;
-        let base = self.back.index(i, j, 0, 0);
-        let g = &self.grid;
-        let beta = g.beta;
-        // Above this, C_Δ(i, j, ·) is on no optimal path (`find_cut`): a
-        // candidate whose bound passes it is skipped.
-        let cut = self.cut[i] - g.rest[j + 1];
-        let back = &mut self.back;
-        // Every forward of the F_ck^i / F_∅ chain over i..=last must fit
-        // (only those: a later stage's forward is the sub-problem's, which
-        // may run it as an F_all, whose o_f may be below o_f∅).
-        let mut threshold = 0;
-        let mut f = 0.0;
-        let mut reach = f64::NEG_INFINITY;
-        for last in i..j {
-            threshold = threshold.max(g.m_fnone(i, last, j));
-            f += g.ufn[last];
-            reach = reach.max(g.m_fnone(i, last, j) as f64 + beta * f);
-            let code = 2 + (last - i) as Choice;
-            // Lemma 1's term of `backward_checkpoint`, ((reach − β f) + Δ3) − m:
-            // its first difference is the same for every cell.
-            let k = reach - beta * f;
-            let w = g.a[last];
-            let left_pair = back.pair_start[i] + (last - i);
-            let right_pair = back.pair_start[last + 1] + (j - last - 1);
-            let (left_base, right_base) = (left_pair * back.per_pair, right_pair * back.per_pair);
-            for m in threshold.max(w)..=slots {
-                let lb = f + back.row_min[right_pair * (slots + 1) + (m - w)];
-                let row_lb = lb + back.row_min[left_pair * (slots + 1) + m];
-                if row_lb >= back.row_max[m] || row_lb > cut {
-                    continue;
-                }
-                let mf = m as f64;
-                let rdm = (m - w).min(max_delta);
-                let right_at = right_base + (m - w) * stride;
-                let dm = m.min(max_delta);
-                let left_at = left_base + m * stride;
-                let out_at = base + m * stride;
-                let mut most = f64::NEG_INFINITY;
-                for delta in 0..=dm {
-                    let left = back.values[left_at + delta];
-                    let mut cur = back.values[out_at + delta];
-                    let cell_lb = lb + left;
-                    if cell_lb < cur && cell_lb <= cut {
-                        let d2 = leftover(delta as f64 - left * beta);
-                        if d2 <= rdm {
-                            // `backward_checkpoint`'s arithmetic, in its order;
-                            // an infinite left or right makes v infinite.
-                            let right = back.values[right_at + d2];
-                            let d3 = (d2 as f64 - right * beta).max(0.0);
-                            let v = ((f + right) + left) + g.idle(k + d3 - mf);
-                            if v < cur {
-                                cur = v;
-                                back.values[out_at + delta] = v;
-                                back.choices[out_at + delta] = code;
-                            }
-                        }
-                    }
-                    most = most.max(cur);
-                }
-                back.row_max[m] = most;
-            }
-        }
-    }
-
-    /// The leaf C_Δ(i, i, ·) or Case 1 (F_all^i) of C_Δ(i, j, m, Δ).
-    fn backward_first(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, Choice) {
-        let g = &self.grid;
-        if i == j {
-            let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
-            if mf > m || mb > m {
-                return (f64::INFINITY, 0);
-            }
-            let dl = delta as f64;
-            let eps = g
-                .idle(mf as f64 - g.beta * g.ub[i] + dl - m as f64)
-                .max(g.idle(mb as f64 + dl - m as f64));
-            return ((g.uf[i] + g.ub[i]) + eps, 1);
-        }
-        match self.backward_all(i, j, m, delta) {
-            Some((v, _)) => (v, 1),
-            None => (f64::INFINITY, 0),
-        }
-    }
-
-    /// Case 1 of B.3: F_all^i, C_Δ(i+1, j, m − ā^i, Δ1), B^i. Returns the
-    /// value and Δ1.
-    fn backward_all(&self, i: usize, j: usize, m: usize, delta: usize) -> Option<(f64, usize)> {
-        let g = &self.grid;
-        let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
-        if mf > m || mb > m || g.abar[i] > m {
-            return None;
-        }
-        let dl = delta as f64;
-        let eps_b = g.idle(mb as f64 + dl - m as f64);
-        let d1 = g.leftover(dl - (g.ub[i] + eps_b) * g.beta);
-        let sub = self.c(i + 1, j, m - g.abar[i], d1);
-        if !sub.is_finite() {
-            return None;
-        }
-        let d2 = (d1 as f64 - sub * g.beta).max(0.0);
-        let eps_f = g.idle(mf as f64 + d2 - m as f64);
-        let v = (g.uf[i] + g.ub[i]) + sub + (eps_f + eps_b);
-        v.is_finite().then_some((v, d1))
+    /// Every pair (i, i + len) with i + len < L, on the machine's cores: a
+    /// pair reads only shorter pairs (finished) and writes only its own
+    /// entries, so the pairs are independent ([`Workers`]).
+    fn fill_length(&mut self, len: usize) {
+        let n = self.grid.n;
+        let Backward {
+            values,
+            choices,
+            layout,
+            row_min,
+            delta_cap,
+        } = &mut self.back;
+        let (per_pair, rows) = (layout.per_pair, layout.slots + 1);
+        let first = layout.len_start[len];
+        let (done, now) = values.split_at_mut(first * per_pair);
+        let (done_row_min, now_row_min) = row_min.split_at_mut(first * rows);
+        let now_choices = &mut choices[first * per_pair..];
+        // Pairs i = 1..L − len (j = i + len < L); the pair ending at L is
+        // never read.
+        let pieces: Vec<PairOut<'_>> = now
+            .chunks_mut(per_pair)
+            .zip(now_choices.chunks_mut(per_pair))
+            .zip(now_row_min.chunks_mut(rows))
+            .take(n - 1 - len)
+            .enumerate()
+            .map(|(k, ((values, choices), row_min))| PairOut {
+                i: k + 1,
+                j: k + 1 + len,
+                values,
+                choices,
+                row_min,
+            })
+            .collect();
+        let layer = CLayer {
+            read: CRead {
+                grid: &self.grid,
+                layout,
+                values: done,
+                row_min: done_row_min,
+            },
+            cut: &self.cut,
+            delta_cap: *delta_cap,
+        };
+        // A pair's work: its entries times its splits.
+        self.workers.run(
+            pieces,
+            |_| (per_pair * (len + 1)) as u64,
+            || vec![0.0; rows],
+            |row_max, mut p| layer.fill_pair(&mut p, row_max),
+        );
     }
 
     /// The DP's best time for the whole chain, None if infeasible: OC
@@ -1050,20 +1064,87 @@ impl Pofo {
     /// One bottom-up pass over every square, stage L first.
     fn fill_pass(&mut self, progress: &mut dyn FnMut(f64) -> bool) -> bool {
         let n = self.grid.n;
-        let side_max = self.forward.max_delta + 1;
-        let mut sc = Scratch::new(side_max);
         for i in (1..=n).rev() {
             let splits = self.splits_of(i);
-            for x in 0..2 {
-                for a in 0..=self.grid.slots {
-                    self.fill_square(i, x, a, &splits, &mut sc);
-                }
-            }
+            self.fill_stage(i, &splits);
             if !progress((n + 1 - i) as f64 / n as f64) {
                 return false;
             }
         }
         true
+    }
+
+    /// Every square (i, x, A) of stage i, on the machine's cores: a square
+    /// reads only stages after i (finished) and writes only its own cells,
+    /// so the squares are independent ([`Workers`]).
+    fn fill_stage(&mut self, i: usize, splits: &Splits) {
+        let cuts: Vec<f64> = (0..=self.grid.slots).map(|a| self.oc_cut(i, a)).collect();
+        let Forward {
+            slots,
+            max_delta,
+            square,
+            block,
+            values,
+            choices,
+            rows,
+            row_block,
+            row_min,
+        } = &mut self.forward;
+        let (slots, max_delta, block, row_block) = (*slots, *max_delta, *block, *row_block);
+        // Stage i's two blocks (x = 0, 1) and, after them, the finished stages.
+        let (done_at, done_rows_at) = ((2 * i + 2) * block, (2 * i + 2) * row_block);
+        let (now, done) = values.split_at_mut(done_at);
+        let (now_rows, done_row_min) = row_min.split_at_mut(done_rows_at);
+        let mut now = &mut now[2 * i * block..];
+        let mut now_choices = &mut choices[2 * i * block..done_at];
+        let mut now_rows = &mut now_rows[2 * i * row_block..];
+        let mut pieces = Vec::with_capacity(2 * (slots + 1));
+        for x in 0..2 {
+            for (a, &cut) in cuts.iter().enumerate() {
+                let side = Forward::side(slots, max_delta, a);
+                let (values, rest) = std::mem::take(&mut now).split_at_mut(side * side);
+                now = rest;
+                let (choices, rest) = std::mem::take(&mut now_choices).split_at_mut(side * side);
+                now_choices = rest;
+                let (row_min, rest) = std::mem::take(&mut now_rows).split_at_mut(side);
+                now_rows = rest;
+                pieces.push(SquareOut {
+                    x,
+                    a,
+                    cut,
+                    values,
+                    choices,
+                    row_min,
+                });
+            }
+        }
+        let layer = OcLayer {
+            grid: &self.grid,
+            back: &self.back,
+            mode: self.mode,
+            loss: self.loss,
+            only_kept: self.only_kept,
+            slots,
+            max_delta,
+            block,
+            square,
+            row_block,
+            rows,
+            done,
+            done_at,
+            done_row_min,
+            done_rows_at,
+            i,
+            splits,
+        };
+        // A square's work: its cells times the splits Case 2 may try.
+        let lasts = (splits.f.len() + 1) as u64;
+        self.workers.run(
+            pieces,
+            |p| p.values.len() as u64 * lasts,
+            || Scratch::new(max_delta + 1),
+            |sc, mut p| layer.fill_square(&mut p, sc),
+        );
     }
 
     /// What Case 2 of OC needs at stage i for each `last` (index last − i),
@@ -1098,301 +1179,9 @@ impl Pofo {
         out
     }
 
-    /// OC_x(i, A, ·, ·) for every Δ_F, Δ_B of the memo's square, and the
-    /// least value of each of its rows.
-    fn fill_square(&mut self, i: usize, x: usize, a: usize, splits: &Splits, sc: &mut Scratch) {
-        self.fill_square_values(i, x, a, splits, sc);
-        let fw = &mut self.forward;
-        let side = Forward::side(fw.slots, fw.max_delta, a);
-        let at = (2 * i + x) * fw.block + fw.square[a];
-        let rat = (2 * i + x) * fw.row_block + fw.rows[a];
-        for r in 0..side {
-            let row = &fw.values[at + r * side..][..side];
-            fw.row_min[rat + r] = row.iter().copied().fold(f64::INFINITY, f64::min);
-        }
-    }
-
-    // Rows and columns index several per-row and per-column arrays at once.
-    #[allow(clippy::needless_range_loop)]
-    fn fill_square_values(
-        &mut self,
-        i: usize,
-        x: usize,
-        a: usize,
-        splits: &Splits,
-        sc: &mut Scratch,
-    ) {
-        let n = self.grid.n;
-        let big_n = self.grid.slots;
-        let side = Forward::side(big_n, self.forward.max_delta, a);
-        let at = (2 * i + x) * self.forward.block + self.forward.square[a];
-        let cells = side * side;
-        self.forward.values[at..at + cells].fill(f64::INFINITY);
-        self.forward.choices[at..at + cells].fill(ForwardChoice::Infeasible.encode(i));
-        let input = self.input(i, x);
-        if a + input > big_n {
-            return;
-        }
-        let free = big_n - a - input;
-        // Δ_F, Δ_B ≤ free: larger ones cannot fit.
-        let s = if self.only_kept {
-            1
-        } else {
-            (free + 1).min(side)
-        };
-        let cut = self.oc_cut(i, a);
-        let g = &self.grid;
-        let beta = g.beta;
-        let nf = big_n as f64;
-        let values = &mut self.forward.values;
-        let choices = &mut self.forward.choices;
-        if i == n {
-            let (mf, mb) = (g.m_fall(n, n), g.m_b(n));
-            if mf > free || mb > free {
-                return;
-            }
-            let code = ForwardChoice::Loss.encode(i);
-            for df in 0..s {
-                let mfx = (a + df + input) as f64;
-                let eps_f = g.idle(mf as f64 + mfx - nf);
-                for db in 0..s {
-                    let mbx = (a + db + input) as f64;
-                    let eps_b = g.idle(mb as f64 + mbx - nf);
-                    let v = if df == 0 && db == 0 {
-                        (g.uf[n] + g.ub[n]) + (eps_f + eps_b)
-                    } else {
-                        match self.loss {
-                            LossStep::Paper => {
-                                let left_f = (df as f64 - (g.uf[n] + eps_f) * beta).max(0.0);
-                                let left_b = (db as f64 - (g.ub[n] + eps_b) * beta).max(0.0);
-                                (g.uf[n] + g.ub[n]) + (eps_f + eps_b) + (left_f + left_b) / beta
-                            }
-                            LossStep::Overlap => {
-                                let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
-                                let copy =
-                                    (df as f64 / beta).max(eps_f + g.uf[n]) + db as f64 / beta;
-                                compute.max(copy)
-                            }
-                        }
-                    };
-                    values[at + df * side + db] = v;
-                    choices[at + df * side + db] = code;
-                }
-            }
-            return;
-        }
-        let can_offload = beta > 0.0 && !self.only_kept;
-        let fwd_block = self.forward.block;
-        let square = &self.forward.square;
-        let (row_block, rows) = (self.forward.row_block, &self.forward.rows);
-        let row_min = &self.forward.row_min;
-        let md = self.forward.max_delta;
-        // The sub-square (i2, x2, a2) of the memo: its base, side and row
-        // minima's base, or None when A2 > N (every state there is out of
-        // the table: ∞).
-        let sub_square = |i2: usize, x2: usize, a2: usize| -> Option<(usize, usize, usize)> {
-            (a2 <= big_n).then(|| {
-                (
-                    (2 * i2 + x2) * fwd_block + square[a2],
-                    Forward::side(big_n, md, a2),
-                    (2 * i2 + x2) * row_block + rows[a2],
-                )
-            })
-        };
-        // Case 1: F_all^i.
-        let (mf, mb) = (g.m_fall(i, n), g.m_b(i));
-        if mf <= free && mb <= free {
-            for df in 0..s {
-                let mfx = (a + df + input) as f64;
-                let eps_f = g.idle(mf as f64 + mfx - nf);
-                let sent = (g.uf[i] + eps_f) * beta;
-                sc.ef[df] = eps_f;
-                sc.rk[df] = leftover(df as f64 - sent);
-                sc.ro[df] = leftover((df + input) as f64 - sent);
-            }
-            for db in 0..s {
-                let mbx = (a + db + input) as f64;
-                let eps_b = g.idle(mb as f64 + mbx - nf);
-                let fetched = (g.ub[i] + eps_b) * beta;
-                let lb = leftover(db as f64 - fetched);
-                sc.eb[db] = eps_b;
-                sc.ck[db] = lb;
-                sc.co[db] = lb + input;
-            }
-            let fixed = g.uf[i] + g.ub[i];
-            for offload in [false, true] {
-                if offload && !can_offload {
-                    continue;
-                }
-                let code = ForwardChoice::All { offload }.encode(i);
-                let (rows, cols) = if offload {
-                    (&sc.ro, &sc.co)
-                } else {
-                    (&sc.rk, &sc.ck)
-                };
-                let a2 = if offload { a } else { a + input };
-                let Some((base2, side2, _)) = sub_square(i + 1, 1, a2) else {
-                    continue;
-                };
-                for df in 0..s {
-                    let r = rows[df];
-                    if r >= side2 {
-                        continue;
-                    }
-                    let row2 = base2 + r * side2;
-                    let ef = sc.ef[df];
-                    let out = at + df * side;
-                    for db in 0..s {
-                        let c = cols[db];
-                        if c >= side2 {
-                            continue;
-                        }
-                        let sub = values[row2 + c];
-                        let v = fixed + sub + (ef + sc.eb[db]);
-                        if v < values[out + db] {
-                            values[out + db] = v;
-                            choices[out + db] = code;
-                        }
-                    }
-                }
-            }
-        }
-        if self.mode == Mode::OffloadOnly {
-            return;
-        }
-        // Case 2: F_ck^i, F_∅ up to `last`.
-        if splits.first > free {
-            return;
-        }
-        sc.stopped[..s * s].fill(false);
-        for df in 0..s {
-            let row = &values[at + df * side..][..s];
-            sc.row_max[df] = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        }
-        let back = &self.back;
-        for (k, last) in (i..n).enumerate() {
-            // fits_sent: every F_∅ after F_ck^i with the input sent.
-            if splits.sent_max[k] > free + input {
-                break;
-            }
-            let fits_kept = splits.kept_max[k] <= free;
-            let f = splits.f[k];
-            let rest_f = splits.rest_f[k];
-            let f_rest = splits.f_rest[k];
-            let reach = splits.reach[k];
-            for df in 0..s {
-                let mfx = (a + df + input) as f64;
-                let eps_f = g.idle(case2_excess(reach, mfx, nf));
-                let sent = (f + eps_f) * beta;
-                sc.ef[df] = eps_f;
-                sc.rk[df] = leftover(df as f64 - sent);
-                sc.ro[df] = leftover((df + input) as f64 - sent);
-            }
-            let crow = back.index(i, last, free, 0);
-            for db in 0..s {
-                let b = back.values[crow + db];
-                sc.eb[db] = b;
-                let lb = leftover(db as f64 - b * beta);
-                sc.ck[db] = lb;
-                sc.co[db] = lb + input;
-            }
-            let keep = if fits_kept {
-                sub_square(last + 1, 0, a + input)
-            } else {
-                None
-            };
-            let sent = if can_offload {
-                sub_square(last + 1, 0, a)
-            } else {
-                None
-            };
-            let code_keep = ForwardChoice::Checkpoint {
-                last,
-                offload: false,
-            }
-            .encode(i);
-            let code_sent = ForwardChoice::Checkpoint {
-                last,
-                offload: true,
-            }
-            .encode(i);
-            // A row's candidates are at least ((f + the sub-row's least) +
-            // the least C_Δ) + ε_F (float addition is monotone): a row whose
-            // largest value is already at most that cannot improve, exactly.
-            let b_min = sc.eb[..s].iter().copied().fold(f64::INFINITY, f64::min);
-            let mut alive = false;
-            for df in 0..s {
-                let ef = sc.ef[df];
-                let out = at + df * side;
-                let least = |sub: Option<(usize, usize, usize)>, r: usize| match sub {
-                    Some((_, side2, rb2)) if r < side2 => f + row_min[rb2 + r],
-                    _ => f64::INFINITY,
-                };
-                let lb = least(keep, sc.rk[df]).min(least(sent, sc.ro[df]));
-                if (lb + b_min) + ef >= sc.row_max[df] {
-                    // Its stops (rest_f only grows, values only fall) come
-                    // at the next row that is not skipped.
-                    alive = true;
-                    continue;
-                }
-                let mut most = f64::NEG_INFINITY;
-                for db in 0..s {
-                    let cell = df * s + db;
-                    let best = values[out + db];
-                    if sc.stopped[cell] {
-                        most = most.max(best);
-                        continue;
-                    }
-                    let margin = best + best.abs() * 1e-9;
-                    if rest_f > margin || rest_f > cut {
-                        sc.stopped[cell] = true;
-                        most = most.max(best);
-                        continue;
-                    }
-                    alive = true;
-                    let b = sc.eb[db];
-                    let bound = f_rest + b + ef;
-                    if !b.is_finite() || bound > margin || bound > cut || (lb + b) + ef >= best {
-                        most = most.max(best);
-                        continue;
-                    }
-                    if let Some((base2, side2, _)) = keep {
-                        let (r, c) = (sc.rk[df], sc.ck[db]);
-                        if r < side2 && c < side2 {
-                            let v = (f + values[base2 + r * side2 + c]) + b + ef;
-                            if v < values[out + db] {
-                                values[out + db] = v;
-                                choices[out + db] = code_keep;
-                            }
-                        }
-                    }
-                    if let Some((base2, side2, _)) = sent {
-                        let (r, c) = (sc.ro[df], sc.co[db]);
-                        if r < side2 && c < side2 {
-                            let v = (f + values[base2 + r * side2 + c]) + b + ef;
-                            if v < values[out + db] {
-                                values[out + db] = v;
-                                choices[out + db] = code_sent;
-                            }
-                        }
-                    }
-                    most = most.max(values[out + db]);
-                }
-                sc.row_max[df] = most;
-            }
-            if !alive {
-                break;
-            }
-        }
-    }
-
     /// I_i^x: a^{i-1} (x = 0) or ā^{i-1} (x = 1).
     fn input(&self, i: usize, x: usize) -> usize {
-        if x == 1 {
-            self.grid.abar[i - 1]
-        } else {
-            self.grid.a[i - 1]
-        }
+        self.grid.input(i, x)
     }
 
     /// Table 2: the state after this step, offloading the input or not, at
@@ -1514,11 +1303,12 @@ impl Pofo {
     /// Appends the ops of C_Δ(i, j, m, Δ).
     fn read_backward(&self, i: usize, j: usize, m: usize, delta: usize, ops: &mut Vec<Op>) {
         let g = &self.grid;
-        let choice = self.back.choices[self.back.index(i, j, m, delta)];
+        let choice = self.back.choices[self.back.layout.index(i, j, m, delta)];
         if i == j || choice == 1 {
             ops.push(Op::ForwardAll { stage: i });
             if i < j {
                 let (_, d1) = self
+                    .read_c()
                     .backward_all(i, j, m, delta)
                     .expect("the stored choice is feasible");
                 self.read_backward(i + 1, j, m - g.abar[i], d1, ops);
@@ -1533,6 +1323,452 @@ impl Pofo {
         let d2 = g.leftover(delta as f64 - left * g.beta);
         self.read_backward(last + 1, j, m - g.a[last], d2, ops);
         self.read_backward(i, last, m, delta, ops);
+    }
+}
+
+/// One segment length of C_Δ being filled: the shorter pairs, the cut,
+/// and how far Δ goes in this pass.
+struct CLayer<'a> {
+    read: CRead<'a>,
+    cut: &'a [f64],
+    delta_cap: usize,
+}
+
+impl CLayer<'_> {
+    /// C_Δ(i, j, ·, ·): F_all^i (or the leaf) for every (m, Δ), then each
+    /// F_ck split over every (m, Δ) at once — split-major, so the left
+    /// sub-table C_Δ(i, last, ·, ·) is read in order. Candidates are tried in
+    /// the same order as one cell at a time would (F_all, then `last`
+    /// ascending, strict improvement), so the values and choices are too.
+    // `m` indexes the row maxima and two tables' rows at once.
+    #[allow(clippy::needless_range_loop)]
+    fn fill_pair(&self, out: &mut PairOut<'_>, row_max: &mut [f64]) {
+        let (i, j) = (out.i, out.j);
+        let slots = self.read.grid.slots;
+        let stride = self.read.layout.max_delta + 1;
+        // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
+        let max_delta = self.delta_cap;
+        for m in 0..=slots {
+            let mut most = f64::NEG_INFINITY;
+            for delta in 0..=m.min(max_delta) {
+                let (v, ch) = self.read.backward_first(i, j, m, delta);
+                out.values[m * stride + delta] = v;
+                out.choices[m * stride + delta] = ch;
+                most = most.max(v);
+            }
+            row_max[m] = most;
+        }
+        if i < j {
+            self.fill_splits(out, row_max);
+        }
+        // Each row's least value, for the bounds of longer segments.
+        for m in 0..=slots {
+            let row = &out.values[m * stride..][..=m.min(max_delta)];
+            out.row_min[m] = row.iter().copied().fold(f64::INFINITY, f64::min);
+        }
+    }
+
+    /// The F_ck^i splits of C_Δ(i, j, ·, ·), split-major.
+    ///
+    /// A split's candidate at (m, Δ) is v = ((f + right) + left) + ε with
+    /// right ≥ r_min, the least of its right sub-row, and ε ≥ 0; float
+    /// addition is monotone, so v ≥ (f + r_min) + left exactly, and a cell
+    /// whose value is already at most that bound cannot improve (a candidate
+    /// must be strictly better): it is skipped without computing v, and a
+    /// whole row is when (f + r_min) + l_min reaches the row's largest
+    /// value. No margin is needed; nothing a skip saves could have changed
+    /// a value or a choice.
+    fn fill_splits(&self, out: &mut PairOut<'_>, row_max: &mut [f64]) {
+        let (i, j) = (out.i, out.j);
+        let CRead {
+            grid: g,
+            layout,
+            values: done,
+            row_min: done_row_min,
+        } = &self.read;
+        let slots = g.slots;
+        let stride = layout.max_delta + 1;
+        // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
+        let max_delta = self.delta_cap;
+        let beta = g.beta;
+        // Above this, C_Δ(i, j, ·) is on no optimal path (`find_cut`): a
+        // candidate whose bound passes it is skipped.
+        let cut = self.cut[i] - g.rest[j + 1];
+        // Every forward of the F_ck^i / F_∅ chain over i..=last must fit
+        // (only those: a later stage's forward is the sub-problem's, which
+        // may run it as an F_all, whose o_f may be below o_f∅).
+        let mut threshold = 0;
+        let mut f = 0.0;
+        let mut reach = f64::NEG_INFINITY;
+        for last in i..j {
+            threshold = threshold.max(g.m_fnone(i, last, j));
+            f += g.ufn[last];
+            reach = reach.max(g.m_fnone(i, last, j) as f64 + beta * f);
+            let code = 2 + (last - i) as Choice;
+            // Lemma 1's term of `backward_checkpoint`, ((reach − β f) + Δ3) − m:
+            // its first difference is the same for every cell.
+            let k = reach - beta * f;
+            let w = g.a[last];
+            // Both sub-pairs are shorter than (i, j): finished, in `done`.
+            let left_pair = layout.pair(i, last);
+            let right_pair = layout.pair(last + 1, j);
+            let (left_base, right_base) =
+                (left_pair * layout.per_pair, right_pair * layout.per_pair);
+            for m in threshold.max(w)..=slots {
+                let lb = f + done_row_min[right_pair * (slots + 1) + (m - w)];
+                let row_lb = lb + done_row_min[left_pair * (slots + 1) + m];
+                if row_lb >= row_max[m] || row_lb > cut {
+                    continue;
+                }
+                let mf = m as f64;
+                let rdm = (m - w).min(max_delta);
+                let right_at = right_base + (m - w) * stride;
+                let dm = m.min(max_delta);
+                let left_at = left_base + m * stride;
+                let out_at = m * stride;
+                let mut most = f64::NEG_INFINITY;
+                for delta in 0..=dm {
+                    let left = done[left_at + delta];
+                    let mut cur = out.values[out_at + delta];
+                    let cell_lb = lb + left;
+                    if cell_lb < cur && cell_lb <= cut {
+                        let d2 = leftover(delta as f64 - left * beta);
+                        if d2 <= rdm {
+                            // `backward_checkpoint`'s arithmetic, in its order;
+                            // an infinite left or right makes v infinite.
+                            let right = done[right_at + d2];
+                            let d3 = (d2 as f64 - right * beta).max(0.0);
+                            let v = ((f + right) + left) + g.idle(k + d3 - mf);
+                            if v < cur {
+                                cur = v;
+                                out.values[out_at + delta] = v;
+                                out.choices[out_at + delta] = code;
+                            }
+                        }
+                    }
+                    most = most.max(cur);
+                }
+                row_max[m] = most;
+            }
+        }
+    }
+}
+
+/// What every square of one OC stage i reads: the grid, C_Δ, and OC's
+/// finished stages (i + 1 ..= L), which start at `done_at` (values) and
+/// `done_rows_at` (row minima) in the whole memo.
+struct OcLayer<'a> {
+    grid: &'a Grid,
+    back: &'a Backward,
+    mode: Mode,
+    loss: LossStep,
+    only_kept: bool,
+    slots: usize,
+    max_delta: usize,
+    block: usize,
+    square: &'a [usize],
+    row_block: usize,
+    rows: &'a [usize],
+    done: &'a [f64],
+    done_at: usize,
+    done_row_min: &'a [f64],
+    done_rows_at: usize,
+    i: usize,
+    splits: &'a Splits,
+}
+
+/// One square (i, x, A) of OC being filled: its cells, its rows' least
+/// values, and its cut.
+struct SquareOut<'a> {
+    x: usize,
+    a: usize,
+    cut: f64,
+    values: &'a mut [f64],
+    choices: &'a mut [u16],
+    row_min: &'a mut [f64],
+}
+
+impl OcLayer<'_> {
+    /// OC_x(i, A, ·, ·) for every Δ_F, Δ_B of the memo's square, and the
+    /// least value of each of its rows.
+    fn fill_square(&self, out: &mut SquareOut<'_>, sc: &mut Scratch) {
+        self.fill_square_values(out, sc);
+        let side = Forward::side(self.slots, self.max_delta, out.a);
+        for r in 0..side {
+            let row = &out.values[r * side..][..side];
+            out.row_min[r] = row.iter().copied().fold(f64::INFINITY, f64::min);
+        }
+    }
+
+    // Rows and columns index several per-row and per-column arrays at once.
+    #[allow(clippy::needless_range_loop)]
+    fn fill_square_values(&self, out: &mut SquareOut<'_>, sc: &mut Scratch) {
+        let (i, x, a, splits) = (self.i, out.x, out.a, self.splits);
+        let n = self.grid.n;
+        let big_n = self.grid.slots;
+        let side = Forward::side(big_n, self.max_delta, a);
+        out.values.fill(f64::INFINITY);
+        out.choices.fill(ForwardChoice::Infeasible.encode(i));
+        let input = self.grid.input(i, x);
+        if a + input > big_n {
+            return;
+        }
+        let free = big_n - a - input;
+        // Δ_F, Δ_B ≤ free: larger ones cannot fit.
+        let s = if self.only_kept {
+            1
+        } else {
+            (free + 1).min(side)
+        };
+        let cut = out.cut;
+        let g = self.grid;
+        let beta = g.beta;
+        let nf = big_n as f64;
+        // This square's cells (from 0) and the finished stages' (from
+        // `done_at` in the whole memo).
+        let values = &mut *out.values;
+        let choices = &mut *out.choices;
+        let done = self.done;
+        let at = 0;
+        if i == n {
+            let (mf, mb) = (g.m_fall(n, n), g.m_b(n));
+            if mf > free || mb > free {
+                return;
+            }
+            let code = ForwardChoice::Loss.encode(i);
+            for df in 0..s {
+                let mfx = (a + df + input) as f64;
+                let eps_f = g.idle(mf as f64 + mfx - nf);
+                for db in 0..s {
+                    let mbx = (a + db + input) as f64;
+                    let eps_b = g.idle(mb as f64 + mbx - nf);
+                    let v = if df == 0 && db == 0 {
+                        (g.uf[n] + g.ub[n]) + (eps_f + eps_b)
+                    } else {
+                        match self.loss {
+                            LossStep::Paper => {
+                                let left_f = (df as f64 - (g.uf[n] + eps_f) * beta).max(0.0);
+                                let left_b = (db as f64 - (g.ub[n] + eps_b) * beta).max(0.0);
+                                (g.uf[n] + g.ub[n]) + (eps_f + eps_b) + (left_f + left_b) / beta
+                            }
+                            LossStep::Overlap => {
+                                let compute = eps_f + g.uf[n] + g.ub[n] + eps_b;
+                                let copy =
+                                    (df as f64 / beta).max(eps_f + g.uf[n]) + db as f64 / beta;
+                                compute.max(copy)
+                            }
+                        }
+                    };
+                    values[at + df * side + db] = v;
+                    choices[at + df * side + db] = code;
+                }
+            }
+            return;
+        }
+        let can_offload = beta > 0.0 && !self.only_kept;
+        let fwd_block = self.block;
+        let square = self.square;
+        let (row_block, rows) = (self.row_block, self.rows);
+        let row_min = self.done_row_min;
+        let md = self.max_delta;
+        let (done_at, done_rows_at) = (self.done_at, self.done_rows_at);
+        // The sub-square (i2, x2, a2) of a finished stage (i2 > i): its
+        // base in `done`, side and row minima's base in `row_min`, or None
+        // when A2 > N (every state there is out of the table: ∞).
+        let sub_square = |i2: usize, x2: usize, a2: usize| -> Option<(usize, usize, usize)> {
+            (a2 <= big_n).then(|| {
+                (
+                    (2 * i2 + x2) * fwd_block + square[a2] - done_at,
+                    Forward::side(big_n, md, a2),
+                    (2 * i2 + x2) * row_block + rows[a2] - done_rows_at,
+                )
+            })
+        };
+        // Case 1: F_all^i.
+        let (mf, mb) = (g.m_fall(i, n), g.m_b(i));
+        if mf <= free && mb <= free {
+            for df in 0..s {
+                let mfx = (a + df + input) as f64;
+                let eps_f = g.idle(mf as f64 + mfx - nf);
+                let sent = (g.uf[i] + eps_f) * beta;
+                sc.ef[df] = eps_f;
+                sc.rk[df] = leftover(df as f64 - sent);
+                sc.ro[df] = leftover((df + input) as f64 - sent);
+            }
+            for db in 0..s {
+                let mbx = (a + db + input) as f64;
+                let eps_b = g.idle(mb as f64 + mbx - nf);
+                let fetched = (g.ub[i] + eps_b) * beta;
+                let lb = leftover(db as f64 - fetched);
+                sc.eb[db] = eps_b;
+                sc.ck[db] = lb;
+                sc.co[db] = lb + input;
+            }
+            let fixed = g.uf[i] + g.ub[i];
+            for offload in [false, true] {
+                if offload && !can_offload {
+                    continue;
+                }
+                let code = ForwardChoice::All { offload }.encode(i);
+                let (rows, cols) = if offload {
+                    (&sc.ro, &sc.co)
+                } else {
+                    (&sc.rk, &sc.ck)
+                };
+                let a2 = if offload { a } else { a + input };
+                let Some((base2, side2, _)) = sub_square(i + 1, 1, a2) else {
+                    continue;
+                };
+                for df in 0..s {
+                    let r = rows[df];
+                    if r >= side2 {
+                        continue;
+                    }
+                    let row2 = base2 + r * side2;
+                    let ef = sc.ef[df];
+                    let out = at + df * side;
+                    for db in 0..s {
+                        let c = cols[db];
+                        if c >= side2 {
+                            continue;
+                        }
+                        let sub = done[row2 + c];
+                        let v = fixed + sub + (ef + sc.eb[db]);
+                        if v < values[out + db] {
+                            values[out + db] = v;
+                            choices[out + db] = code;
+                        }
+                    }
+                }
+            }
+        }
+        if self.mode == Mode::OffloadOnly {
+            return;
+        }
+        // Case 2: F_ck^i, F_∅ up to `last`.
+        if splits.first > free {
+            return;
+        }
+        sc.stopped[..s * s].fill(false);
+        for df in 0..s {
+            let row = &values[at + df * side..][..s];
+            sc.row_max[df] = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        }
+        let back = &self.back;
+        for (k, last) in (i..n).enumerate() {
+            // fits_sent: every F_∅ after F_ck^i with the input sent.
+            if splits.sent_max[k] > free + input {
+                break;
+            }
+            let fits_kept = splits.kept_max[k] <= free;
+            let f = splits.f[k];
+            let rest_f = splits.rest_f[k];
+            let f_rest = splits.f_rest[k];
+            let reach = splits.reach[k];
+            for df in 0..s {
+                let mfx = (a + df + input) as f64;
+                let eps_f = g.idle(case2_excess(reach, mfx, nf));
+                let sent = (f + eps_f) * beta;
+                sc.ef[df] = eps_f;
+                sc.rk[df] = leftover(df as f64 - sent);
+                sc.ro[df] = leftover((df + input) as f64 - sent);
+            }
+            let crow = back.layout.index(i, last, free, 0);
+            for db in 0..s {
+                let b = back.values[crow + db];
+                sc.eb[db] = b;
+                let lb = leftover(db as f64 - b * beta);
+                sc.ck[db] = lb;
+                sc.co[db] = lb + input;
+            }
+            let keep = if fits_kept {
+                sub_square(last + 1, 0, a + input)
+            } else {
+                None
+            };
+            let sent = if can_offload {
+                sub_square(last + 1, 0, a)
+            } else {
+                None
+            };
+            let code_keep = ForwardChoice::Checkpoint {
+                last,
+                offload: false,
+            }
+            .encode(i);
+            let code_sent = ForwardChoice::Checkpoint {
+                last,
+                offload: true,
+            }
+            .encode(i);
+            // A row's candidates are at least ((f + the sub-row's least) +
+            // the least C_Δ) + ε_F (float addition is monotone): a row whose
+            // largest value is already at most that cannot improve, exactly.
+            let b_min = sc.eb[..s].iter().copied().fold(f64::INFINITY, f64::min);
+            let mut alive = false;
+            for df in 0..s {
+                let ef = sc.ef[df];
+                let out = at + df * side;
+                let least = |sub: Option<(usize, usize, usize)>, r: usize| match sub {
+                    Some((_, side2, rb2)) if r < side2 => f + row_min[rb2 + r],
+                    _ => f64::INFINITY,
+                };
+                let lb = least(keep, sc.rk[df]).min(least(sent, sc.ro[df]));
+                if (lb + b_min) + ef >= sc.row_max[df] {
+                    // Its stops (rest_f only grows, values only fall) come
+                    // at the next row that is not skipped.
+                    alive = true;
+                    continue;
+                }
+                let mut most = f64::NEG_INFINITY;
+                for db in 0..s {
+                    let cell = df * s + db;
+                    let best = values[out + db];
+                    if sc.stopped[cell] {
+                        most = most.max(best);
+                        continue;
+                    }
+                    let margin = best + best.abs() * 1e-9;
+                    if rest_f > margin || rest_f > cut {
+                        sc.stopped[cell] = true;
+                        most = most.max(best);
+                        continue;
+                    }
+                    alive = true;
+                    let b = sc.eb[db];
+                    let bound = f_rest + b + ef;
+                    if !b.is_finite() || bound > margin || bound > cut || (lb + b) + ef >= best {
+                        most = most.max(best);
+                        continue;
+                    }
+                    if let Some((base2, side2, _)) = keep {
+                        let (r, c) = (sc.rk[df], sc.ck[db]);
+                        if r < side2 && c < side2 {
+                            let v = (f + done[base2 + r * side2 + c]) + b + ef;
+                            if v < values[out + db] {
+                                values[out + db] = v;
+                                choices[out + db] = code_keep;
+                            }
+                        }
+                    }
+                    if let Some((base2, side2, _)) = sent {
+                        let (r, c) = (sc.ro[df], sc.co[db]);
+                        if r < side2 && c < side2 {
+                            let v = (f + done[base2 + r * side2 + c]) + b + ef;
+                            if v < values[out + db] {
+                                values[out + db] = v;
+                                choices[out + db] = code_sent;
+                            }
+                        }
+                    }
+                    most = most.max(values[out + db]);
+                }
+                sc.row_max[df] = most;
+            }
+            if !alive {
+                break;
+            }
+        }
     }
 }
 
@@ -1591,6 +1827,7 @@ impl Table {
             bandwidth,
             max_table_bytes,
             false,
+            Workers::available(),
             progress,
         )?
         .with_loss_step(loss);
@@ -1656,7 +1893,7 @@ impl Table {
 impl Pofo {
     /// C_Δ(i, j, m, Δ) and its choice.
     fn c_entry(&self, i: usize, j: usize, m: usize, delta: usize) -> (f64, u16) {
-        let at = self.back.index(i, j, m, delta);
+        let at = self.back.layout.index(i, j, m, delta);
         (self.back.values[at], self.back.choices[at])
     }
 

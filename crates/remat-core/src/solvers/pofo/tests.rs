@@ -11,6 +11,10 @@
 //! "C_Δ(1,4,12,5): (61.12…, 3) vs (61.12…, 2)" (the same value, a later
 //! split chosen), which the plan-level cross-check in
 //! `crates/remat-core/tests/pofo_reference.rs` does not see.
+//! Every other chain fills each layer on three threads
+//! ([`Workers::exactly`]); mutation tried: each spawned thread skips the
+//! first piece of its share (`parallel.rs`): fails at once (an OC state
+//! left unfilled).
 //!
 //! OC states above the bottom-up cut (`Pofo::find_cut`) are off every
 //! optimal path and are only checked to be no lower than the reference's.
@@ -19,6 +23,7 @@ use super::reference;
 use super::{LossStep, Mode, Pofo};
 use crate::model::{Chain, Stage};
 use crate::solvers::no_progress;
+use crate::solvers::parallel::Workers;
 
 /// A small deterministic generator (the tests need no seed from outside).
 struct Rng(u64);
@@ -86,7 +91,9 @@ fn chain(rng: &mut Rng, unit: u64) -> Chain {
     }
 }
 
-/// Compares both DPs' tables; returns the number of OC states compared.
+/// Compares both DPs' tables, the fast one filled on `workers` threads;
+/// returns the number of OC states compared.
+#[allow(clippy::too_many_arguments)]
 fn compare(
     chain: &Chain,
     mode: Mode,
@@ -94,12 +101,25 @@ fn compare(
     budget: u64,
     slots: usize,
     bw: Option<f64>,
+    workers: Workers,
 ) -> usize {
     let big = 1 << 40;
-    let what = format!("{mode:?} {loss:?} budget {budget} slots {slots} bw {bw:?} chain {chain:?}");
-    let mut fast = Pofo::build(chain, mode, budget, slots, bw, big, &mut no_progress())
-        .unwrap()
-        .with_loss_step(loss);
+    let what = format!(
+        "{mode:?} {loss:?} budget {budget} slots {slots} bw {bw:?} {workers:?} chain {chain:?}"
+    );
+    let mut fast = Pofo::build_with(
+        chain,
+        mode,
+        budget,
+        slots,
+        bw,
+        big,
+        true,
+        workers,
+        &mut no_progress(),
+    )
+    .unwrap()
+    .with_loss_step(loss);
     let mut slow = reference::Pofo::build(chain, mode, budget, slots, bw, big, &mut no_progress())
         .unwrap()
         .with_loss_step(loss);
@@ -191,9 +211,18 @@ fn the_tables_equal_the_reference_entry_by_entry() {
                 b * scale
             }
         });
+        // Every layer of every other chain is filled on three threads, each
+        // piece (an OC square, a C_Δ pair) by one of them: a piece that
+        // read an unfinished one, or a deal that dropped or repeated one,
+        // would differ from the reference here.
+        let workers = if chains % 2 == 0 {
+            Workers::ONE
+        } else {
+            Workers::exactly(3)
+        };
         for mode in [Mode::Full, Mode::OffloadOnly] {
             for loss in [LossStep::Paper, LossStep::Overlap] {
-                states += compare(&chain, mode, loss, budget.max(1), slots, bw);
+                states += compare(&chain, mode, loss, budget.max(1), slots, bw, workers);
             }
         }
         chains += 1;
