@@ -500,6 +500,9 @@ pub struct BenchReport {
     /// 50 slots at M_high): median seconds to build them and to answer a
     /// new budget from them (judged). Null with `--no-pofo`.
     pub pofo_table_100_stages: Option<PofoTableTime>,
+    /// The threads pofo's tables were filled on (every core this process
+    /// may use: `solvers::parallel::Workers`).
+    pub pofo_threads: usize,
 }
 
 /// `remat bench`'s pofo table: build once, then answer budgets.

@@ -2,7 +2,8 @@
 //! plan) at L = 100, N = 50 and L = 50, N = 100 on `examples::synthetic`
 //! at PCIe 3 speed (12 GB/s) and α = 0.3 between rotor's M_low and M_high —
 //! the cases `remat bench` times — for the DP as it is (`after`) and as it
-//! was (`before`: `pofo::reference`, kept callable for this), in one run.
+//! was (`before`: `pofo::reference`, kept callable for this), in one run;
+//! `after` on every core this process may use, `after_1_thread` on one.
 //!
 //! `cargo bench -p remat-core --bench pofo`; each DP is checked to give the
 //! same plan as the reference before it is timed.
@@ -18,6 +19,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::synthetic;
 use remat_core::solvers::offload::TablePlanner;
+use remat_core::solvers::parallel::Workers;
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::pofo::{reference, Mode, Pofo, PofoPlan};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
@@ -35,16 +37,17 @@ fn case(stages: usize) -> (Chain, u64) {
     (chain, budget)
 }
 
-fn after(chain: &Chain, budget: u64, slots: usize) -> Option<PofoPlan> {
+fn after(chain: &Chain, budget: u64, slots: usize, workers: Workers) -> Option<PofoPlan> {
     let limit = Options::default().max_table_bytes;
     let bw = Some(BANDWIDTH);
-    let mut dp = Pofo::build(
+    let mut dp = Pofo::build_on(
         chain,
         Mode::Full,
         budget,
         slots,
         bw,
         limit,
+        workers,
         &mut no_progress(),
     )
     .unwrap();
@@ -74,7 +77,7 @@ fn pofo(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(5));
     for (stages, slots) in [(100, 50), (50, 100)] {
         let (chain, budget) = case(stages);
-        let fast = after(&chain, budget, slots);
+        let fast = after(&chain, budget, slots, Workers::available());
         assert!(fast.is_some(), "L = {stages}, N = {slots}: feasible");
         assert_eq!(
             fast,
@@ -82,9 +85,16 @@ fn pofo(c: &mut Criterion) {
             "L = {stages}, N = {slots}: the same plan as the reference"
         );
         let id = format!("L{stages}_N{slots}");
+        // On every core, then on one: what the DP gained, apart from what
+        // the cores add.
         g.bench_with_input(BenchmarkId::new("after", &id), &chain, |b, chain| {
-            b.iter(|| after(black_box(chain), budget, slots))
+            b.iter(|| after(black_box(chain), budget, slots, Workers::available()))
         });
+        g.bench_with_input(
+            BenchmarkId::new("after_1_thread", &id),
+            &chain,
+            |b, chain| b.iter(|| after(black_box(chain), budget, slots, Workers::ONE)),
+        );
         g.bench_with_input(BenchmarkId::new("before", &id), &chain, |b, chain| {
             b.iter(|| before(black_box(chain), budget, slots))
         });

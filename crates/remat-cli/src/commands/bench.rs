@@ -6,6 +6,7 @@ use crate::args::BenchArgs;
 use crate::error::Result;
 use crate::report::{self, BenchReport, PofoDpTime, PofoTableTime};
 use remat_core::solvers::offload;
+use remat_core::solvers::parallel::Workers;
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::pofo::{Mode, Pofo};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Problem};
@@ -170,6 +171,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     } else {
         Some(pofo_table(100, reps.min(3))?)
     };
+    let threads = Workers::available().count();
     let readout_s = median(readout);
     let ops_per_s = ops.len() as f64 / sim_s;
     if a.json {
@@ -191,6 +193,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                 .collect(),
             pofo_solve_50_stages_seconds: solve_50,
             pofo_table_100_stages: table_100,
+            pofo_threads: threads,
         });
         return Ok(());
     }
@@ -211,7 +214,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         ops.len()
     );
     for (l, n, t) in &pofo {
-        say!("pofo DP             L = {l:>3}, N = {n:>3}: median {t:.3} s (12 GB/s, α = 0.3)");
+        say!("pofo DP             L = {l:>3}, N = {n:>3}: median {t:.3} s (12 GB/s, α = 0.3, {threads} threads)");
     }
     if let Some(t) = solve_50 {
         say!("pofo solve, L = 50  median {t:.3} s (DP + at-once transfers + simulator verdicts)");

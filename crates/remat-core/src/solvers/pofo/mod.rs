@@ -768,7 +768,8 @@ fn too_large(stages: usize, slots: usize, need: u128, max_table_bytes: u64) -> S
 }
 
 impl Pofo {
-    /// Builds C_Δ (the O(L³N²) part, with progress) and prepares OC.
+    /// Builds C_Δ (the O(L³N²) part, with progress) and prepares OC, both
+    /// on every core this process may use ([`Workers::available`]).
     pub fn build(
         chain: &Chain,
         mode: Mode,
@@ -776,6 +777,31 @@ impl Pofo {
         slots: usize,
         bandwidth: Option<f64>,
         max_table_bytes: u64,
+        progress: &mut Progress<'_>,
+    ) -> Result<Pofo, SolveError> {
+        Self::build_on(
+            chain,
+            mode,
+            budget_bytes,
+            slots,
+            bandwidth,
+            max_table_bytes,
+            Workers::available(),
+            progress,
+        )
+    }
+
+    /// [`build`](Self::build) on `workers` threads (the same tables, to
+    /// the bit, whatever their number).
+    #[allow(clippy::too_many_arguments)]
+    pub fn build_on(
+        chain: &Chain,
+        mode: Mode,
+        budget_bytes: u64,
+        slots: usize,
+        bandwidth: Option<f64>,
+        max_table_bytes: u64,
+        workers: Workers,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
         Self::build_with(
@@ -786,7 +812,7 @@ impl Pofo {
             bandwidth,
             max_table_bytes,
             true,
-            Workers::available(),
+            workers,
             progress,
         )
     }
