@@ -1,5 +1,6 @@
 //! Downloads: the schedule, its Chrome trace, the chain, the charts.
 
+use super::raster;
 use crate::file_name::file_name;
 use crate::state::AppState;
 use leptos::prelude::*;
@@ -91,42 +92,35 @@ pub fn export_svg_text(svg: &str, file_name: &str) {
 }
 
 /// Saves a standalone SVG document (`w` × `h` units) as a PNG at `scale`
-/// pixels per unit: the browser draws it as an image on a canvas that is
-/// never put on the page, and the canvas is encoded as PNG.
-pub fn export_png(svg: &str, w: f64, h: f64, scale: f64, file_name: &str) {
+/// pixels per unit: drawn on a canvas that is never put on the page
+/// (`raster`), which is encoded as PNG. A failure is said on the page.
+pub fn export_png(state: AppState, svg: &str, w: f64, h: f64, scale: f64, file_name: &str) {
     use wasm_bindgen::closure::Closure;
-    let Ok(img) = web_sys::HtmlImageElement::new() else {
-        return;
-    };
     let (pw, ph) = ((w * scale).round() as u32, (h * scale).round() as u32);
-    let name = file_name.to_string();
-    let image = img.clone();
-    let onload = Closure::once_into_js(move || {
-        let document = leptos::prelude::document();
-        let Some(canvas) = (document.create_element("canvas").ok())
-            .and_then(|c| c.dyn_into::<web_sys::HtmlCanvasElement>().ok())
-        else {
-            return;
+    let (svg, name) = (svg.to_string(), file_name.to_string());
+    wasm_bindgen_futures::spawn_local(async move {
+        let drawn = match raster::offscreen_canvas() {
+            Ok(canvas) => raster::draw_svg(&canvas, &svg, pw, ph)
+                .await
+                .map(|_| canvas),
+            Err(e) => Err(e),
         };
-        canvas.set_width(pw);
-        canvas.set_height(ph);
-        let Some(ctx) = (canvas.get_context("2d").ok().flatten())
-            .and_then(|c| c.dyn_into::<web_sys::CanvasRenderingContext2d>().ok())
-        else {
-            return;
-        };
-        let _ = ctx.draw_image_with_html_image_element_and_dw_and_dh(
-            &image, 0.0, 0.0, pw as f64, ph as f64,
-        );
-        let done = Closure::once_into_js(move |blob: Option<web_sys::Blob>| {
-            if let Some(blob) = blob {
-                download_blob(&name, &blob);
+        let canvas = match drawn {
+            Ok(canvas) => canvas,
+            Err(e) => {
+                state.view.error(format!("Could not save the PNG: {e}"));
+                return;
             }
+        };
+        let done = Closure::once_into_js(move |blob: Option<web_sys::Blob>| match blob {
+            Some(blob) => download_blob(&name, &blob),
+            None => state
+                .view
+                .error("Could not save the PNG: the browser encoded no image.".into()),
         });
-        let _ = canvas.to_blob_with_type(done.unchecked_ref(), "image/png");
+        if let Err(e) = canvas.to_blob_with_type(done.unchecked_ref(), "image/png") {
+            let e = raster::describe(&e);
+            state.view.error(format!("Could not save the PNG: {e}"));
+        }
     });
-    img.set_onload(Some(onload.unchecked_ref()));
-    // A data URL: the canvas stays readable (an SVG from it taints nothing).
-    let encoded: String = js_sys::encode_uri_component(svg).into();
-    img.set_src(&format!("data:image/svg+xml;charset=utf-8,{encoded}"));
 }

@@ -86,7 +86,7 @@ fn save(state: AppState, figures: &[Figure], what: &str, png: bool) {
         return;
     };
     if png {
-        export_png(&svg, w, h, 2.0, &figure_file(state, what, "png"));
+        export_png(state, &svg, w, h, 2.0, &figure_file(state, what, "png"));
     } else {
         export_svg_text(&svg, &figure_file(state, what, "svg"));
     }

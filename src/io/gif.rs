@@ -2,7 +2,7 @@
 //! each operation the plan keeps (`animated_gif::FramePlan`), the kit draws
 //! the frame's SVG (`kit::graph_chart::frame_svg`: title, the graph at that
 //! op, its caption, the legend), the browser rasterises it on a canvas that
-//! is never put on the page (as `export_png` does), and its pixels go to
+//! is never put on the page (`raster`, as for `export_png`), and its pixels go to
 //! the encoder (`animated_gif::GifWriter`). Loading an image is async, so
 //! the frames are drawn one at a time and the page stays responsive
 //! between them; `progress` says which frame is being drawn, `cancel`
@@ -10,6 +10,7 @@
 
 use super::export::download_blob;
 use super::figures::context_lines;
+use super::raster::{describe, draw_svg, offscreen_canvas};
 use crate::animated_gif::{frame_delay_cs, last_delay_cs, FramePlan, GifWriter, MAX_FRAMES};
 use crate::file_name::file_name;
 use crate::kit::figure::Figure;
@@ -17,7 +18,7 @@ use crate::kit::graph_chart::{caption_rows, frame_svg};
 use crate::state::AppState;
 use crate::step_graph::StepGraph;
 use leptos::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
 
 /// Pixels per SVG unit: the graph is 1200 units wide, a GIF of 1200
@@ -107,10 +108,7 @@ async fn render(
     progress: RwSignal<Option<(usize, usize)>>,
     cancel: RwSignal<bool>,
 ) -> Result<Option<Vec<u8>>, String> {
-    let canvas: web_sys::HtmlCanvasElement = leptos::prelude::document()
-        .create_element("canvas")
-        .map_err(|_| "the browser made no canvas".to_string())?
-        .unchecked_into();
+    let canvas = offscreen_canvas()?;
     let mut writer: Option<GifWriter> = None;
     let n = plan.ops.len();
     let rows = caption_rows(graph, &plan.ops);
@@ -163,35 +161,11 @@ async fn rasterise(
     pw: u32,
     ph: u32,
 ) -> Result<Vec<u8>, String> {
-    let img = web_sys::HtmlImageElement::new().map_err(|_| "the browser made no image")?;
-    // A data URL: the canvas stays readable (an SVG from it taints nothing).
-    let encoded: String = js_sys::encode_uri_component(svg).into();
-    img.set_src(&format!("data:image/svg+xml;charset=utf-8,{encoded}"));
-    JsFuture::from(img.decode())
-        .await
-        .map_err(|e| format!("the browser could not draw a frame ({})", describe(&e)))?;
-    canvas.set_width(pw);
-    canvas.set_height(ph);
-    let ctx: web_sys::CanvasRenderingContext2d = canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .ok_or("the canvas has no 2D context")?
-        .unchecked_into();
-    ctx.draw_image_with_html_image_element_and_dw_and_dh(&img, 0.0, 0.0, pw as f64, ph as f64)
-        .map_err(|e| format!("could not draw a frame ({})", describe(&e)))?;
+    let ctx = draw_svg(canvas, svg, pw, ph).await?;
     let data = ctx
         .get_image_data(0.0, 0.0, pw as f64, ph as f64)
         .map_err(|e| format!("could not read a frame's pixels ({})", describe(&e)))?;
     Ok(data.data().0)
-}
-
-/// A JavaScript error's message, for people.
-fn describe(e: &JsValue) -> String {
-    e.dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| "no reason given".into())
 }
 
 /// Starts a download of the GIF's bytes.

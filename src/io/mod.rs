@@ -6,6 +6,7 @@ mod export;
 mod figures;
 mod gif;
 mod import;
+mod raster;
 
 pub use crate::link::UrlState;
 pub use export::{export_chain, export_png, export_schedule, export_svg_text, export_trace};
