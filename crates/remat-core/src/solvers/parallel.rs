@@ -17,7 +17,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Workers {
     threads: usize,
-    /// A layer estimated below this runs in the caller's thread.
+    /// The least estimated work worth a thread of its own (0: any).
     min_cost: u64,
 }
 
@@ -29,8 +29,10 @@ impl Workers {
     };
 
     /// The cores this process may use (1 in wasm, or where it cannot be
-    /// told); layers worth less than [`MIN_PARALLEL_COST`] run in the
-    /// caller's thread (a thread's start would cost more than it saves).
+    /// told), and no more of them than a layer has [`MIN_PARALLEL_COST`]s
+    /// of work: a thread's start would cost more than it saves, and a
+    /// machine of 64 cores would otherwise start 64 threads for each of
+    /// the hundreds of small layers of a DP.
     pub fn available() -> Workers {
         if cfg!(target_arch = "wasm32") {
             return Workers::ONE;
@@ -67,8 +69,12 @@ impl Workers {
     {
         let costs: Vec<u64> = pieces.iter().map(&cost).collect();
         let total: u64 = costs.iter().sum();
-        let threads = self.threads.min(pieces.len());
-        if threads <= 1 || total < self.min_cost {
+        let worth = match self.min_cost {
+            0 => usize::MAX,
+            c => usize::try_from(total / c).unwrap_or(usize::MAX),
+        };
+        let threads = self.threads.min(pieces.len()).min(worth);
+        if threads <= 1 {
             let mut s = scratch();
             for p in pieces {
                 work(&mut s, p);
@@ -107,9 +113,9 @@ impl Workers {
     }
 }
 
-/// Below this estimated cost (about one candidate each), a layer runs in
-/// one thread.
-pub const MIN_PARALLEL_COST: u64 = 20_000;
+/// The estimated work (about one candidate a unit, a few nanoseconds) worth
+/// a thread of its own: well above a thread's start (tens of µs).
+pub const MIN_PARALLEL_COST: u64 = 50_000;
 
 #[cfg(test)]
 mod tests {
