@@ -60,7 +60,16 @@ pub fn sqrt_segments(stages: usize) -> usize {
 pub struct Classic {
     chain: Arc<Chain>,
     fixed: Vec<Strategy>,
-    rotor: Option<Planner>,
+    rotor: Option<RotorTable>,
+}
+
+/// Rotor's planner on one chain, built once (its breakpoint table answers
+/// every budget exactly): its least budget, its time at any budget, and
+/// where that time doubles. What *Where does the time double?* needs, with
+/// none of the fixed strategies [`Classic`] also simulates.
+pub struct RotorTable {
+    chain: Arc<Chain>,
+    planner: Planner,
 }
 
 impl Classic {
@@ -95,22 +104,10 @@ impl Classic {
             strategy(chain, label, algorithm, segments, u64::MAX, solution)
         })
         .collect();
-        let rotor = (chain.len() <= MAX_ROTOR_STAGES)
-            .then(|| {
-                Planner::build(
-                    chain,
-                    Algorithm::Rotor,
-                    max_useful_budget(chain),
-                    &Options::default(),
-                    &mut no_progress(),
-                )
-                .ok()
-            })
-            .flatten();
         Classic {
             chain: chain.clone(),
             fixed,
-            rotor,
+            rotor: RotorTable::new(chain),
         }
     }
 
@@ -134,7 +131,7 @@ impl Classic {
             .collect();
         if let Some(rotor) = &self.rotor {
             let label = "rotor: the optimum among persistent schedules".to_string();
-            let solution = rotor.plan(chain, budget);
+            let solution = rotor.planner.plan(chain, budget);
             all.push(strategy(
                 chain,
                 label,
@@ -177,12 +174,51 @@ impl Classic {
     /// M_low: the least budget rotor has a schedule for, None past
     /// [`MAX_ROTOR_STAGES`].
     pub fn rotor_low(&self) -> Option<u64> {
-        self.rotor.as_ref().map(Planner::min_budget_bytes)
+        self.rotor.as_ref().map(RotorTable::low)
     }
 
     /// Rotor's step time at `budget`, None where it has no schedule.
     pub fn rotor_seconds(&self, budget: u64) -> Option<f64> {
-        let solution = self.rotor.as_ref()?.plan(&self.chain, budget).ok()?;
+        self.rotor.as_ref()?.seconds(budget)
+    }
+
+    /// Where rotor's time doubles ([`RotorTable::doubling`]).
+    pub fn doubling(&self) -> Doubling {
+        self.rotor
+            .as_ref()
+            .map_or(Doubling::NotSolved, RotorTable::doubling)
+    }
+}
+
+impl RotorTable {
+    /// Rotor's table for every budget, None past [`MAX_ROTOR_STAGES`] (or
+    /// where it cannot be built).
+    pub fn new(chain: &Arc<Chain>) -> Option<RotorTable> {
+        if chain.len() > MAX_ROTOR_STAGES {
+            return None;
+        }
+        let planner = Planner::build(
+            chain,
+            Algorithm::Rotor,
+            max_useful_budget(chain),
+            &Options::default(),
+            &mut no_progress(),
+        )
+        .ok()?;
+        Some(RotorTable {
+            chain: chain.clone(),
+            planner,
+        })
+    }
+
+    /// M_low: the least budget rotor has a schedule for.
+    pub fn low(&self) -> u64 {
+        self.planner.min_budget_bytes()
+    }
+
+    /// Rotor's step time at `budget`, None where it has no schedule.
+    pub fn seconds(&self, budget: u64) -> Option<f64> {
+        let solution = self.planner.plan(&self.chain, budget).ok()?;
         solution.feasible().then_some(solution.predicted_seconds?)
     }
 
@@ -190,13 +226,10 @@ impl Classic {
     /// non-increasing in the budget (a larger budget admits every schedule
     /// a smaller one does), so one threshold splits the range.
     pub fn doubling(&self) -> Doubling {
-        let Some(rotor) = &self.rotor else {
-            return Doubling::NotSolved;
-        };
         let twice = 2.0 * self.chain.sequential_seconds();
-        let (low, high) = (rotor.min_budget_bytes(), max_useful_budget(&self.chain));
-        let slow = |b: u64| self.rotor_seconds(b).is_none_or(|t| t > twice);
-        match self.rotor_seconds(low) {
+        let (low, high) = (self.low(), max_useful_budget(&self.chain));
+        let slow = |b: u64| self.seconds(b).is_none_or(|t| t > twice);
+        match self.seconds(low) {
             Some(t) if t <= twice => {
                 return Doubling::Never {
                     overhead_at_low: t / self.chain.sequential_seconds() - 1.0,

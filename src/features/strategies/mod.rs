@@ -13,8 +13,8 @@ use crate::kit::widgets::CardHead;
 use crate::kit::zoom::TimeZoom;
 use crate::state::use_app;
 use crate::strategies::{
-    guess, now_line, race_step, shared_end, shared_top, Classic, Doubling, MAX_OPTIMAL_STAGES,
-    MAX_ROTOR_STAGES,
+    guess, now_line, race_step, shared_end, shared_top, Classic, Doubling, RotorTable,
+    MAX_OPTIMAL_STAGES, MAX_ROTOR_STAGES,
 };
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
@@ -309,14 +309,18 @@ pub fn TimeDoubles() -> impl IntoView {
             return None;
         }
         let chain = state.loaded.chain.get();
-        let classic = Classic::new(&chain);
+        // Rotor's table only: the fixed strategies play no part here.
+        let rotor = RotorTable::new(&chain);
         let mine = guessed();
         let base = chain.sequential_seconds();
-        let at_mine = classic.rotor_seconds(mine).map_or_else(
+        let at_mine = rotor.as_ref().and_then(|r| r.seconds(mine)).map_or_else(
             || "no schedule".to_string(),
             |t| format!("{} (+{:.1} %)", ms(t), 100.0 * (t / base - 1.0)),
         );
-        let (line, at) = match classic.doubling() {
+        let doubling = rotor
+            .as_ref()
+            .map_or(Doubling::NotSolved, RotorTable::doubling);
+        let (line, at) = match doubling {
             Doubling::At(b) => {
                 let off = 100.0 * (mine as f64 - b as f64) / (high.get() - low.get()).max(1) as f64;
                 (
