@@ -176,18 +176,6 @@ impl Classic {
     pub fn rotor_low(&self) -> Option<u64> {
         self.rotor.as_ref().map(RotorTable::low)
     }
-
-    /// Rotor's step time at `budget`, None where it has no schedule.
-    pub fn rotor_seconds(&self, budget: u64) -> Option<f64> {
-        self.rotor.as_ref()?.seconds(budget)
-    }
-
-    /// Where rotor's time doubles ([`RotorTable::doubling`]).
-    pub fn doubling(&self) -> Doubling {
-        self.rotor
-            .as_ref()
-            .map_or(Doubling::NotSolved, RotorTable::doubling)
-    }
 }
 
 impl RotorTable {
@@ -431,9 +419,9 @@ mod tests {
     #[test]
     fn the_time_doubles_at_one_budget() {
         let chain = Arc::new(teaching());
-        let classic = Classic::new(&chain);
-        let Doubling::At(b) = classic.doubling() else {
-            panic!("{:?}", classic.doubling())
+        let rotor = RotorTable::new(&chain).expect("a short chain");
+        let Doubling::At(b) = rotor.doubling() else {
+            panic!("{:?}", rotor.doubling())
         };
         let twice = 2.0 * chain.sequential_seconds();
         let t = |b: u64| {
@@ -444,7 +432,7 @@ mod tests {
         assert!(t(b).unwrap() <= twice);
         assert!(t(b - 1).is_none_or(|t| t > twice));
         let vgg = Arc::new(by_name("vgg19-h100").unwrap());
-        match Classic::new(&vgg).doubling() {
+        match RotorTable::new(&vgg).expect("a short chain").doubling() {
             Doubling::Never { overhead_at_low } => assert!(overhead_at_low < 1.0),
             other => panic!("{other:?}"),
         }

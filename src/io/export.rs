@@ -99,27 +99,20 @@ pub fn export_png(state: AppState, svg: &str, w: f64, h: f64, scale: f64, file_n
     let (pw, ph) = ((w * scale).round() as u32, (h * scale).round() as u32);
     let (svg, name) = (svg.to_string(), file_name.to_string());
     wasm_bindgen_futures::spawn_local(async move {
-        let drawn = match raster::offscreen_canvas() {
-            Ok(canvas) => raster::draw_svg(&canvas, &svg, pw, ph)
-                .await
-                .map(|_| canvas),
-            Err(e) => Err(e),
+        let encoding = async {
+            let canvas = raster::offscreen_canvas()?;
+            raster::draw_svg(&canvas, &svg, pw, ph).await?;
+            let done = Closure::once_into_js(move |blob: Option<web_sys::Blob>| match blob {
+                Some(blob) => download_blob(&name, &blob),
+                None => state
+                    .view
+                    .error("Could not save the PNG: the browser encoded no image.".into()),
+            });
+            canvas
+                .to_blob_with_type(done.unchecked_ref(), "image/png")
+                .map_err(|e| raster::describe(&e))
         };
-        let canvas = match drawn {
-            Ok(canvas) => canvas,
-            Err(e) => {
-                state.view.error(format!("Could not save the PNG: {e}"));
-                return;
-            }
-        };
-        let done = Closure::once_into_js(move |blob: Option<web_sys::Blob>| match blob {
-            Some(blob) => download_blob(&name, &blob),
-            None => state
-                .view
-                .error("Could not save the PNG: the browser encoded no image.".into()),
-        });
-        if let Err(e) = canvas.to_blob_with_type(done.unchecked_ref(), "image/png") {
-            let e = raster::describe(&e);
+        if let Err(e) = encoding.await {
             state.view.error(format!("Could not save the PNG: {e}"));
         }
     });

@@ -74,11 +74,15 @@ impl Workers {
             c => usize::try_from(total / c).unwrap_or(usize::MAX),
         };
         let threads = self.threads.min(pieces.len()).min(worth);
-        if threads <= 1 {
+        // One thread's share, in order, with a scratch of its own.
+        let run_share = |share: Vec<T>| {
             let mut s = scratch();
-            for p in pieces {
+            for p in share {
                 work(&mut s, p);
             }
+        };
+        if threads <= 1 {
+            run_share(pieces);
             return;
         }
         let mut order: Vec<(u64, T)> = costs.into_iter().zip(pieces).collect();
@@ -92,23 +96,15 @@ impl Workers {
             least.0 += c;
             least.1.push(p);
         }
-        let (scratch, work) = (&scratch, &work);
+        let run_share = &run_share;
         std::thread::scope(|scope| {
             let mut shares = shares.into_iter();
             // The caller's thread takes the first share itself.
             let own = shares.next().expect("at least two threads").1;
             for (_, share) in shares {
-                scope.spawn(move || {
-                    let mut s = scratch();
-                    for p in share {
-                        work(&mut s, p);
-                    }
-                });
+                scope.spawn(move || run_share(share));
             }
-            let mut s = scratch();
-            for p in own {
-                work(&mut s, p);
-            }
+            run_share(own);
         });
     }
 }

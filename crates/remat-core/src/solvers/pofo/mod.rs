@@ -1219,11 +1219,6 @@ impl Pofo {
         out
     }
 
-    /// I_i^x: a^{i-1} (x = 0) or ā^{i-1} (x = 1).
-    fn input(&self, i: usize, x: usize) -> usize {
-        self.grid.input(i, x)
-    }
-
     /// Table 2: the state after this step, offloading the input or not, at
     /// stage i with input kind x.
     #[allow(clippy::too_many_arguments)]
@@ -1270,7 +1265,7 @@ impl Pofo {
             .index(i, x, a, df, db)
             .expect("a state on the optimal path is in the table");
         let choice = ForwardChoice::decode(self.forward.choices[at], i);
-        let input = self.input(i, x);
+        let input = self.grid.input(i, x);
         let tensor = if x == 1 {
             TensorKind::Saved
         } else {

@@ -107,14 +107,13 @@ fn compare(
     let what = format!(
         "{mode:?} {loss:?} budget {budget} slots {slots} bw {bw:?} {workers:?} chain {chain:?}"
     );
-    let mut fast = Pofo::build_with(
+    let mut fast = Pofo::build_on(
         chain,
         mode,
         budget,
         slots,
         bw,
         big,
-        true,
         workers,
         &mut no_progress(),
     )
