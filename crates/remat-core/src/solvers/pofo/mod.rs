@@ -599,7 +599,6 @@ struct Scratch {
     ro: Vec<usize>,
     ck: Vec<usize>,
     co: Vec<usize>,
-    stopped: Vec<bool>,
     /// The largest value of each row of the square (an upper bound).
     row_max: Vec<f64>,
 }
@@ -613,7 +612,6 @@ impl Scratch {
             ro: vec![0; side],
             ck: vec![0; side],
             co: vec![0; side],
-            stopped: vec![false; side * side],
             row_max: vec![0.0; side],
         }
     }
@@ -1684,7 +1682,6 @@ impl OcLayer<'_> {
         if splits.first > free {
             return;
         }
-        sc.stopped[..s * s].fill(false);
         for df in 0..s {
             let row = &values[at + df * side..][..s];
             sc.row_max[df] = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -1695,9 +1692,14 @@ impl OcLayer<'_> {
             if splits.sent_max[k] > free + input {
                 break;
             }
+            // Past the cut every cell stops (the reference's per-cell
+            // stop, for the whole square at once: rest_f is the same).
+            let rest_f = splits.rest_f[k];
+            if rest_f > cut {
+                break;
+            }
             let fits_kept = splits.kept_max[k] <= free;
             let f = splits.f[k];
-            let rest_f = splits.rest_f[k];
             let f_rest = splits.f_rest[k];
             let reach = splits.reach[k];
             for df in 0..s {
@@ -1744,65 +1746,102 @@ impl OcLayer<'_> {
             for df in 0..s {
                 let ef = sc.ef[df];
                 let out = at + df * side;
-                let least = |sub: Option<(usize, usize, usize)>, r: usize| match sub {
-                    Some((_, side2, rb2)) if r < side2 => f + row_min[rb2 + r],
-                    _ => f64::INFINITY,
-                };
-                let lb = least(keep, sc.rk[df]).min(least(sent, sc.ro[df]));
-                if (lb + b_min) + ef >= sc.row_max[df] {
-                    // Its stops (rest_f only grows, values only fall) come
-                    // at the next row that is not skipped.
-                    alive = true;
+                // The reference's per-cell stop (rest_f past the cell's best,
+                // with its margin) for the row's largest best: the margin
+                // only grows with the best, so no cell of a row past this
+                // can take a candidate at this split or any later one.
+                let row_most = sc.row_max[df];
+                if rest_f > row_most + row_most.abs() * 1e-9 {
                     continue;
                 }
-                let mut most = f64::NEG_INFINITY;
-                for db in 0..s {
-                    let cell = df * s + db;
-                    let best = values[out + db];
-                    if sc.stopped[cell] {
-                        most = most.max(best);
-                        continue;
+                alive = true;
+                let row_of = |sub: Option<(usize, usize, usize)>, r: usize| match sub {
+                    Some((base2, side2, rb2)) if r < side2 => {
+                        Some((&done[base2 + r * side2..][..side2], row_min[rb2 + r]))
                     }
-                    let margin = best + best.abs() * 1e-9;
-                    if rest_f > margin || rest_f > cut {
-                        sc.stopped[cell] = true;
-                        most = most.max(best);
-                        continue;
-                    }
-                    alive = true;
-                    let b = sc.eb[db];
-                    let bound = f_rest + b + ef;
-                    if !b.is_finite() || bound > margin || bound > cut || (lb + b) + ef >= best {
-                        most = most.max(best);
-                        continue;
-                    }
-                    if let Some((base2, side2, _)) = keep {
-                        let (r, c) = (sc.rk[df], sc.ck[db]);
-                        if r < side2 && c < side2 {
-                            let v = (f + done[base2 + r * side2 + c]) + b + ef;
-                            if v < values[out + db] {
-                                values[out + db] = v;
-                                choices[out + db] = code_keep;
-                            }
-                        }
-                    }
-                    if let Some((base2, side2, _)) = sent {
-                        let (r, c) = (sc.ro[df], sc.co[db]);
-                        if r < side2 && c < side2 {
-                            let v = (f + done[base2 + r * side2 + c]) + b + ef;
-                            if v < values[out + db] {
-                                values[out + db] = v;
-                                choices[out + db] = code_sent;
-                            }
-                        }
-                    }
-                    most = most.max(values[out + db]);
+                    _ => None,
+                };
+                let krow = row_of(keep, sc.rk[df]);
+                let srow = row_of(sent, sc.ro[df]);
+                let least = |row: Option<(&[f64], f64)>| row.map_or(f64::INFINITY, |(_, m)| f + m);
+                let lb = least(krow).min(least(srow));
+                if (lb + b_min) + ef >= row_most {
+                    continue;
                 }
-                sc.row_max[df] = most;
+                let vals = &mut values[out..][..s];
+                let chs = &mut choices[out..][..s];
+                let terms = Terms {
+                    f,
+                    ef,
+                    f_rest,
+                    cut,
+                    eb: &sc.eb[..s],
+                };
+                if let Some((row2, _)) = krow {
+                    terms.try_option(row2, &sc.ck[..s], code_keep, vals, chs);
+                }
+                if let Some((row2, _)) = srow {
+                    terms.try_option(row2, &sc.co[..s], code_sent, vals, chs);
+                }
+                sc.row_max[df] = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             }
             if !alive {
                 break;
             }
+        }
+    }
+}
+
+/// What Case 2's candidates of one row at one split share: Σ u_f∅ (f),
+/// ε_F, f + rest_{last+1}, the square's cut, and C_Δ per Δ_B.
+struct Terms<'a> {
+    f: f64,
+    ef: f64,
+    f_rest: f64,
+    cut: f64,
+    eb: &'a [f64],
+}
+
+impl Terms<'_> {
+    /// One option (input kept or sent) for every cell of a row: the
+    /// candidate ((f + sub) + C_Δ) + ε_F, in the reference's arithmetic,
+    /// with the sub-problem at `row2[cols[Δ_B]]`, taken where strictly
+    /// better, without a branch. The column is always inside the row: it
+    /// is at most Δ_B (+ I when the input is sent), below the side N − A2 +
+    /// 1 of the square after the step (an index past it would panic).
+    ///
+    /// The reference also skips a cell once rest_f, or its bound (f +
+    /// rest_{last+1}) + C_Δ + ε_F, passes the cell's best with its 1e-9
+    /// margin: both are exact lower bounds of the candidate (F and B run
+    /// once at least), so a skipped candidate is never strictly better, and
+    /// trying it anyway changes no value or choice — and is cheaper than the
+    /// tests. The cut's test stays: a C_Δ above its own cut may hold a value
+    /// *above* its optimum, and a larger C_Δ leaves more time to prefetch,
+    /// so the state after it may be cheaper enough to make the candidate
+    /// *lower* than the reference's (dropping this test fails the
+    /// entry-by-entry test at once).
+    #[inline(always)]
+    fn try_option(
+        &self,
+        row2: &[f64],
+        cols: &[usize],
+        code: u16,
+        vals: &mut [f64],
+        chs: &mut [u16],
+    ) {
+        let Terms {
+            f,
+            ef,
+            f_rest,
+            cut,
+            eb,
+        } = *self;
+        for db in 0..vals.len() {
+            let v = ((f + row2[cols[db]]) + eb[db]) + ef;
+            let bound = (f_rest + eb[db]) + ef;
+            let take = (bound <= cut) & (v < vals[db]);
+            vals[db] = if take { v } else { vals[db] };
+            chs[db] = if take { code } else { chs[db] };
         }
     }
 }
