@@ -299,6 +299,32 @@ fn leftover(x: f64) -> usize {
     }
 }
 
+/// The largest of `xs` (−∞ if empty). The tables hold no NaN, so the
+/// plain comparison (one `maxsd`) equals `f64::max`, which pays for NaN
+/// handling on every element of the fill's hottest folds.
+#[inline(always)]
+fn largest(xs: &[f64]) -> f64 {
+    let mut most = f64::NEG_INFINITY;
+    for &x in xs {
+        if x > most {
+            most = x;
+        }
+    }
+    most
+}
+
+/// The least of `xs` (∞ if empty), as [`largest`].
+#[inline(always)]
+fn least(xs: &[f64]) -> f64 {
+    let mut low = f64::INFINITY;
+    for &x in xs {
+        if x < low {
+            low = x;
+        }
+    }
+    low
+}
+
 /// Lemma 1's excess for Case 2 of OC: reach + ((A + Δ_F + I) − N), where
 /// `mfx` = A + Δ_F + I and `big_n` = N are whole numbers, so their
 /// difference is exact and the only rounding is the one addition. The sum
@@ -1397,7 +1423,7 @@ impl CLayer<'_> {
         // Each row's least value, for the bounds of longer segments.
         for m in 0..=slots {
             let row = &out.values[m * stride..][..=m.min(max_delta)];
-            out.row_min[m] = row.iter().copied().fold(f64::INFINITY, f64::min);
+            out.row_min[m] = least(row);
         }
     }
 
@@ -1479,7 +1505,10 @@ impl CLayer<'_> {
                             }
                         }
                     }
-                    most = most.max(cur);
+                    // No NaN here: one comparison (see `largest`).
+                    if cur > most {
+                        most = cur;
+                    }
                 }
                 row_max[m] = most;
             }
@@ -1529,7 +1558,7 @@ impl OcLayer<'_> {
         let side = Forward::side(self.slots, self.max_delta, out.a);
         for r in 0..side {
             let row = &out.values[r * side..][..side];
-            out.row_min[r] = row.iter().copied().fold(f64::INFINITY, f64::min);
+            out.row_min[r] = least(row);
         }
     }
 
@@ -1684,7 +1713,7 @@ impl OcLayer<'_> {
         }
         for df in 0..s {
             let row = &values[at + df * side..][..s];
-            sc.row_max[df] = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            sc.row_max[df] = largest(row);
         }
         let back = &self.back;
         for (k, last) in (i..n).enumerate() {
@@ -1741,7 +1770,7 @@ impl OcLayer<'_> {
             // A row's candidates are at least ((f + the sub-row's least) +
             // the least C_Δ) + ε_F (float addition is monotone): a row whose
             // largest value is already at most that cannot improve, exactly.
-            let b_min = sc.eb[..s].iter().copied().fold(f64::INFINITY, f64::min);
+            let b_min = least(&sc.eb[..s]);
             let mut alive = false;
             for df in 0..s {
                 let ef = sc.ef[df];
@@ -1783,7 +1812,7 @@ impl OcLayer<'_> {
                 if let Some((row2, _)) = srow {
                     terms.try_option(row2, &sc.co[..s], code_sent, vals, chs);
                 }
-                sc.row_max[df] = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                sc.row_max[df] = largest(vals);
             }
             if !alive {
                 break;
