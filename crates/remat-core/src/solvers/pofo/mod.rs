@@ -299,15 +299,18 @@ impl Grid {
 /// A Δ left over, rounded up to slots: `(x − 1e-9).ceil() as usize` above
 /// 1e-9, else 0 (`f64::ceil` is a library call on x86-64 without SSE4.1;
 /// truncating and correcting gives the same integer for every x here,
-/// including NaN, which both map to 0).
+/// including NaN, which both map to 0). Every x is a count of slots less
+/// what the link moved (at most N + an input ≤ 2 · 65533, [`validate`]),
+/// so it truncates through u32, which x86-64 converts in one instruction
+/// where u64 needs a branch for values past 2⁶³.
 #[inline(always)]
 fn leftover(x: f64) -> usize {
     if x <= 1e-9 {
         0
     } else {
         let y = x - 1e-9;
-        let t = y as usize;
-        t + ((t as f64) < y) as usize
+        let t = y as u32;
+        (t + ((t as f64) < y) as u32) as usize
     }
 }
 
@@ -1419,9 +1422,11 @@ impl CLayer<'_> {
         let stride = self.read.layout.max_delta + 1;
         // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
         let max_delta = self.delta_cap;
-        for m in 0..=slots {
+        for m in 0..slots + 1 {
             let mut most = f64::NEG_INFINITY;
-            for delta in 0..=m.min(max_delta) {
+            // Half-open ranges in the hot loops: an inclusive one checks an
+            // extra flag on every step.
+            for delta in 0..m.min(max_delta) + 1 {
                 let (v, ch) = self.read.backward_first(i, j, m, delta);
                 out.values[m * stride + delta] = v;
                 out.choices[m * stride + delta] = ch;
@@ -1485,7 +1490,7 @@ impl CLayer<'_> {
             let right_pair = layout.pair(last + 1, j);
             let (left_base, right_base) =
                 (left_pair * layout.per_pair, right_pair * layout.per_pair);
-            for m in threshold.max(w)..=slots {
+            for m in threshold.max(w)..slots + 1 {
                 let lb = f + done_row_min[right_pair * (slots + 1) + (m - w)];
                 let row_lb = lb + done_row_min[left_pair * (slots + 1) + m];
                 if row_lb >= row_max[m] || row_lb > cut {
@@ -1497,23 +1502,28 @@ impl CLayer<'_> {
                 let dm = m.min(max_delta);
                 let left_at = left_base + m * stride;
                 let out_at = m * stride;
+                // Slices of the row's exact length: no bounds check per cell.
+                let lefts = &done[left_at..][..dm + 1];
+                let rights = &done[right_at..][..rdm + 1];
+                let vals = &mut out.values[out_at..][..dm + 1];
+                let chs = &mut out.choices[out_at..][..dm + 1];
                 let mut most = f64::NEG_INFINITY;
-                for delta in 0..=dm {
-                    let left = done[left_at + delta];
-                    let mut cur = out.values[out_at + delta];
+                for delta in 0..dm + 1 {
+                    let left = lefts[delta];
+                    let mut cur = vals[delta];
                     let cell_lb = lb + left;
                     if cell_lb < cur && cell_lb <= cut {
                         let d2 = leftover(delta as f64 - left * beta);
                         if d2 <= rdm {
                             // `backward_checkpoint`'s arithmetic, in its order;
                             // an infinite left or right makes v infinite.
-                            let right = done[right_at + d2];
+                            let right = rights[d2];
                             let d3 = (d2 as f64 - right * beta).max(0.0);
                             let v = ((f + right) + left) + g.idle(k + d3 - mf);
                             if v < cur {
                                 cur = v;
-                                out.values[out_at + delta] = v;
-                                out.choices[out_at + delta] = code;
+                                vals[delta] = v;
+                                chs[delta] = code;
                             }
                         }
                     }
