@@ -87,8 +87,8 @@
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
 //! `pofo` criterion bench, one run on this project's idle 2-core machine):
-//! 13.06 s and 22.96 s before; 4.81 s and 5.54 s on one thread (2.7× and
-//! 4.1×); 2.90 s and 3.78 s on both cores (4.5× and 6.1×). The issue asked
+//! 14.27 s and 23.95 s before; 4.49 s and 5.23 s on one thread (3.2× and
+//! 4.6×); 2.61 s and 3.76 s on both cores (5.5× and 6.4×). The issue asked
 //! for 10×, which this does not reach, and pruning will not: at L = 100,
 //! N = 50, 357 M (cell, split) pairs pass the reference's stops, and even
 //! with each cell's final value and the least bound over all later splits
