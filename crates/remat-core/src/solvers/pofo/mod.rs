@@ -1814,8 +1814,9 @@ impl OcLayer<'_> {
                 };
                 let krow = row_of(keep, sc.rk[df]);
                 let srow = row_of(sent, sc.ro[df]);
-                let least = |row: Option<(&[f64], f64)>| row.map_or(f64::INFINITY, |(_, m)| f + m);
-                let lb = least(krow).min(least(srow));
+                let sub_least =
+                    |row: Option<(&[f64], f64)>| row.map_or(f64::INFINITY, |(_, m)| f + m);
+                let lb = sub_least(krow).min(sub_least(srow));
                 if (lb + b_min) + ef >= row_most {
                     continue;
                 }
