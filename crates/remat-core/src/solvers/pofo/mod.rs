@@ -314,8 +314,9 @@ fn leftover(x: f64) -> usize {
     }
 }
 
-/// The largest of `xs` (−∞ if empty). The tables hold no NaN, so the
-/// plain comparison (one `maxsd`) equals `f64::max`, which pays for NaN
+/// The largest of `xs` (−∞ if empty). The rows folded hold no NaN (a
+/// square or pair is set before it is read: ∞ or a sum), so the plain
+/// comparison (one `maxsd`) equals `f64::max`, which pays for NaN
 /// handling on every element of the fill's hottest folds.
 #[inline(always)]
 fn largest(xs: &[f64]) -> f64 {
@@ -1423,16 +1424,15 @@ impl CLayer<'_> {
         // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
         let max_delta = self.delta_cap;
         for m in 0..slots + 1 {
-            let mut most = f64::NEG_INFINITY;
             // Half-open ranges in the hot loops: an inclusive one checks an
             // extra flag on every step.
-            for delta in 0..m.min(max_delta) + 1 {
+            let cells = m.min(max_delta) + 1;
+            for delta in 0..cells {
                 let (v, ch) = self.read.backward_first(i, j, m, delta);
                 out.values[m * stride + delta] = v;
                 out.choices[m * stride + delta] = ch;
-                most = most.max(v);
             }
-            row_max[m] = most;
+            row_max[m] = largest(&out.values[m * stride..][..cells]);
         }
         if i < j {
             self.fill_splits(out, row_max);
