@@ -135,9 +135,12 @@
 //! wants the paper's grid shows the table's answer at once, says which grid
 //! it is on (`TableAnswer::slots`), and refines it with a per-budget solve.
 
+mod kernel;
 pub mod reference;
 #[cfg(test)]
 mod tests;
+
+use kernel::{Columns, Kernel, Terms};
 
 use super::api::{Progress, SolveError};
 use super::parallel::Workers;
@@ -215,6 +218,11 @@ struct Grid {
     ufn: Vec<f64>,
     /// Σ_{k=ℓ}^{L} (u_f + u_b): no schedule of stages ℓ..L is faster.
     rest: Vec<f64>,
+    /// D_ℓ = Σ_{k<ℓ} max(a^{k-1}, ā^{k-1}), at most N: the most that can
+    /// have been offloaded before stage ℓ (each stage's input at most
+    /// once). It bounds Δ_F and Δ_B of every OC state at stage ℓ, and the Δ
+    /// of every C_Δ(ℓ, ·) an optimal path can read — see `Grid::reached`.
+    sent_before: Vec<usize>,
 }
 
 impl Grid {
@@ -236,6 +244,11 @@ impl Grid {
         for l in (1..=n).rev() {
             rest[l] = rest[l + 1] + (uf[l] + ub[l]);
         }
+        let mut sent_before = vec![0usize; n + 2];
+        for l in 1..=n {
+            let input = a[l - 1].max(abar[l - 1]);
+            sent_before[l + 1] = sent_before[l].saturating_add(input).min(slots);
+        }
         Grid {
             n,
             slots,
@@ -250,7 +263,22 @@ impl Grid {
             ub,
             ufn,
             rest,
+            sent_before,
         }
+    }
+
+    /// The largest Δ (Δ_F or Δ_B) of a state at stage ℓ, or of a C_Δ(ℓ, ·)
+    /// cell, that the DP can reach from where every plan starts, OC at
+    /// stage 1 with nothing in flight. Along every step Δ grows by at most
+    /// the input the step offloads (an F_all or F_ck^i sending its input
+    /// adds I_i^x; the link only lowers Δ, and rounding up a leftover never
+    /// passes what it rounds), and C_Δ(ℓ, ·) is read at Δ_B of a state at ℓ,
+    /// or by C_Δ(k ≤ ℓ, ·) at a Δ no larger than its own. So cells past
+    /// D_ℓ are on no path: the fill leaves them ∞ and skips their work,
+    /// which is most of it at the first stages of a long chain (the
+    /// candidates are also tried over more splits there).
+    fn reached(&self, l: usize) -> usize {
+        self.sent_before[l]
     }
 
     /// Lemma 1: the idle time that lets the link make up `excess` slots.
@@ -1198,6 +1226,10 @@ impl Pofo {
                 });
             }
         }
+        // Both squares of one A read the same sub-squares (stage > i at A,
+        // the input sent): one after the other, they find them in cache.
+        // (The order changes no cell: each square is computed alone.)
+        pieces.sort_by_key(|p| p.a);
         let layer = OcLayer {
             grid: &self.grid,
             back: &self.back,
@@ -1216,6 +1248,7 @@ impl Pofo {
             done_rows_at,
             i,
             splits,
+            kernel: Kernel::detect(),
         };
         // A square's work: its cells times the splits Case 2 may try.
         let lasts = (splits.f.len() + 1) as u64;
@@ -1426,7 +1459,7 @@ impl CLayer<'_> {
         for m in 0..slots + 1 {
             // Half-open ranges in the hot loops: an inclusive one checks an
             // extra flag on every step.
-            let cells = m.min(max_delta) + 1;
+            let cells = m.min(max_delta).min(self.read.grid.reached(i)) + 1;
             for delta in 0..cells {
                 let (v, ch) = self.read.backward_first(i, j, m, delta);
                 out.values[m * stride + delta] = v;
@@ -1437,7 +1470,8 @@ impl CLayer<'_> {
         if i < j {
             self.fill_splits(out, row_max);
         }
-        // Each row's least value, for the bounds of longer segments.
+        // Each row's least value, for the bounds of longer segments (the
+        // cells past D_i hold ∞).
         for m in 0..=slots {
             let row = &out.values[m * stride..][..=m.min(max_delta)];
             out.row_min[m] = least(row);
@@ -1499,7 +1533,7 @@ impl CLayer<'_> {
                 let mf = m as f64;
                 let rdm = (m - w).min(max_delta);
                 let right_at = right_base + (m - w) * stride;
-                let dm = m.min(max_delta);
+                let dm = m.min(max_delta).min(g.reached(i));
                 let left_at = left_base + m * stride;
                 let out_at = m * stride;
                 // Slices of the row's exact length: no bounds check per cell.
@@ -1559,6 +1593,8 @@ struct OcLayer<'a> {
     done_rows_at: usize,
     i: usize,
     splits: &'a Splits,
+    /// Case 2's inner loop, chosen once for this CPU.
+    kernel: Kernel,
 }
 
 /// One square (i, x, A) of OC being filled: its cells, its rows' least
@@ -1602,7 +1638,7 @@ impl OcLayer<'_> {
         let s = if self.only_kept {
             1
         } else {
-            (free + 1).min(side)
+            (free + 1).min(side).min(self.grid.reached(i) + 1)
         };
         let cut = out.cut;
         let g = self.grid;
@@ -1779,6 +1815,9 @@ impl OcLayer<'_> {
             } else {
                 None
             };
+            // Each option's columns, checked once against its sub-square.
+            let keep_cols = keep.map(|(_, side2, _)| Columns::new(&sc.ck[..s], side2));
+            let sent_cols = sent.map(|(_, side2, _)| Columns::new(&sc.co[..s], side2));
             let code_keep = ForwardChoice::Checkpoint {
                 last,
                 offload: false,
@@ -1829,71 +1868,22 @@ impl OcLayer<'_> {
                     cut,
                     eb: &sc.eb[..s],
                 };
-                if let Some((row2, _)) = krow {
-                    terms.try_option(row2, &sc.ck[..s], code_keep, vals, chs);
+                // Each option returns the row's largest value after it: the
+                // row's bound for the next split (unchanged if neither ran).
+                if let (Some((row2, _)), Some(cols)) = (krow, &keep_cols) {
+                    sc.row_max[df] = self
+                        .kernel
+                        .try_option(&terms, row2, cols, code_keep, vals, chs);
                 }
-                if let Some((row2, _)) = srow {
-                    terms.try_option(row2, &sc.co[..s], code_sent, vals, chs);
+                if let (Some((row2, _)), Some(cols)) = (srow, &sent_cols) {
+                    sc.row_max[df] = self
+                        .kernel
+                        .try_option(&terms, row2, cols, code_sent, vals, chs);
                 }
-                sc.row_max[df] = largest(vals);
             }
             if !alive {
                 break;
             }
-        }
-    }
-}
-
-/// What Case 2's candidates of one row at one split share: Σ u_f∅ (f),
-/// ε_F, f + rest_{last+1}, the square's cut, and C_Δ per Δ_B.
-struct Terms<'a> {
-    f: f64,
-    ef: f64,
-    f_rest: f64,
-    cut: f64,
-    eb: &'a [f64],
-}
-
-impl Terms<'_> {
-    /// One option (input kept or sent) for every cell of a row: the
-    /// candidate ((f + sub) + C_Δ) + ε_F, in the reference's arithmetic,
-    /// with the sub-problem at `row2[cols[Δ_B]]`, taken where strictly
-    /// better, without a branch. The column is always inside the row: it
-    /// is at most Δ_B (+ I when the input is sent), below the side N − A2 +
-    /// 1 of the square after the step (an index past it would panic).
-    ///
-    /// The reference also skips a cell once rest_f, or its bound (f +
-    /// rest_{last+1}) + C_Δ + ε_F, passes the cell's best with its 1e-9
-    /// margin: both are exact lower bounds of the candidate (F and B run
-    /// once at least), so a skipped candidate is never strictly better, and
-    /// trying it anyway changes no value or choice — and is cheaper than the
-    /// tests. The cut's test stays: a C_Δ above its own cut may hold a value
-    /// *above* its optimum, and a larger C_Δ leaves more time to prefetch,
-    /// so the state after it may be cheaper enough to make the candidate
-    /// *lower* than the reference's (dropping this test fails the
-    /// entry-by-entry test at once).
-    #[inline(always)]
-    fn try_option(
-        &self,
-        row2: &[f64],
-        cols: &[usize],
-        code: u16,
-        vals: &mut [f64],
-        chs: &mut [u16],
-    ) {
-        let Terms {
-            f,
-            ef,
-            f_rest,
-            cut,
-            eb,
-        } = *self;
-        for db in 0..vals.len() {
-            let v = ((f + row2[cols[db]]) + eb[db]) + ef;
-            let bound = (f_rest + eb[db]) + ef;
-            let take = (bound <= cut) & (v < vals[db]);
-            vals[db] = if take { v } else { vals[db] };
-            chs[db] = if take { code } else { chs[db] };
         }
     }
 }
@@ -2038,5 +2028,10 @@ impl Pofo {
     /// C_Δ(i, j, ·)'s cut.
     fn c_cut(&self, i: usize, j: usize) -> f64 {
         self.cut[i] - self.grid.rest[j + 1]
+    }
+
+    /// D_i: C_Δ(i, ·) past it is on no path and left ∞.
+    fn reached_at(&self, i: usize) -> usize {
+        self.grid.reached(i)
     }
 }

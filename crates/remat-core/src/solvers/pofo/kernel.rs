@@ -1,0 +1,365 @@
+//! OC's inner loop, Case 2: one option (input kept or sent) at one split
+//! for every cell of a row — the work that takes most of pofo's time.
+//!
+//! Kept apart from the recursion (as rotor keeps its kernels apart) because
+//! it has a vector version: per lane the same three additions in the same
+//! order, the same two comparisons and a select, so every value and choice
+//! is the same to the bit as the portable loop's. The vector version is
+//! picked once, at run time, where the CPU has AVX2 ([`Kernel::detect`]).
+//! The sub-problem is read through a column index per cell (a gather):
+//! runs of equal or consecutive columns are common but not the rule.
+
+/// Case 2's candidates of one row at one split share: Σ u_f∅ (f), ε_F,
+/// f + rest_{last+1}, the square's cut, and C_Δ per Δ_B.
+pub(super) struct Terms<'a> {
+    pub f: f64,
+    pub ef: f64,
+    pub f_rest: f64,
+    pub cut: f64,
+    pub eb: &'a [f64],
+}
+
+/// Column indices into the sub-square's rows, each checked once (when the
+/// split's columns are computed) to be below `side`, so the kernels index
+/// rows of at least `side` cells without a check per cell.
+pub(super) struct Columns<'a> {
+    index: &'a [usize],
+    side: usize,
+}
+
+impl<'a> Columns<'a> {
+    /// Panics where a column is past `side`: the recursion never makes one
+    /// (a column is at most Δ_B, + I when the input is sent, below the side
+    /// N − A2 + 1 of the square after the step).
+    pub fn new(index: &'a [usize], side: usize) -> Columns<'a> {
+        let most = index.iter().fold(0, |m, &c| m.max(c));
+        assert!(
+            index.is_empty() || most < side,
+            "pofo: column {most} past a sub-square of side {side}"
+        );
+        Columns { index, side }
+    }
+}
+
+/// The kernel this process runs: chosen once per build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Kernel {
+    /// AVX2 where the CPU has it, else the portable loop.
+    pub fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Kernel::Avx2;
+            }
+        }
+        Kernel::Portable
+    }
+
+    /// The candidate ((f + sub) + C_Δ) + ε_F of every cell Δ_B of `vals`,
+    /// with sub = `row2[cols[Δ_B]]`, taken where the bound (f +
+    /// rest_{last+1}) + C_Δ + ε_F is within the cut and the candidate
+    /// strictly better — the reference's arithmetic and tie-break, without
+    /// a branch.
+    ///
+    /// The reference also skips a cell once rest_f, or that bound, passes
+    /// the cell's best with its 1e-9 margin: both are exact lower bounds of
+    /// the candidate (F and B run once at least), so a skipped candidate is
+    /// never strictly better, and trying it anyway changes no value or
+    /// choice — and is cheaper than the tests. The cut's test stays: a C_Δ
+    /// above its own cut may hold a value *above* its optimum, and a larger
+    /// C_Δ leaves less to prefetch, so the state after it may be cheaper
+    /// enough to make the candidate *lower* than the reference's (dropping
+    /// this test fails the entry-by-entry test at once).
+    ///
+    /// Returns the row's largest value after it (−∞ for an empty row), by
+    /// plain comparisons: the row holds no NaN (∞ or sums).
+    #[inline]
+    pub fn try_option(
+        self,
+        terms: &Terms<'_>,
+        row2: &[f64],
+        cols: &Columns<'_>,
+        code: u16,
+        vals: &mut [f64],
+        chs: &mut [u16],
+    ) -> f64 {
+        let n = vals.len();
+        assert!(
+            row2.len() >= cols.side
+                && cols.index.len() >= n
+                && terms.eb.len() >= n
+                && chs.len() >= n
+        );
+        match self {
+            Kernel::Portable => try_option_portable(terms, row2, cols.index, code, vals, chs),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2;
+            // the lengths were checked above, and every column is below
+            // `cols.side` ≤ row2.len() (`Columns::new`).
+            Kernel::Avx2 => unsafe { try_option_avx2(terms, row2, cols.index, code, vals, chs) },
+        }
+    }
+}
+
+/// The loop, one cell at a time (the reference's arithmetic, in its order).
+fn try_option_portable(
+    terms: &Terms<'_>,
+    row2: &[f64],
+    cols: &[usize],
+    code: u16,
+    vals: &mut [f64],
+    chs: &mut [u16],
+) -> f64 {
+    let Terms {
+        f,
+        ef,
+        f_rest,
+        cut,
+        eb,
+    } = *terms;
+    let mut most = f64::NEG_INFINITY;
+    for db in 0..vals.len() {
+        let v = ((f + row2[cols[db]]) + eb[db]) + ef;
+        let bound = (f_rest + eb[db]) + ef;
+        let take = (bound <= cut) & (v < vals[db]);
+        vals[db] = if take { v } else { vals[db] };
+        chs[db] = if take { code } else { chs[db] };
+        if vals[db] > most {
+            most = vals[db];
+        }
+    }
+    most
+}
+
+/// For each 4-bit lane mask, 16 bits set per taken lane: the choices of four
+/// cells (four u16) updated as one u64.
+#[cfg(target_arch = "x86_64")]
+const LANE_BITS: [u64; 16] = {
+    let mut t = [0u64; 16];
+    let mut m = 0;
+    while m < 16 {
+        let mut lane = 0;
+        while lane < 4 {
+            if m & (1 << lane) != 0 {
+                t[m] |= 0xFFFF << (16 * lane);
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// Four cells at a time: a gather of the sub-problem's values, the same
+/// additions in the same order per lane; a candidate past the cut made +∞,
+/// then MINPD for the values and the take mask applied to the choices
+/// through [`LANE_BITS`]. No gather instruction: on this project's AMD
+/// machine `vgatherqpd` made the loop slower than the scalar one, four
+/// loads are not.
+///
+/// # Safety
+/// The CPU has AVX2; `cols`, `eb` and `chs` hold at least `vals.len()`
+/// cells, and every column is an index into `row2`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn try_option_avx2(
+    terms: &Terms<'_>,
+    row2: &[f64],
+    cols: &[usize],
+    code: u16,
+    vals: &mut [f64],
+    chs: &mut [u16],
+) -> f64 {
+    use std::arch::x86_64::*;
+    let n = vals.len();
+    let quads = n / 4;
+    let eb = terms.eb;
+    let (fv, efv, frv, cutv) = (
+        _mm256_set1_pd(terms.f),
+        _mm256_set1_pd(terms.ef),
+        _mm256_set1_pd(terms.f_rest),
+        _mm256_set1_pd(terms.cut),
+    );
+    let inf = _mm256_set1_pd(f64::INFINITY);
+    let mut most = _mm256_set1_pd(f64::NEG_INFINITY);
+    let codes = u64::from(code) * 0x0001_0001_0001_0001;
+    let (pr, pc, pe, pv, ph) = (
+        row2.as_ptr(),
+        cols.as_ptr(),
+        eb.as_ptr(),
+        vals.as_mut_ptr(),
+        chs.as_mut_ptr(),
+    );
+    for q in 0..quads {
+        let k = 4 * q;
+        // SAFETY: k + 4 ≤ n, within cols, eb, vals and chs; each column
+        // indexes row2 (the caller's contract).
+        unsafe {
+            let sub = _mm256_set_pd(
+                *pr.add(*pc.add(k + 3)),
+                *pr.add(*pc.add(k + 2)),
+                *pr.add(*pc.add(k + 1)),
+                *pr.add(*pc.add(k)),
+            );
+            let e = _mm256_loadu_pd(pe.add(k));
+            let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(fv, sub), e), efv);
+            let bound = _mm256_add_pd(_mm256_add_pd(frv, e), efv);
+            // A candidate past the cut becomes +∞, which never takes.
+            let v = _mm256_blendv_pd(inf, v, _mm256_cmp_pd::<_CMP_LE_OQ>(bound, cutv));
+            let cur = _mm256_loadu_pd(pv.add(k));
+            let take = _mm256_cmp_pd::<_CMP_LT_OQ>(v, cur);
+            // MINPD(v, cur) = v < cur ? v : cur, the scalar rule; a blend
+            // here would be compiled to a masked store (vmaskmovpd), which
+            // is microcoded on AMD and slower than the scalar loop.
+            let new = _mm256_min_pd(v, cur);
+            _mm256_storeu_pd(pv.add(k), new);
+            // MAXPD(new, most) = new > most ? new : most: the scalar fold.
+            most = _mm256_max_pd(new, most);
+            let lanes = LANE_BITS[_mm256_movemask_pd(take) as usize];
+            let ch = ph.add(k) as *mut u64;
+            ch.write_unaligned((ch.read_unaligned() & !lanes) | (codes & lanes));
+        }
+    }
+    let k = 4 * quads;
+    let mut lanes = [0.0; 4];
+    // SAFETY: an unaligned store of four lanes into four f64.
+    unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), most) };
+    let quads_most = lanes
+        .into_iter()
+        .fold(f64::NEG_INFINITY, |m, x| if x > m { x } else { m });
+    let tail_most = try_option_portable(
+        &Terms {
+            eb: &eb[k..],
+            ..*terms
+        },
+        row2,
+        &cols[k..],
+        code,
+        &mut vals[k..],
+        &mut chs[k..],
+    );
+    if tail_most > quads_most {
+        tail_most
+    } else {
+        quads_most
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::solvers::pofo::tests::Rng;
+
+    /// A table's value: ∞ (one in eight), 0 (one in eight) or in [0, 1).
+    fn value(rng: &mut Rng) -> f64 {
+        match rng.below(8) {
+            0 => f64::INFINITY,
+            1 => 0.0,
+            _ => rng.unit(),
+        }
+    }
+
+    /// Below n.
+    fn below(rng: &mut Rng, n: usize) -> usize {
+        rng.below(n as u64) as usize
+    }
+
+    /// Every kernel this CPU has gives the portable loop's values, choices
+    /// and row maximum, to the bit, on rows of every length (every tail),
+    /// columns in ramps, plateaus and at random, cells at ∞, and ties on
+    /// purpose: a candidate equal to its cell (must not take) and a bound
+    /// equal to the cut (must take). How it can fail: a comparison of the
+    /// wrong kind (< for ≤), a lane's choice written to another lane, an
+    /// addition re-associated, a tail cell dropped. Mutations tried, each
+    /// failing at once: the AVX2 cut test made `_CMP_LT_OQ`; `LANE_BITS`
+    /// shifted by 8 bits a lane instead of 16.
+    #[test]
+    fn every_kernel_equals_the_portable_loop() {
+        let kernel = Kernel::detect();
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut cases = 0;
+        for _ in 0..20_000 {
+            let n = below(&mut rng, 24);
+            let side = n + 1 + below(&mut rng, 4);
+            let row2: Vec<f64> = (0..side).map(|_| value(&mut rng)).collect();
+            let cols: Vec<usize> = match below(&mut rng, 3) {
+                0 => (0..n).map(|db| db.min(side - 1)).collect(),
+                1 => vec![below(&mut rng, side); n],
+                _ => (0..n).map(|_| below(&mut rng, side)).collect(),
+            };
+            let eb: Vec<f64> = (0..n).map(|_| value(&mut rng)).collect();
+            let (f, ef, f_rest) = (rng.unit(), rng.unit(), rng.unit());
+            let mut cut = rng.unit() * 4.0;
+            if n > 0 && below(&mut rng, 2) == 0 {
+                // A bound exactly at the cut: ≤ takes it.
+                cut = (f_rest + eb[below(&mut rng, n)]) + ef;
+            }
+            let terms = Terms {
+                f,
+                ef,
+                f_rest,
+                cut,
+                eb: &eb,
+            };
+            let mut vals: Vec<f64> = (0..n).map(|_| value(&mut rng) * 3.0).collect();
+            for db in 0..n {
+                if below(&mut rng, 4) == 0 {
+                    // A candidate exactly equal to its cell: < keeps the cell.
+                    vals[db] = ((f + row2[cols[db]]) + eb[db]) + ef;
+                }
+            }
+            let chs: Vec<u16> = (0..n).map(|_| below(&mut rng, 9) as u16).collect();
+            let code = 11 + below(&mut rng, 50) as u16;
+            let columns = Columns::new(&cols, side);
+            let (mut v1, mut c1) = (vals.clone(), chs.clone());
+            let most1 =
+                Kernel::Portable.try_option(&terms, &row2, &columns, code, &mut v1, &mut c1);
+            let (mut v2, mut c2) = (vals, chs);
+            let most2 = kernel.try_option(&terms, &row2, &columns, code, &mut v2, &mut c2);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&v1), bits(&v2), "values, {kernel:?}, n = {n}");
+            assert_eq!(c1, c2, "choices, {kernel:?}, n = {n}");
+            assert_eq!(most1.to_bits(), most2.to_bits(), "row maximum, {kernel:?}");
+            cases += usize::from(c1.contains(&code));
+        }
+        // Most rows take a candidate somewhere (the test is not vacuous).
+        assert!(cases > 10_000, "{cases}");
+    }
+
+    /// The portable loop against the recursion's rule written out, cell by
+    /// cell: a candidate over the cut or not strictly better is left.
+    #[test]
+    fn the_portable_loop_takes_only_strictly_better_candidates_within_the_cut() {
+        let row2 = [5.0, 1.0, 2.0, f64::INFINITY];
+        let cols = [0, 1, 2, 3, 1];
+        let eb = [0.0, 0.0, 1.0, 0.0, 3.0];
+        let terms = Terms {
+            f: 1.0,
+            ef: 0.0,
+            f_rest: 1.0,
+            cut: 3.0,
+            eb: &eb,
+        };
+        // Candidates: 6, 2, 4, ∞, 5; bounds: 1, 1, 2, 1, 4 (the last past the cut).
+        let mut vals = [7.0, 2.0, 9.0, 8.0, 9.0];
+        let mut chs = [0; 5];
+        let most = Kernel::Portable.try_option(
+            &terms,
+            &row2,
+            &Columns::new(&cols, 4),
+            3,
+            &mut vals,
+            &mut chs,
+        );
+        assert_eq!(vals, [6.0, 2.0, 4.0, 8.0, 9.0]);
+        assert_eq!(chs, [3, 0, 3, 0, 0]);
+        assert_eq!(most, 9.0);
+    }
+}
