@@ -1,13 +1,38 @@
-//! OC's inner loop, Case 2: one option (input kept or sent) at one split
-//! for every cell of a row — the work that takes most of pofo's time.
+//! pofo's two inner loops, where most of its time goes: one split of C_Δ
+//! for every cell Δ of a row (B.3's Case 2, [`Kernel::try_split`]), and
+//! one option of OC's Case 2 (input kept or sent) at one split for every
+//! cell Δ_B of a row ([`Kernel::try_option`]).
 //!
 //! Kept apart from the recursion (as rotor keeps its kernels apart) because
-//! it has a vector version: per lane the same three additions in the same
-//! order, the same two comparisons and a select, so every value and choice
-//! is the same to the bit as the portable loop's. The vector version is
-//! picked once, at run time, where the CPU has AVX2 ([`Kernel::detect`]).
-//! The sub-problem is read through a column index per cell (a gather):
-//! runs of equal or consecutive columns are common but not the rule.
+//! each has a vector version: per lane the same operations in the same
+//! order, the same comparisons, and a select, so every value and choice is
+//! the same to the bit as the portable loop's (the tests here compare them
+//! on random rows; `super::tests` compares the tables with the reference).
+//! The vector version is picked once, at run time, where the CPU has AVX2
+//! ([`Kernel::detect`]); wasm and other CPUs run the portable loops. The
+//! sub-problems are read through an index per cell (four scalar loads a
+//! vector, not a gather instruction: see `try_option_avx2`).
+
+/// One split's candidates of one row of C_Δ(i, j, m, ·) (B.3's Case 2,
+/// `backward_checkpoint`): what every cell Δ shares.
+pub(super) struct SplitTerms<'a> {
+    /// Σ_{i..=last} u_f∅.
+    pub f: f64,
+    /// f + the least of the right sub-row: (lb + left) bounds a candidate.
+    pub lb: f64,
+    /// C_Δ(i, j)'s cut.
+    pub cut: f64,
+    /// β, slots per second (0: no link).
+    pub beta: f64,
+    /// Lemma 1's reach − β f, and m, as floats.
+    pub k: f64,
+    pub m: f64,
+    /// C_Δ(i, last, m, ·), the left sub-row (one per cell).
+    pub lefts: &'a [f64],
+    /// C_Δ(last + 1, j, m − a^last, ·), the right sub-row: a Δ2 past it
+    /// is no candidate.
+    pub rights: &'a [f64],
+}
 
 /// Case 2's candidates of one row at one split share: Σ u_f∅ (f), ε_F,
 /// f + rest_{last+1}, the square's cut, and C_Δ per Δ_B.
@@ -103,6 +128,35 @@ impl Kernel {
             // the lengths were checked above, and every column is below
             // `cols.side` ≤ row2.len() (`Columns::new`).
             Kernel::Avx2 => unsafe { try_option_avx2(terms, row2, cols.index, code, vals, chs) },
+        }
+    }
+
+    /// One split of C_Δ(i, j, m, ·) for every cell Δ of `vals`: the
+    /// candidate ((f + right) + left) + ε, with left = C_Δ(i, last, m, Δ),
+    /// Δ2 = ⌈Δ − β left⌉ the prefetch left over, right = C_Δ(last + 1, j,
+    /// m − a^last, Δ2) and ε Lemma 1's idle time for ((k + Δ3) − m), Δ3 =
+    /// max(Δ2 − β right, 0) — `backward_checkpoint`'s arithmetic, in its
+    /// order — taken where strictly better; skipped where its bound lb +
+    /// left is not below the cell or passes the cut, or Δ2 is past the
+    /// right sub-row (the reference's tests, kept: they decide which
+    /// candidates exist). Returns the row's largest value after it.
+    #[inline]
+    pub fn try_split(
+        self,
+        t: &SplitTerms<'_>,
+        code: u16,
+        vals: &mut [f64],
+        chs: &mut [u16],
+    ) -> f64 {
+        let n = vals.len();
+        assert!(t.lefts.len() >= n && chs.len() >= n && !t.rights.is_empty());
+        match self {
+            Kernel::Portable => try_split_cells(t, 0, code, vals, chs),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2;
+            // the lengths were checked above, and every Δ2 read is clamped
+            // into `rights`.
+            Kernel::Avx2 => unsafe { try_split_avx2(t, code, vals, chs) },
         }
     }
 }
@@ -213,26 +267,10 @@ unsafe fn try_option_avx2(
             // A candidate past the cut becomes +∞, which never takes.
             let v = _mm256_blendv_pd(inf, v, _mm256_cmp_pd::<_CMP_LE_OQ>(bound, cutv));
             let cur = _mm256_loadu_pd(pv.add(k));
-            let take = _mm256_cmp_pd::<_CMP_LT_OQ>(v, cur);
-            // MINPD(v, cur) = v < cur ? v : cur, the scalar rule; a blend
-            // here would be compiled to a masked store (vmaskmovpd), which
-            // is microcoded on AMD and slower than the scalar loop.
-            let new = _mm256_min_pd(v, cur);
-            _mm256_storeu_pd(pv.add(k), new);
-            // MAXPD(new, most) = new > most ? new : most: the scalar fold.
-            most = _mm256_max_pd(new, most);
-            let lanes = LANE_BITS[_mm256_movemask_pd(take) as usize];
-            let ch = ph.add(k) as *mut u64;
-            ch.write_unaligned((ch.read_unaligned() & !lanes) | (codes & lanes));
+            most = take_four(v, cur, codes, pv.add(k), ph.add(k), most);
         }
     }
     let k = 4 * quads;
-    let mut lanes = [0.0; 4];
-    // SAFETY: an unaligned store of four lanes into four f64.
-    unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), most) };
-    let quads_most = lanes
-        .into_iter()
-        .fold(f64::NEG_INFINITY, |m, x| if x > m { x } else { m });
     let tail_most = try_option_portable(
         &Terms {
             eb: &eb[k..],
@@ -244,11 +282,208 @@ unsafe fn try_option_avx2(
         &mut vals[k..],
         &mut chs[k..],
     );
-    if tail_most > quads_most {
-        tail_most
-    } else {
-        quads_most
+    // SAFETY: AVX2, as this function.
+    unsafe { largest_of(most, tail_most) }
+}
+
+/// Four cells' update: where the candidate `v` is strictly below the cell
+/// `cur`, the cell takes it and its choice becomes `codes`' (one code per
+/// u16 lane); returns `most` raised to the new values.
+///
+/// # Safety
+/// The CPU has AVX2; `val` and `ch` point to four cells each.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn take_four(
+    v: std::arch::x86_64::__m256d,
+    cur: std::arch::x86_64::__m256d,
+    codes: u64,
+    val: *mut f64,
+    ch: *mut u16,
+    most: std::arch::x86_64::__m256d,
+) -> std::arch::x86_64::__m256d {
+    use std::arch::x86_64::*;
+    let take = _mm256_cmp_pd::<_CMP_LT_OQ>(v, cur);
+    // MINPD(v, cur) = v < cur ? v : cur, the scalar rule; a blend here
+    // would be compiled to a masked store (vmaskmovpd), which is microcoded
+    // on AMD and slower than the scalar loop.
+    let new = _mm256_min_pd(v, cur);
+    let lanes = LANE_BITS[_mm256_movemask_pd(take) as usize];
+    let ch = ch as *mut u64;
+    // SAFETY: four cells each (the caller's contract), unaligned.
+    unsafe {
+        _mm256_storeu_pd(val, new);
+        ch.write_unaligned((ch.read_unaligned() & !lanes) | (codes & lanes));
     }
+    // MAXPD(new, most) = new > most ? new : most: the scalar fold.
+    _mm256_max_pd(new, most)
+}
+
+/// The largest of four lanes and `tail` (no NaN: plain comparisons).
+///
+/// # Safety
+/// The CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn largest_of(most: std::arch::x86_64::__m256d, tail: f64) -> f64 {
+    let mut lanes = [0.0; 4];
+    // SAFETY: an unaligned store of four lanes into four f64.
+    unsafe { std::arch::x86_64::_mm256_storeu_pd(lanes.as_mut_ptr(), most) };
+    lanes
+        .into_iter()
+        .fold(tail, |m, x| if x > m { x } else { m })
+}
+
+/// Lemma 1: the idle time that lets a link of β slots per second make up
+/// `excess` slots (`Grid::idle`).
+#[inline(always)]
+pub(super) fn idle(excess: f64, beta: f64) -> f64 {
+    if excess <= 0.0 {
+        0.0
+    } else if beta > 0.0 {
+        excess / beta
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// C_Δ's split, one cell at a time (the reference's arithmetic and tests),
+/// for the cells Δ ≥ `from`; returns their largest value.
+fn try_split_cells(
+    t: &SplitTerms<'_>,
+    from: usize,
+    code: u16,
+    vals: &mut [f64],
+    chs: &mut [u16],
+) -> f64 {
+    let rdm = t.rights.len() - 1;
+    let mut most = f64::NEG_INFINITY;
+    for delta in from..vals.len() {
+        let left = t.lefts[delta];
+        let mut cur = vals[delta];
+        let cell_lb = t.lb + left;
+        if cell_lb < cur && cell_lb <= t.cut {
+            let d2 = super::leftover(delta as f64 - left * t.beta);
+            if d2 <= rdm {
+                // An infinite left or right makes v infinite.
+                let right = t.rights[d2];
+                let d3 = (d2 as f64 - right * t.beta).max(0.0);
+                let v = ((t.f + right) + left) + idle(t.k + d3 - t.m, t.beta);
+                if v < cur {
+                    cur = v;
+                    vals[delta] = v;
+                    chs[delta] = code;
+                }
+            }
+        }
+        // No NaN here: one comparison (see `largest`).
+        if cur > most {
+            most = cur;
+        }
+    }
+    most
+}
+
+/// C_Δ's split four cells at a time: every lane computes its candidate
+/// (the same operations in the same order as the scalar loop) and the
+/// reference's tests become a mask; a lane whose tests fail becomes +∞.
+/// ⌈x − 1e-9⌉ (`leftover`) is a truncation to i32 and a correction, as the
+/// scalar one through u32 (every x here is below 2³¹, see `leftover`); a
+/// lane whose x is not above 1e-9 (NaN included) gets 0.
+///
+/// # Safety
+/// The CPU has AVX2; `lefts` and `chs` hold at least `vals.len()` cells and
+/// `rights` at least one.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn try_split_avx2(t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
+    use std::arch::x86_64::*;
+    let n = vals.len();
+    let quads = n / 4;
+    let rdm = t.rights.len() - 1;
+    let splat = |x: f64| _mm256_set1_pd(x);
+    let (fv, lbv, cutv, betav, kv, mv) = (
+        splat(t.f),
+        splat(t.lb),
+        splat(t.cut),
+        splat(t.beta),
+        splat(t.k),
+        splat(t.m),
+    );
+    let (zero, one, inf, tiny) = (splat(0.0), splat(1.0), splat(f64::INFINITY), splat(1e-9));
+    let rdmv = splat(rdm as f64);
+    let mut deltas = _mm256_set_pd(3.0, 2.0, 1.0, 0.0);
+    let four = splat(4.0);
+    let mut most = splat(f64::NEG_INFINITY);
+    let codes = u64::from(code) * 0x0001_0001_0001_0001;
+    let (pl, pr, pv, ph) = (
+        t.lefts.as_ptr(),
+        t.rights.as_ptr(),
+        vals.as_mut_ptr(),
+        chs.as_mut_ptr(),
+    );
+    for q in 0..quads {
+        let k = 4 * q;
+        // SAFETY: k + 4 ≤ n, within lefts, vals and chs; every index into
+        // rights is clamped to rdm.
+        unsafe {
+            let left = _mm256_loadu_pd(pl.add(k));
+            let cur = _mm256_loadu_pd(pv.add(k));
+            let cell_lb = _mm256_add_pd(lbv, left);
+            let mut ok = _mm256_and_pd(
+                _mm256_cmp_pd::<_CMP_LT_OQ>(cell_lb, cur),
+                _mm256_cmp_pd::<_CMP_LE_OQ>(cell_lb, cutv),
+            );
+            // Most cells of C_Δ are already at or below their bound: four
+            // of them at once cost one test.
+            if _mm256_movemask_pd(ok) == 0 {
+                most = _mm256_max_pd(cur, most);
+                deltas = _mm256_add_pd(deltas, four);
+                continue;
+            }
+            // Δ2 = leftover(Δ − left β).
+            let x = _mm256_sub_pd(deltas, _mm256_mul_pd(left, betav));
+            let y = _mm256_sub_pd(x, tiny);
+            let tr = _mm256_cvtepi32_pd(_mm256_cvttpd_epi32(y));
+            let up = _mm256_blendv_pd(
+                tr,
+                _mm256_add_pd(tr, one),
+                _mm256_cmp_pd::<_CMP_LT_OQ>(tr, y),
+            );
+            let d2 = _mm256_blendv_pd(zero, up, _mm256_cmp_pd::<_CMP_GT_OQ>(x, tiny));
+            ok = _mm256_and_pd(ok, _mm256_cmp_pd::<_CMP_LE_OQ>(d2, rdmv));
+            let mut at = [0i32; 4];
+            _mm_storeu_si128(
+                at.as_mut_ptr() as *mut __m128i,
+                _mm256_cvttpd_epi32(_mm256_min_pd(d2, rdmv)),
+            );
+            let right = _mm256_set_pd(
+                *pr.add(at[3] as usize),
+                *pr.add(at[2] as usize),
+                *pr.add(at[1] as usize),
+                *pr.add(at[0] as usize),
+            );
+            // Δ3 = max(Δ2 − right β, 0): MAXPD gives 0 for a NaN, as f64::max.
+            let d3 = _mm256_max_pd(_mm256_sub_pd(d2, _mm256_mul_pd(right, betav)), zero);
+            let excess = _mm256_sub_pd(_mm256_add_pd(kv, d3), mv);
+            // idle: 0 where excess ≤ 0, else excess / β (+∞ when β = 0;
+            // excess is never NaN: d3 is not, k and m are finite).
+            let eps = _mm256_blendv_pd(
+                _mm256_div_pd(excess, betav),
+                zero,
+                _mm256_cmp_pd::<_CMP_LE_OQ>(excess, zero),
+            );
+            let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(fv, right), left), eps);
+            let v = _mm256_blendv_pd(inf, v, ok);
+            most = take_four(v, cur, codes, pv.add(k), ph.add(k), most);
+            deltas = _mm256_add_pd(deltas, four);
+        }
+    }
+    let tail_most = try_split_cells(t, 4 * quads, code, vals, chs);
+    // SAFETY: AVX2, as this function.
+    unsafe { largest_of(most, tail_most) }
 }
 
 #[cfg(test)]
@@ -331,6 +566,82 @@ mod tests {
         }
         // Most rows take a candidate somewhere (the test is not vacuous).
         assert!(cases > 10_000, "{cases}");
+    }
+
+    /// C_Δ's split: every kernel this CPU has gives the portable loop's
+    /// values, choices and row maximum, to the bit, on rows of every length,
+    /// with and without a link (β = 0 makes every positive idle time ∞),
+    /// lefts and rights at ∞ or 0, right sub-rows shorter than the row (so
+    /// Δ2 falls past them), leftovers at whole numbers (x − 1e-9 just
+    /// below and above an integer), and ties with the cell and the cut on
+    /// purpose. How it can fail: a rounding of Δ2 off by one, a lane
+    /// reading another lane's right, an idle time computed where the
+    /// excess is not positive, a test of the wrong kind. Mutations tried,
+    /// each failing at once: `leftover`'s correction dropped in the AVX2
+    /// loop (truncation only); the cell bound's test made `_CMP_LE_OQ`.
+    #[test]
+    fn every_kernel_splits_as_the_portable_loop() {
+        let kernel = Kernel::detect();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut taken, mut past) = (0, 0);
+        for _ in 0..20_000 {
+            let n = below(&mut rng, 24);
+            let rights: Vec<f64> = (0..1 + below(&mut rng, n + 2))
+                .map(|_| value(&mut rng))
+                .collect();
+            let beta = [0.0, 0.5, 1.0, 3.0, 40.0][below(&mut rng, 5)];
+            let mut lefts: Vec<f64> = (0..n).map(|_| value(&mut rng)).collect();
+            for (delta, left) in lefts.iter_mut().enumerate() {
+                if beta > 0.0 && below(&mut rng, 4) == 0 {
+                    // Δ − left β a whole number, and 1e-9 off it.
+                    let whole = below(&mut rng, delta + 1) as f64;
+                    let nudge = [0.0, 1e-9, 2e-9, -1e-9][below(&mut rng, 4)];
+                    *left = (delta as f64 - whole + nudge) / beta;
+                }
+            }
+            let f = rng.unit();
+            let lb = f + rng.unit() * 0.1;
+            let mut cut = lb + rng.unit() * 2.0;
+            if n > 0 && below(&mut rng, 3) == 0 {
+                // A cell bound exactly at the cut: ≤ keeps the candidate.
+                cut = lb + lefts[below(&mut rng, n)];
+            }
+            let t = SplitTerms {
+                f,
+                lb,
+                cut,
+                beta,
+                k: rng.unit() * 8.0 - 4.0,
+                m: below(&mut rng, 30) as f64,
+                lefts: &lefts,
+                rights: &rights,
+            };
+            let mut vals: Vec<f64> = (0..n).map(|_| value(&mut rng) * 4.0).collect();
+            for delta in 0..n {
+                if below(&mut rng, 5) == 0 {
+                    // A cell equal to its bound: < skips it.
+                    vals[delta] = lb + lefts[delta];
+                }
+            }
+            let chs: Vec<u16> = (0..n).map(|_| below(&mut rng, 9) as u16).collect();
+            let code = 11 + below(&mut rng, 50) as u16;
+            let (mut v1, mut c1) = (vals.clone(), chs.clone());
+            let most1 = Kernel::Portable.try_split(&t, code, &mut v1, &mut c1);
+            let (mut v2, mut c2) = (vals, chs);
+            let most2 = kernel.try_split(&t, code, &mut v2, &mut c2);
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&v1),
+                bits(&v2),
+                "values, {kernel:?}, n = {n}, β = {beta}"
+            );
+            assert_eq!(c1, c2, "choices, {kernel:?}, n = {n}, β = {beta}");
+            assert_eq!(most1.to_bits(), most2.to_bits(), "row maximum, {kernel:?}");
+            taken += usize::from(c1.contains(&code));
+            past += usize::from(n > rights.len());
+        }
+        // Not vacuous: many rows take a candidate, many reach past the right.
+        assert!(taken > 5_000 && past > 5_000, "{taken} {past}");
     }
 
     /// The portable loop against the recursion's rule written out, cell by

@@ -140,7 +140,7 @@ pub mod reference;
 #[cfg(test)]
 mod tests;
 
-use kernel::{Columns, Kernel, Terms};
+use kernel::{Columns, Kernel, SplitTerms, Terms};
 
 use super::api::{Progress, SolveError};
 use super::parallel::Workers;
@@ -283,13 +283,7 @@ impl Grid {
 
     /// Lemma 1: the idle time that lets the link make up `excess` slots.
     fn idle(&self, excess: f64) -> f64 {
-        if excess <= 0.0 {
-            0.0
-        } else if self.beta > 0.0 {
-            excess / self.beta
-        } else {
-            f64::INFINITY
-        }
+        kernel::idle(excess, self.beta)
     }
 
     /// A Δ left over, rounded up to slots (what a sub-problem is asked).
@@ -1060,6 +1054,7 @@ impl Pofo {
             },
             cut: &self.cut,
             delta_cap: *delta_cap,
+            kernel: Kernel::detect(),
         };
         // A pair's work: its entries times its splits.
         self.workers.run(
@@ -1440,6 +1435,8 @@ struct CLayer<'a> {
     read: CRead<'a>,
     cut: &'a [f64],
     delta_cap: usize,
+    /// The split loop, chosen once for this CPU.
+    kernel: Kernel,
 }
 
 impl CLayer<'_> {
@@ -1541,32 +1538,17 @@ impl CLayer<'_> {
                 let rights = &done[right_at..][..rdm + 1];
                 let vals = &mut out.values[out_at..][..dm + 1];
                 let chs = &mut out.choices[out_at..][..dm + 1];
-                let mut most = f64::NEG_INFINITY;
-                for delta in 0..dm + 1 {
-                    let left = lefts[delta];
-                    let mut cur = vals[delta];
-                    let cell_lb = lb + left;
-                    if cell_lb < cur && cell_lb <= cut {
-                        let d2 = leftover(delta as f64 - left * beta);
-                        if d2 <= rdm {
-                            // `backward_checkpoint`'s arithmetic, in its order;
-                            // an infinite left or right makes v infinite.
-                            let right = rights[d2];
-                            let d3 = (d2 as f64 - right * beta).max(0.0);
-                            let v = ((f + right) + left) + g.idle(k + d3 - mf);
-                            if v < cur {
-                                cur = v;
-                                vals[delta] = v;
-                                chs[delta] = code;
-                            }
-                        }
-                    }
-                    // No NaN here: one comparison (see `largest`).
-                    if cur > most {
-                        most = cur;
-                    }
-                }
-                row_max[m] = most;
+                let terms = SplitTerms {
+                    f,
+                    lb,
+                    cut,
+                    beta,
+                    k,
+                    m: mf,
+                    lefts,
+                    rights,
+                };
+                row_max[m] = self.kernel.try_split(&terms, code, vals, chs);
             }
         }
     }
