@@ -48,7 +48,8 @@
 //! entries, O(L) each, O(L³N²) time, filled split-major. OC is a dense table
 //! over (i, x, A, Δ_F, Δ_B) with A + Δ ≤ N, O(L N³) entries, O(L) each:
 //! O(L²N³). Memory: about 10 bytes per entry of both tables, plus a row
-//! minimum per row (`table_bytes`).
+//! minimum per row (`table_bytes`, an upper bound: C_Δ's pairs counted
+//! as squares, which the DP stores as triangles cut at D_i, below).
 //!
 //! **How it is computed** (same values and choices as the recursion above,
 //! bit for bit, wherever an optimal path can go: [`reference`] is the
@@ -79,11 +80,20 @@
 //!    number of threads (the tests fill every other chain on three). One
 //!    thread in wasm.
 //!
-//! 5. Case 2's cells are tried without a branch (`Terms::try_option`):
+//! 5. Case 2's cells are tried without a branch (`Kernel::try_option`):
 //!    the reference's per-cell stop and bound skip only candidates that
 //!    cannot be strictly better, so trying them changes nothing and is
 //!    cheaper than the tests; the cut's test stays (it is what keeps
 //!    states above their cut no lower than the reference's).
+//! 6. No state past D_i (`Grid::reached`): Δ_F and Δ_B at stage i are at
+//!    most what stages before i can have offloaded, and so is the Δ of
+//!    every C_Δ(i, ·) a path reads. OC's squares stop there and C_Δ's
+//!    pairs are stored as triangles (Δ ≤ m) cut there (`PairLayout`): the
+//!    first stages of a chain, which try the most splits, have the fewest
+//!    cells. The states the reference reaches are all within D_i (the test
+//!    compares each of them).
+//! 7. Both inner loops (C_Δ's split, OC's option) in [`kernel`], with an
+//!    AVX2 version picked at run time: the same values and choices.
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
 //! `pofo` criterion bench, one run on this project's idle 2-core machine):
@@ -395,27 +405,54 @@ struct Backward {
 /// Where C_Δ(i, j, ·, ·) lies: pairs by segment length j − i, then by i,
 /// so that one length's pairs are contiguous (filled at once, on the
 /// machine's cores) and come after every shorter pair (which they read).
+/// A pair (i, ·) stores row m's cells Δ ≤ min(m, Δ_max, D_i) only — the
+/// others are ∞ (Δ > m: not that much memory to prefetch into; Δ > D_i:
+/// on no path, `Grid::reached`) — so a pair is a triangle, cut at D_i,
+/// not an (N + 1)² square: half the memory or less, and half the reading.
 struct PairLayout {
     /// The first pair of each length.
     len_start: Vec<usize>,
-    /// (N + 1) (Δ_max + 1) entries a pair, N + 1 row minima.
-    per_pair: usize,
+    /// The first entry of each pair, by pair index, and the table's size.
+    pair_at: Vec<usize>,
+    /// Per stage i (from 1), where row m of a pair (i, ·) starts, for m in
+    /// 0..=N + 1 (the last: the pair's size); rows (N + 2) apart.
+    row_at: Vec<usize>,
+    /// Per stage i, min(Δ_max, D_i): the widest Δ stored for pairs (i, ·).
+    cap: Vec<usize>,
     slots: usize,
-    max_delta: usize,
 }
 
 impl PairLayout {
-    fn new(n: usize, slots: usize, max_delta: usize) -> PairLayout {
+    /// `reached[i]` is D_i for stage i in 1..=n.
+    fn new(n: usize, slots: usize, max_delta: usize, reached: &[usize]) -> PairLayout {
         // n − len pairs of each length len (i = 1..=n − len).
         let mut len_start = vec![0usize; n + 1];
         for len in 0..n {
             len_start[len + 1] = len_start[len] + (n - len);
         }
+        let cap: Vec<usize> = (0..=n)
+            .map(|i| max_delta.min(reached.get(i).copied().unwrap_or(0)))
+            .collect();
+        let rows = slots + 2;
+        let mut row_at = vec![0usize; (n + 1) * rows];
+        for i in 1..=n {
+            for m in 0..=slots {
+                row_at[i * rows + m + 1] = row_at[i * rows + m] + m.min(cap[i]) + 1;
+            }
+        }
+        // Pairs in the order of `pair`: by length, then i = 1..=n − len.
+        let sizes = (0..n).flat_map(|len| (1..=n - len).map(|i| row_at[i * rows + slots + 1]));
+        let mut pair_at = Vec::with_capacity(len_start[n] + 1);
+        pair_at.push(0);
+        for size in sizes {
+            pair_at.push(pair_at.last().expect("one at least") + size);
+        }
         PairLayout {
             len_start,
-            per_pair: (slots + 1) * (max_delta + 1),
+            pair_at,
+            row_at,
+            cap,
             slots,
-            max_delta,
         }
     }
 
@@ -424,12 +461,29 @@ impl PairLayout {
         *self.len_start.last().expect("n + 1 entries")
     }
 
+    /// Entries in all.
+    fn entries(&self) -> usize {
+        *self.pair_at.last().expect("pairs + 1 entries")
+    }
+
     fn pair(&self, i: usize, j: usize) -> usize {
         self.len_start[j - i] + (i - 1)
     }
 
+    /// Where row m of a pair (i, ·) starts, from the pair's first entry.
+    fn row(&self, i: usize, m: usize) -> usize {
+        self.row_at[i * (self.slots + 2) + m]
+    }
+
+    /// Whether C_Δ(i, ·, m, Δ) is stored (else it is ∞).
+    fn stored(&self, i: usize, m: usize, delta: usize) -> bool {
+        m <= self.slots && delta <= m && delta <= self.cap[i]
+    }
+
+    /// Where C_Δ(i, j, m, Δ) is; only for a stored cell.
     fn index(&self, i: usize, j: usize, m: usize, delta: usize) -> usize {
-        self.pair(i, j) * self.per_pair + m * (self.max_delta + 1) + delta
+        debug_assert!(self.stored(i, m, delta));
+        self.pair_at[self.pair(i, j)] + self.row(i, m) + delta
     }
 }
 
@@ -446,7 +500,7 @@ struct CRead<'a> {
 impl CRead<'_> {
     /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
     fn c(&self, i: usize, j: usize, m: usize, delta: usize) -> f64 {
-        if delta > m || delta > self.layout.max_delta || m > self.grid.slots {
+        if !self.layout.stored(i, m, delta) {
             return f64::INFINITY;
         }
         self.values[self.layout.index(i, j, m, delta)]
@@ -726,7 +780,12 @@ fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
 }
 
 /// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
-/// OC's dense memo.
+/// OC's dense memo — an upper bound. It counts C_Δ's pairs as whole
+/// (N + 1)² squares, as the resolution has always been chosen; the DP
+/// stores them as triangles Δ ≤ m cut at D_i (`PairLayout`), half of that
+/// or less. The bound stays the square on purpose: it is also what keeps
+/// the DP off chains too long to solve in reasonable time (a 5000-stage
+/// chain fits no grid under it, and would take hours on a triangle's).
 pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> u128 {
     let pairs = (n as u128) * (n as u128 + 1) / 2;
     let deltas = if with_bandwidth { slots as u128 + 1 } else { 1 };
@@ -918,9 +977,10 @@ impl Pofo {
         }
         let max_delta = if with_bw { grid.slots } else { 0 };
         let grid_slots = grid.slots;
-        let layout = PairLayout::new(n, grid_slots, max_delta);
+        let reached: Vec<usize> = (0..=n).map(|i| grid.reached(i)).collect();
+        let layout = PairLayout::new(n, grid_slots, max_delta, &reached);
         let len = if mode == Mode::Full {
-            layout.pairs() * layout.per_pair
+            layout.entries()
         } else {
             0
         };
@@ -1024,27 +1084,31 @@ impl Pofo {
             row_min,
             delta_cap,
         } = &mut self.back;
-        let (per_pair, rows) = (layout.per_pair, layout.slots + 1);
+        let rows = layout.slots + 1;
         let first = layout.len_start[len];
-        let (done, now) = values.split_at_mut(first * per_pair);
-        let (done_row_min, now_row_min) = row_min.split_at_mut(first * rows);
-        let now_choices = &mut choices[first * per_pair..];
-        // Pairs i = 1..L − len (j = i + len < L); the pair ending at L is
-        // never read.
-        let pieces: Vec<PairOut<'_>> = now
-            .chunks_mut(per_pair)
-            .zip(now_choices.chunks_mut(per_pair))
-            .zip(now_row_min.chunks_mut(rows))
-            .take(n - 1 - len)
-            .enumerate()
-            .map(|(k, ((values, choices), row_min))| PairOut {
-                i: k + 1,
-                j: k + 1 + len,
+        let first_at = layout.pair_at[first];
+        let (done, mut now) = values.split_at_mut(first_at);
+        let (done_row_min, mut now_row_min) = row_min.split_at_mut(first * rows);
+        let mut now_choices = &mut choices[first_at..];
+        // Pairs i = 1..L − len (j = i + len < L), each carved off at its own
+        // size; the pair ending at L is never read.
+        let mut pieces: Vec<PairOut<'_>> = Vec::with_capacity(n - 1 - len);
+        for i in 1..n - len {
+            let size = layout.pair_at[first + i] - layout.pair_at[first + i - 1];
+            let (values, rest) = std::mem::take(&mut now).split_at_mut(size);
+            now = rest;
+            let (choices, rest) = std::mem::take(&mut now_choices).split_at_mut(size);
+            now_choices = rest;
+            let (row_min, rest) = std::mem::take(&mut now_row_min).split_at_mut(rows);
+            now_row_min = rest;
+            pieces.push(PairOut {
+                i,
+                j: i + len,
                 values,
                 choices,
                 row_min,
-            })
-            .collect();
+            });
+        }
         let layer = CLayer {
             read: CRead {
                 grid: &self.grid,
@@ -1059,7 +1123,7 @@ impl Pofo {
         // A pair's work: its entries times its splits.
         self.workers.run(
             pieces,
-            |_| (per_pair * (len + 1)) as u64,
+            |p| (p.values.len() * (len + 1)) as u64,
             || vec![0.0; rows],
             |row_max, mut p| layer.fill_pair(&mut p, row_max),
         );
@@ -1450,27 +1514,28 @@ impl CLayer<'_> {
     fn fill_pair(&self, out: &mut PairOut<'_>, row_max: &mut [f64]) {
         let (i, j) = (out.i, out.j);
         let slots = self.read.grid.slots;
-        let stride = self.read.layout.max_delta + 1;
+        let layout = self.read.layout;
         // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
-        let max_delta = self.delta_cap;
+        let cap = self.delta_cap.min(layout.cap[i]);
         for m in 0..slots + 1 {
             // Half-open ranges in the hot loops: an inclusive one checks an
             // extra flag on every step.
-            let cells = m.min(max_delta).min(self.read.grid.reached(i)) + 1;
+            let cells = m.min(cap) + 1;
+            let at = layout.row(i, m);
             for delta in 0..cells {
                 let (v, ch) = self.read.backward_first(i, j, m, delta);
-                out.values[m * stride + delta] = v;
-                out.choices[m * stride + delta] = ch;
+                out.values[at + delta] = v;
+                out.choices[at + delta] = ch;
             }
-            row_max[m] = largest(&out.values[m * stride..][..cells]);
+            row_max[m] = largest(&out.values[at..][..cells]);
         }
         if i < j {
             self.fill_splits(out, row_max);
         }
         // Each row's least value, for the bounds of longer segments (the
-        // cells past D_i hold ∞).
+        // cells past this pass's cap hold ∞).
         for m in 0..=slots {
-            let row = &out.values[m * stride..][..=m.min(max_delta)];
+            let row = &out.values[layout.row(i, m)..layout.row(i, m + 1)];
             out.row_min[m] = least(row);
         }
     }
@@ -1494,7 +1559,6 @@ impl CLayer<'_> {
             row_min: done_row_min,
         } = &self.read;
         let slots = g.slots;
-        let stride = layout.max_delta + 1;
         // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
         let max_delta = self.delta_cap;
         let beta = g.beta;
@@ -1519,8 +1583,7 @@ impl CLayer<'_> {
             // Both sub-pairs are shorter than (i, j): finished, in `done`.
             let left_pair = layout.pair(i, last);
             let right_pair = layout.pair(last + 1, j);
-            let (left_base, right_base) =
-                (left_pair * layout.per_pair, right_pair * layout.per_pair);
+            let (left_base, right_base) = (layout.pair_at[left_pair], layout.pair_at[right_pair]);
             for m in threshold.max(w)..slots + 1 {
                 let lb = f + done_row_min[right_pair * (slots + 1) + (m - w)];
                 let row_lb = lb + done_row_min[left_pair * (slots + 1) + m];
@@ -1528,11 +1591,13 @@ impl CLayer<'_> {
                     continue;
                 }
                 let mf = m as f64;
-                let rdm = (m - w).min(max_delta);
-                let right_at = right_base + (m - w) * stride;
-                let dm = m.min(max_delta).min(g.reached(i));
-                let left_at = left_base + m * stride;
-                let out_at = m * stride;
+                // Each row as stored: Δ ≤ min(m, Δ_max, D) (`PairLayout`),
+                // and no more than this pass computes.
+                let rdm = (m - w).min(max_delta).min(layout.cap[last + 1]);
+                let right_at = right_base + layout.row(last + 1, m - w);
+                let dm = m.min(max_delta).min(layout.cap[i]);
+                let left_at = left_base + layout.row(i, m);
+                let out_at = layout.row(i, m);
                 // Slices of the row's exact length: no bounds check per cell.
                 let lefts = &done[left_at..][..dm + 1];
                 let rights = &done[right_at..][..rdm + 1];

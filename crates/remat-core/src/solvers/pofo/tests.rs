@@ -134,17 +134,16 @@ fn compare(
             for j in i..n {
                 for m in 0..=n_slots {
                     for delta in 0..=m.min(md) {
-                        let (a, b) = (fast.c_entry(i, j, m, delta), slow.c_entry(i, j, m, delta));
                         // Past D_i no path reads C_Δ(i, ·) (`Grid::reached`):
-                        // left ∞. The OC states the reference reached, all
-                        // compared below, are what shows no path goes there.
+                        // not stored, read as ∞. The OC states the reference
+                        // reached, all compared below, are what shows no
+                        // path goes there.
                         if delta > fast.reached_at(i) {
-                            assert!(
-                                a.0 == f64::INFINITY,
-                                "C_Δ({i},{j},{m},{delta}) past D_i: {a:?}"
-                            );
+                            let a = fast.c(i, j, m, delta);
+                            assert!(a == f64::INFINITY, "C_Δ({i},{j},{m},{delta}) past D_i: {a}");
                             continue;
                         }
+                        let (a, b) = (fast.c_entry(i, j, m, delta), slow.c_entry(i, j, m, delta));
                         if b.0 > fast.c_cut(i, j) {
                             assert!(a.0 >= b.0 * (1.0 - 1e-12), "C_Δ({i},{j},{m},{delta}) below the reference: {a:?} vs {b:?}: {what}");
                             continue;
@@ -247,4 +246,44 @@ fn the_tables_equal_the_reference_entry_by_entry() {
         chains > 1000 && states > 50_000,
         "{chains} chains, {states} states"
     );
+}
+
+/// C_Δ's compact layout (`PairLayout`: triangles Δ ≤ m, cut at D_i) puts
+/// every stored cell (i, j, m, Δ) at its own index, and uses every index of
+/// the table once: a row or pair offset off by one would map two cells to
+/// one index (which the entry-by-entry test sees only where the two differ)
+/// or leave a hole. Mutation tried: each row one cell short (m.min(cap)
+/// without + 1) in `PairLayout::new`: fails at once (a cell past the
+/// table).
+#[test]
+fn the_pair_layout_is_a_bijection_onto_the_table() {
+    for (n, slots, max_delta) in [(1, 0, 0), (3, 4, 4), (5, 7, 0), (6, 9, 9), (8, 5, 5)] {
+        // D_i growing by 0..3 a stage, capped at N, as `Grid::reached` is.
+        let reached: Vec<usize> = (0..=n).map(|i| (i * i / 3).min(slots)).collect();
+        let layout = super::PairLayout::new(n, slots, max_delta, &reached);
+        let mut seen = vec![false; layout.entries()];
+        for i in 1..=n {
+            for j in i..=n {
+                for m in 0..=slots {
+                    for delta in 0..=m {
+                        let stored = layout.stored(i, m, delta);
+                        assert_eq!(
+                            stored,
+                            delta <= max_delta.min(reached[i]),
+                            "({i},{j},{m},{delta})"
+                        );
+                        if stored {
+                            let at = layout.index(i, j, m, delta);
+                            assert!(!seen[at], "({i},{j},{m},{delta}) at {at} twice");
+                            seen[at] = true;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            seen.iter().all(|s| *s),
+            "a hole in the table: n {n} N {slots}"
+        );
+    }
 }
