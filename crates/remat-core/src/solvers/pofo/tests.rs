@@ -256,6 +256,8 @@ fn the_tables_equal_the_reference_entry_by_entry() {
 /// without + 1) in `PairLayout::new`: fails at once (a cell past the
 /// table).
 #[test]
+// (i, j, m, Δ) index the layout and `reached` at once.
+#[allow(clippy::needless_range_loop)]
 fn the_pair_layout_is_a_bijection_onto_the_table() {
     for (n, slots, max_delta) in [(1, 0, 0), (3, 4, 4), (5, 7, 0), (6, 9, 9), (8, 5, 5)] {
         // D_i growing by 0..3 a stage, capped at N, as `Grid::reached` is.
