@@ -97,10 +97,11 @@
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
 //! `pofo` criterion bench, one run on this project's idle 2-core machine):
-//! 14.27 s and 23.95 s before; 4.49 s and 5.23 s on one thread (3.2× and
-//! 4.6×); 2.61 s and 3.76 s on both cores (5.5× and 6.4×). The issue asked
-//! for 10×, which this does not reach, and pruning will not: at L = 100,
-//! N = 50, 357 M (cell, split) pairs pass the reference's stops, and even
+//! 7.05 s and 11.14 s before; 1.60 s and 1.83 s on one thread (4.4× and
+//! 6.1×); 1.02 s and 1.05 s on both cores (6.9× and 10.6×). The issue
+//! asked for 10×, which L = 100, N = 50 does not reach, and pruning
+//! candidates will not: at L = 100, N = 50, before the D_i bound, 357 M
+//! (cell, split) pairs passed the reference's stops, and even
 //! with each cell's final value and the least bound over all later splits
 //! (f + the sub-square's least + C_Δ + ε_F), 317 M (89 %) have a bound
 //! below that value — many splits cost nearly the same, so the candidates
@@ -124,8 +125,8 @@
 //! bytes a slot, N slots at the top — the per-budget DP of a budget B,
 //! with its ⌊B / u⌋ slots, is the table's OC at A = N − ⌊B / u⌋: one build
 //! answers every budget up to the top, each a read-out of O(L) states
-//! (7.5 µs at L = 100, N = 50; a judged answer — prefetches placed, the
-//! DP's and rotor's schedules simulated — in 8.3 ms:
+//! (3.1 µs at L = 100, N = 50; a judged answer — prefetches placed, the
+//! DP's and rotor's schedules simulated — in 4.7 ms:
 //! [`offload::TablePlanner`](super::offload::TablePlanner)). The one
 //! budget-dependent part of the per-budget DP is its cut (a bound from
 //! *its* budget's transfer-free optimum), which may not be carried to other
