@@ -210,11 +210,11 @@ const LANE_BITS: [u64; 16] = {
     t
 };
 
-/// Four cells at a time: a gather of the sub-problem's values, the same
-/// additions in the same order per lane; a candidate past the cut made +∞,
-/// then MINPD for the values and the take mask applied to the choices
-/// through [`LANE_BITS`]. No gather instruction: on this project's AMD
-/// machine `vgatherqpd` made the loop slower than the scalar one, four
+/// Four cells at a time: the sub-problem's four values loaded one by one,
+/// the same additions in the same order per lane; a candidate past the cut
+/// made +∞, then MINPD for the values and the take mask applied to the
+/// choices through [`LANE_BITS`]. No gather instruction: on this project's
+/// AMD machine `vgatherqpd` made the loop slower than the scalar one, four
 /// loads are not.
 ///
 /// # Safety
@@ -349,6 +349,24 @@ pub(super) fn idle(excess: f64, beta: f64) -> f64 {
     }
 }
 
+/// A Δ left over, rounded up to slots: `(x − 1e-9).ceil() as usize` above
+/// 1e-9, else 0 (`f64::ceil` is a library call on x86-64 without SSE4.1;
+/// truncating and correcting gives the same integer for every x here,
+/// including NaN, which both map to 0). Every x is a count of slots less
+/// what the link moved (at most N + an input ≤ 2 · 65533, [`validate`](super::validate)),
+/// so it truncates through u32, which x86-64 converts in one instruction
+/// where u64 needs a branch for values past 2⁶³.
+#[inline(always)]
+pub(super) fn leftover(x: f64) -> usize {
+    if x <= 1e-9 {
+        0
+    } else {
+        let y = x - 1e-9;
+        let t = y as u32;
+        (t + ((t as f64) < y) as u32) as usize
+    }
+}
+
 /// C_Δ's split, one cell at a time (the reference's arithmetic and tests),
 /// for the cells Δ ≥ `from`; returns their largest value.
 fn try_split_cells(
@@ -365,7 +383,7 @@ fn try_split_cells(
         let mut cur = vals[delta];
         let cell_lb = t.lb + left;
         if cell_lb < cur && cell_lb <= t.cut {
-            let d2 = super::leftover(delta as f64 - left * t.beta);
+            let d2 = leftover(delta as f64 - left * t.beta);
             if d2 <= rdm {
                 // An infinite left or right makes v infinite.
                 let right = t.rights[d2];

@@ -92,7 +92,7 @@
 //!    first stages of a chain, which try the most splits, have the fewest
 //!    cells. The states the reference reaches are all within D_i (the test
 //!    compares each of them).
-//! 7. Both inner loops (C_Δ's split, OC's option) in [`kernel`], with an
+//! 7. Both inner loops (C_Δ's split, OC's option) in `kernel.rs`, with an
 //!    AVX2 version picked at run time: the same values and choices.
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
@@ -151,7 +151,7 @@ pub mod reference;
 #[cfg(test)]
 mod tests;
 
-use kernel::{Columns, Kernel, SplitTerms, Terms};
+use kernel::{leftover, Columns, Kernel, SplitTerms, Terms};
 
 use super::api::{Progress, SolveError};
 use super::parallel::Workers;
@@ -329,24 +329,6 @@ impl Grid {
     }
 }
 
-/// A Δ left over, rounded up to slots: `(x − 1e-9).ceil() as usize` above
-/// 1e-9, else 0 (`f64::ceil` is a library call on x86-64 without SSE4.1;
-/// truncating and correcting gives the same integer for every x here,
-/// including NaN, which both map to 0). Every x is a count of slots less
-/// what the link moved (at most N + an input ≤ 2 · 65533, [`validate`]),
-/// so it truncates through u32, which x86-64 converts in one instruction
-/// where u64 needs a branch for values past 2⁶³.
-#[inline(always)]
-fn leftover(x: f64) -> usize {
-    if x <= 1e-9 {
-        0
-    } else {
-        let y = x - 1e-9;
-        let t = y as u32;
-        (t + ((t as f64) < y) as u32) as usize
-    }
-}
-
 /// The largest of `xs` (−∞ if empty). The rows folded hold no NaN (a
 /// square or pair is set before it is read: ∞ or a sum), so the plain
 /// comparison (one `maxsd`) equals `f64::max`, which pays for NaN
@@ -424,16 +406,14 @@ struct PairLayout {
 }
 
 impl PairLayout {
-    /// `reached[i]` is D_i for stage i in 1..=n.
+    /// `reached[i]` is D_i for stage i in 0..=n (`Grid::reached`).
     fn new(n: usize, slots: usize, max_delta: usize, reached: &[usize]) -> PairLayout {
         // n − len pairs of each length len (i = 1..=n − len).
         let mut len_start = vec![0usize; n + 1];
         for len in 0..n {
             len_start[len + 1] = len_start[len] + (n - len);
         }
-        let cap: Vec<usize> = (0..=n)
-            .map(|i| max_delta.min(reached.get(i).copied().unwrap_or(0)))
-            .collect();
+        let cap: Vec<usize> = (0..=n).map(|i| max_delta.min(reached[i])).collect();
         let rows = slots + 2;
         let mut row_at = vec![0usize; (n + 1) * rows];
         for i in 1..=n {
@@ -978,8 +958,7 @@ impl Pofo {
         }
         let max_delta = if with_bw { grid.slots } else { 0 };
         let grid_slots = grid.slots;
-        let reached: Vec<usize> = (0..=n).map(|i| grid.reached(i)).collect();
-        let layout = PairLayout::new(n, grid_slots, max_delta, &reached);
+        let layout = PairLayout::new(n, grid_slots, max_delta, &grid.sent_before);
         let len = if mode == Mode::Full {
             layout.entries()
         } else {
