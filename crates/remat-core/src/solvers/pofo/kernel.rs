@@ -1,17 +1,24 @@
 //! pofo's two inner loops, where most of its time goes: one split of C_Δ
-//! for every cell Δ of a row (B.3's Case 2, [`Kernel::try_split`]), and
+//! for every cell Δ of a row (B.3's Case 2, [`Loops::try_split`]), and
 //! one option of OC's Case 2 (input kept or sent) at one split for every
-//! cell Δ_B of a row ([`Kernel::try_option`]).
+//! cell Δ_B of a row ([`Loops::try_option`]).
 //!
 //! Kept apart from the recursion (as rotor keeps its kernels apart) because
 //! each has a vector version: per lane the same operations in the same
 //! order, the same comparisons, and a select, so every value and choice is
 //! the same to the bit as the portable loop's (the tests here compare them
-//! on random rows; `super::tests` compares the tables with the reference).
-//! The vector version is picked once, at run time, where the CPU has AVX2
-//! ([`Kernel::detect`]); wasm and other CPUs run the portable loops. The
-//! sub-problems are read through an index per cell (four scalar loads a
-//! vector, not a gather instruction: see `try_option_avx2`).
+//! on random rows; `super::tests` compares the tables with the reference,
+//! filled with either). The vector version is picked once, at run time,
+//! where the CPU has AVX2 ([`Kernel::detect`]); wasm and other CPUs run
+//! the portable loops. The recursion is generic over [`Loops`] and
+//! compiled once per implementation, the AVX2 copy with AVX2 enabled, so
+//! the loops inline into it: most rows are short (a few cells), and a
+//! call per row cost as much as the row.
+//!
+//! OC's sub-problem values are read through a column per cell. Four
+//! columns within four cells of each other (most: plateaus and ramps) are
+//! one load and a permutation ([`quad`]); others, four scalar loads (a
+//! gather instruction was slower on this project's AMD machine).
 
 /// One split's candidates of one row of C_Δ(i, j, m, ·) (B.3's Case 2,
 /// `backward_checkpoint`): what every cell Δ shares.
@@ -46,10 +53,16 @@ pub(super) struct Terms<'a> {
 
 /// Column indices into the sub-square's rows, each checked once (when the
 /// split's columns are computed) to be below `side`, so the kernels index
-/// rows of at least `side` cells without a check per cell.
+/// rows of at least `side` cells without a check per cell; and, for the
+/// vector loop, each four columns as one load ([`quad`]).
+// Only the vector loops read `side` and `quads`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) struct Columns<'a> {
     index: &'a [usize],
     side: usize,
+    /// One [`quad`] per four columns (empty: every quad loads its cells one
+    /// by one).
+    quads: &'a [u32],
 }
 
 impl<'a> Columns<'a> {
@@ -62,29 +75,79 @@ impl<'a> Columns<'a> {
             index.is_empty() || most < side,
             "pofo: column {most} past a sub-square of side {side}"
         );
-        Columns { index, side }
-    }
-}
-
-/// The kernel this process runs: chosen once per build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kernel {
-    Portable,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-}
-
-impl Kernel {
-    /// AVX2 where the CPU has it, else the portable loop.
-    pub fn detect() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return Kernel::Avx2;
-            }
+        Columns {
+            index,
+            side,
+            quads: &[],
         }
-        Kernel::Portable
     }
+}
+
+/// A quad of four columns whose cells cannot be read in one load.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+const SCATTERED: u32 = u32::MAX;
+
+/// Four columns c_0..c_3 of a row as one unaligned load of the four cells
+/// from `base` and a permutation of them: `base << 8 | code`, where the
+/// code's bits 2j, 2j + 1 hold c_j − base; [`SCATTERED`] where the columns
+/// span more than four cells or the row has fewer than four.
+///
+/// Why: a column is ⌈Δ_B − β C_Δ⌉ (what is left to prefetch), so along a
+/// row the columns are mostly a plateau (everything prefetched: 0) or a
+/// ramp (C_Δ flat: Δ_B less a constant), four cells at most apart; at
+/// L = 100, N = 50, 78 % of the quads are one or the other and most of the
+/// rest span under four cells. Four scalar loads were the vector loop's
+/// hottest instructions. `base` stays within the row (at most side − 4),
+/// so the load never reads past it.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn quad(cols: [usize; 4], side: usize) -> u32 {
+    let lo = cols.iter().fold(usize::MAX, |m, &c| m.min(c));
+    let hi = cols.iter().fold(0, |m, &c| m.max(c));
+    if side < 4 || hi - lo > 3 {
+        return SCATTERED;
+    }
+    let base = lo.min(side - 4);
+    let code = cols
+        .iter()
+        .enumerate()
+        .fold(0, |code, (j, &c)| code | ((c - base) as u32) << (2 * j));
+    (base as u32) << 8 | code
+}
+
+/// For each quad code, the 32-bit lane indices that move cell c_j − base
+/// (two 32-bit halves of an f64) of a four-cell load into lane j
+/// (`_mm256_permutevar8x32_ps`, which moves bits unchanged).
+#[cfg(target_arch = "x86_64")]
+#[repr(align(32))]
+struct Permutations([[i32; 8]; 256]);
+
+#[cfg(target_arch = "x86_64")]
+static PERMUTATIONS: Permutations = {
+    let mut t = [[0i32; 8]; 256];
+    let mut code = 0;
+    while code < 256 {
+        let mut j = 0;
+        while j < 4 {
+            let cell = ((code >> (2 * j)) & 3) as i32;
+            t[code][2 * j] = 2 * cell;
+            t[code][2 * j + 1] = 2 * cell + 1;
+            j += 1;
+        }
+        code += 1;
+    }
+    Permutations(t)
+};
+
+/// Both inner loops, in one implementation: [`Portable`] everywhere,
+/// [`Avx2`] where the CPU has it; [`Kernel`] is the one this process
+/// picked. The recursion is generic over it, so that its AVX2 copy is
+/// compiled with AVX2 and the loops inline into it (a call per row cost
+/// about as many instructions as the row's cells: most rows are short).
+pub(super) trait Loops: Copy {
+    /// `index`'s columns checked against `side` ([`Columns::new`]), with
+    /// their quads in `quads` (at least `index.len() / 4` of them) where
+    /// these loops read them.
+    fn columns<'a>(self, index: &'a [usize], side: usize, quads: &'a mut [u32]) -> Columns<'a>;
 
     /// The candidate ((f + sub) + C_Δ) + ε_F of every cell Δ_B of `vals`,
     /// with sub = `row2[cols[Δ_B]]`, taken where the bound (f +
@@ -104,8 +167,78 @@ impl Kernel {
     ///
     /// Returns the row's largest value after it (−∞ for an empty row), by
     /// plain comparisons: the row holds no NaN (∞ or sums).
-    #[inline]
-    pub fn try_option(
+    fn try_option(
+        self,
+        terms: &Terms<'_>,
+        row2: &[f64],
+        cols: &Columns<'_>,
+        code: u16,
+        vals: &mut [f64],
+        chs: &mut [u16],
+    ) -> f64;
+
+    /// One split of C_Δ(i, j, m, ·) for every cell Δ of `vals`: the
+    /// candidate ((f + right) + left) + ε, with left = C_Δ(i, last, m, Δ),
+    /// Δ2 = ⌈Δ − β left⌉ the prefetch left over, right = C_Δ(last + 1, j,
+    /// m − a^last, Δ2) and ε Lemma 1's idle time for ((k + Δ3) − m), Δ3 =
+    /// max(Δ2 − β right, 0) — `backward_checkpoint`'s arithmetic, in its
+    /// order — taken where strictly better; skipped where its bound lb +
+    /// left is not below the cell or passes the cut, or Δ2 is past the
+    /// right sub-row (the reference's tests, kept: they decide which
+    /// candidates exist). Returns the row's largest value after it.
+    fn try_split(self, t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64;
+}
+
+/// The loops one cell at a time: wasm, and CPUs without AVX2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Portable;
+
+impl Loops for Portable {
+    #[inline(always)]
+    fn columns<'a>(self, index: &'a [usize], side: usize, _quads: &'a mut [u32]) -> Columns<'a> {
+        Columns::new(index, side)
+    }
+
+    #[inline(always)]
+    fn try_option(
+        self,
+        terms: &Terms<'_>,
+        row2: &[f64],
+        cols: &Columns<'_>,
+        code: u16,
+        vals: &mut [f64],
+        chs: &mut [u16],
+    ) -> f64 {
+        try_option_portable(terms, row2, cols.index, code, vals, chs)
+    }
+
+    #[inline(always)]
+    fn try_split(self, t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
+        try_split_cells(t, 0, code, vals, chs)
+    }
+}
+
+/// The loops four cells at a time. Only [`Kernel::detect`] makes one, on a
+/// CPU with AVX2: holding it is the proof the `unsafe` calls below need.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Avx2(());
+
+#[cfg(target_arch = "x86_64")]
+impl Loops for Avx2 {
+    #[inline(always)]
+    fn columns<'a>(self, index: &'a [usize], side: usize, quads: &'a mut [u32]) -> Columns<'a> {
+        let mut columns = Columns::new(index, side);
+        let quads = &mut quads[..index.len() / 4];
+        for (q, c) in quads.iter_mut().zip(index.chunks_exact(4)) {
+            *q = quad([c[0], c[1], c[2], c[3]], side);
+        }
+        columns.quads = quads;
+        columns
+    }
+
+    #[inline(always)]
+    fn try_option(
         self,
         terms: &Terms<'_>,
         row2: &[f64],
@@ -121,43 +254,42 @@ impl Kernel {
                 && terms.eb.len() >= n
                 && chs.len() >= n
         );
-        match self {
-            Kernel::Portable => try_option_portable(terms, row2, cols.index, code, vals, chs),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2;
-            // the lengths were checked above, and every column is below
-            // `cols.side` ≤ row2.len() (`Columns::new`).
-            Kernel::Avx2 => unsafe { try_option_avx2(terms, row2, cols.index, code, vals, chs) },
-        }
+        // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2; the
+        // lengths were checked above, every column is below `cols.side` ≤
+        // row2.len() (`Columns::new`), and so is every quad's base + 3
+        // (`quad`).
+        unsafe { try_option_avx2(terms, row2, cols, code, vals, chs) }
     }
 
-    /// One split of C_Δ(i, j, m, ·) for every cell Δ of `vals`: the
-    /// candidate ((f + right) + left) + ε, with left = C_Δ(i, last, m, Δ),
-    /// Δ2 = ⌈Δ − β left⌉ the prefetch left over, right = C_Δ(last + 1, j,
-    /// m − a^last, Δ2) and ε Lemma 1's idle time for ((k + Δ3) − m), Δ3 =
-    /// max(Δ2 − β right, 0) — `backward_checkpoint`'s arithmetic, in its
-    /// order — taken where strictly better; skipped where its bound lb +
-    /// left is not below the cell or passes the cut, or Δ2 is past the
-    /// right sub-row (the reference's tests, kept: they decide which
-    /// candidates exist). Returns the row's largest value after it.
-    #[inline]
-    pub fn try_split(
-        self,
-        t: &SplitTerms<'_>,
-        code: u16,
-        vals: &mut [f64],
-        chs: &mut [u16],
-    ) -> f64 {
+    #[inline(always)]
+    fn try_split(self, t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
         let n = vals.len();
         assert!(t.lefts.len() >= n && chs.len() >= n && !t.rights.is_empty());
-        match self {
-            Kernel::Portable => try_split_cells(t, 0, code, vals, chs),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2;
-            // the lengths were checked above, and every Δ2 read is clamped
-            // into `rights`.
-            Kernel::Avx2 => unsafe { try_split_avx2(t, code, vals, chs) },
+        // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2; the
+        // lengths were checked above, and every Δ2 read is clamped into
+        // `rights`.
+        unsafe { try_split_avx2(t, code, vals, chs) }
+    }
+}
+
+/// The loops this process runs: chosen once per build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kernel {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    Avx2(Avx2),
+}
+
+impl Kernel {
+    /// AVX2 where the CPU has it, else the portable loops.
+    pub fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Kernel::Avx2(Avx2(()));
+            }
         }
+        Kernel::Portable
     }
 }
 
@@ -221,11 +353,11 @@ const LANE_BITS: [u64; 16] = {
 /// The CPU has AVX2; `cols`, `eb` and `chs` hold at least `vals.len()`
 /// cells, and every column is an index into `row2`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[inline(always)]
 unsafe fn try_option_avx2(
     terms: &Terms<'_>,
     row2: &[f64],
-    cols: &[usize],
+    columns: &Columns<'_>,
     code: u16,
     vals: &mut [f64],
     chs: &mut [u16],
@@ -234,6 +366,9 @@ unsafe fn try_option_avx2(
     let n = vals.len();
     let quads = n / 4;
     let eb = terms.eb;
+    let cols = columns.index;
+    // Without quads (`Columns::new`), every quad is read cell by cell.
+    let packed = columns.quads.len() >= quads;
     let (fv, efv, frv, cutv) = (
         _mm256_set1_pd(terms.f),
         _mm256_set1_pd(terms.ef),
@@ -243,7 +378,8 @@ unsafe fn try_option_avx2(
     let inf = _mm256_set1_pd(f64::INFINITY);
     let mut most = _mm256_set1_pd(f64::NEG_INFINITY);
     let codes = u64::from(code) * 0x0001_0001_0001_0001;
-    let (pr, pc, pe, pv, ph) = (
+    let (pq, pr, pc, pe, pv, ph) = (
+        columns.quads.as_ptr(),
         row2.as_ptr(),
         cols.as_ptr(),
         eb.as_ptr(),
@@ -255,12 +391,21 @@ unsafe fn try_option_avx2(
         // SAFETY: k + 4 ≤ n, within cols, eb, vals and chs; each column
         // indexes row2 (the caller's contract).
         unsafe {
-            let sub = _mm256_set_pd(
-                *pr.add(*pc.add(k + 3)),
-                *pr.add(*pc.add(k + 2)),
-                *pr.add(*pc.add(k + 1)),
-                *pr.add(*pc.add(k)),
-            );
+            let four = if packed { *pq.add(q) } else { SCATTERED };
+            let sub = if four != SCATTERED {
+                let cells = _mm256_loadu_ps(pr.add((four >> 8) as usize) as *const f32);
+                let perm = _mm256_load_si256(
+                    PERMUTATIONS.0[(four & 0xff) as usize].as_ptr() as *const __m256i
+                );
+                _mm256_castps_pd(_mm256_permutevar8x32_ps(cells, perm))
+            } else {
+                _mm256_set_pd(
+                    *pr.add(*pc.add(k + 3)),
+                    *pr.add(*pc.add(k + 2)),
+                    *pr.add(*pc.add(k + 1)),
+                    *pr.add(*pc.add(k)),
+                )
+            };
             let e = _mm256_loadu_pd(pe.add(k));
             let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(fv, sub), e), efv);
             let bound = _mm256_add_pd(_mm256_add_pd(frv, e), efv);
@@ -270,20 +415,44 @@ unsafe fn try_option_avx2(
             most = take_four(v, cur, codes, pv.add(k), ph.add(k), most);
         }
     }
+    // The last one to three cells as a quad of their own, padded with
+    // lanes that cannot take (sub = +∞, so v = +∞) and do not count in
+    // the row's largest value (cur = −∞), written back lane by lane.
     let k = 4 * quads;
-    let tail_most = try_option_portable(
-        &Terms {
-            eb: &eb[k..],
-            ..*terms
-        },
-        row2,
-        &cols[k..],
-        code,
-        &mut vals[k..],
-        &mut chs[k..],
-    );
+    let rest = n - k;
+    if rest > 0 {
+        let (mut sub, mut e, mut cur) = ([f64::INFINITY; 4], [0.0; 4], [f64::NEG_INFINITY; 4]);
+        for j in 0..rest {
+            sub[j] = row2[cols[k + j]];
+            e[j] = eb[k + j];
+            cur[j] = vals[k + j];
+        }
+        // SAFETY: AVX2 (the caller's contract); loads of local arrays.
+        unsafe {
+            let (sub, e, cur) = (
+                _mm256_loadu_pd(sub.as_ptr()),
+                _mm256_loadu_pd(e.as_ptr()),
+                _mm256_loadu_pd(cur.as_ptr()),
+            );
+            let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(fv, sub), e), efv);
+            let bound = _mm256_add_pd(_mm256_add_pd(frv, e), efv);
+            let v = _mm256_blendv_pd(inf, v, _mm256_cmp_pd::<_CMP_LE_OQ>(bound, cutv));
+            let taken = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(v, cur));
+            if taken != 0 {
+                let mut lanes = [0.0; 4];
+                _mm256_storeu_pd(lanes.as_mut_ptr(), v);
+                for j in 0..rest {
+                    if taken & (1 << j) != 0 {
+                        vals[k + j] = lanes[j];
+                        chs[k + j] = code;
+                    }
+                }
+            }
+            most = _mm256_max_pd(_mm256_min_pd(v, cur), most);
+        }
+    }
     // SAFETY: AVX2, as this function.
-    unsafe { largest_of(most, tail_most) }
+    unsafe { largest_of(most, f64::NEG_INFINITY) }
 }
 
 /// Four cells' update: where the candidate `v` is strictly below the cell
@@ -293,8 +462,7 @@ unsafe fn try_option_avx2(
 /// # Safety
 /// The CPU has AVX2; `val` and `ch` point to four cells each.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
+#[inline(always)]
 unsafe fn take_four(
     v: std::arch::x86_64::__m256d,
     cur: std::arch::x86_64::__m256d,
@@ -309,12 +477,15 @@ unsafe fn take_four(
     // would be compiled to a masked store (vmaskmovpd), which is microcoded
     // on AMD and slower than the scalar loop.
     let new = _mm256_min_pd(v, cur);
-    let lanes = LANE_BITS[_mm256_movemask_pd(take) as usize];
-    let ch = ch as *mut u64;
-    // SAFETY: four cells each (the caller's contract), unaligned.
-    unsafe {
-        _mm256_storeu_pd(val, new);
-        ch.write_unaligned((ch.read_unaligned() & !lanes) | (codes & lanes));
+    let taken = _mm256_movemask_pd(take);
+    if taken != 0 {
+        let lanes = LANE_BITS[taken as usize];
+        let ch = ch as *mut u64;
+        // SAFETY: four cells each (the caller's contract), unaligned.
+        unsafe {
+            _mm256_storeu_pd(val, new);
+            ch.write_unaligned((ch.read_unaligned() & !lanes) | (codes & lanes));
+        }
     }
     // MAXPD(new, most) = new > most ? new : most: the scalar fold.
     _mm256_max_pd(new, most)
@@ -325,8 +496,7 @@ unsafe fn take_four(
 /// # Safety
 /// The CPU has AVX2.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
+#[inline(always)]
 unsafe fn largest_of(most: std::arch::x86_64::__m256d, tail: f64) -> f64 {
     let mut lanes = [0.0; 4];
     // SAFETY: an unaligned store of four lanes into four f64.
@@ -416,6 +586,7 @@ fn try_split_cells(
 /// `rights` at least one.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
+#[inline]
 unsafe fn try_split_avx2(t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
     use std::arch::x86_64::*;
     let n = vals.len();
@@ -530,21 +701,55 @@ mod tests {
     /// purpose: a candidate equal to its cell (must not take) and a bound
     /// equal to the cut (must take). How it can fail: a comparison of the
     /// wrong kind (< for ≤), a lane's choice written to another lane, an
-    /// addition re-associated, a tail cell dropped. Mutations tried, each
-    /// failing at once: the AVX2 cut test made `_CMP_LT_OQ`; `LANE_BITS`
-    /// shifted by 8 bits a lane instead of 16.
+    /// addition re-associated, a tail cell dropped, a quad's cells moved
+    /// to the wrong lanes. Mutations tried, each failing at once: the AVX2
+    /// cut test made `_CMP_LT_OQ`; `LANE_BITS` shifted by 8 bits a lane
+    /// instead of 16; a quad's offsets packed j bits apart instead of 2j.
+    /// (A quad's base not moved back at the row's end changes no value —
+    /// the permutation picks only the row's cells — but reads past the
+    /// row: `a_quad_is_a_load_within_the_row_and_four_offsets` pins it.)
     #[test]
     fn every_kernel_equals_the_portable_loop() {
-        let kernel = Kernel::detect();
+        match Kernel::detect() {
+            Kernel::Portable => options_as_the_portable_loop(Portable, false),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2(avx2) => options_as_the_portable_loop(avx2, true),
+        }
+    }
+
+    /// `kernel`'s option loop against the portable one; `vector`: it reads
+    /// quads (and must have read many).
+    fn options_as_the_portable_loop<L: Loops + std::fmt::Debug>(kernel: L, vector: bool) {
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-        let mut cases = 0;
+        let (mut cases, mut packed) = (0, 0);
         for _ in 0..20_000 {
             let n = below(&mut rng, 24);
             let side = n + 1 + below(&mut rng, 4);
-            let row2: Vec<f64> = (0..side).map(|_| value(&mut rng)).collect();
-            let cols: Vec<usize> = match below(&mut rng, 3) {
-                0 => (0..n).map(|db| db.min(side - 1)).collect(),
-                1 => vec![below(&mut rng, side); n],
+            // The row sits between other cells (1000 + k, never a
+            // candidate's): a load past either end of it would show.
+            let mut cells: Vec<f64> = (0..side + 8).map(|k| 1000.0 + k as f64).collect();
+            for cell in &mut cells[4..4 + side] {
+                *cell = value(&mut rng);
+            }
+            let row2 = &cells[4..4 + side];
+            let shift = below(&mut rng, side);
+            let cols: Vec<usize> = match below(&mut rng, 5) {
+                // A ramp, shifted: its last columns meet the row's end.
+                0 => (0..n).map(|db| (db + shift).min(side - 1)).collect(),
+                // A plateau.
+                1 => vec![shift; n],
+                // Near a ramp: steps of 0, 1 or 2, a quad spanning up to
+                // seven cells, down as well as up.
+                2 => (0..n)
+                    .scan(shift, |c, _| {
+                        let now = *c;
+                        *c = (*c + below(&mut rng, 3)).min(side - 1);
+                        Some(now)
+                    })
+                    .collect(),
+                3 => (0..n)
+                    .map(|_| (shift + below(&mut rng, 4)).min(side - 1))
+                    .collect(),
                 _ => (0..n).map(|_| below(&mut rng, side)).collect(),
             };
             let eb: Vec<f64> = (0..n).map(|_| value(&mut rng)).collect();
@@ -570,20 +775,24 @@ mod tests {
             }
             let chs: Vec<u16> = (0..n).map(|_| below(&mut rng, 9) as u16).collect();
             let code = 11 + below(&mut rng, 50) as u16;
-            let columns = Columns::new(&cols, side);
             let (mut v1, mut c1) = (vals.clone(), chs.clone());
-            let most1 =
-                Kernel::Portable.try_option(&terms, &row2, &columns, code, &mut v1, &mut c1);
+            let one_by_one = Columns::new(&cols, side);
+            let most1 = Portable.try_option(&terms, row2, &one_by_one, code, &mut v1, &mut c1);
             let (mut v2, mut c2) = (vals, chs);
-            let most2 = kernel.try_option(&terms, &row2, &columns, code, &mut v2, &mut c2);
+            let mut quads = vec![0; n / 4];
+            let columns = kernel.columns(&cols, side, &mut quads);
+            let most2 = kernel.try_option(&terms, row2, &columns, code, &mut v2, &mut c2);
+            packed += quads.iter().filter(|&&q| q != SCATTERED).count();
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&v1), bits(&v2), "values, {kernel:?}, n = {n}");
             assert_eq!(c1, c2, "choices, {kernel:?}, n = {n}");
             assert_eq!(most1.to_bits(), most2.to_bits(), "row maximum, {kernel:?}");
             cases += usize::from(c1.contains(&code));
         }
-        // Most rows take a candidate somewhere (the test is not vacuous).
+        // Most rows take a candidate somewhere, and a vector kernel read
+        // many quads in one load (the test is not vacuous).
         assert!(cases > 10_000, "{cases}");
+        assert!(!vector || packed > 20_000, "{packed}");
     }
 
     /// C_Δ's split: every kernel this CPU has gives the portable loop's
@@ -599,7 +808,15 @@ mod tests {
     /// loop (truncation only); the cell bound's test made `_CMP_LE_OQ`.
     #[test]
     fn every_kernel_splits_as_the_portable_loop() {
-        let kernel = Kernel::detect();
+        match Kernel::detect() {
+            Kernel::Portable => splits_as_the_portable_loop(Portable),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2(avx2) => splits_as_the_portable_loop(avx2),
+        }
+    }
+
+    /// `kernel`'s split loop against the portable one.
+    fn splits_as_the_portable_loop<L: Loops + std::fmt::Debug>(kernel: L) {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let (mut taken, mut past) = (0, 0);
         for _ in 0..20_000 {
@@ -644,7 +861,7 @@ mod tests {
             let chs: Vec<u16> = (0..n).map(|_| below(&mut rng, 9) as u16).collect();
             let code = 11 + below(&mut rng, 50) as u16;
             let (mut v1, mut c1) = (vals.clone(), chs.clone());
-            let most1 = Kernel::Portable.try_split(&t, code, &mut v1, &mut c1);
+            let most1 = Portable.try_split(&t, code, &mut v1, &mut c1);
             let (mut v2, mut c2) = (vals, chs);
             let most2 = kernel.try_split(&t, code, &mut v2, &mut c2);
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
@@ -660,6 +877,23 @@ mod tests {
         }
         // Not vacuous: many rows take a candidate, many reach past the right.
         assert!(taken > 5_000 && past > 5_000, "{taken} {past}");
+    }
+
+    /// A quad is one load from a base within the row and each column's
+    /// offset from it, or scattered.
+    #[test]
+    fn a_quad_is_a_load_within_the_row_and_four_offsets() {
+        let at = |base: u32, offsets: [u32; 4]| {
+            base << 8 | offsets[0] | offsets[1] << 2 | offsets[2] << 4 | offsets[3] << 6
+        };
+        assert_eq!(quad([3, 3, 3, 3], 10), at(3, [0; 4]));
+        assert_eq!(quad([3, 4, 5, 6], 10), at(3, [0, 1, 2, 3]));
+        assert_eq!(quad([5, 4, 4, 2], 10), at(2, [3, 2, 2, 0]));
+        // Near the row's end the base moves back: base + 3 is the last cell.
+        assert_eq!(quad([8, 9, 9, 9], 10), at(6, [2, 3, 3, 3]));
+        assert_eq!(quad([0, 0, 0, 0], 4), at(0, [0; 4]));
+        assert_eq!(quad([0, 2, 4, 4], 10), SCATTERED);
+        assert_eq!(quad([0, 1, 1, 2], 3), SCATTERED);
     }
 
     /// The portable loop against the recursion's rule written out, cell by
@@ -679,7 +913,7 @@ mod tests {
         // Candidates: 6, 2, 4, ∞, 5; bounds: 1, 1, 2, 1, 4 (the last past the cut).
         let mut vals = [7.0, 2.0, 9.0, 8.0, 9.0];
         let mut chs = [0; 5];
-        let most = Kernel::Portable.try_option(
+        let most = Portable.try_option(
             &terms,
             &row2,
             &Columns::new(&cols, 4),

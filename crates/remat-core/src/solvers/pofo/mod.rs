@@ -93,7 +93,10 @@
 //!    cells. The states the reference reaches are all within D_i (the test
 //!    compares each of them).
 //! 7. Both inner loops (C_Δ's split, OC's option) in `kernel.rs`, with an
-//!    AVX2 version picked at run time: the same values and choices.
+//!    AVX2 version picked at run time: the same values and choices. The
+//!    recursion is generic over them and compiled once per version, the
+//!    AVX2 one with AVX2 enabled and the loops inlined (most rows are a
+//!    few cells: a call per row cost as much as its cells).
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
 //! `pofo` criterion bench, one run on this project's idle 2-core machine):
@@ -151,7 +154,9 @@ pub mod reference;
 #[cfg(test)]
 mod tests;
 
-use kernel::{leftover, Columns, Kernel, SplitTerms, Terms};
+#[cfg(target_arch = "x86_64")]
+use kernel::Avx2;
+use kernel::{leftover, Kernel, Loops, Portable, SplitTerms, Terms};
 
 use super::api::{Progress, SolveError};
 use super::parallel::Workers;
@@ -560,6 +565,9 @@ pub struct Pofo {
     /// The threads a layer of either table is filled on (the tables are
     /// the same to the bit whatever their number).
     workers: Workers,
+    /// The inner loops both tables are filled with ([`Kernel::detect`];
+    /// the tables are the same to the bit whichever).
+    kernel: Kernel,
 }
 
 /// OC's memo, dense: for each (i, x), every (A, Δ_F, Δ_B) with A + Δ_F ≤ N
@@ -698,6 +706,9 @@ struct Scratch {
     ro: Vec<usize>,
     ck: Vec<usize>,
     co: Vec<usize>,
+    /// `ck`'s and `co`'s quads, where the kernel reads them (`Kernel::columns`).
+    ck_quads: Vec<u32>,
+    co_quads: Vec<u32>,
     /// The largest value of each row of the square (an upper bound).
     row_max: Vec<f64>,
 }
@@ -711,6 +722,8 @@ impl Scratch {
             ro: vec![0; side],
             ck: vec![0; side],
             co: vec![0; side],
+            ck_quads: vec![0; side / 4],
+            co_quads: vec![0; side / 4],
             row_max: vec![0.0; side],
         }
     }
@@ -929,6 +942,7 @@ impl Pofo {
             max_table_bytes,
             true,
             workers,
+            Kernel::detect(),
             progress,
         )
     }
@@ -946,6 +960,7 @@ impl Pofo {
         max_table_bytes: u64,
         with_cut: bool,
         workers: Workers,
+        kernel: Kernel,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
         validate(chain.len(), slots)?;
@@ -989,6 +1004,7 @@ impl Pofo {
             table_tops: None,
             only_kept: false,
             workers,
+            kernel,
         };
         // C_Δ at Δ = 0 first (all of it with no link), then OC's states
         // without transfers: their value bounds the optimum, which cuts
@@ -1098,7 +1114,7 @@ impl Pofo {
             },
             cut: &self.cut,
             delta_cap: *delta_cap,
-            kernel: Kernel::detect(),
+            kernel: self.kernel,
         };
         // A pair's work: its entries times its splits.
         self.workers.run(
@@ -1287,7 +1303,7 @@ impl Pofo {
             done_rows_at,
             i,
             splits,
-            kernel: Kernel::detect(),
+            kernel: self.kernel,
         };
         // A square's work: its cells times the splits Case 2 may try.
         let lasts = (splits.f.len() + 1) as u64;
@@ -1510,7 +1526,12 @@ impl CLayer<'_> {
             row_max[m] = largest(&out.values[at..][..cells]);
         }
         if i < j {
-            self.fill_splits(out, row_max);
+            match self.kernel {
+                Kernel::Portable => self.fill_splits(out, row_max, Portable),
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: an `Avx2` is only made on a CPU with AVX2.
+                Kernel::Avx2(avx2) => unsafe { self.fill_splits_avx2(out, row_max, avx2) },
+            }
         }
         // Each row's least value, for the bounds of longer segments (the
         // cells past this pass's cap hold ∞).
@@ -1530,7 +1551,8 @@ impl CLayer<'_> {
     /// whole row is when (f + r_min) + l_min reaches the row's largest
     /// value. No margin is needed; nothing a skip saves could have changed
     /// a value or a choice.
-    fn fill_splits(&self, out: &mut PairOut<'_>, row_max: &mut [f64]) {
+    #[inline(always)]
+    fn fill_splits<L: Loops>(&self, out: &mut PairOut<'_>, row_max: &mut [f64], loops: L) {
         let (i, j) = (out.i, out.j);
         let CRead {
             grid: g,
@@ -1593,9 +1615,21 @@ impl CLayer<'_> {
                     lefts,
                     rights,
                 };
-                row_max[m] = self.kernel.try_split(&terms, code, vals, chs);
+                row_max[m] = loops.try_split(&terms, code, vals, chs);
             }
         }
+    }
+}
+
+impl CLayer<'_> {
+    /// [`CLayer::fill_splits`] compiled with AVX2, its loops inlined.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 (an [`Avx2`] is the proof).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn fill_splits_avx2(&self, out: &mut PairOut<'_>, row_max: &mut [f64], avx2: Avx2) {
+        self.fill_splits(out, row_max, avx2);
     }
 }
 
@@ -1639,7 +1673,12 @@ impl OcLayer<'_> {
     /// OC_x(i, A, ·, ·) for every Δ_F, Δ_B of the memo's square, and the
     /// least value of each of its rows.
     fn fill_square(&self, out: &mut SquareOut<'_>, sc: &mut Scratch) {
-        self.fill_square_values(out, sc);
+        match self.kernel {
+            Kernel::Portable => self.fill_square_values(out, sc, Portable),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Avx2` is only made on a CPU with AVX2.
+            Kernel::Avx2(avx2) => unsafe { self.fill_square_values_avx2(out, sc, avx2) },
+        }
         let side = Forward::side(self.slots, self.max_delta, out.a);
         for r in 0..side {
             let row = &out.values[r * side..][..side];
@@ -1647,9 +1686,25 @@ impl OcLayer<'_> {
         }
     }
 
+    /// [`OcLayer::fill_square_values`] compiled with AVX2, its loops inlined.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 (an [`Avx2`] is the proof).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn fill_square_values_avx2(
+        &self,
+        out: &mut SquareOut<'_>,
+        sc: &mut Scratch,
+        avx2: Avx2,
+    ) {
+        self.fill_square_values(out, sc, avx2);
+    }
+
     // Rows and columns index several per-row and per-column arrays at once.
     #[allow(clippy::needless_range_loop)]
-    fn fill_square_values(&self, out: &mut SquareOut<'_>, sc: &mut Scratch) {
+    #[inline(always)]
+    fn fill_square_values<L: Loops>(&self, out: &mut SquareOut<'_>, sc: &mut Scratch, loops: L) {
         let (i, x, a, splits) = (self.i, out.x, out.a, self.splits);
         let n = self.grid.n;
         let big_n = self.grid.slots;
@@ -1843,8 +1898,10 @@ impl OcLayer<'_> {
                 None
             };
             // Each option's columns, checked once against its sub-square.
-            let keep_cols = keep.map(|(_, side2, _)| Columns::new(&sc.ck[..s], side2));
-            let sent_cols = sent.map(|(_, side2, _)| Columns::new(&sc.co[..s], side2));
+            let keep_cols =
+                keep.map(|(_, side2, _)| loops.columns(&sc.ck[..s], side2, &mut sc.ck_quads));
+            let sent_cols =
+                sent.map(|(_, side2, _)| loops.columns(&sc.co[..s], side2, &mut sc.co_quads));
             let code_keep = ForwardChoice::Checkpoint {
                 last,
                 offload: false,
@@ -1898,14 +1955,10 @@ impl OcLayer<'_> {
                 // Each option returns the row's largest value after it: the
                 // row's bound for the next split (unchanged if neither ran).
                 if let (Some((row2, _)), Some(cols)) = (krow, &keep_cols) {
-                    sc.row_max[df] = self
-                        .kernel
-                        .try_option(&terms, row2, cols, code_keep, vals, chs);
+                    sc.row_max[df] = loops.try_option(&terms, row2, cols, code_keep, vals, chs);
                 }
                 if let (Some((row2, _)), Some(cols)) = (srow, &sent_cols) {
-                    sc.row_max[df] = self
-                        .kernel
-                        .try_option(&terms, row2, cols, code_sent, vals, chs);
+                    sc.row_max[df] = loops.try_option(&terms, row2, cols, code_sent, vals, chs);
                 }
             }
             if !alive {
@@ -1971,6 +2024,7 @@ impl Table {
             max_table_bytes,
             false,
             Workers::available(),
+            Kernel::detect(),
             progress,
         )?
         .with_loss_step(loss);

@@ -20,9 +20,15 @@
 //! first piece of its share (`parallel.rs`): fails at once (an OC state
 //! left unfilled).
 //!
+//! Every third chain is filled with the portable loops, the others with
+//! this CPU's (`kernel::Loops`: the recursion is compiled once for each);
+//! mutation tried: the portable option loop's `<` made `<=`: fails at
+//! once on a portable chain, "OC_0(1,0,0,0): (0.0536…, 5) vs (0.0536…, 4)".
+//!
 //! OC states above the bottom-up cut (`Pofo::find_cut`) are off every
 //! optimal path and are only checked to be no lower than the reference's.
 
+use super::kernel::Kernel;
 use super::reference;
 use super::{LossStep, Mode, Pofo};
 use crate::model::{Chain, Stage};
@@ -107,19 +113,22 @@ fn compare(
     slots: usize,
     bw: Option<f64>,
     workers: Workers,
+    kernel: Kernel,
 ) -> usize {
     let big = 1 << 40;
     let what = format!(
-        "{mode:?} {loss:?} budget {budget} slots {slots} bw {bw:?} {workers:?} chain {chain:?}"
+        "{mode:?} {loss:?} budget {budget} slots {slots} bw {bw:?} {workers:?} {kernel:?} chain {chain:?}"
     );
-    let mut fast = Pofo::build_on(
+    let mut fast = Pofo::build_with(
         chain,
         mode,
         budget,
         slots,
         bw,
         big,
+        true,
         workers,
+        kernel,
         &mut no_progress(),
     )
     .unwrap()
@@ -233,9 +242,26 @@ fn the_tables_equal_the_reference_entry_by_entry() {
         } else {
             Workers::exactly(3)
         };
+        // Every third chain with the portable loops (what wasm runs), the
+        // others with this CPU's (AVX2 where it has it): the recursion is
+        // compiled once for each (`kernel::Loops`).
+        let kernel = if chains % 3 == 0 {
+            Kernel::Portable
+        } else {
+            Kernel::detect()
+        };
         for mode in [Mode::Full, Mode::OffloadOnly] {
             for loss in [LossStep::Paper, LossStep::Overlap] {
-                states += compare(&chain, mode, loss, budget.max(1), slots, bw, workers);
+                states += compare(
+                    &chain,
+                    mode,
+                    loss,
+                    budget.max(1),
+                    slots,
+                    bw,
+                    workers,
+                    kernel,
+                );
             }
         }
         chains += 1;
