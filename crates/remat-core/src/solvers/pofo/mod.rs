@@ -534,6 +534,44 @@ impl CRead<'_> {
     }
 }
 
+impl CRead<'_> {
+    /// Case 1 (F_all^i) of row m of C_Δ(i, j, m, ·), i < j, for every Δ of
+    /// `vals`: [`CRead::backward_first`] cell by cell, with what the row
+    /// shares (the memories, the sub-row C_Δ(i + 1, j, m − ā^i, ·)) found
+    /// once — the same arithmetic in the same order, so the same bits.
+    fn backward_all_row(&self, i: usize, j: usize, m: usize, vals: &mut [f64], chs: &mut [Choice]) {
+        let g = self.grid;
+        let (mf, mb) = (g.m_fall(i, j), g.m_b(i));
+        if mf > m || mb > m || g.abar[i] > m {
+            vals.fill(f64::INFINITY);
+            chs.fill(0);
+            return;
+        }
+        let m2 = m - g.abar[i];
+        // The sub-row's stored cells (`PairLayout::stored`); past them, ∞.
+        let layout = self.layout;
+        let sub_row =
+            &self.values[layout.index(i + 1, j, m2, 0)..][..m2.min(layout.cap[i + 1]) + 1];
+        let fixed = g.uf[i] + g.ub[i];
+        for (delta, (val, ch)) in vals.iter_mut().zip(chs.iter_mut()).enumerate() {
+            let dl = delta as f64;
+            let eps_b = g.idle(mb as f64 + dl - m as f64);
+            let d1 = g.leftover(dl - (g.ub[i] + eps_b) * g.beta);
+            let sub = sub_row.get(d1).copied().unwrap_or(f64::INFINITY);
+            let d2 = (d1 as f64 - sub * g.beta).max(0.0);
+            let eps_f = g.idle(mf as f64 + d2 - m as f64);
+            let v = fixed + sub + (eps_f + eps_b);
+            // As `backward_first`: an infinite sub-problem or idle time is
+            // no candidate (∞, choice 0).
+            (*val, *ch) = if v.is_finite() {
+                (v, 1)
+            } else {
+                (f64::INFINITY, 0)
+            };
+        }
+    }
+}
+
 /// One pair C_Δ(i, j, ·, ·) being filled: its entries, choices and row
 /// minima.
 struct PairOut<'a> {
@@ -1518,12 +1556,16 @@ impl CLayer<'_> {
             // extra flag on every step.
             let cells = m.min(cap) + 1;
             let at = layout.row(i, m);
-            for delta in 0..cells {
-                let (v, ch) = self.read.backward_first(i, j, m, delta);
-                out.values[at + delta] = v;
-                out.choices[at + delta] = ch;
+            let vals = &mut out.values[at..][..cells];
+            let chs = &mut out.choices[at..][..cells];
+            if i == j {
+                for delta in 0..cells {
+                    (vals[delta], chs[delta]) = self.read.backward_first(i, j, m, delta);
+                }
+            } else {
+                self.read.backward_all_row(i, j, m, vals, chs);
             }
-            row_max[m] = largest(&out.values[at..][..cells]);
+            row_max[m] = largest(vals);
         }
         if i < j {
             match self.kernel {
