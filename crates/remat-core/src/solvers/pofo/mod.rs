@@ -1922,6 +1922,13 @@ impl OcLayer<'_> {
                 sc.ro[df] = leftover((df + input) as f64 - sent);
             }
             let crow = back.layout.index(i, last, free, 0);
+            // The next split's row of C_Δ, on its way while this split runs:
+            // each split's is in another pair, far from this one, and its
+            // load was the setup's slowest step.
+            if last + 1 < n {
+                let next = back.layout.index(i, last + 1, free, 0);
+                kernel::prefetch(&back.values[next..][..s]);
+            }
             for db in 0..s {
                 let b = back.values[crow + db];
                 sc.eb[db] = b;
