@@ -100,10 +100,12 @@
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
 //! `pofo` criterion bench, one run on this project's idle 2-core machine):
-//! 7.05 s and 11.14 s before; 1.60 s and 1.83 s on one thread (4.4× and
-//! 6.1×); 1.02 s and 1.05 s on both cores (6.9× and 10.6×). The issue
-//! asked for 10×, which L = 100, N = 50 does not reach, and pruning
-//! candidates will not: at L = 100, N = 50, before the D_i bound, 357 M
+//! 6.72 s and 10.31 s before; 1.07 s and 1.38 s on one thread (6.3× and
+//! 7.5×); 616 ms and 908 ms on both cores (10.9× and 11.4×; the machine
+//! drifts: the same run ten minutes later gave 980 ms and 880 ms). What
+//! is left is bound by memory more than by instructions (15 % fewer of
+//! OC's changed nothing measurable), and pruning candidates will not go
+//! much further: at L = 100, N = 50, before the D_i bound, 357 M
 //! (cell, split) pairs passed the reference's stops, and even
 //! with each cell's final value and the least bound over all later splits
 //! (f + the sub-square's least + C_Δ + ε_F), 317 M (89 %) have a bound
@@ -117,7 +119,7 @@
 //! against 3.13 s, medians of 3 alternating, L = 100, N = 50, both cores:
 //! it pruned too little to pay for its own O(L N) a square). So were, this
 //! time: Case 2 split-major over groups of neighbouring squares (for the
-//! cache: no change, the fill is bound by instructions, not memory), and
+//! cache: no change then, with the loops not yet inlined), and
 //! both options in one pass (more instructions, counted by cachegrind).
 //!
 //! **One table for every budget ([`Table`]): offloading at slider speed.**
@@ -128,8 +130,8 @@
 //! bytes a slot, N slots at the top — the per-budget DP of a budget B,
 //! with its ⌊B / u⌋ slots, is the table's OC at A = N − ⌊B / u⌋: one build
 //! answers every budget up to the top, each a read-out of O(L) states
-//! (3.1 µs at L = 100, N = 50; a judged answer — prefetches placed, the
-//! DP's and rotor's schedules simulated — in 4.7 ms:
+//! (2.4 µs at L = 100, N = 50; a judged answer — prefetches placed, the
+//! DP's and rotor's schedules simulated — in 4.1 ms:
 //! [`offload::TablePlanner`](super::offload::TablePlanner)). The one
 //! budget-dependent part of the per-budget DP is its cut (a bound from
 //! *its* budget's transfer-free optimum), which may not be carried to other
