@@ -80,7 +80,7 @@
 //!    number of threads (the tests fill every other chain on three). One
 //!    thread in wasm.
 //!
-//! 5. Case 2's cells are tried without a branch (`Kernel::try_option`):
+//! 5. Case 2's cells are tried without a branch (`Loops::try_option`):
 //!    the reference's per-cell stop and bound skip only candidates that
 //!    cannot be strictly better, so trying them changes nothing and is
 //!    cheaper than the tests; the cut's test stays (it is what keeps
@@ -534,9 +534,7 @@ impl CRead<'_> {
         let v = (g.uf[i] + g.ub[i]) + sub + (eps_f + eps_b);
         v.is_finite().then_some((v, d1))
     }
-}
 
-impl CRead<'_> {
     /// Case 1 (F_all^i) of row m of C_Δ(i, j, m, ·), i < j, for every Δ of
     /// `vals`: [`CRead::backward_first`] cell by cell, with what the row
     /// shares (the memories, the sub-row C_Δ(i + 1, j, m − ā^i, ·)) found
@@ -746,7 +744,7 @@ struct Scratch {
     ro: Vec<usize>,
     ck: Vec<usize>,
     co: Vec<usize>,
-    /// `ck`'s and `co`'s quads, where the kernel reads them (`Kernel::columns`).
+    /// `ck`'s and `co`'s quads, where the loops read them (`Loops::columns`).
     ck_quads: Vec<u32>,
     co_quads: Vec<u32>,
     /// The largest value of each row of the square (an upper bound).
@@ -1663,9 +1661,7 @@ impl CLayer<'_> {
             }
         }
     }
-}
 
-impl CLayer<'_> {
     /// [`CLayer::fill_splits`] compiled with AVX2, its loops inlined.
     ///
     /// # Safety

@@ -12,7 +12,7 @@
 //! split chosen), which the plan-level cross-check in
 //! `crates/remat-core/tests/pofo_reference.rs` does not see.
 //! Mutation tried: the cut's test dropped from Case 2's cell loop
-//! (`Terms::try_option`): fails at once, "OC_1(5,0,5,5) below the
+//! (`Loops::try_option`): fails at once, "OC_1(5,0,5,5) below the
 //! reference" (a C_Δ above its cut, larger than its optimum, left less to
 //! prefetch and made a lower candidate).
 //! Every other chain fills each layer on three threads
