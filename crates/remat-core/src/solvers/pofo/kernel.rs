@@ -60,8 +60,8 @@ pub(super) struct Terms<'a> {
 pub(super) struct Columns<'a> {
     index: &'a [usize],
     side: usize,
-    /// One [`quad`] per four columns (empty: every quad loads its cells one
-    /// by one).
+    /// One [`quad`] per four columns ([`Avx2`]'s; empty for the portable
+    /// loops, which read columns one by one).
     quads: &'a [u32],
 }
 
@@ -251,6 +251,7 @@ impl Loops for Avx2 {
         assert!(
             row2.len() >= cols.side
                 && cols.index.len() >= n
+                && cols.quads.len() >= n / 4
                 && terms.eb.len() >= n
                 && chs.len() >= n
         );
@@ -350,8 +351,9 @@ const LANE_BITS: [u64; 16] = {
 /// loads are not.
 ///
 /// # Safety
-/// The CPU has AVX2; `cols`, `eb` and `chs` hold at least `vals.len()`
-/// cells, and every column is an index into `row2`.
+/// The CPU has AVX2; `columns.index`, `eb` and `chs` hold at least
+/// `vals.len()` cells and `columns.quads` a quad per whole four of them;
+/// every column, and every quad's base + 3, is an index into `row2`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn try_option_avx2(
@@ -367,15 +369,8 @@ unsafe fn try_option_avx2(
     let quads = n / 4;
     let eb = terms.eb;
     let cols = columns.index;
-    // Without quads (`Columns::new`), every quad is read cell by cell.
-    let packed = columns.quads.len() >= quads;
-    let (fv, efv, frv, cutv) = (
-        _mm256_set1_pd(terms.f),
-        _mm256_set1_pd(terms.ef),
-        _mm256_set1_pd(terms.f_rest),
-        _mm256_set1_pd(terms.cut),
-    );
-    let inf = _mm256_set1_pd(f64::INFINITY);
+    // SAFETY: AVX2 (the caller's contract).
+    let lanes = unsafe { OptionLanes::splat(terms) };
     let mut most = _mm256_set1_pd(f64::NEG_INFINITY);
     let codes = u64::from(code) * 0x0001_0001_0001_0001;
     let (pq, pr, pc, pe, pv, ph) = (
@@ -391,7 +386,7 @@ unsafe fn try_option_avx2(
         // SAFETY: k + 4 ≤ n, within cols, eb, vals and chs; each column
         // indexes row2 (the caller's contract).
         unsafe {
-            let four = if packed { *pq.add(q) } else { SCATTERED };
+            let four = *pq.add(q);
             let sub = if four != SCATTERED {
                 let cells = _mm256_loadu_ps(pr.add((four >> 8) as usize) as *const f32);
                 let perm = _mm256_load_si256(
@@ -406,11 +401,7 @@ unsafe fn try_option_avx2(
                     *pr.add(*pc.add(k)),
                 )
             };
-            let e = _mm256_loadu_pd(pe.add(k));
-            let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(fv, sub), e), efv);
-            let bound = _mm256_add_pd(_mm256_add_pd(frv, e), efv);
-            // A candidate past the cut becomes +∞, which never takes.
-            let v = _mm256_blendv_pd(inf, v, _mm256_cmp_pd::<_CMP_LE_OQ>(bound, cutv));
+            let v = lanes.candidates(sub, _mm256_loadu_pd(pe.add(k)));
             let cur = _mm256_loadu_pd(pv.add(k));
             most = take_four(v, cur, codes, pv.add(k), ph.add(k), most);
         }
@@ -434,9 +425,7 @@ unsafe fn try_option_avx2(
                 _mm256_loadu_pd(e.as_ptr()),
                 _mm256_loadu_pd(cur.as_ptr()),
             );
-            let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(fv, sub), e), efv);
-            let bound = _mm256_add_pd(_mm256_add_pd(frv, e), efv);
-            let v = _mm256_blendv_pd(inf, v, _mm256_cmp_pd::<_CMP_LE_OQ>(bound, cutv));
+            let v = lanes.candidates(sub, e);
             let taken = _mm256_movemask_pd(_mm256_cmp_pd::<_CMP_LT_OQ>(v, cur));
             if taken != 0 {
                 let mut lanes = [0.0; 4];
@@ -453,6 +442,52 @@ unsafe fn try_option_avx2(
     }
     // SAFETY: AVX2, as this function.
     unsafe { largest_of(most, f64::NEG_INFINITY) }
+}
+
+/// A row's terms of Case 2 in every lane: the candidate arithmetic, once
+/// for the vector loop's whole quads and its last partial one.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct OptionLanes {
+    f: std::arch::x86_64::__m256d,
+    ef: std::arch::x86_64::__m256d,
+    f_rest: std::arch::x86_64::__m256d,
+    cut: std::arch::x86_64::__m256d,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl OptionLanes {
+    /// # Safety
+    /// The CPU has AVX2.
+    #[inline(always)]
+    unsafe fn splat(terms: &Terms<'_>) -> OptionLanes {
+        use std::arch::x86_64::_mm256_set1_pd;
+        OptionLanes {
+            f: _mm256_set1_pd(terms.f),
+            ef: _mm256_set1_pd(terms.ef),
+            f_rest: _mm256_set1_pd(terms.f_rest),
+            cut: _mm256_set1_pd(terms.cut),
+        }
+    }
+
+    /// Four candidates ((f + sub) + C_Δ) + ε_F, in the portable loop's
+    /// order; one whose bound (f + rest) + C_Δ + ε_F passes the cut becomes
+    /// +∞, which never takes.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[inline(always)]
+    unsafe fn candidates(
+        self,
+        sub: std::arch::x86_64::__m256d,
+        eb: std::arch::x86_64::__m256d,
+    ) -> std::arch::x86_64::__m256d {
+        use std::arch::x86_64::*;
+        let v = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(self.f, sub), eb), self.ef);
+        let bound = _mm256_add_pd(_mm256_add_pd(self.f_rest, eb), self.ef);
+        let inf = _mm256_set1_pd(f64::INFINITY);
+        _mm256_blendv_pd(inf, v, _mm256_cmp_pd::<_CMP_LE_OQ>(bound, self.cut))
+    }
 }
 
 /// Four cells' update: where the candidate `v` is strictly below the cell
