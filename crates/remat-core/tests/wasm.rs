@@ -84,3 +84,27 @@ fn examples_plan_and_simulate() {
         assert!(trace.peak_bytes <= high * 3 / 4);
     }
 }
+
+/// pofo on wasm: C_Δ is filled as a wavefront whose readers wait for a
+/// pair to be published (`Workers::pull`); with one thread, every wait
+/// must find its pair already there (no other thread could publish it).
+/// The plan must also fit its budget.
+#[wasm_bindgen_test]
+fn pofo_fills_and_plans_on_one_thread() {
+    for stages in [4, 9, 16] {
+        let chain = examples::synthetic(stages);
+        let high = max_useful_budget(&chain);
+        let low = min_budget(&chain, Variant::Rotor);
+        let budget = low + (high - low) / 3;
+        let options = Options {
+            slots: 20,
+            bandwidth_bytes_per_s: Some(12e9),
+            ..Options::default()
+        };
+        let sol = remat_core::solvers::solve(&chain, Algorithm::Pofo, budget, &options).unwrap();
+        let ops = sol.ops.as_ref().expect("feasible a third of the way up");
+        let trace = simulate(&chain, ops).unwrap();
+        assert!(trace.peak_bytes <= budget, "{stages} stages");
+        assert!(sol.predicted_seconds.is_some_and(f64::is_finite));
+    }
+}

@@ -71,14 +71,16 @@
 //!    reference's branch and bound is kept cell by cell (its "break" a
 //!    per-cell stop), plus the same exact row bounds from each sub-square
 //!    row's least value, plus the cut.
-//! 4. Each layer on the machine's cores ([`Workers`]): C_Δ is laid out by
-//!    segment length (`PairLayout`), so one length's pairs are contiguous
-//!    and read only shorter ones, and OC's squares of one stage read only
-//!    later stages; each piece (a pair, a square) is carved off the table
-//!    as a `&mut` slice of its own and computed by one thread, in the order
-//!    one thread would, so the tables are the same to the bit on any
-//!    number of threads (the tests fill every other chain on three). One
-//!    thread in wasm.
+//! 4. Both tables on the machine's cores ([`Workers`]): C_Δ as a
+//!    wavefront of rows i = L − 1, …, 1 (a pair (i, j) reads its own row's
+//!    (i, last < j) and later rows' (i' > i, j); each pair is published
+//!    once filled and a reader waits for it), so a row's left sub-pairs are
+//!    read from cache; OC stage by stage, whose squares read only later
+//!    stages. Each piece (a pair, a square) is carved off the table as a
+//!    `&mut` slice of its own and computed by one thread, in the order one
+//!    thread would, so the tables are the same to the bit on any number of
+//!    threads (the tests fill every other chain on three). One thread in
+//!    wasm.
 //!
 //! 5. Case 2's cells are tried without a branch (`Loops::try_option`):
 //!    the reference's per-cell stop and bound skip only candidates that
@@ -165,6 +167,7 @@ use super::parallel::Workers;
 use super::slots::{grid, SlotSizes};
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
+use std::sync::OnceLock;
 
 /// Which forward operations the DP may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -392,9 +395,10 @@ struct Backward {
     delta_cap: usize,
 }
 
-/// Where C_Δ(i, j, ·, ·) lies: pairs by segment length j − i, then by i,
-/// so that one length's pairs are contiguous (filled at once, on the
-/// machine's cores) and come after every shorter pair (which they read).
+/// Where C_Δ(i, j, ·, ·) lies: pairs by segment length j − i, then by i.
+/// The fill does not need this order (each pair is a slice of its own,
+/// `Pofo::fill_backward`); stored by row i instead, OC's pass on both
+/// cores measured slower (1.1–1.3×, alternating runs), so it stays.
 /// A pair (i, ·) stores row m's cells Δ ≤ min(m, Δ_max, D_i) only — the
 /// others are ∞ (Δ > m: not that much memory to prefetch into; Δ > D_i:
 /// on no path, `Grid::reached`) — so a pair is a triangle, cut at D_i,
@@ -475,23 +479,51 @@ impl PairLayout {
     }
 }
 
-/// C_Δ as it is read: whole, or, while a length is filled, the pairs
-/// before it (`values` and `row_min` are then the table up to there;
-/// indices are the whole table's).
+/// C_Δ as it is read: whole, or its finished pairs while it is filled.
 struct CRead<'a> {
     grid: &'a Grid,
     layout: &'a PairLayout,
-    values: &'a [f64],
-    row_min: &'a [f64],
+    finished: Finished<'a>,
 }
 
-impl CRead<'_> {
+/// A pair's entries and its rows' least values, as stored.
+type PairCells<'a> = (&'a [f64], &'a [f64]);
+
+/// Where a reader of C_Δ finds a pair.
+enum Finished<'a> {
+    /// The whole table, after the fill.
+    Table {
+        values: &'a [f64],
+        row_min: &'a [f64],
+    },
+    /// During the fill ([`Pofo::fill_backward`]): each pair once it is
+    /// published, by pair index; a reader waits for a pair not yet done.
+    Published(&'a [OnceLock<PairCells<'a>>]),
+}
+
+impl<'a> CRead<'a> {
+    /// C_Δ(i, j, ·, ·) (its rows as `PairLayout::row` places them) and
+    /// its rows' least values.
+    fn pair(&self, i: usize, j: usize) -> PairCells<'a> {
+        let p = self.layout.pair(i, j);
+        match self.finished {
+            Finished::Table { values, row_min } => {
+                let rows = self.layout.slots + 1;
+                (
+                    &values[self.layout.pair_at[p]..self.layout.pair_at[p + 1]],
+                    &row_min[p * rows..][..rows],
+                )
+            }
+            Finished::Published(pairs) => *pairs[p].wait(),
+        }
+    }
+
     /// C_Δ(i, j, m, Δ), ∞ when infeasible or out of the table.
     fn c(&self, i: usize, j: usize, m: usize, delta: usize) -> f64 {
         if !self.layout.stored(i, m, delta) {
             return f64::INFINITY;
         }
-        self.values[self.layout.index(i, j, m, delta)]
+        self.pair(i, j).0[self.layout.row(i, m) + delta]
     }
 
     /// The leaf C_Δ(i, i, ·) or Case 1 (F_all^i) of C_Δ(i, j, m, Δ).
@@ -551,7 +583,7 @@ impl CRead<'_> {
         // The sub-row's stored cells (`PairLayout::stored`); past them, ∞.
         let layout = self.layout;
         let sub_row =
-            &self.values[layout.index(i + 1, j, m2, 0)..][..m2.min(layout.cap[i + 1]) + 1];
+            &self.pair(i + 1, j).0[layout.row(i + 1, m2)..][..m2.min(layout.cap[i + 1]) + 1];
         let fixed = g.uf[i] + g.ub[i];
         for (delta, (val, ch)) in vals.iter_mut().zip(chs.iter_mut()).enumerate() {
             let dl = delta as f64;
@@ -815,15 +847,20 @@ fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
 /// OC's dense memo — an upper bound. It counts C_Δ's pairs as whole
 /// (N + 1)² squares, as the resolution has always been chosen; the DP
 /// stores them as triangles Δ ≤ m cut at D_i (`PairLayout`), half of that
-/// or less. The bound stays the square on purpose: it is also what keeps
-/// the DP off chains too long to solve in reasonable time (a 5000-stage
-/// chain fits no grid under it, and would take hours on a triangle's).
+/// or less. The bound stays the square on purpose: it keeps the DP off
+/// chains too long to solve in reasonable time at a coarse grid (those
+/// with the triangle counted would fit a few slots, and take hours); a
+/// chain too long at any grid is refused by [`MAX_SPLIT_STEPS`].
 pub fn table_bytes(n: usize, slots: usize, with_bandwidth: bool, mode: Mode) -> u128 {
     let pairs = (n as u128) * (n as u128 + 1) / 2;
     let deltas = if with_bandwidth { slots as u128 + 1 } else { 1 };
-    // C_Δ's value and choice per entry, and each row's least value.
+    // C_Δ's value and choice per entry, and each row's least value; while
+    // it is filled, each pair's slice and its published view
+    // (`Pofo::fill_backward`): more than the pair's cells at one slot.
+    let fill = (std::mem::size_of::<PairOut<'_>>() + std::mem::size_of::<OnceLock<PairCells<'_>>>())
+        as u128;
     let backward = if mode == Mode::Full {
-        pairs * (slots as u128 + 1) * (deltas * 10 + 8)
+        pairs * ((slots as u128 + 1) * (deltas * 10 + 8) + fill)
     } else {
         0
     };
@@ -926,6 +963,29 @@ pub fn resolution(
 }
 
 /// The error for tables over the limit: names the limit and `--slots`.
+/// The most (pair, split) steps C_Δ's fill may take: L(L − 1)(L + 1) / 6,
+/// whatever the slots (each step costs a few ns even with no cell to
+/// try). A 5000-stage chain takes 2.1 × 10¹⁰ and ran for 191 s at one slot
+/// (this machine, before this limit); the limit is about 20 s of that.
+pub const MAX_SPLIT_STEPS: u128 = 2_000_000_000;
+
+/// C_Δ's (pair, split) steps for `n` stages.
+fn split_steps(n: usize) -> u128 {
+    let n = n as u128;
+    n * (n * n).saturating_sub(1) / 6
+}
+
+/// A chain too long for pofo's DP at any resolution: refused at once.
+fn within_split_limit(stages: usize) -> Result<(), SolveError> {
+    let steps = split_steps(stages);
+    if steps <= MAX_SPLIT_STEPS {
+        return Ok(());
+    }
+    Err(SolveError::TooLarge(format!(
+        "stages: pofo's C_Δ for {stages} stages takes {steps} (pair, split) steps whatever the slots, over the limit of {MAX_SPLIT_STEPS}; split the network into fewer, larger stages"
+    )))
+}
+
 fn too_large(stages: usize, slots: usize, need: u128, max_table_bytes: u64) -> SolveError {
     SolveError::TooLarge(format!(
         "max_table_bytes: pofo's tables (C_Δ and OC's memo) for {stages} stages × {slots} slots need {}, over the limit of {}; use fewer --slots",
@@ -1002,6 +1062,9 @@ impl Pofo {
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
         validate(chain.len(), slots)?;
+        if mode == Mode::Full {
+            within_split_limit(chain.len())?;
+        }
         let grid = Grid::new(chain, budget_bytes, slots, bandwidth);
         let n = grid.n;
         let with_bw = grid.beta > 0.0;
@@ -1081,8 +1144,10 @@ impl Pofo {
         CRead {
             grid: &self.grid,
             layout: &self.back.layout,
-            values: &self.back.values,
-            row_min: &self.back.row_min,
+            finished: Finished::Table {
+                values: &self.back.values,
+                row_min: &self.back.row_min,
+            },
         }
     }
 
@@ -1091,25 +1156,21 @@ impl Pofo {
         self.read_c().c(i, j, m, delta)
     }
 
-    /// Section B.3, bottom-up by segment length (stages i..j with j < L).
+    /// Section B.3 (stages i..j with j < L), as a wavefront on the
+    /// machine's cores: a pair (i, j) reads (i, last) for last < j and
+    /// (i', j) for i < i' ≤ j, so the rows i = L − 1, …, 1 are handed out in
+    /// that order ([`Workers::pull`]), each filled j ascending by one thread,
+    /// and a pair is published once filled; a reader waits for a pair not
+    /// yet published (only ever one of a row taken before its own). Each
+    /// pair is computed as one thread alone would, so the table is the same
+    /// to the bit on any number of threads. Why rows, not segment lengths
+    /// (one length's pairs are independent): a row's left sub-pairs
+    /// (i, last) are its own, just filled, so they are read from cache;
+    /// by length, every pair streamed all of its sub-pairs from memory
+    /// (cachegrind, L = 100, N = 50, a 1 MiB cache: 22.8 M misses → 8.1 M).
+    // `i` is a pair's stage and its row's index at once.
+    #[allow(clippy::needless_range_loop)]
     fn fill_backward(&mut self, progress: &mut Progress<'_>) -> Result<(), SolveError> {
-        let n = self.grid.n;
-        let total = (n * n.saturating_sub(1) / 2).max(1);
-        let mut done = 0;
-        for len in 0..n.saturating_sub(1) {
-            self.fill_length(len);
-            done += n - 1 - len;
-            if !progress(FILL_SHARE * done as f64 / total as f64) {
-                return Err(SolveError::Cancelled);
-            }
-        }
-        Ok(())
-    }
-
-    /// Every pair (i, i + len) with i + len < L, on the machine's cores: a
-    /// pair reads only shorter pairs (finished) and writes only its own
-    /// entries, so the pairs are independent ([`Workers`]).
-    fn fill_length(&mut self, len: usize) {
         let n = self.grid.n;
         let Backward {
             values,
@@ -1118,49 +1179,86 @@ impl Pofo {
             row_min,
             delta_cap,
         } = &mut self.back;
+        let layout = &*layout;
         let rows = layout.slots + 1;
-        let first = layout.len_start[len];
-        let first_at = layout.pair_at[first];
-        let (done, mut now) = values.split_at_mut(first_at);
-        let (done_row_min, mut now_row_min) = row_min.split_at_mut(first * rows);
-        let mut now_choices = &mut choices[first_at..];
-        // Pairs i = 1..L − len (j = i + len < L), each carved off at its own
-        // size; the pair ending at L is never read.
-        let mut pieces: Vec<PairOut<'_>> = Vec::with_capacity(n - 1 - len);
-        for i in 1..n - len {
-            let size = layout.pair_at[first + i] - layout.pair_at[first + i - 1];
-            let (values, rest) = std::mem::take(&mut now).split_at_mut(size);
-            now = rest;
-            let (choices, rest) = std::mem::take(&mut now_choices).split_at_mut(size);
-            now_choices = rest;
-            let (row_min, rest) = std::mem::take(&mut now_row_min).split_at_mut(rows);
-            now_row_min = rest;
-            pieces.push(PairOut {
-                i,
-                j: i + len,
-                values,
-                choices,
-                row_min,
-            });
+        // Every pair carved off the table as a `&mut` slice of its own, in
+        // the layout's order (by length, then i), into its row: for one i
+        // the lengths ascend, so a row's pairs come j ascending. The pairs
+        // ending at L are never read, and not filled.
+        let mut by_row: Vec<Vec<PairOut<'_>>> = (0..n).map(|i| Vec::with_capacity(n - i)).collect();
+        let (mut values, mut choices, mut row_min) =
+            (&mut values[..], &mut choices[..], &mut row_min[..]);
+        let mut p = 0;
+        for len in 0..n {
+            for i in 1..=n - len {
+                let size = layout.pair_at[p + 1] - layout.pair_at[p];
+                p += 1;
+                let (v, rest) = std::mem::take(&mut values).split_at_mut(size);
+                values = rest;
+                let (c, rest) = std::mem::take(&mut choices).split_at_mut(size);
+                choices = rest;
+                let (r, rest) = std::mem::take(&mut row_min).split_at_mut(rows);
+                row_min = rest;
+                if i + len < n {
+                    by_row[i].push(PairOut {
+                        i,
+                        j: i + len,
+                        values: v,
+                        choices: c,
+                        row_min: r,
+                    });
+                }
+            }
         }
+        // Rows i = L − 1, …, 1.
+        let pieces: Vec<Vec<PairOut<'_>>> = by_row.into_iter().skip(1).rev().collect();
+        let published: Vec<OnceLock<PairCells<'_>>> =
+            (0..layout.pairs()).map(|_| OnceLock::new()).collect();
         let layer = CLayer {
             read: CRead {
                 grid: &self.grid,
                 layout,
-                values: done,
-                row_min: done_row_min,
+                finished: Finished::Published(&published),
             },
             cut: &self.cut,
             delta_cap: *delta_cap,
             kernel: self.kernel,
         };
-        // A pair's work: its entries times its splits.
-        self.workers.run(
+        // Progress by pairs: rows are taken in order, and the k-th has k
+        // pairs.
+        let total = (n * n.saturating_sub(1) / 2).max(1);
+        let filled = self.workers.pull(
             pieces,
-            |p| (p.values.len() * (len + 1)) as u64,
+            // A row's work: its entries times their splits.
+            |row| {
+                row.iter()
+                    .map(|p| (p.values.len() * (p.j - p.i + 1)) as u64)
+                    .sum()
+            },
             || vec![0.0; rows],
-            |row_max, mut p| layer.fill_pair(&mut p, row_max),
+            |row_max, row| {
+                for mut p in row {
+                    layer.fill_pair(&mut p, row_max);
+                    let PairOut {
+                        i,
+                        j,
+                        values,
+                        row_min,
+                        ..
+                    } = p;
+                    let cells: PairCells<'_> = (values, row_min);
+                    published[layout.pair(i, j)]
+                        .set(cells)
+                        .expect("each pair is filled once");
+                }
+            },
+            &mut |k| progress(FILL_SHARE * (k * (k + 1) / 2) as f64 / total as f64),
         );
+        if filled {
+            Ok(())
+        } else {
+            Err(SolveError::Cancelled)
+        }
     }
 
     /// The DP's best time for the whole chain, None if infeasible: OC
@@ -1527,8 +1625,8 @@ impl Pofo {
     }
 }
 
-/// One segment length of C_Δ being filled: the shorter pairs, the cut,
-/// and how far Δ goes in this pass.
+/// C_Δ being filled: its finished pairs, the cut, and how far Δ goes in
+/// this pass.
 struct CLayer<'a> {
     read: CRead<'a>,
     cut: &'a [f64],
@@ -1597,10 +1695,7 @@ impl CLayer<'_> {
     fn fill_splits<L: Loops>(&self, out: &mut PairOut<'_>, row_max: &mut [f64], loops: L) {
         let (i, j) = (out.i, out.j);
         let CRead {
-            grid: g,
-            layout,
-            values: done,
-            row_min: done_row_min,
+            grid: g, layout, ..
         } = &self.read;
         let slots = g.slots;
         // Δ ≤ cap: the transfer-free pass computes Δ = 0 only.
@@ -1624,13 +1719,12 @@ impl CLayer<'_> {
             // its first difference is the same for every cell.
             let k = reach - beta * f;
             let w = g.a[last];
-            // Both sub-pairs are shorter than (i, j): finished, in `done`.
-            let left_pair = layout.pair(i, last);
-            let right_pair = layout.pair(last + 1, j);
-            let (left_base, right_base) = (layout.pair_at[left_pair], layout.pair_at[right_pair]);
+            // Both sub-pairs are finished (`Pofo::fill_backward`).
+            let (left, left_min) = self.read.pair(i, last);
+            let (right, right_min) = self.read.pair(last + 1, j);
             for m in threshold.max(w)..slots + 1 {
-                let lb = f + done_row_min[right_pair * (slots + 1) + (m - w)];
-                let row_lb = lb + done_row_min[left_pair * (slots + 1) + m];
+                let lb = f + right_min[m - w];
+                let row_lb = lb + left_min[m];
                 if row_lb >= row_max[m] || row_lb > cut {
                     continue;
                 }
@@ -1638,13 +1732,11 @@ impl CLayer<'_> {
                 // Each row as stored: Δ ≤ min(m, Δ_max, D) (`PairLayout`),
                 // and no more than this pass computes.
                 let rdm = (m - w).min(max_delta).min(layout.cap[last + 1]);
-                let right_at = right_base + layout.row(last + 1, m - w);
                 let dm = m.min(max_delta).min(layout.cap[i]);
-                let left_at = left_base + layout.row(i, m);
                 let out_at = layout.row(i, m);
                 // Slices of the row's exact length: no bounds check per cell.
-                let lefts = &done[left_at..][..dm + 1];
-                let rights = &done[right_at..][..rdm + 1];
+                let lefts = &left[out_at..][..dm + 1];
+                let rights = &right[layout.row(last + 1, m - w)..][..rdm + 1];
                 let vals = &mut out.values[out_at..][..dm + 1];
                 let chs = &mut out.choices[out_at..][..dm + 1];
                 let terms = SplitTerms {
