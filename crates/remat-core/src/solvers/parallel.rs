@@ -155,35 +155,50 @@ impl Workers {
         }
         let queue = Mutex::new(pieces.into_iter());
         let stop = AtomicBool::new(false);
+        // The next piece, unless stopped. Taking it is the only thing done
+        // under the lock, so the lock is never poisoned.
+        let take = || {
+            if stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            queue.lock().expect("not poisoned").next()
+        };
         let (ended, ends) = mpsc::channel::<()>();
-        let (work, scratch, queue, stop) = (&work, &scratch, &queue, &stop);
+        let (work, scratch, take) = (&work, &scratch, &take);
         let mut go_on = true;
         std::thread::scope(|scope| {
-            for _ in 0..threads {
+            for _ in 1..threads {
                 let ended = ended.clone();
                 scope.spawn(move || {
                     let mut s = scratch();
-                    while !stop.load(Ordering::Relaxed) {
-                        // Taking the next piece is the only thing done under
-                        // the lock, so it is never poisoned.
-                        let next = queue.lock().expect("not poisoned").next();
-                        let Some(p) = next else { break };
+                    while let Some(p) = take() {
                         work(&mut s, p);
-                        // The caller's thread is the one receiver, and it
-                        // receives until every sender is gone.
+                        // The caller's thread receives until every sender
+                        // is gone, so this cannot fail.
                         let _ = ended.send(());
                     }
                 });
             }
             drop(ended);
+            // The caller's thread works too, and hears of the other
+            // threads' ends between its own pieces, then waits for the
+            // rest.
             let mut k = 0;
-            for () in ends {
-                k += 1;
-                if go_on && !done(k) {
-                    go_on = false;
-                    stop.store(true, Ordering::Relaxed);
+            let mut count = |ended: usize| {
+                for _ in 0..ended {
+                    k += 1;
+                    if go_on && !done(k) {
+                        go_on = false;
+                        stop.store(true, Ordering::Relaxed);
+                    }
                 }
+            };
+            let mut s = scratch();
+            while let Some(p) = take() {
+                work(&mut s, p);
+                count(1 + ends.try_iter().count());
             }
+            count(ends.iter().count());
         });
         go_on
     }
