@@ -102,9 +102,10 @@
 //!
 //! Against the reference, at L = 100, N = 50 and L = 50, N = 100 (the
 //! `pofo` criterion bench, one run on this project's idle 2-core machine):
-//! 6.72 s and 10.31 s before; 1.07 s and 1.38 s on one thread (6.3× and
-//! 7.5×); 616 ms and 908 ms on both cores (10.9× and 11.4×; the machine
-//! drifts: the same run ten minutes later gave 980 ms and 880 ms). What
+//! 7.17 s and 11.17 s before; 1.08 s and 1.41 s on one thread (6.6× and
+//! 7.9×); 635 ms and 967 ms on both cores (11.3× and 11.5×; the machine
+//! drifts: the same code has measured 616 ms and, ten minutes later,
+//! 980 ms at L = 100). What
 //! is left is bound by memory more than by instructions (15 % fewer of
 //! OC's changed nothing measurable), and pruning candidates will not go
 //! much further: at L = 100, N = 50, before the D_i bound, 357 M
