@@ -398,8 +398,11 @@ struct Backward {
 
 /// Where C_Δ(i, j, ·, ·) lies: pairs by segment length j − i, then by i.
 /// The fill does not need this order (each pair is a slice of its own,
-/// `Pofo::fill_backward`); stored by row i instead, OC's pass on both
-/// cores measured slower (1.1–1.3×, alternating runs), so it stays.
+/// `Pofo::fill_backward`). Stored by row i or by column j instead, OC's
+/// pass on both cores measured 1.1–1.25× slower, but in prototypes that
+/// also left the caller's thread idle (since found to slow OC by itself,
+/// `Workers::pull`), so whether the layout matters is not known; it
+/// stays as it was.
 /// A pair (i, ·) stores row m's cells Δ ≤ min(m, Δ_max, D_i) only — the
 /// others are ∞ (Δ > m: not that much memory to prefetch into; Δ > D_i:
 /// on no path, `Grid::reached`) — so a pair is a triangle, cut at D_i,
