@@ -124,7 +124,10 @@ impl Workers {
     /// order given to whichever thread is free, each thread with its own
     /// `scratch()`. A piece may wait on the results of pieces before it:
     /// those were all taken, by threads that are running, so the wait ends
-    /// as long as they, in turn, wait only on pieces before them.
+    /// as long as they, in turn, wait only on pieces before them. (A piece
+    /// that panics publishes nothing, so a piece waiting on it would wait
+    /// for ever: a panic here is a bug, as everywhere in the DP, but it
+    /// shows as a hang, not a message.)
     ///
     /// `done(k)` is called on the caller's thread each time a piece ends,
     /// k the number ended so far (progress); when it returns false no
