@@ -966,7 +966,6 @@ pub fn resolution(
     })
 }
 
-/// The error for tables over the limit: names the limit and `--slots`.
 /// The most (pair, split) steps C_Δ's fill may take: L(L − 1)(L + 1) / 6,
 /// whatever the slots (each step costs a few ns even with no cell to
 /// try). A 5000-stage chain takes 2.1 × 10¹⁰ and ran for 191 s at one slot
@@ -990,6 +989,7 @@ fn within_split_limit(stages: usize) -> Result<(), SolveError> {
     )))
 }
 
+/// The error for tables over the limit: names the limit and `--slots`.
 fn too_large(stages: usize, slots: usize, need: u128, max_table_bytes: u64) -> SolveError {
     SolveError::TooLarge(format!(
         "max_table_bytes: pofo's tables (C_Δ and OC's memo) for {stages} stages × {slots} slots need {}, over the limit of {}; use fewer --slots",
@@ -1192,11 +1192,10 @@ impl Pofo {
         let mut by_row: Vec<Vec<PairOut<'_>>> = (0..n).map(|i| Vec::with_capacity(n - i)).collect();
         let (mut values, mut choices, mut row_min) =
             (&mut values[..], &mut choices[..], &mut row_min[..]);
-        let mut p = 0;
         for len in 0..n {
             for i in 1..=n - len {
+                let p = layout.pair(i, i + len);
                 let size = layout.pair_at[p + 1] - layout.pair_at[p];
-                p += 1;
                 let (v, rest) = std::mem::take(&mut values).split_at_mut(size);
                 values = rest;
                 let (c, rest) = std::mem::take(&mut choices).split_at_mut(size);
