@@ -135,6 +135,43 @@ pub struct SolveReport<'a> {
     pub at_peak: Option<AtPeakReport>,
     /// The schedule (empty when infeasible).
     pub ops: &'a [Op],
+    /// The menu options the schedule runs, by stage (empty: only classic
+    /// F_all, or no menus).
+    pub options: Vec<OptionReport>,
+    /// False when the chain has menus this algorithm does not choose from.
+    pub menus_used: bool,
+}
+
+/// One entry of `"options"`: a stage whose F_all runs a menu option.
+#[derive(Serialize)]
+pub struct OptionReport {
+    pub stage: usize,
+    pub option: u8,
+    pub policy: String,
+    pub saved_bytes: u64,
+    pub backward_extra_seconds: f64,
+}
+
+impl OptionReport {
+    pub fn list(chain: &remat_core::Chain, ops: &[Op]) -> Vec<OptionReport> {
+        remat_core::schedule::menu_choices(ops)
+            .into_iter()
+            .filter(|&(l, k)| {
+                l >= 1 && l <= chain.len() && (k as usize) < chain.stage(l).option_count()
+            })
+            .map(|(l, k)| {
+                let st = chain.stage(l);
+                let o = &st.menu[k as usize - 1];
+                OptionReport {
+                    stage: l,
+                    option: k,
+                    policy: o.policy.clone(),
+                    saved_bytes: o.saved_bytes,
+                    backward_extra_seconds: o.backward_extra_seconds,
+                }
+            })
+            .collect()
+    }
 }
 
 /// `"at_peak"` of `remat solve --json` and `remat simulate --json`: where

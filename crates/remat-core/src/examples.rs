@@ -21,7 +21,7 @@
 //!   the rotor report's counter-example to persistence (**nonpersistent**).
 
 use crate::format::read_chain;
-use crate::model::{Chain, Stage};
+use crate::model::{Chain, MenuOption, Stage};
 use crate::schedule::{Op, TensorKind};
 
 const FLOPS_PER_S: f64 = 10e12;
@@ -220,6 +220,7 @@ pub const EXAMPLES: &[Example] = &[
     analytic("vgg19", "analytic, rough: VGG-19, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", vgg19).at(images(VGG19_PARAMETERS, 32)),
     analytic("resnet50", "analytic, rough: ResNet-50, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", resnet50).at(images(RESNET50_PARAMETERS, 32)),
     analytic("gpt2", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, no attention scores kept (V100-class FLOP times)", gpt2).at(tokens(GPT2_PARAMETERS, 4, 1024)),
+    analytic("gpt2-sac", "analytic, rough: the gpt2 example with a menu of selective-checkpointing policies per block (save matmuls + attention, every other matmul, attention only, nothing)", gpt2_sac).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     Example { name: "nonpersistent", about: "hand-made: the rotor report's Figure 2 (§4.1), its counter-example to persistence; n = 10, 12 stages, its budget is 8 MiB", provenance: Provenance::HandMade, data: Data::Built(nonpersistent), profile: None },
     Example { name: "optimal-wins", about: "hand-made: a random 5-stage chain where the exact optimum (79 s) beats rotor (88 s) at 33 B — no persistent schedule is optimal", provenance: Provenance::HandMade, data: Data::File(include_str!("../data/nonpersistent-5-stages.json")), profile: None },
 ];
@@ -355,19 +356,19 @@ pub fn nonpersistent_t0(n: usize) -> Vec<Op> {
         Op::ForwardCheckpoint { stage: 2 },
     ];
     ops.extend((3..l_last).map(|stage| Op::ForwardNone { stage }));
-    ops.push(Op::ForwardAll { stage: l_last });
+    ops.push(Op::forward_all(l_last));
     ops.push(Op::Backward { stage: l_last });
-    ops.push(Op::ForwardAll { stage: 2 });
+    ops.push(Op::forward_all(2));
     ops.push(Op::Release {
         stage: 1,
         tensor: TensorKind::Output,
     });
     for l in (3..l_last).rev() {
         ops.extend((3..l).map(|stage| Op::ForwardNone { stage }));
-        ops.push(Op::ForwardAll { stage: l });
+        ops.push(Op::forward_all(l));
         ops.push(Op::Backward { stage: l });
     }
-    ops.push(Op::ForwardAll { stage: 1 });
+    ops.push(Op::forward_all(1));
     ops.push(Op::Backward { stage: 2 });
     ops.push(Op::Backward { stage: 1 });
     ops
@@ -593,6 +594,71 @@ pub fn gpt2() -> Chain {
         inputs: None,
         stages,
     }
+}
+
+/// [`gpt2`] with a menu on every block: the selective-checkpointing
+/// policies torchtitan offers, each keeping part of the block's ā and
+/// recomputing the rest in its backward (issue 41). A block's ā is, in
+/// units of sbh fp32 values: ln_1 1, the qkv matmul 3, attention 1 (and
+/// its log-sum-exp), the projection 1, ln_2 1, the fc matmul 4, GELU 4,
+/// the output 1 (the input is held apart). Recomputing a matmul costs its
+/// FLOPs at 10 TFLOP/s; a pointwise op or a layernorm its bytes at
+/// 800 GB/s, read and written:
+///
+/// * `save_mm_attention`: keeps qkv, attention, projection, fc and the
+///   output (10 sbh + lse); recomputes both layernorms and GELU;
+/// * `save_every_other_mm`: keeps qkv, attention, fc and the output
+///   (9 sbh + lse); recomputes the projection and the second MLP matmul
+///   (8 bsh² of the block's 24 bsh² matmul FLOPs) and the pointwise ops;
+/// * `save_attention`: keeps attention and the output (2 sbh + lse);
+///   recomputes every matmul but attention's;
+/// * `save_nothing`: keeps the output; recomputes the whole block.
+pub fn gpt2_sac() -> Chain {
+    let mut chain = gpt2();
+    let (b, s, h, heads) = (4u64, 1024u64, 768u64, 12u64);
+    let sbh = s * b * h * F32;
+    let lse = b * heads * s * F32;
+    let matmul = |flops: u64| flops as f64 / FLOPS_PER_S;
+    // Read and written once each: a layernorm or GELU over k sbh values.
+    let pointwise = |k: u64| (2 * k * sbh) as f64 / MEMORY_BYTES_PER_S;
+    let cheap = pointwise(1 + 1 + 4);
+    for stage in chain
+        .stages
+        .iter_mut()
+        .filter(|st| st.name.starts_with("block"))
+    {
+        // B^ℓ recomputes what was dropped before it runs (a non-reentrant
+        // checkpoint recomputes the block at the first unpack), so while B^ℓ
+        // runs the dropped part is back: its transient grows by it.
+        let (classic, o_b) = (stage.saved_bytes, stage.backward_overhead_bytes);
+        let option = |policy: &str, saved: u64, extra: f64| MenuOption {
+            policy: policy.into(),
+            saved_bytes: saved,
+            backward_extra_seconds: extra,
+            backward_overhead_bytes: o_b + signed(classic - saved),
+            forward_overhead_bytes: None,
+        };
+        stage.menu = vec![
+            option("save_mm_attention", 10 * sbh + lse, cheap),
+            option(
+                "save_every_other_mm",
+                9 * sbh + lse,
+                matmul(8 * b * s * h * h) + cheap,
+            ),
+            option(
+                "save_attention",
+                2 * sbh + lse,
+                matmul(24 * b * s * h * h) + cheap,
+            ),
+            option("save_nothing", sbh, stage.forward_seconds),
+        ];
+    }
+    chain.name = "GPT-2 style with selective-checkpointing menus (analytic)".into();
+    chain.source = format!(
+        "{}; each block's menu: torchtitan's selective-checkpointing policies, sizes from the block's saved tensors, recomputation at 10 TFLOP/s (matmuls) and 800 GB/s (pointwise)",
+        chain.source
+    );
+    chain
 }
 
 /// A heterogeneous chain of `n` stages for benchmarks and stress tests:

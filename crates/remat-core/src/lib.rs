@@ -32,6 +32,6 @@ pub mod simulator;
 pub mod solvers;
 pub mod sweep;
 
-pub use model::{Chain, Stage};
+pub use model::{Chain, MenuOption, Stage};
 pub use schedule::{Op, TensorKind};
 pub use simulator::{simulate, SimError, Trace};

@@ -179,6 +179,7 @@ fn reload_or_recompute_chain() -> Chain {
         forward_nograd_seconds: nograd,
         forward_nograd_overhead_bytes: None,
         module: None,
+        menu: Vec::new(),
     };
     Chain {
         name: "reload or recompute".into(),
@@ -272,7 +273,7 @@ fn most_waiting(ops: &[Op]) -> usize {
     for op in ops {
         match *op {
             Op::Prefetch { stage, tensor } => waiting.push((stage, tensor)),
-            Op::ForwardAll { stage }
+            Op::ForwardAll { stage, .. }
             | Op::ForwardCheckpoint { stage }
             | Op::ForwardNone { stage } => waiting.retain(|&(s, _)| s != stage - 1),
             Op::Backward { stage } => waiting.retain(|&(s, _)| s != stage && s != stage - 1),

@@ -166,7 +166,7 @@ fn the_floor_says_which_workspace_it_counts() {
     chain.stages[0].forward_nograd_overhead_bytes = Some(3_000_000);
     let floor = memory_floor(&chain);
     assert_eq!(floor.bytes, 1 + 1 + 1_000_000 + 10_000);
-    assert_eq!(floor.op, remat_core::Op::ForwardAll { stage: 1 });
+    assert_eq!(floor.op, remat_core::Op::forward_all(1));
     chain.stages[0].forward_nograd_overhead_bytes = None;
     chain.stages[1].gradient_bytes = 1;
     chain.stages[0].forward_overhead_bytes = 0;

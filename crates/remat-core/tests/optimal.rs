@@ -67,7 +67,7 @@ fn persistent(chain: &Chain, ops: &[Op]) -> bool {
                 return false;
             }
         }
-        if let Op::ForwardAll { stage } = *op {
+        if let Op::ForwardAll { stage, .. } = *op {
             checkpoints.insert(TensorId::Saved(stage));
         }
         if op.is_forward() {
@@ -284,8 +284,8 @@ fn persistent_schedules_outside_rotor_s_dp() {
         p.ops,
         [
             Op::ForwardCheckpoint { stage: 1 },
-            Op::ForwardAll { stage: 2 },
-            Op::ForwardAll { stage: 1 },
+            Op::forward_all(2),
+            Op::forward_all(1),
             Op::Backward { stage: 2 },
             Op::Backward { stage: 1 }
         ]
@@ -450,7 +450,7 @@ mod oracle {
             let mut ops = vec![];
             for stage in (1..=n).rev() {
                 ops.push(Op::Backward { stage });
-                ops.push(Op::ForwardAll { stage });
+                ops.push(Op::forward_all(stage));
                 ops.push(Op::ForwardCheckpoint { stage });
                 ops.push(Op::ForwardNone { stage });
             }
@@ -661,8 +661,8 @@ fn nonpersistent_chain_satisfies_the_report_s_memory_statements() {
         ];
         a2.extend(backward_from(3, l));
         a2.extend([
-            Op::ForwardAll { stage: 1 },
-            Op::ForwardAll { stage: 2 },
+            Op::forward_all(1),
+            Op::forward_all(2),
             Op::Backward { stage: 2 },
             Op::Backward { stage: 1 },
         ]);
@@ -672,17 +672,17 @@ fn nonpersistent_chain_satisfies_the_report_s_memory_statements() {
         // F_all^2 for B^3 and B^2: 8 MiB, k + 2n s.
         // Both end alike: one F_all^2 serves B^3 and B^2.
         let last = [
-            Op::ForwardAll { stage: 2 },
-            Op::ForwardAll { stage: 3 },
+            Op::forward_all(2),
+            Op::forward_all(3),
             Op::Backward { stage: 3 },
             Op::Backward { stage: 2 },
             Op::Backward { stage: 1 },
         ];
-        let mut t1 = vec![Op::ForwardAll { stage: 1 }];
+        let mut t1 = vec![Op::forward_all(1)];
         for j in (4..=l).rev() {
             t1.push(Op::ForwardCheckpoint { stage: 2 });
             t1.extend((3..j).map(|stage| Op::ForwardNone { stage }));
-            t1.extend([Op::ForwardAll { stage: j }, Op::Backward { stage: j }]);
+            t1.extend([Op::forward_all(j), Op::Backward { stage: j }]);
         }
         t1.extend(last);
         assert_eq!(peak(&t1), 8 * mib, "n = {n}: {t1:?}");
@@ -700,12 +700,9 @@ fn nonpersistent_chain_satisfies_the_report_s_memory_statements() {
         assert_eq!(peak(&kept), 9 * mib, "n = {n}: {kept:?}");
 
         // ā^1 kept, then a^3 from the second pass on: 10 MiB (F_∅^5).
-        let mut a1_a3 = vec![
-            Op::ForwardAll { stage: 1 },
-            Op::ForwardCheckpoint { stage: 2 },
-        ];
+        let mut a1_a3 = vec![Op::forward_all(1), Op::ForwardCheckpoint { stage: 2 }];
         a1_a3.extend((3..l).map(|stage| Op::ForwardNone { stage }));
-        a1_a3.extend([Op::ForwardAll { stage: l }, Op::Backward { stage: l }]);
+        a1_a3.extend([Op::forward_all(l), Op::Backward { stage: l }]);
         a1_a3.extend([
             Op::ForwardCheckpoint { stage: 2 },
             Op::ForwardNone { stage: 3 },
@@ -726,9 +723,9 @@ fn backward_from(s: usize, t: usize) -> Vec<Op> {
     for j in (s + 1..=t).rev() {
         ops.push(Op::ForwardCheckpoint { stage: s });
         ops.extend((s + 1..j).map(|stage| Op::ForwardNone { stage }));
-        ops.extend([Op::ForwardAll { stage: j }, Op::Backward { stage: j }]);
+        ops.extend([Op::forward_all(j), Op::Backward { stage: j }]);
     }
-    ops.extend([Op::ForwardAll { stage: s }, Op::Backward { stage: s }]);
+    ops.extend([Op::forward_all(s), Op::Backward { stage: s }]);
     ops
 }
 

@@ -462,7 +462,7 @@ mod torch {
     fn store_all_moving(n: usize, moves: &[(usize, TensorKind)]) -> Vec<Op> {
         let mut ops = Vec::new();
         for l in 1..=n {
-            ops.push(Op::ForwardAll { stage: l });
+            ops.push(Op::forward_all(l));
             for &(stage, tensor) in moves.iter().filter(|m| m.0 + 1 == l) {
                 ops.push(Op::Offload { stage, tensor });
             }
@@ -482,7 +482,7 @@ mod torch {
     fn releases_under_a_live_graph(ops: &[Op]) -> bool {
         let mut graphs = std::collections::BTreeSet::new();
         ops.iter().any(|&op| match op {
-            Op::ForwardAll { stage } => !graphs.insert(stage),
+            Op::ForwardAll { stage, .. } => !graphs.insert(stage),
             Op::Backward { stage } => !graphs.remove(&stage),
             Op::Release { stage, tensor } => {
                 if tensor == TensorKind::Saved {
@@ -548,11 +548,8 @@ mod torch {
         }
         let n = chain.len();
         let saved = TensorKind::Saved;
-        let forward = |range: std::ops::RangeInclusive<usize>| {
-            range
-                .map(|stage| Op::ForwardAll { stage })
-                .collect::<Vec<_>>()
-        };
+        let forward =
+            |range: std::ops::RangeInclusive<usize>| range.map(Op::forward_all).collect::<Vec<_>>();
         let backward = |range: std::ops::RangeInclusive<usize>| {
             range
                 .rev()
@@ -563,7 +560,7 @@ mod torch {
             stage: 2,
             tensor: saved,
         };
-        let f2 = Op::ForwardAll { stage: 2 };
+        let f2 = Op::forward_all(2);
         let hand = [
             (
                 "borrow, then offload and prefetch",

@@ -149,6 +149,13 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
             .zip(s.solution.ops.as_deref())
             .map(|(t, ops)| AtPeakReport::new(t, ops)),
         ops: s.solution.ops.as_deref().unwrap_or_default(),
+        options: s
+            .solution
+            .ops
+            .as_deref()
+            .map(|ops| report::OptionReport::list(chain, ops))
+            .unwrap_or_default(),
+        menus_used: !chain.has_menus() || algorithm.chooses_options(),
     }
 }
 
@@ -188,10 +195,42 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
             say!("peak       {}", format_bytes(t.peak_bytes));
             say!("at peak    {}", t.peak_line(ops));
             say!("recomputed {} forward operations", t.recomputations);
+            for line in option_lines(chain, ops) {
+                say!("option     {line}");
+            }
             say!("schedule   {}", format_ops(ops));
         }
         _ => say!("infeasible: {}", s.solution.detail),
     }
+    if chain.has_menus() && !algorithm.chooses_options() {
+        say!("menus      not used: {algorithm} runs every F_all as the classic one (rotor and revolve choose options)");
+    }
+}
+
+/// One line per stage whose F_all runs a menu option: the policy, what it
+/// keeps against the classic ā^ℓ, and the time its backward adds.
+fn option_lines(chain: &Chain, ops: &[remat_core::Op]) -> Vec<String> {
+    remat_core::schedule::menu_choices(ops)
+        .into_iter()
+        .filter(|&(l, _)| l >= 1 && l <= chain.len())
+        .map(|(l, k)| {
+            let st = chain.stage(l);
+            let c = st.choice(k as usize);
+            let name = st.module.as_deref().unwrap_or(&st.name);
+            let name = if name.is_empty() {
+                String::new()
+            } else {
+                format!(" ({name})")
+            };
+            format!(
+                "stage {l}{name}: {} keeps {} of {}, +{} in its backward",
+                st.policy(k as usize),
+                format_bytes(c.saved_bytes),
+                format_bytes(st.saved_bytes),
+                format_seconds(c.backward_seconds - st.backward_seconds)
+            )
+        })
+        .collect()
 }
 
 /// Whether the planner's least budget is only a floor: the offloading

@@ -7,7 +7,7 @@ use super::json::{
     check_syntax, expect_format, objects, optional_objects, present, read, FormatError,
 };
 use super::numbers::{Bytes, Dim, Rate, Seconds, SignedBytes};
-use crate::model::{Chain, InputTensor, Stage};
+use crate::model::{Chain, InputTensor, MenuOption, Stage};
 use serde::{Deserialize, Serialize};
 
 pub const CHAIN_FORMAT: &str = "remat-chain/1";
@@ -73,6 +73,24 @@ struct StageFile {
     /// Absent or `null`: not described.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     module: Option<String>,
+    /// Absent, `null` or `[]`: only the classic F_all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "optional_objects")]
+    menu: Option<Vec<MenuFile>>,
+}
+
+/// One entry of a stage's menu ([`MenuOption`]).
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct MenuFile {
+    policy: String,
+    saved_bytes: Bytes,
+    backward_extra_seconds: Seconds,
+    #[serde(default, skip_serializing_if = "SignedBytes::is_zero")]
+    backward_overhead_bytes: SignedBytes,
+    /// Absent or `null`: the stage's `forward_overhead_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    forward_overhead_bytes: Option<SignedBytes>,
 }
 
 fn unnamed() -> String {
@@ -109,6 +127,18 @@ impl From<StageFile> for Stage {
             forward_nograd_seconds: f.forward_nograd_seconds.map(|t| t.0),
             forward_nograd_overhead_bytes: f.forward_nograd_overhead_bytes.map(|b| b.0),
             module: f.module,
+            menu: f
+                .menu
+                .unwrap_or_default()
+                .into_iter()
+                .map(|o| MenuOption {
+                    policy: o.policy,
+                    saved_bytes: o.saved_bytes.0,
+                    backward_extra_seconds: o.backward_extra_seconds.0,
+                    backward_overhead_bytes: o.backward_overhead_bytes.0,
+                    forward_overhead_bytes: o.forward_overhead_bytes.map(|b| b.0),
+                })
+                .collect(),
         }
     }
 }
@@ -157,6 +187,18 @@ impl From<&Stage> for StageFile {
             forward_nograd_seconds: s.forward_nograd_seconds.map(Seconds),
             forward_nograd_overhead_bytes: s.forward_nograd_overhead_bytes.map(SignedBytes),
             module: s.module.clone(),
+            menu: (!s.menu.is_empty()).then(|| {
+                s.menu
+                    .iter()
+                    .map(|o| MenuFile {
+                        policy: o.policy.clone(),
+                        saved_bytes: Bytes(o.saved_bytes),
+                        backward_extra_seconds: Seconds(o.backward_extra_seconds),
+                        backward_overhead_bytes: SignedBytes(o.backward_overhead_bytes),
+                        forward_overhead_bytes: o.forward_overhead_bytes.map(SignedBytes),
+                    })
+                    .collect()
+            }),
         }
     }
 }

@@ -365,7 +365,7 @@ impl Reader<'_> {
         let mut c = a;
         while c <= b {
             match self.peek() {
-                Some(Op::ForwardAll { stage }) if stage == c => {
+                Some(Op::ForwardAll { stage, .. }) if stage == c => {
                     self.pos += 1;
                     c += 1;
                 }
@@ -427,7 +427,7 @@ fn sequence_ops(regions: &[Region], a: usize, b: usize, ops: &mut Vec<Op>) {
                 c = r.last + 1;
             }
             None => {
-                ops.push(Op::ForwardAll { stage: c });
+                ops.push(Op::forward_all(c));
                 c += 1;
             }
         }

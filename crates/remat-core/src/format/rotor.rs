@@ -119,6 +119,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
                 forward_nograd_seconds: None,
                 forward_nograd_overhead_bytes: None,
                 module: None,
+                menu: Vec::new(),
             }
         })
         .collect();

@@ -169,7 +169,7 @@ fn a_run_of_other_operations_is_refused_at_the_first_difference() {
         .position(|m| matches!(m.op, Op::ForwardCheckpoint { .. }))
         .unwrap();
     let stage = other.ops[i].op.stage();
-    other.ops[i].op = Op::ForwardAll { stage };
+    other.ops[i].op = Op::forward_all(stage);
     assert_eq!(
         compare(&chain, &schedule, None, &other)
             .unwrap_err()

@@ -42,6 +42,48 @@ pub struct Stage {
     /// (`transformer.h.3`, `conv1+bn1+relu+maxpool`), for people; None when
     /// not known. Outside the digest, like `name`.
     pub module: Option<String>,
+    /// Other ways to run F_all^ℓ that keep less than ā^ℓ and recompute the
+    /// rest inside B^ℓ (selective checkpointing policies, a compiled
+    /// stage's partitions; Rockmate's per-block options). Option 0 is
+    /// always the classic F_all^ℓ (this stage's own fields); menu entry k−1
+    /// is option k. Empty: only the classic one.
+    pub menu: Vec<MenuOption>,
+}
+
+/// One entry of a stage's menu: another F_all^ℓ, which keeps ā^{ℓ,k} (less
+/// than ā^ℓ) for B^ℓ, and a B^ℓ that recomputes the rest first. The
+/// forward is the same computation, so it takes u_f^ℓ.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MenuOption {
+    /// What runs it (`save_mm_attention`, `save_nothing`, `compile@0.4`):
+    /// the runtime lowers the option by this name.
+    pub policy: String,
+    /// ω_ā^{ℓ,k}: what this F_all^ℓ keeps for B^ℓ, a^ℓ included.
+    pub saved_bytes: u64,
+    /// The time B^ℓ spends recomputing what was not kept, on top of u_b^ℓ.
+    pub backward_extra_seconds: f64,
+    /// o_b^{ℓ,k}: B^ℓ's transient under this option (the recomputed
+    /// intermediates included), signed as o_b^ℓ.
+    pub backward_overhead_bytes: i64,
+    /// o_f^{ℓ,k}: F_all^ℓ's transient under this option; None: o_f^ℓ.
+    pub forward_overhead_bytes: Option<i64>,
+}
+
+/// The most menu entries a stage may have (options are numbered in a byte).
+pub const MAX_MENU: usize = 15;
+
+/// What F_all^ℓ with one option keeps and what its B^ℓ costs: the numbers
+/// every DP and the simulator read, option 0 (the classic) included.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Choice {
+    /// ω_ā^{ℓ,k}.
+    pub saved_bytes: u64,
+    /// o_f^{ℓ,k} (≥ 0 in a validated chain).
+    pub forward_overhead: u64,
+    /// u_b^ℓ plus the option's recomputation.
+    pub backward_seconds: f64,
+    /// o_b^{ℓ,k}.
+    pub backward_overhead_bytes: i64,
 }
 
 impl Stage {
@@ -65,6 +107,45 @@ impl Stage {
             forward_nograd_seconds: None,
             forward_nograd_overhead_bytes: None,
             module: None,
+            menu: Vec::new(),
+        }
+    }
+
+    /// How many ways F_all^ℓ can run: the classic one and the menu's.
+    pub fn option_count(&self) -> usize {
+        1 + self.menu.len()
+    }
+
+    /// Option `k` of F_all^ℓ: 0 the classic (ā^ℓ, u_b^ℓ, o_b^ℓ), k ≥ 1
+    /// menu entry k − 1. Panics past the menu (a schedule is checked first).
+    pub fn choice(&self, k: usize) -> Choice {
+        if k == 0 {
+            return Choice {
+                saved_bytes: self.saved_bytes,
+                forward_overhead: self.forward_overhead(),
+                backward_seconds: self.backward_seconds,
+                backward_overhead_bytes: self.backward_overhead_bytes,
+            };
+        }
+        let o = &self.menu[k - 1];
+        Choice {
+            saved_bytes: o.saved_bytes,
+            forward_overhead: o
+                .forward_overhead_bytes
+                .unwrap_or(self.forward_overhead_bytes)
+                .max(0) as u64,
+            // u_b + extra, added once here so every reader gets the same f64.
+            backward_seconds: self.backward_seconds + o.backward_extra_seconds,
+            backward_overhead_bytes: o.backward_overhead_bytes,
+        }
+    }
+
+    /// The policy name of option `k` (`all` for the classic F_all).
+    pub fn policy(&self, k: usize) -> &str {
+        if k == 0 {
+            "all"
+        } else {
+            &self.menu[k - 1].policy
         }
     }
 
@@ -167,10 +248,23 @@ impl Chain {
     /// needed by B^ℓ still has to fit next to δ^ℓ and ā^ℓ. Every DP and the
     /// simulator count B^ℓ through this one term.
     pub fn backward_bytes(&self, l: usize) -> u64 {
+        self.backward_bytes_of(l, 0)
+    }
+
+    /// [`backward_bytes`](Self::backward_bytes) when F_all^ℓ ran option `k`
+    /// (its ω_ā^{ℓ,k} and o_b^{ℓ,k}).
+    pub fn backward_bytes_of(&self, l: usize, k: usize) -> u64 {
         let s = self.stage(l);
-        let start = s.gradient_bytes as i128 + s.saved_bytes as i128;
-        let during = self.gradient_bytes(l - 1) as i128 + s.backward_overhead_bytes as i128;
+        let c = s.choice(k);
+        let start = s.gradient_bytes as i128 + c.saved_bytes as i128;
+        let during = self.gradient_bytes(l - 1) as i128 + c.backward_overhead_bytes as i128;
         (start + during.max(0)) as u64
+    }
+
+    /// Whether any stage has a menu (the solvers that cannot choose an
+    /// option say so).
+    pub fn has_menus(&self) -> bool {
+        self.stages.iter().any(|s| !s.menu.is_empty())
     }
 
     /// The time of one training step with no memory limit: Σ u_f + u_b.
@@ -282,6 +376,9 @@ impl Chain {
                 ));
             }
         }
+        for (i, s) in self.stages.iter().enumerate() {
+            validate_menu(i, s)?;
+        }
         // A DP adds up to L recomputations of every forward: the time of a
         // step times L must stay finite, or every budget would look infeasible.
         let mut total_seconds = 0.0f64;
@@ -307,6 +404,14 @@ impl Chain {
                     + s.forward_overhead_bytes.unsigned_abs() as u128
                     + s.forward_nograd_overhead_bytes.map_or(0, i64::unsigned_abs) as u128
                     + s.backward_overhead_bytes.unsigned_abs() as u128
+                    + s.menu
+                        .iter()
+                        .map(|o| {
+                            o.saved_bytes as u128
+                                + o.backward_overhead_bytes.unsigned_abs() as u128
+                                + o.forward_overhead_bytes.map_or(0, i64::unsigned_abs) as u128
+                        })
+                        .sum::<u128>()
             })
             .sum::<u128>()
             + self.input_bytes as u128
@@ -350,9 +455,82 @@ impl Chain {
                 h.write_u64(0x6e6f_6772_6164_6f66); // "nogradof"
                 h.write_u64(o as u64);
             }
+            // The policy decides what runs, so it is part of the digest.
+            for o in &s.menu {
+                h.write_u64(0x6d65_6e75); // "menu"
+                h.write_u64(o.policy.len() as u64);
+                for b in o.policy.bytes() {
+                    h.write_u64(b as u64);
+                }
+                h.write_u64(o.saved_bytes);
+                h.write_u64(o.backward_extra_seconds.to_bits());
+                h.write_u64(o.backward_overhead_bytes as u64);
+                h.write_u64(o.forward_overhead_bytes.map_or(u64::MAX, |v| v as u64));
+            }
         }
         format!("fnv1a64:{:016x}", h.finish())
     }
+}
+
+/// Checks stage `i`'s menu; the error names the entry and its field.
+fn validate_menu(i: usize, s: &Stage) -> Result<(), ChainError> {
+    if s.menu.len() > MAX_MENU {
+        return Err(ChainError::new(
+            format!("stages[{i}].menu"),
+            format!(
+                "{} options is more than the {MAX_MENU} a stage may have",
+                s.menu.len()
+            ),
+        ));
+    }
+    for (k, o) in s.menu.iter().enumerate() {
+        let field = |f: &str| format!("stages[{i}].menu[{k}].{f}");
+        if o.policy.trim().is_empty() {
+            return Err(ChainError::new(field("policy"), "must name the policy"));
+        }
+        if s.menu[..k].iter().any(|p| p.policy == o.policy) || o.policy == "all" {
+            return Err(ChainError::new(
+                field("policy"),
+                format!("`{}` is already an option of this stage", o.policy),
+            ));
+        }
+        if o.saved_bytes < s.output_bytes {
+            return Err(ChainError::new(
+                field("saved_bytes"),
+                format!(
+                    "smaller than the stage's output_bytes ({} < {}): what an option keeps includes a^ℓ",
+                    o.saved_bytes, s.output_bytes
+                ),
+            ));
+        }
+        let extra = o.backward_extra_seconds;
+        if !extra.is_finite() || extra < 0.0 {
+            return Err(ChainError::new(
+                field("backward_extra_seconds"),
+                format!("must be a finite number ≥ 0, got {extra}: recomputing takes time"),
+            ));
+        }
+        if o.forward_overhead_bytes.is_some_and(|v| v < 0) {
+            return Err(ChainError::new(
+                field("forward_overhead_bytes"),
+                format!(
+                    "must be ≥ 0, got {}: F^ℓ keeps what it computes",
+                    o.forward_overhead_bytes.unwrap_or(0)
+                ),
+            ));
+        }
+        let freed = s.gradient_bytes as i128 + o.saved_bytes as i128;
+        if (o.backward_overhead_bytes as i128) < -freed {
+            return Err(ChainError::new(
+                field("backward_overhead_bytes"),
+                format!(
+                    "{} is below −(gradient_bytes + saved_bytes) = −{freed}: B^ℓ cannot free more than δ^ℓ and what the option kept",
+                    o.backward_overhead_bytes
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 struct Fnv1a(u64);

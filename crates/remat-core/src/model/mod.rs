@@ -6,7 +6,7 @@ mod inputs;
 pub mod scale;
 pub mod units;
 
-pub use chain::{Chain, Stage, MAX_STAGES};
+pub use chain::{Chain, Choice, MenuOption, Stage, MAX_MENU, MAX_STAGES};
 pub use error::ChainError;
 pub use inputs::{validate as validate_inputs, InputTensor, MAX_INPUTS, MAX_INPUT_DIMS};
 pub use scale::{scaled, AffineFit, BatchModel, Scale};

@@ -28,7 +28,7 @@
 //! (that profile's inputs); anywhere else the scaled chain has none. Stage
 //! names and modules are kept: the stages are the same.
 
-use super::{Chain, ChainError, Stage};
+use super::{Chain, ChainError, MenuOption, Stage};
 
 /// Factors applied to a chain's sizes and times.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,6 +121,17 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
         s.forward_seconds *= scale.seconds;
         s.backward_seconds *= scale.seconds;
         s.forward_nograd_seconds = s.forward_nograd_seconds.map(|t| t * scale.seconds);
+        for (k, o) in s.menu.iter_mut().enumerate() {
+            let at = |field: &str| format!("stages[{l}].menu[{k}].{field}");
+            o.saved_bytes = size(&at("saved_bytes"), o.saved_bytes)?;
+            o.backward_overhead_bytes =
+                signed(&at("backward_overhead_bytes"), o.backward_overhead_bytes)?;
+            o.forward_overhead_bytes = o
+                .forward_overhead_bytes
+                .map(|v| signed(&at("forward_overhead_bytes"), v))
+                .transpose()?;
+            o.backward_extra_seconds *= scale.seconds;
+        }
     }
     out.validate()?;
     Ok(out)
@@ -339,7 +350,57 @@ impl Line {
             forward_nograd_seconds: nograd,
             forward_nograd_overhead_bytes: nograd_overhead,
             module: x.module.clone(),
+            menu: self.menu(l, x, y)?,
         })
+    }
+
+    /// Both profiles' menus fitted entry by entry; they must list the same
+    /// policies in the same order (one `describe_chain` measures both).
+    fn menu(&self, l: usize, x: &Stage, y: &Stage) -> Result<Vec<MenuOption>, ChainError> {
+        let names = |s: &Stage| s.menu.iter().map(|o| o.policy.clone()).collect::<Vec<_>>();
+        if names(x) != names(y) {
+            return Err(ChainError::new(
+                format!("stages[{l}].menu"),
+                format!(
+                    "the two profiles offer other options ({:?} and {:?}): measure both with the same menu",
+                    names(x),
+                    names(y)
+                ),
+            ));
+        }
+        x.menu
+            .iter()
+            .zip(&y.menu)
+            .enumerate()
+            .map(|(k, (p, q))| {
+                let at = |field: &str| format!("stages[{l}].menu[{k}].{field}");
+                let forward_overhead_bytes = (p.forward_overhead_bytes.is_some()
+                    || q.forward_overhead_bytes.is_some())
+                .then(|| {
+                    self.signed(
+                        &at("forward_overhead_bytes"),
+                        x.choice(k + 1).forward_overhead as i64,
+                        y.choice(k + 1).forward_overhead as i64,
+                    )
+                })
+                .transpose()?;
+                Ok(MenuOption {
+                    policy: p.policy.clone(),
+                    saved_bytes: self.size(&at("saved_bytes"), p.saved_bytes, q.saved_bytes)?,
+                    backward_extra_seconds: self.seconds(
+                        &at("backward_extra_seconds"),
+                        p.backward_extra_seconds,
+                        q.backward_extra_seconds,
+                    )?,
+                    backward_overhead_bytes: self.signed(
+                        &at("backward_overhead_bytes"),
+                        p.backward_overhead_bytes,
+                        q.backward_overhead_bytes,
+                    )?,
+                    forward_overhead_bytes,
+                })
+            })
+            .collect()
     }
 
     /// v₁ (b₂ − b) + v₂ (b − b₁) over b₂ − b₁, rounded to the nearest byte,

@@ -157,7 +157,7 @@ mod tests {
     fn sequential_by_hand() {
         let chain = synthetic(4);
         let ops = sequential::schedule(&chain, 2);
-        let f = |s| Op::ForwardAll { stage: s };
+        let f = |s| Op::forward_all(s);
         assert_eq!(ops[6..8], [f(1), f(2)]);
         assert_eq!(
             recompute_flags(&ops, 4),
@@ -185,12 +185,12 @@ mod tests {
         let chain = synthetic(4);
         let r = |stage, tensor| Op::Release { stage, tensor };
         let ops = [
-            Op::ForwardAll { stage: 1 },
+            Op::forward_all(1),
             r(1, TensorKind::Saved),
-            Op::ForwardAll { stage: 2 },
+            Op::forward_all(2),
             r(2, TensorKind::Output),
-            Op::ForwardAll { stage: 3 },
-            Op::ForwardAll { stage: 4 },
+            Op::forward_all(3),
+            Op::forward_all(4),
             Op::Offload {
                 stage: 4,
                 tensor: TensorKind::Saved,
@@ -217,7 +217,7 @@ mod tests {
     fn offload_and_no_schedule() {
         let chain = synthetic(2);
         let ops = [
-            Op::ForwardAll { stage: 1 },
+            Op::forward_all(1),
             Op::Offload {
                 stage: 0,
                 tensor: TensorKind::Output,
@@ -255,7 +255,7 @@ mod tests {
                     let stage = next(7);
                     let tensor = [TensorKind::Output, TensorKind::Saved][next(2)];
                     match next(6) {
-                        0 => Op::ForwardAll { stage },
+                        0 => Op::forward_all(stage),
                         1 => Op::ForwardCheckpoint { stage },
                         2 => Op::ForwardNone { stage },
                         3 => Op::Backward { stage },

@@ -40,10 +40,10 @@ pub fn captions(ops: &[Op], stages: usize) -> Vec<String> {
                 return op.explain();
             }
             let why = match (op, next_backward[i]) {
-                (Op::ForwardAll { stage }, Some(m)) if *stage == m => {
+                (Op::ForwardAll { stage, .. }, Some(m)) if *stage == m => {
                     format!("for B^{m}, which follows: ā^{m} was not kept")
                 }
-                (Op::ForwardAll { stage }, Some(m)) => {
+                (Op::ForwardAll { stage, .. }, Some(m)) => {
                     format!("on the way to B^{m}; ā^{stage} is kept again for B^{stage}")
                 }
                 (_, Some(m)) => format!(
@@ -131,10 +131,7 @@ mod tests {
         );
         // Stage 1 runs once per backward but B^1's own F_all: the last
         // F_all^1 is its 10th run, and B^1 follows.
-        let last_fall = ops
-            .iter()
-            .rposition(|o| *o == Op::ForwardAll { stage: 1 })
-            .unwrap();
+        let last_fall = ops.iter().rposition(|o| *o == Op::forward_all(1)).unwrap();
         assert!(
             text[last_fall].starts_with("F_all^1, recomputed (10th time) for B^1, which follows"),
             "{}",
@@ -150,10 +147,7 @@ mod tests {
         // the backward that follows it.
         let ops = sequential::schedule(&chain, 2);
         let text = captions(&ops, n);
-        let again = ops
-            .iter()
-            .rposition(|o| *o == Op::ForwardAll { stage: 5 })
-            .unwrap();
+        let again = ops.iter().rposition(|o| *o == Op::forward_all(5)).unwrap();
         assert!(
             text[again].starts_with("F_all^5, recomputed (2nd time) for B^5, which follows"),
             "{}",

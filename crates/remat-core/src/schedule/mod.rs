@@ -18,5 +18,5 @@ pub mod segments;
 
 pub use analysis::{fates, recomputations, recompute_flags, Fate};
 pub use captions::{captions, ordinal};
-pub use op::{format_ops, tensor_symbol, Op, TensorKind};
+pub use op::{format_ops, menu_choices, tensor_symbol, Op, TensorKind};
 pub use segments::Segment;

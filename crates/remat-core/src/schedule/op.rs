@@ -15,12 +15,19 @@ pub enum TensorKind {
 }
 
 /// One operation of a schedule, as written in `remat-schedule/1`:
-/// `{"op": "forward_all", "stage": 3}`.
+/// `{"op": "forward_all", "stage": 3}`, `{"op": "forward_all", "stage": 3, "option": 2}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Op {
     /// F_all^ℓ: compute a^ℓ and keep ā^ℓ for B^ℓ; the input stays.
-    ForwardAll { stage: usize },
+    /// `option` k ≥ 1 runs menu entry k − 1 of the stage instead
+    /// ([`crate::model::MenuOption`]: keep less, recompute the rest in
+    /// B^ℓ); 0, the classic, is left out of files.
+    ForwardAll {
+        stage: usize,
+        #[serde(default, skip_serializing_if = "is_classic")]
+        option: u8,
+    },
     /// F_ck^ℓ: compute a^ℓ and keep the input a^{ℓ-1} as a checkpoint.
     ForwardCheckpoint { stage: usize },
     /// F_∅^ℓ: compute a^ℓ, drop the input unless it is a kept checkpoint.
@@ -37,10 +44,19 @@ pub enum Op {
     Release { stage: usize, tensor: TensorKind },
 }
 
+fn is_classic(option: &u8) -> bool {
+    *option == 0
+}
+
 impl Op {
+    /// F_all^ℓ with the classic option (keep ā^ℓ).
+    pub const fn forward_all(stage: usize) -> Op {
+        Op::ForwardAll { stage, option: 0 }
+    }
+
     pub fn stage(&self) -> usize {
         match *self {
-            Op::ForwardAll { stage }
+            Op::ForwardAll { stage, .. }
             | Op::ForwardCheckpoint { stage }
             | Op::ForwardNone { stage }
             | Op::Backward { stage }
@@ -78,8 +94,11 @@ impl Op {
     /// One sentence saying what the operation does, for people learning the model.
     pub fn explain(&self) -> String {
         match *self {
-            Op::ForwardAll { stage: l } => format!(
+            Op::ForwardAll { stage: l, option: 0 } => format!(
                 "F_all^{l}: compute stage {l} and keep everything its backward needs (ā^{l}); its input stays in memory."
+            ),
+            Op::ForwardAll { stage: l, option } => format!(
+                "F_all^{l} with option {option}: compute stage {l} and keep only what that option saves; B^{l} recomputes the rest; its input stays in memory."
             ),
             Op::ForwardCheckpoint { stage: l } => format!(
                 "F_ck^{l}: compute a^{l} without saving ā^{l}; keep the input a^{} as a checkpoint.",
@@ -122,7 +141,8 @@ impl fmt::Display for Op {
     /// `P(a^3)`, and `R(ā^3)` for a release.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Op::ForwardAll { stage } => write!(f, "F_all^{stage}"),
+            Op::ForwardAll { stage, option: 0 } => write!(f, "F_all^{stage}"),
+            Op::ForwardAll { stage, option } => write!(f, "F_all^{stage}[{option}]"),
             Op::ForwardCheckpoint { stage } => write!(f, "F_ck^{stage}"),
             Op::ForwardNone { stage } => write!(f, "F_∅^{stage}"),
             Op::Backward { stage } => write!(f, "B^{stage}"),
@@ -139,4 +159,26 @@ pub fn format_ops(ops: &[Op]) -> String {
         .map(|o| o.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The menu options a schedule runs: (stage, option) for each F_all^ℓ
+/// with option ≥ 1, by stage, each pair once.
+///
+/// ```
+/// use remat_core::schedule::{menu_choices, Op};
+///
+/// let ops = [Op::ForwardAll { stage: 2, option: 1 }, Op::forward_all(1)];
+/// assert_eq!(menu_choices(&ops), vec![(2, 1)]);
+/// ```
+pub fn menu_choices(ops: &[Op]) -> Vec<(usize, u8)> {
+    let mut out: Vec<(usize, u8)> = ops
+        .iter()
+        .filter_map(|op| match *op {
+            Op::ForwardAll { stage, option } if option > 0 => Some((stage, option)),
+            _ => None,
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }

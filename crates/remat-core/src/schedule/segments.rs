@@ -27,12 +27,12 @@ pub fn schedule(segs: &[Segment]) -> Vec<Op> {
             ops.push(Op::ForwardCheckpoint { stage: s.first });
             ops.extend((s.first + 1..=s.last).map(|stage| Op::ForwardNone { stage }));
         } else {
-            ops.extend((s.first..=s.last).map(|stage| Op::ForwardAll { stage }));
+            ops.extend((s.first..=s.last).map(Op::forward_all));
         }
     }
     for s in segs.iter().rev() {
         if s.checkpointed {
-            ops.extend((s.first..=s.last).map(|stage| Op::ForwardAll { stage }));
+            ops.extend((s.first..=s.last).map(Op::forward_all));
         }
         ops.extend((s.first..=s.last).rev().map(|stage| Op::Backward { stage }));
     }

@@ -58,6 +58,9 @@ pub(super) struct Simulation<'a> {
     act: Vec<Where>,
     /// ā^ℓ for ℓ in 1..=L (index 0 unused).
     saved: Vec<Where>,
+    /// The option of the F_all^ℓ that made ā^ℓ (0, the classic, until one
+    /// runs): it sets ā^ℓ's size and what B^ℓ costs.
+    saved_option: Vec<u8>,
     /// δ^ℓ for ℓ in 0..=L.
     grad: Vec<Where>,
     /// How many backward operations ran: they can only run as B^L, …, B^1,
@@ -103,6 +106,7 @@ impl<'a> Simulation<'a> {
             last_compute_start: 0.0,
             act: vec![Where::Absent { freed_by: None }; l + 1],
             saved: vec![Where::Absent { freed_by: None }; l + 1],
+            saved_option: vec![0; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
             backwards_done: 0,
             compute_free: 0.0,
@@ -146,7 +150,10 @@ impl<'a> Simulation<'a> {
     fn bytes(&self, slot: Slot) -> u64 {
         match slot {
             Slot::Act(l) => self.chain.output_bytes(l),
-            Slot::Saved(l) => self.chain.saved_bytes(l),
+            Slot::Saved(l) => {
+                let k = self.saved_option[l] as usize;
+                self.chain.stage(l).choice(k).saved_bytes
+            }
             Slot::Grad(l) => self.chain.gradient_bytes(l),
         }
     }
@@ -427,14 +434,30 @@ impl<'a> Simulation<'a> {
         self.must_be_absent(index, op, out)?;
         let stage = self.chain.stage(l);
         // F_ck and F_∅ record no graph: the no-grad time and transient when
-        // the chain has them.
+        // the chain has them. F_all runs the option it names.
         let records = matches!(op, Op::ForwardAll { .. });
         let seconds = if records {
             stage.forward_seconds
         } else {
             stage.nograd_forward_seconds()
         };
-        let overhead = stage.forward_overhead_of(records);
+        let overhead = match op {
+            Op::ForwardAll { option, .. } => {
+                let k = option as usize;
+                if k >= stage.option_count() {
+                    let reason = match stage.menu.len() {
+                        0 => format!(
+                            "option {k} does not exist: stage {l} has no menu, only option 0"
+                        ),
+                        m => format!("option {k} does not exist: stage {l}'s options are 0..={m}"),
+                    };
+                    return Err(self.error(index, op, None, reason));
+                }
+                self.saved_option[l] = option;
+                stage.choice(k).forward_overhead
+            }
+            _ => stage.forward_overhead_of(records),
+        };
         let ready = self.fit_start(self.compute_free.max(ready), self.bytes(out) + overhead);
         let (start, end) = self.compute_lane(index, ready, seconds);
         self.allocate(out, start, end, index as u32);
@@ -468,8 +491,9 @@ impl<'a> Simulation<'a> {
         // memory freed from δ^ℓ and ā^ℓ as autograd goes is not free before
         // B^ℓ starts, and counting it at the start would let transfers use
         // room that is not there yet (`Chain::backward_bytes`, the DPs' term).
-        let seconds = stage.backward_seconds;
-        let overhead = stage.backward_overhead_bytes.max(-(grad_bytes as i64));
+        let choice = stage.choice(self.saved_option[l] as usize);
+        let seconds = choice.backward_seconds;
+        let overhead = choice.backward_overhead_bytes.max(-(grad_bytes as i64));
         let need = (grad_bytes as i128 + overhead as i128).max(0) as u64;
         let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);

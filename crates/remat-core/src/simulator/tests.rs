@@ -7,9 +7,9 @@ use crate::schedule::TensorKind;
 
 /// F_all^1..3 then B^3..1: every activation kept.
 const STORE_ALL: [Op; 6] = [
-    ForwardAll { stage: 1 },
-    ForwardAll { stage: 2 },
-    ForwardAll { stage: 3 },
+    Op::forward_all(1),
+    Op::forward_all(2),
+    Op::forward_all(3),
     Backward { stage: 3 },
     Backward { stage: 2 },
     Backward { stage: 1 },
@@ -19,10 +19,10 @@ const STORE_ALL: [Op; 6] = [
 const CHECKPOINTED: [Op; 8] = [
     ForwardCheckpoint { stage: 1 }, // keeps a^0, makes a^1
     ForwardNone { stage: 2 },       // drops a^1 (not a checkpoint)
-    ForwardAll { stage: 3 },
+    Op::forward_all(3),
     Backward { stage: 3 }, // frees a^2
-    ForwardAll { stage: 1 },
-    ForwardAll { stage: 2 },
+    Op::forward_all(1),
+    Op::forward_all(2),
     Backward { stage: 2 },
     Backward { stage: 1 },
 ];
@@ -139,7 +139,7 @@ fn checkpoints_survive_forward_none_and_plain_inputs_do_not() {
     let bad = [
         ForwardCheckpoint { stage: 1 },
         ForwardNone { stage: 2 },
-        ForwardAll { stage: 2 },
+        Op::forward_all(2),
     ];
     let err = simulate(&c, &bad).unwrap_err();
     assert_eq!(err.index, 2);
@@ -158,12 +158,12 @@ fn invalid_schedules_say_which_op_which_tensor_and_why() {
         err.to_string(),
         "op 0 (B^3): ā^3 is not resident: it was never computed"
     );
-    let err = simulate(&c, &[ForwardAll { stage: 4 }]).unwrap_err();
+    let err = simulate(&c, &[Op::forward_all(4)]).unwrap_err();
     assert_eq!(
         err.to_string(),
         "op 0 (F_all^4): stage 4 does not exist: stages are numbered 1..=3"
     );
-    let err = simulate(&c, &[ForwardAll { stage: 1 }, ForwardAll { stage: 1 }]).unwrap_err();
+    let err = simulate(&c, &[Op::forward_all(1), Op::forward_all(1)]).unwrap_err();
     assert!(err.to_string().contains("ā^1 is already resident"), "{err}");
     let err = simulate(
         &c,
@@ -177,7 +177,7 @@ fn invalid_schedules_say_which_op_which_tensor_and_why() {
     let err = simulate_with(
         &c,
         &[
-            ForwardAll { stage: 1 },
+            Op::forward_all(1),
             Offload {
                 stage: 1,
                 tensor: TensorKind::Saved,
@@ -198,15 +198,15 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
     // Offload ā^1 (30 bytes at 10 B/s = 3 s) while stage 2 computes, then
     // bring it back before B^1 needs it.
     let ops = [
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         Offload {
             stage: 1,
             tensor: TensorKind::Saved,
         },
         ForwardCheckpoint { stage: 2 },
-        ForwardAll { stage: 3 },
+        Op::forward_all(3),
         Backward { stage: 3 },
-        ForwardAll { stage: 2 },
+        Op::forward_all(2),
         Backward { stage: 2 },
         Prefetch {
             stage: 1,
@@ -222,19 +222,19 @@ fn offload_and_prefetch_use_the_copy_lane_and_cause_idle_time() {
         "{err}"
     );
     let ops = [
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         ForwardCheckpoint { stage: 2 },
         Offload {
             stage: 1,
             tensor: TensorKind::Saved,
         },
-        ForwardAll { stage: 3 },
+        Op::forward_all(3),
         Backward { stage: 3 },
         Prefetch {
             stage: 1,
             tensor: TensorKind::Saved,
         },
-        ForwardAll { stage: 2 },
+        Op::forward_all(2),
         Backward { stage: 2 },
         Backward { stage: 1 },
     ];
@@ -300,9 +300,9 @@ fn a_prefetch_waits_for_memory_freed_by_the_op_before_it() {
         tensor: TensorKind::Output,
     };
     let ops = [
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         offload,
-        ForwardAll { stage: 2 },
+        Op::forward_all(2),
         Backward { stage: 2 },
         prefetch,
         Backward { stage: 1 },
@@ -384,14 +384,14 @@ fn release_frees_at_the_end_of_the_compute_op_before_it() {
         tensor: TensorKind::Saved,
     };
     let ops = [
-        ForwardAll { stage: 1 },
-        ForwardAll { stage: 2 },
-        ForwardAll { stage: 3 },
+        Op::forward_all(1),
+        Op::forward_all(2),
+        Op::forward_all(3),
         r,
         Backward { stage: 3 },
         ForwardCheckpoint { stage: 1 },
         Backward { stage: 2 },
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         Backward { stage: 1 },
     ];
     let t = judge(&c, &ops, 1000, None).unwrap();
@@ -433,11 +433,11 @@ fn releasing_a_host_copy_allows_recomputing_it() {
             tensor: a1,
         },
         ForwardCheckpoint { stage: 1 },
-        ForwardAll { stage: 2 },
-        ForwardAll { stage: 3 },
+        Op::forward_all(2),
+        Op::forward_all(3),
         Backward { stage: 3 },
         Backward { stage: 2 },
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         Backward { stage: 1 },
     ];
     let t = simulate(&c, &ops).unwrap();
@@ -454,7 +454,7 @@ fn releasing_a_host_copy_allows_recomputing_it() {
 #[test]
 fn releasing_an_absent_tensor_names_the_op() {
     let ops = [
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         Release {
             stage: 2,
             tensor: TensorKind::Saved,
@@ -534,18 +534,18 @@ fn an_offload_listed_late_frees_no_memory_before_its_place() {
         },
     );
     let ops = [
-        ForwardAll { stage: 1 }, // 0–1 s
-        ForwardAll { stage: 2 }, // 1–2 s: ā^2 from 1 s, ready at 2 s
-        ForwardAll { stage: 3 }, // 2–3 s: last reader of ā^2
-        ForwardAll { stage: 4 }, // 3–4 s
-        ForwardAll { stage: 5 }, // 4–5 s: +ā^5 (1000 B)
-        r1,                      // frees ā^1 at 5 s
-        o2,                      // issued after R(ā^1): copies 5–6 s
+        Op::forward_all(1), // 0–1 s
+        Op::forward_all(2), // 1–2 s: ā^2 from 1 s, ready at 2 s
+        Op::forward_all(3), // 2–3 s: last reader of ā^2
+        Op::forward_all(4), // 3–4 s
+        Op::forward_all(5), // 4–5 s: +ā^5 (1000 B)
+        r1,                 // frees ā^1 at 5 s
+        o2,                 // issued after R(ā^1): copies 5–6 s
         Backward { stage: 5 },
         Backward { stage: 4 },
         p2,
         Backward { stage: 3 },
-        ForwardAll { stage: 1 },
+        Op::forward_all(1),
         Backward { stage: 2 },
         Backward { stage: 1 },
     ];

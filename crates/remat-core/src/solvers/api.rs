@@ -136,6 +136,12 @@ impl Algorithm {
         )
     }
 
+    /// Whether it chooses, per F_all, among the options of a stage's menu
+    /// (rotor and revolve, exactly); the others run the classic F_all only.
+    pub fn chooses_options(self) -> bool {
+        matches!(self, Algorithm::Rotor | Algorithm::Revolve)
+    }
+
     /// Whether its planner builds a persistent table (revolve, rotor).
     pub fn uses_slots(self) -> bool {
         matches!(self, Algorithm::Revolve | Algorithm::Rotor)

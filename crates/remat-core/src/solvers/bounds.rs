@@ -121,6 +121,9 @@ impl std::error::Error for BelowFloor {}
 ///   a gradient but the backward that consumes it);
 /// * B^ℓ: its input and `Chain::backward_bytes(ℓ)` (δ^ℓ, ā^ℓ, δ^{ℓ-1}).
 ///
+/// With a menu, ā^ℓ and B^ℓ's needs are those of the option the F_all^ℓ
+/// ran; the floor takes the option whose two needs peak lowest.
+///
 /// Nothing else need be resident: a^0 and every other tensor can be
 /// offloaded. So the floor is a lower bound for every algorithm (pofo's
 /// included), not always met: `optimal::least_budget` is the exact least
@@ -159,7 +162,26 @@ pub fn memory_floor(chain: &Chain) -> Floor {
         // The first forward of ℓ, of whichever kind needs less. As an
         // F_all^ℓ it is never above the F_all^ℓ term below with δ^L for δ^j.
         let nograd = sum(&[input, s.output_bytes, s.nograd_forward_overhead(), seed]);
-        let recording = sum(&[input, s.saved_bytes, s.forward_overhead(), seed]);
+        // With a menu, the schedule also picks the option of F_all^ℓ (and so
+        // of B^ℓ): the one whose two needs peak lowest (option 0 first, so a
+        // chain without menus keeps its floor and its op).
+        let all_need = |k: usize, front: u64| {
+            let c = s.choice(k);
+            sum(&[input, c.saved_bytes, c.forward_overhead, front])
+        };
+        let k = (0..s.option_count())
+            .min_by_key(|&k| {
+                all_need(k, least).max(input.saturating_add(chain.backward_bytes_of(l, k)))
+            })
+            .unwrap_or(0);
+        let (first_k, recording) = (0..s.option_count())
+            .map(|k| (k, all_need(k, seed)))
+            .min_by_key(|&(_, bytes)| bytes)
+            .unwrap_or((0, all_need(0, seed)));
+        let option = |k: usize| Op::ForwardAll {
+            stage: l,
+            option: k as u8,
+        };
         let first = if nograd <= recording {
             (
                 nograd,
@@ -170,23 +192,23 @@ pub fn memory_floor(chain: &Chain) -> Floor {
         } else {
             (
                 recording,
-                Op::ForwardAll { stage: l },
-                s.forward_overhead() as i64,
+                option(first_k),
+                s.choice(first_k).forward_overhead as i64,
                 false,
             )
         };
         let needs = [
             first,
             (
-                sum(&[input, s.saved_bytes, s.forward_overhead(), least]),
-                Op::ForwardAll { stage: l },
-                s.forward_overhead() as i64,
+                all_need(k, least),
+                option(k),
+                s.choice(k).forward_overhead as i64,
                 false,
             ),
             (
-                input.saturating_add(chain.backward_bytes(l)),
+                input.saturating_add(chain.backward_bytes_of(l, k)),
                 Op::Backward { stage: l },
-                s.backward_overhead_bytes,
+                s.choice(k).backward_overhead_bytes,
                 false,
             ),
         ];

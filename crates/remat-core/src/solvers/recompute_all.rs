@@ -28,7 +28,7 @@ pub fn schedule(chain: &Chain) -> Vec<Op> {
                 Op::ForwardNone { stage }
             });
         }
-        ops.push(Op::ForwardAll { stage: target });
+        ops.push(Op::forward_all(target));
         ops.push(Op::Backward { stage: target });
     }
     ops

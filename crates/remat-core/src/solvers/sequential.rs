@@ -36,10 +36,10 @@ pub fn schedule(chain: &Chain, k: usize) -> Vec<Op> {
         ops.push(Op::ForwardCheckpoint { stage: first });
         ops.extend((first + 1..=last).map(|stage| Op::ForwardNone { stage }));
     }
-    ops.extend((last_first..=n).map(|stage| Op::ForwardAll { stage }));
+    ops.extend((last_first..=n).map(Op::forward_all));
     ops.extend((last_first..=n).rev().map(|stage| Op::Backward { stage }));
     for &(first, last) in segs[..segs.len() - 1].iter().rev() {
-        ops.extend((first..=last).map(|stage| Op::ForwardAll { stage }));
+        ops.extend((first..=last).map(Op::forward_all));
         ops.extend((first..=last).rev().map(|stage| Op::Backward { stage }));
     }
     ops

@@ -168,12 +168,18 @@ impl Lattice {
 }
 
 /// The sizes a persistent DP holds while a sub-problem runs: a^ℓ (a
-/// checkpoint, ℓ = 1..L−1) and ā^s (an F_all before s+1..t, s = 1..L−1).
+/// checkpoint, ℓ = 1..L−1) and ā^s (an F_all before s+1..t, s = 1..L−1,
+/// of every option of its menu).
 /// a^0 is held throughout and taken off the budget exactly; a^L, ā^L and
 /// every δ and overhead only enter one operation's own need.
 pub(crate) fn held_sizes(chain: &Chain) -> impl Iterator<Item = u64> + '_ {
     let n = chain.len();
-    (1..n).flat_map(move |l| [chain.output_bytes(l), chain.saved_bytes(l)])
+    (1..n).flat_map(move |l| {
+        let s = chain.stage(l);
+        // Every option's ā^{ℓ,k} may be held, so the lattice divides each.
+        std::iter::once(chain.output_bytes(l))
+            .chain((0..s.option_count()).map(move |k| s.choice(k).saved_bytes))
+    })
 }
 
 fn gcd(a: u64, b: u64) -> u64 {

@@ -10,7 +10,7 @@ use crate::schedule::Op;
 pub fn schedule(chain: &Chain) -> Vec<Op> {
     let n = chain.len();
     (1..=n)
-        .map(|stage| Op::ForwardAll { stage })
+        .map(Op::forward_all)
         .chain((1..=n).rev().map(|stage| Op::Backward { stage }))
         .collect()
 }

@@ -48,6 +48,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
                 forward_nograd_seconds: nograd.filter(|_| with_overheads).map(|t| t.min(f) as f64),
                 forward_nograd_overhead_bytes: of_nograd.filter(|_| with_overheads),
                 module: None,
+                menu: Vec::new(),
             }
         });
     (
@@ -96,6 +97,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
             forward_nograd_seconds: nograd.map(|r| f * r),
             forward_nograd_overhead_bytes: of_nograd.map(|o| o as i64),
             module: None,
+            menu: Vec::new(),
         });
     (proptest::collection::vec(stage, 1..=max_len), 1u64..1 << 28).prop_map(|(stages, input)| {
         Chain {
@@ -116,12 +118,12 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
 /// then s'..t, then s..s'−1. `Revolve` keeps F_all right before its B.
 pub fn persistent_schedules(s: usize, t: usize, variant: Variant) -> Vec<Vec<Op>> {
     if s == t {
-        return vec![vec![Op::ForwardAll { stage: s }, Op::Backward { stage: s }]];
+        return vec![vec![Op::forward_all(s), Op::Backward { stage: s }]];
     }
     let mut out = Vec::new();
     if variant == Variant::Rotor {
         for sub in persistent_schedules(s + 1, t, variant) {
-            let mut ops = vec![Op::ForwardAll { stage: s }];
+            let mut ops = vec![Op::forward_all(s)];
             ops.extend(sub);
             ops.push(Op::Backward { stage: s });
             out.push(ops);
@@ -160,4 +162,90 @@ pub fn brute_best(all: &[(f64, u64)], budget: u64) -> Option<f64> {
         .filter(|(_, peak)| *peak <= budget)
         .map(|(time, _)| *time)
         .min_by(f64::total_cmp)
+}
+
+/// `integer_chain` whose stages carry menus of 0–2 options (issue 41):
+/// each keeps between a^ℓ and a^ℓ + 8 (below, equal to or above ā^ℓ), adds
+/// 0–8 s to B^ℓ, and has its own o_b (down to what B^ℓ may free) and,
+/// sometimes, its own o_f. How a test over these can fail: a DP that
+/// shifts a sub-problem by the classic ā^s instead of the option's, checks
+/// the classic m_all, or times B^s without the option's recomputation
+/// finds another optimum (or another feasibility) than the enumeration
+/// the simulator judges, and a simulator that sizes ā^ℓ or times B^ℓ by
+/// the classic option disagrees with the DP's prediction.
+pub fn integer_chain_with_menus(max_len: usize) -> impl Strategy<Value = Chain> {
+    let option = (
+        0u64..=8,
+        0u32..=8,
+        -12i64..=3,
+        proptest::option::of(0i64..=4),
+    );
+    (
+        integer_chain(max_len, true),
+        proptest::collection::vec(proptest::collection::vec(option, 0..=2), max_len),
+    )
+        .prop_map(|(mut chain, menus)| {
+            for (s, menu) in chain.stages.iter_mut().zip(menus) {
+                s.menu = menu
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, (keep, extra, ob, of))| {
+                        let saved = s.output_bytes + keep;
+                        let freed = (s.gradient_bytes + saved) as i64;
+                        remat_core::MenuOption {
+                            policy: format!("p{k}"),
+                            saved_bytes: saved,
+                            backward_extra_seconds: extra as f64,
+                            backward_overhead_bytes: ob.max(-freed),
+                            forward_overhead_bytes: of,
+                        }
+                    })
+                    .collect();
+            }
+            chain
+        })
+}
+
+/// Every schedule of `schedules` with each F_all^ℓ run once per option of
+/// stage ℓ's menu (the classic included): the persistent class with menus.
+pub fn with_every_option(chain: &Chain, schedules: &[Vec<Op>]) -> Vec<Vec<Op>> {
+    let mut out = Vec::new();
+    for ops in schedules {
+        let mut partial = vec![Vec::with_capacity(ops.len())];
+        for &op in ops {
+            let options = match op {
+                Op::ForwardAll { stage, .. } => chain.stage(stage).option_count(),
+                _ => 1,
+            };
+            let mut next = Vec::with_capacity(partial.len() * options);
+            for p in &partial {
+                for k in 0..options {
+                    let mut q = p.clone();
+                    q.push(match op {
+                        Op::ForwardAll { stage, .. } => Op::ForwardAll {
+                            stage,
+                            option: k as u8,
+                        },
+                        other => other,
+                    });
+                    next.push(q);
+                }
+            }
+            partial = next;
+        }
+        out.extend(partial);
+    }
+    out
+}
+
+/// (makespan, peak) of every persistent schedule with every option.
+pub fn measured_with_options(chain: &Chain, variant: Variant) -> Vec<(f64, u64)> {
+    let class = persistent_schedules(1, chain.len(), variant);
+    with_every_option(chain, &class)
+        .iter()
+        .map(|ops| {
+            let t = simulate(chain, ops).expect("every enumerated schedule is valid");
+            (t.makespan_seconds, t.peak_bytes)
+        })
+        .collect()
 }

@@ -214,7 +214,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
         step_seconds.push(seconds.iter().sum::<f64>());
         for (op, &t) in plain.iter().zip(&seconds) {
             match *op {
-                Op::ForwardAll { stage } => fwd[stage - 1].push(t),
+                Op::ForwardAll { stage, .. } => fwd[stage - 1].push(t),
                 Op::Backward { stage } => bwd[stage - 1].push(t),
                 _ => {}
             }
@@ -276,6 +276,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
             forward_nograd_seconds: Some(median(nograd[i].clone())),
             forward_nograd_overhead_bytes: Some(s.forward_nograd_overhead),
             module: None,
+            menu: Vec::new(),
         })
         .collect();
     let mut source = match dev {

@@ -391,7 +391,7 @@ impl<'n> Exec<'n> {
 /// The store-all schedule of a net with `n` stages.
 pub fn store_all(n: usize) -> Vec<Op> {
     (1..=n)
-        .map(|stage| Op::ForwardAll { stage })
+        .map(Op::forward_all)
         .chain((1..=n).rev().map(|stage| Op::Backward { stage }))
         .collect()
 }

@@ -44,7 +44,7 @@ fn a_run_is_read_field_by_field_and_round_trips() {
             source: "measured by hand".into(),
             ops: vec![
                 MeasuredOp {
-                    op: Op::ForwardAll { stage: 1 },
+                    op: Op::forward_all(1),
                     seconds: 0.5,
                     memory_bytes: 30,
                     peak_bytes: 40

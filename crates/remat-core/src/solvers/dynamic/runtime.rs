@@ -161,7 +161,7 @@ impl Runtime<'_> {
         let input = self.materialize(l - 1)?;
         self.locked = vec![input];
         let stage = self.chain.stage(l);
-        let op = Op::ForwardAll { stage: l };
+        let op = Op::forward_all(l);
         self.make_room(self.chain.saved_bytes(l) + stage.forward_overhead(), op)?;
         self.compute(op, &[input], Some(Tensor::saved(l)))?;
         self.locked.clear();
@@ -187,7 +187,7 @@ impl Runtime<'_> {
         self.locked.push(input);
         if recompute_saved {
             self.discard_host_copy(saved)?;
-            let op = Op::ForwardAll { stage: l };
+            let op = Op::forward_all(l);
             let need = self.chain.saved_bytes(l) + self.chain.stage(l).forward_overhead();
             self.make_room(need, op)?;
             self.compute(op, &[input], Some(saved))?;

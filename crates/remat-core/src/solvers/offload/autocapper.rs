@@ -25,7 +25,7 @@ fn reads(op: Op, tensor: TensorId) -> bool {
 /// Whether `op` puts `tensor` on the device.
 fn produces(op: Op, tensor: TensorId) -> bool {
     match (op, tensor) {
-        (Op::ForwardAll { stage }, TensorId::Saved(l)) => stage == l,
+        (Op::ForwardAll { stage, .. }, TensorId::Saved(l)) => stage == l,
         (Op::ForwardCheckpoint { stage } | Op::ForwardNone { stage }, TensorId::Activation(l)) => {
             stage == l
         }

@@ -103,7 +103,10 @@ pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> 
 
 pub(super) fn shift(op: Op, by: usize) -> Op {
     match op {
-        Op::ForwardAll { stage } => Op::ForwardAll { stage: stage + by },
+        Op::ForwardAll { stage, option } => Op::ForwardAll {
+            stage: stage + by,
+            option,
+        },
         Op::ForwardCheckpoint { stage } => Op::ForwardCheckpoint { stage: stage + by },
         Op::ForwardNone { stage } => Op::ForwardNone { stage: stage + by },
         Op::Backward { stage } => Op::Backward { stage: stage + by },

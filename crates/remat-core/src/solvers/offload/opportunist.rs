@@ -38,7 +38,7 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Result<Solu
         // F_all^s, then its input and ā^s leave while F_∅ runs. ā^s is
         // listed after its reader F^{s+1}: the copy starts when ā^s exists.
         let saved = (s, TensorKind::Saved);
-        ops.push(Op::ForwardAll { stage: s });
+        ops.push(Op::forward_all(s));
         ops.push(Op::Offload {
             stage: input.0,
             tensor: input.1,
@@ -92,7 +92,7 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Result<Solu
         ));
     }
     let tail = s;
-    ops.extend((tail..=n).map(|stage| Op::ForwardAll { stage }));
+    ops.extend((tail..=n).map(Op::forward_all));
     ops.extend((tail..=n).rev().map(|stage| Op::Backward { stage }));
     let mut back_on_device: Vec<(usize, TensorKind)> = Vec::new();
     for &(gs, ge, gin) in groups.iter().rev() {
@@ -122,7 +122,7 @@ pub fn opportunist(chain: &Chain, budget: u64, options: &Options) -> Result<Solu
     // Prefetches as pofo places them: from the loss on, as early as fits best.
     let loss = ops
         .iter()
-        .position(|op| *op == Op::ForwardAll { stage: n })
+        .position(|op| *op == Op::forward_all(n))
         .map_or(0, |p| p + 1);
     let ops = if fits_as_is(chain, &ops, budget, bandwidth) {
         replace_prefetches(chain, &ops, loss, budget, bandwidth)

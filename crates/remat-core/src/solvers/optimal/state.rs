@@ -273,7 +273,7 @@ impl Model {
         if self.class == Class::Persistent && input == Input::Plain {
             to.kept |= bit(l - 1);
         }
-        let op = Op::ForwardAll { stage: l };
+        let op = Op::forward_all(l);
         let seconds = self.forward_all_seconds[l];
         out.push(Move::new(op, to, level, peak, seconds));
     }

@@ -1,5 +1,6 @@
 //! M_low of the persistent schedules: the least budget, in exact bytes or
-//! on a lattice's rounding, at which C_BP(1, L, ·) is finite. O(L³) each.
+//! on a lattice's rounding, at which C_BP(1, L, ·) is finite. O(L³) each
+//! (O(L²·K) more with menus of K options).
 
 use super::{PersistentTable, SlotPolicy, Variant};
 use crate::model::Chain;
@@ -26,23 +27,30 @@ fn min_budget_holding(chain: &Chain, variant: Variant, held: impl Fn(u64) -> u64
     let n = chain.len();
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
-    let abar = |l: usize| chain.saved_bytes(l);
-    // o_f for F_all, o_f∅ for F_ck and F_∅ (the table's terms).
-    let of = |l: usize| chain.stage(l).forward_overhead();
+    // o_f∅ for F_ck and F_∅ (the table's terms); F_all's o_f is its option's.
     let ofn = |l: usize| chain.stage(l).nograd_forward_overhead();
     let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
-    let m_all = |s: usize, t: usize| sum(&[d(t), abar(s), of(s)]).max(chain.backward_bytes(s));
+    // m_all^{s,t} of option k, and ā^{s,k}.
+    let m_all = |s: usize, t: usize, k: usize| {
+        let c = chain.stage(s).choice(k);
+        sum(&[d(t), c.saved_bytes, c.forward_overhead]).max(chain.backward_bytes_of(s, k))
+    };
+    let abar = |s: usize, k: usize| chain.stage(s).choice(k).saved_bytes;
+    let options = |s: usize| 0..chain.stage(s).option_count();
     // p[s][t]: min memory to process s..t, a^{s-1} excluded.
     let mut p = vec![vec![u64::MAX; n + 1]; n + 2];
     for s in (1..=n).rev() {
         for t in s..=n {
             if s == t {
-                p[s][t] = m_all(s, s);
+                p[s][t] = options(s).map(|k| m_all(s, s, k)).min().unwrap_or(u64::MAX);
                 continue;
             }
             let mut best = u64::MAX;
             if variant == Variant::Rotor {
-                best = m_all(s, t).max(held(abar(s)).saturating_add(p[s + 1][t]));
+                for k in options(s) {
+                    let need = m_all(s, t, k).max(held(abar(s, k)).saturating_add(p[s + 1][t]));
+                    best = best.min(need);
+                }
             }
             // The F_∅^j of the split at `next`: s < j < next (the table's m_∅).
             let mut inner = 0u64;

@@ -123,16 +123,68 @@ pub struct PersistentTable {
     /// u_f^ℓ under no-grad (F_ck, F_∅).
     forward_nograd: Vec<f64>,
     backward: Vec<f64>,
+    /// The menu's options of each F_all^s (k ≥ 1; option 0 is the arrays
+    /// above), empty for stages without one.
+    menu: Vec<Vec<AllOption>>,
     row_start: Vec<usize>,
     table: Vec<f64>,
+}
+
+/// Option k ≥ 1 of F_all^s in a table's terms (`Stage::choice`): what it
+/// holds, its own needs and B^s's time.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AllOption {
+    pub option: u8,
+    /// ω_ā^{s,k} in slots, rounded up (grid only; the breakpoints use bytes).
+    pub held: usize,
+    pub saved_bytes: u64,
+    pub fwd_over: u64,
+    /// [`Chain::backward_bytes_of`] for this option.
+    pub bwd_need: u64,
+    /// u_b^s plus the option's recomputation.
+    pub backward: f64,
+}
+
+/// Every stage's menu as [`AllOption`]s, sizes held on `lattice` (None:
+/// in bytes, held = 0).
+pub(super) fn all_options(chain: &Chain, lattice: Option<&Lattice>) -> Vec<Vec<AllOption>> {
+    (0..=chain.len())
+        .map(|l| {
+            if l == 0 {
+                return Vec::new();
+            }
+            let st = chain.stage(l);
+            (1..st.option_count())
+                .map(|k| {
+                    let c = st.choice(k);
+                    AllOption {
+                        option: k as u8,
+                        held: lattice.map_or(0, |x| x.held(c.saved_bytes)),
+                        saved_bytes: c.saved_bytes,
+                        fwd_over: c.forward_overhead,
+                        bwd_need: chain.backward_bytes_of(l, k),
+                        backward: c.backward_seconds,
+                    }
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// One decision of Algorithm 2, for people and for the peak prediction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Decision {
-    Leaf,
-    All,
-    Checkpoint { next: usize },
+    /// F_all^s then B^s, with this option.
+    Leaf {
+        option: u8,
+    },
+    /// F_all^s (this option), s+1..t, then B^s.
+    All {
+        option: u8,
+    },
+    Checkpoint {
+        next: usize,
+    },
 }
 
 /// What a table answers for one budget.
@@ -279,6 +331,7 @@ impl PersistentTable {
             forward: times(|s| s.forward_seconds),
             forward_nograd: times(|s| s.forward_nograd_seconds.unwrap_or(s.forward_seconds)),
             backward: times(|s| s.backward_seconds),
+            menu: all_options(chain, Some(&lattice)),
             row_start,
             table: Vec::new(),
         }
@@ -338,6 +391,14 @@ impl PersistentTable {
         let (d, abar) = (&self.grad, self.saved_bytes[s]);
         let forward = d[t].saturating_add(abar).saturating_add(self.fwd_over[s]);
         self.lattice.need(forward.max(self.bwd_need[s]))
+    }
+
+    /// m_all^{s,t} of menu option `o` as an index (its ā, o_f and B^s).
+    fn m_all_with(&self, t: usize, o: &AllOption) -> usize {
+        let forward = self.grad[t]
+            .saturating_add(o.saved_bytes)
+            .saturating_add(o.fwd_over);
+        self.lattice.need(forward.max(o.bwd_need))
     }
 
     /// One term of m_∅ in bytes: running F_∅^j with a^{j-1} and a^j resident.
@@ -501,6 +562,26 @@ impl PersistentTable {
                     *v = fb + c;
                 }
             }
+            // The menu's options: the same case with another ā^s and B^s.
+            // They never beat the tail (u_b^{s,k} ≥ u_b^s), so only below hi.
+            for o in &self.menu[s] {
+                let fb = self.forward[s] + o.backward;
+                let held = if s == t { 0 } else { o.held };
+                let lo = self.m_all_with(t, o).max(held).min(hi);
+                if s == t {
+                    lower_portable(&mut best[lo..hi], fb);
+                } else if lo < hi {
+                    let w = o.held;
+                    let sub = self.row(s + 1, t);
+                    let sub = &self.table[sub + lo - w..sub + hi - w];
+                    for (v, c) in best[lo..hi].iter_mut().zip(sub) {
+                        let c = fb + c;
+                        if c < *v {
+                            *v = c;
+                        }
+                    }
+                }
+            }
         }
         hi
     }
@@ -580,13 +661,22 @@ impl PersistentTable {
     /// Which case of Theorem 1 reached C_BP(s, t, m). It recomputes each
     /// candidate with the same arithmetic as `fill`, so equality is exact.
     fn decide(&self, s: usize, t: usize, m: usize) -> Decision {
-        if s == t {
-            return Decision::Leaf;
-        }
         let value = self.table[self.row(s, t) + m];
+        if s == t {
+            // The first option, in the fill's order, that fits and gives it.
+            let classic = m >= self.m_all(s, s) && self.forward[s] + self.backward[s] == value;
+            let option = match classic {
+                true => 0,
+                false => self.menu[s]
+                    .iter()
+                    .find(|o| m >= self.m_all_with(s, o) && self.forward[s] + o.backward == value)
+                    .map_or(0, |o| o.option),
+            };
+            return Decision::Leaf { option };
+        }
         // The first candidate equal to the stored minimum is the one `fill`
         // kept; the nearest one is a fallback that exact arithmetic never needs.
-        let mut nearest = (f64::INFINITY, Decision::Leaf);
+        let mut nearest = (f64::INFINITY, Decision::All { option: 0 });
         let mut consider = |c: f64, d: Decision| -> Option<Decision> {
             if c == value {
                 return Some(d);
@@ -601,8 +691,17 @@ impl PersistentTable {
             if m >= self.m_all(s, t).max(w) {
                 let c =
                     (self.forward[s] + self.backward[s]) + self.table[self.row(s + 1, t) + m - w];
-                if let Some(d) = consider(c, Decision::All) {
+                if let Some(d) = consider(c, Decision::All { option: 0 }) {
                     return d;
+                }
+            }
+            for o in &self.menu[s] {
+                let w = o.held;
+                if m >= self.m_all_with(t, o).max(w) {
+                    let c = (self.forward[s] + o.backward) + self.table[self.row(s + 1, t) + m - w];
+                    if let Some(d) = consider(c, Decision::All { option: o.option }) {
+                        return d;
+                    }
                 }
             }
         }
@@ -630,22 +729,28 @@ impl PersistentTable {
     fn read_out(&self, chain: &Chain, s: usize, t: usize, m: usize, ops: &mut Vec<Op>) -> u64 {
         let a = |l: usize| chain.output_bytes(l);
         let d = |l: usize| chain.gradient_bytes(l);
-        let abar = |l: usize| chain.saved_bytes(l);
         let st = chain.stage(s);
-        let backward_peak = chain.backward_bytes(s);
         match self.decide(s, t, m) {
-            Decision::Leaf => {
-                ops.push(Op::ForwardAll { stage: s });
+            Decision::Leaf { option } => {
+                let k = option as usize;
+                let c = st.choice(k);
+                ops.push(Op::ForwardAll { stage: s, option });
                 ops.push(Op::Backward { stage: s });
-                (d(s) + abar(s) + st.forward_overhead()).max(backward_peak)
+                (d(s) + c.saved_bytes + c.forward_overhead).max(chain.backward_bytes_of(s, k))
             }
-            Decision::All => {
-                ops.push(Op::ForwardAll { stage: s });
-                let sub = self.read_out(chain, s + 1, t, m - self.saved[s], ops);
+            Decision::All { option } => {
+                let k = option as usize;
+                let c = st.choice(k);
+                let held = match k {
+                    0 => self.saved[s],
+                    _ => self.menu[s][k - 1].held,
+                };
+                ops.push(Op::ForwardAll { stage: s, option });
+                let sub = self.read_out(chain, s + 1, t, m - held, ops);
                 ops.push(Op::Backward { stage: s });
-                (d(t) + abar(s) + st.forward_overhead())
-                    .max(abar(s) + sub)
-                    .max(backward_peak)
+                (d(t) + c.saved_bytes + c.forward_overhead)
+                    .max(c.saved_bytes + sub)
+                    .max(chain.backward_bytes_of(s, k))
             }
             Decision::Checkpoint { next } => {
                 ops.push(Op::ForwardCheckpoint { stage: s });

@@ -35,7 +35,7 @@
 //! of the cells of its length so far, or of the longest so far): the
 //! caller then builds the grid and says so.
 
-use super::{Decision, PersistentPlan, Variant};
+use super::{all_options, AllOption, Decision, PersistentPlan, Variant};
 use crate::model::{Chain, Stage};
 use crate::solvers::api::{Progress, SolveError};
 use serde::{Deserialize, Serialize};
@@ -91,6 +91,8 @@ pub struct StepTable {
     forward: Vec<f64>,
     forward_nograd: Vec<f64>,
     backward: Vec<f64>,
+    /// The menu's options of each F_all^s (k ≥ 1), in bytes.
+    menu: Vec<Vec<AllOption>>,
 }
 
 /// `a + b`, or u64::MAX (no budget reaches it).
@@ -150,6 +152,7 @@ impl StepTable {
             forward: times(|s| s.forward_seconds),
             forward_nograd: times(|s| s.forward_nograd_seconds.unwrap_or(s.forward_seconds)),
             backward: times(|s| s.backward_seconds),
+            menu: all_options(chain, None),
         }
     }
 
@@ -166,6 +169,11 @@ impl StepTable {
     fn m_all(&self, s: usize, t: usize) -> u64 {
         let forward = add(add(self.grad[t], self.saved_bytes[s]), self.fwd_over[s]);
         forward.max(self.bwd_need[s])
+    }
+
+    /// m_all^{s,t} of menu option `o` in bytes.
+    fn m_all_with(&self, t: usize, o: &AllOption) -> u64 {
+        add(add(self.grad[t], o.saved_bytes), o.fwd_over).max(o.bwd_need)
     }
 
     /// One F_∅^j term in bytes: a^{j−1} and a^j resident, o_f∅^j.
@@ -230,6 +238,13 @@ impl StepTable {
                     if lo < hi {
                         env.push((lo, fb));
                     }
+                    // The menu's options: a constant f from their own need.
+                    for o in &self.menu[s] {
+                        let f = self.forward[s] + o.backward;
+                        let lo = self.m_all_with(s, o);
+                        let one = (&[0u64][..], &[0.0][..], 0, 0.0);
+                        relax::<false>(&mut env, &mut out, one, (&[], &[], 0.0), f, lo, hi);
+                    }
                 } else {
                     if self.all_allowed(s, t) {
                         let w = self.saved_bytes[s];
@@ -245,6 +260,19 @@ impl StepTable {
                             lo,
                             hi,
                         );
+                        for o in &self.menu[s] {
+                            let w = o.saved_bytes;
+                            let lo = self.m_all_with(t, o).max(w);
+                            relax::<false>(
+                                &mut env,
+                                &mut out,
+                                (am, av, w, least[below]),
+                                (&[], &[], 0.0),
+                                self.forward[s] + o.backward,
+                                lo,
+                                hi,
+                            );
+                        }
                     }
                     let mut f = 0.0;
                     let mut inner = 0u64;
@@ -437,11 +465,20 @@ impl StepTable {
     /// table's order, equal to the stored value (each recomputed with the
     /// fill's arithmetic, so equality is exact).
     fn decide(&self, s: usize, t: usize, m: u64) -> Decision {
-        if s == t {
-            return Decision::Leaf;
-        }
         let value = self.value(s, t, m);
-        let mut nearest = (f64::INFINITY, Decision::Leaf);
+        if s == t {
+            // The first option, in the fill's order, that fits and gives it.
+            let classic = m >= self.m_all(s, s) && self.forward[s] + self.backward[s] == value;
+            let option = match classic {
+                true => 0,
+                false => self.menu[s]
+                    .iter()
+                    .find(|o| m >= self.m_all_with(s, o) && self.forward[s] + o.backward == value)
+                    .map_or(0, |o| o.option),
+            };
+            return Decision::Leaf { option };
+        }
+        let mut nearest = (f64::INFINITY, Decision::All { option: 0 });
         let mut consider = |c: f64, d: Decision| -> Option<Decision> {
             if c == value {
                 return Some(d);
@@ -455,8 +492,17 @@ impl StepTable {
             let w = self.saved_bytes[s];
             if m >= self.m_all(s, t).max(w) {
                 let c = (self.forward[s] + self.backward[s]) + self.value(s + 1, t, m - w);
-                if let Some(d) = consider(c, Decision::All) {
+                if let Some(d) = consider(c, Decision::All { option: 0 }) {
                     return d;
+                }
+            }
+            for o in &self.menu[s] {
+                let w = o.saved_bytes;
+                if m >= self.m_all_with(t, o).max(w) {
+                    let c = (self.forward[s] + o.backward) + self.value(s + 1, t, m - w);
+                    if let Some(d) = consider(c, Decision::All { option: o.option }) {
+                        return d;
+                    }
                 }
             }
         }
@@ -484,22 +530,24 @@ impl StepTable {
         use crate::Op;
         let a = |l: usize| chain.output_bytes(l);
         let d = |l: usize| chain.gradient_bytes(l);
-        let abar = |l: usize| chain.saved_bytes(l);
         let st = chain.stage(s);
-        let backward_peak = chain.backward_bytes(s);
         match self.decide(s, t, m) {
-            Decision::Leaf => {
-                ops.push(Op::ForwardAll { stage: s });
+            Decision::Leaf { option } => {
+                let k = option as usize;
+                let c = st.choice(k);
+                ops.push(Op::ForwardAll { stage: s, option });
                 ops.push(Op::Backward { stage: s });
-                (d(s) + abar(s) + st.forward_overhead()).max(backward_peak)
+                (d(s) + c.saved_bytes + c.forward_overhead).max(chain.backward_bytes_of(s, k))
             }
-            Decision::All => {
-                ops.push(Op::ForwardAll { stage: s });
-                let sub = self.read_out(chain, s + 1, t, m - abar(s), ops);
+            Decision::All { option } => {
+                let k = option as usize;
+                let c = st.choice(k);
+                ops.push(Op::ForwardAll { stage: s, option });
+                let sub = self.read_out(chain, s + 1, t, m - c.saved_bytes, ops);
                 ops.push(Op::Backward { stage: s });
-                (d(t) + abar(s) + st.forward_overhead())
-                    .max(abar(s) + sub)
-                    .max(backward_peak)
+                (d(t) + c.saved_bytes + c.forward_overhead)
+                    .max(c.saved_bytes + sub)
+                    .max(chain.backward_bytes_of(s, k))
             }
             Decision::Checkpoint { next } => {
                 ops.push(Op::ForwardCheckpoint { stage: s });

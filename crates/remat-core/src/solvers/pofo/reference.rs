@@ -744,7 +744,7 @@ impl Pofo {
             ForwardChoice::Infeasible => unreachable!("read out of an infeasible state"),
             ForwardChoice::Loss => {
                 out.loss_index = out.ops.len();
-                out.ops.push(Op::ForwardAll { stage: i });
+                out.ops.push(Op::forward_all(i));
                 out.ops.push(Op::Backward { stage: i });
             }
             ForwardChoice::All { offload } => {
@@ -754,7 +754,7 @@ impl Pofo {
                 let eps_b = g.idle(mb as f64 + mbx - big_n as f64);
                 let sent = (g.uf[i] + eps_f) * g.beta;
                 let fetched = (g.ub[i] + eps_b) * g.beta;
-                out.ops.push(Op::ForwardAll { stage: i });
+                out.ops.push(Op::forward_all(i));
                 if offload {
                     out.ops.push(Op::Offload {
                         stage: i - 1,
@@ -805,7 +805,7 @@ impl Pofo {
         let g = &self.grid;
         let choice = self.back.choices[self.back.index(i, j, m, delta)];
         if i == j || choice == 1 {
-            ops.push(Op::ForwardAll { stage: i });
+            ops.push(Op::forward_all(i));
             if i < j {
                 let (_, d1) = self
                     .backward_all(i, j, m, delta)
