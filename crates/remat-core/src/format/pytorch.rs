@@ -57,6 +57,8 @@ pub enum SegmentsError {
     Empty,
     #[error("op {index} ({op}) moves a tensor to or from the host: torch.utils.checkpoint cannot offload; run this schedule with the remat_torch wrapper (docs/pytorch.md)")]
     Offloading { index: usize, op: Op },
+    #[error("op {index} ({op}) runs option {option} of the stage's menu (a selective-checkpointing policy): checkpointed segments run classic forwards only; run this schedule with the remat_torch wrapper (docs/pytorch.md)")]
+    MenuOption { index: usize, op: Op, option: u8 },
     #[error("op {index} ({op}) takes a checkpoint while recomputing in the backward pass: this schedule nests recomputations (rotor's and revolve's F_all/F_ck recursion), which torch.utils.checkpoint segments cannot express; run it with the remat_torch wrapper (docs/pytorch.md)")]
     Nested { index: usize, op: Op },
     #[error("op {index}: the checkpointed segments {segments} would run {expected} here, the schedule runs {found}; torch.utils.checkpoint cannot express this schedule; run it with the remat_torch wrapper (docs/pytorch.md)")]
@@ -75,6 +77,17 @@ pub fn segments(ops: &[Op]) -> Result<Vec<Segment>, SegmentsError> {
     }
     if let Some((index, &op)) = ops.iter().enumerate().find(|(_, op)| op.is_transfer()) {
         return Err(SegmentsError::Offloading { index, op });
+    }
+    if let Some((index, &op)) = ops
+        .iter()
+        .enumerate()
+        .find(|(_, op)| matches!(op, Op::ForwardAll { option, .. } if *option > 0))
+    {
+        let option = match op {
+            Op::ForwardAll { option, .. } => option,
+            _ => 0,
+        };
+        return Err(SegmentsError::MenuOption { index, op, option });
     }
     // The forward pass: everything before the first backward.
     let first_backward = ops
@@ -277,6 +290,8 @@ pub enum LowerError {
     Offloading { index: usize, op: Op },
     #[error("op {index} ({op}) releases a tensor (a dynamic runtime's eviction): stock PyTorch's checkpoint cannot forget a tensor it holds; run this schedule with remat_torch.checkpointed (docs/pytorch.md)")]
     Release { index: usize, op: Op },
+    #[error("op {index} ({op}) runs option {option} of the stage's menu (a selective-checkpointing policy): the nested-region export writes classic checkpoints only; run this schedule with remat_torch.checkpointed, which runs each option with its policy (docs/pytorch.md)")]
+    MenuOption { index: usize, op: Op, option: u8 },
     #[error("op {index}: the nested checkpoint regions {regions} would run {expected} here, the schedule runs {found}; stock PyTorch's checkpoint cannot express this schedule; run it with remat_torch.checkpointed (docs/pytorch.md)")]
     Differs {
         index: usize,
@@ -305,6 +320,9 @@ pub fn regions(ops: &[Op], stages: usize) -> Result<Vec<Region>, LowerError> {
                 return Err(LowerError::Offloading { index, op })
             }
             Op::Release { .. } => return Err(LowerError::Release { index, op }),
+            Op::ForwardAll { option, .. } if option > 0 => {
+                return Err(LowerError::MenuOption { index, op, option })
+            }
             _ => {}
         }
     }
