@@ -155,7 +155,12 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
             .as_deref()
             .map(|ops| report::OptionReport::list(chain, ops))
             .unwrap_or_default(),
-        menus_used: !chain.has_menus() || algorithm.chooses_options(),
+        menus_used: !chain.has_menus()
+            || algorithm.chooses_options()
+            || s.solution
+                .ops
+                .as_deref()
+                .is_some_and(|ops| !remat_core::schedule::menu_choices(ops).is_empty()),
     }
 }
 
@@ -202,7 +207,14 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
         }
         _ => say!("infeasible: {}", s.solution.detail),
     }
-    if chain.has_menus() && !algorithm.chooses_options() {
+    let ran_options = s
+        .solution
+        .ops
+        .as_deref()
+        .is_some_and(|ops| !remat_core::schedule::menu_choices(ops).is_empty());
+    // pofo, opportunist and autocapper may answer with a rotor plan, which
+    // can run options: only say "not used" when none ran.
+    if chain.has_menus() && !algorithm.chooses_options() && !ran_options {
         say!("menus      not used: {algorithm} runs every F_all as the classic one (rotor and revolve choose options)");
     }
 }
