@@ -140,6 +140,11 @@ pub struct SolveReport<'a> {
     pub options: Vec<OptionReport>,
     /// False when the chain has menus this algorithm does not choose from.
     pub menus_used: bool,
+    /// rotor and revolve: no schedule of their class is faster at this
+    /// budget (the plan's own time where it is exact); null for the others.
+    pub lower_bound_seconds: Option<f64>,
+    /// predicted_seconds / lower_bound_seconds − 1 (0: proven optimal).
+    pub gap: Option<f64>,
 }
 
 /// One entry of `"options"`: a stage whose F_all runs a menu option.

@@ -38,6 +38,9 @@ struct Solved {
     delta: Option<DeltaSettings>,
     /// pofo's and offload-only's grid.
     offload_grid: Option<Resolution>,
+    /// rotor's and revolve's certificate: no schedule of their class is
+    /// faster than this at the budget (issue 44).
+    lower_bound: Option<f64>,
 }
 
 pub fn run(a: &SolveArgs) -> Result<()> {
@@ -90,7 +93,8 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
     // A long chain's table or search takes a while: its percentage on a
     // terminal (the build, then the per-budget solve, each from 0 to 100 %).
     let mut shown = TerminalProgress::new(format!("solving {algorithm}"));
-    let planner = Planner::build(chain, algorithm, budget, &opts, &mut |d| shown.report(d))?;
+    let mut planner = Planner::build(chain, algorithm, budget, &opts, &mut |d| shown.report(d))?;
+    planner.certify(chain, &mut |d| shown.report(d))?;
     let solution = planner.plan_with_progress(chain, budget, &mut |d| shown.report(d))?;
     drop(shown);
     let trace = match &solution.ops {
@@ -120,6 +124,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         own_min,
         delta: (algorithm.is_dynamic() && algorithm != Algorithm::Dtr).then_some(opts.delta),
         offload_grid: planner.offload_grid(),
+        lower_bound: planner.lower_bound_seconds(budget),
     })
 }
 
@@ -155,6 +160,17 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
             .as_deref()
             .map(|ops| report::OptionReport::list(chain, ops))
             .unwrap_or_default(),
+        lower_bound_seconds: s.lower_bound,
+        gap: s
+            .lower_bound
+            .zip(s.solution.predicted_seconds)
+            .map(|(bound, dp)| {
+                if bound > 0.0 {
+                    (dp / bound - 1.0).max(0.0)
+                } else {
+                    0.0
+                }
+            }),
         menus_used: !chain.has_menus()
             || algorithm.chooses_options()
             || s.solution
@@ -198,6 +214,14 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
                 format_seconds(t.sequential_seconds)
             );
             say!("peak       {}", format_bytes(t.peak_bytes));
+            if let (Some(bound), Some(dp)) = (s.lower_bound, s.solution.predicted_seconds) {
+                say!(
+                    "certified  within {} of the optimum: no {} schedule is faster than {} at this budget",
+                    remat_core::solvers::persistent::format_gap(dp, bound),
+                    if algorithm == Algorithm::Revolve { "revolve-class" } else { "persistent" },
+                    format_seconds(bound)
+                );
+            }
             say!("at peak    {}", t.peak_line(ops));
             say!("recomputed {} forward operations", t.recomputations);
             for line in option_lines(chain, ops) {

@@ -255,6 +255,41 @@ impl Planner {
         }
     }
 
+    /// Builds what [`lower_bound_seconds`](Self::lower_bound_seconds) needs
+    /// where the table may round ([`persistent::Table::certify`]): as long
+    /// as the grid took again. A no-op for the other planners.
+    pub fn certify(
+        &mut self,
+        chain: &Chain,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), SolveError> {
+        match self {
+            Planner::Persistent { table, .. } => table.certify(chain, progress),
+            _ => Ok(()),
+        }
+    }
+
+    /// The certificate of the answer at `budget_bytes` (issue 44): a time
+    /// no schedule of the algorithm's class beats there — the answer's own
+    /// time where it is exact (breakpoints, an exact lattice, store-all
+    /// where it wins), the grid rounded down elsewhere. rotor and revolve
+    /// only (their classes: persistent schedules, and revolve's); None for
+    /// the others and where nothing fits.
+    pub fn lower_bound_seconds(&self, budget_bytes: u64) -> Option<f64> {
+        match self {
+            Planner::Persistent {
+                table, store_all, ..
+            } => {
+                let table_seconds = table.best_seconds(budget_bytes);
+                if persistent::store_all_wins(*store_all, table_seconds, budget_bytes) {
+                    return store_all.map(|(seconds, _)| seconds);
+                }
+                table.lower_bound_seconds(budget_bytes)
+            }
+            _ => None,
+        }
+    }
+
     /// The smallest budget this algorithm can meet, in exact bytes. For
     /// `rotor` and `revolve` on breakpoints it is the exact M_low, the first
     /// breakpoint of C(1, L) (capped at M_high for rotor); on a grid it is

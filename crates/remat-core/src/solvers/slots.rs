@@ -152,6 +152,24 @@ impl Lattice {
         bytes.div_ceil(self.slot_bytes).min(self.slots as u64 + 1) as usize
     }
 
+    /// A held size in slots rounded *down*, capped at M + 1: a table that
+    /// holds sizes so admits every schedule that fits in bytes, so its
+    /// value is a lower bound on the optimum (issue 44's certificate).
+    pub fn held_down(&self, bytes: u64) -> usize {
+        (bytes / self.slot_bytes).min(self.slots as u64 + 1) as usize
+    }
+
+    /// The lowest index whose bytes are at least `free` (M when `free` is
+    /// above the top): a lower-bound table read there never has fewer
+    /// bytes than the budget gives.
+    pub fn index_at_least(&self, free: u64) -> usize {
+        if free >= self.free_bytes {
+            return self.slots;
+        }
+        let short = (self.free_bytes - free) / self.slot_bytes;
+        self.slots - (short as usize).min(self.slots)
+    }
+
     /// The highest index at most `free` bytes, or None below index 0.
     pub fn index_for(&self, free: u64) -> Option<usize> {
         if free >= self.free_bytes {

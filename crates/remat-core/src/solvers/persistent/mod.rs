@@ -99,9 +99,21 @@ pub struct TableGrid {
     pub lattice: Lattice,
 }
 
+/// How a table rounds the sizes it holds to whole slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounding {
+    /// Up: every schedule the table finds fits in bytes (the planner's).
+    Up,
+    /// Down: every schedule that fits in bytes fits the table, so its value
+    /// at a budget is a lower bound on the optimum there; its schedules
+    /// may not fit and are never read out ([`PersistentTable::bound_seconds`]).
+    Down,
+}
+
 /// The table C_BP(s, t, m) for one chain and every budget up to `budget_bytes`.
 pub struct PersistentTable {
     variant: Variant,
+    rounding: Rounding,
     n: usize,
     lattice: Lattice,
     /// M: the number of slots of the largest budget.
@@ -145,9 +157,12 @@ pub(super) struct AllOption {
     pub backward: f64,
 }
 
-/// Every stage's menu as [`AllOption`]s, sizes held on `lattice` (None:
-/// in bytes, held = 0).
-pub(super) fn all_options(chain: &Chain, lattice: Option<&Lattice>) -> Vec<Vec<AllOption>> {
+/// Every stage's menu as [`AllOption`]s, sizes held on `lattice` rounded
+/// as `rounding` says (None: in bytes, held = 0).
+pub(super) fn all_options(
+    chain: &Chain,
+    lattice: Option<(&Lattice, Rounding)>,
+) -> Vec<Vec<AllOption>> {
     (0..=chain.len())
         .map(|l| {
             if l == 0 {
@@ -159,7 +174,7 @@ pub(super) fn all_options(chain: &Chain, lattice: Option<&Lattice>) -> Vec<Vec<A
                     let c = st.choice(k);
                     AllOption {
                         option: k as u8,
-                        held: lattice.map_or(0, |x| x.held(c.saved_bytes)),
+                        held: lattice.map_or(0, |(x, r)| held(x, r, c.saved_bytes)),
                         saved_bytes: c.saved_bytes,
                         fwd_over: c.forward_overhead,
                         bwd_need: chain.backward_bytes_of(l, k),
@@ -169,6 +184,14 @@ pub(super) fn all_options(chain: &Chain, lattice: Option<&Lattice>) -> Vec<Vec<A
                 .collect()
         })
         .collect()
+}
+
+/// `bytes` in slots of `lattice`, rounded as `rounding` says.
+fn held(lattice: &Lattice, rounding: Rounding, bytes: u64) -> usize {
+    match rounding {
+        Rounding::Up => lattice.held(bytes),
+        Rounding::Down => lattice.held_down(bytes),
+    }
 }
 
 /// One decision of Algorithm 2, for people and for the peak prediction.
@@ -280,7 +303,28 @@ impl PersistentTable {
             )));
         }
         let grid = TableGrid { variant, lattice };
-        let mut t = PersistentTable::empty(chain, grid);
+        Self::filled(chain, grid, Rounding::Up, progress)
+    }
+
+    /// The table on `grid` with sizes rounded *down*: its value at a budget
+    /// is at most the optimum of the persistent class there (issue 44's
+    /// certificate, [`bound_seconds`](Self::bound_seconds)). Same cost as
+    /// the planner's table on that grid.
+    pub fn build_lower_bound(
+        chain: &Chain,
+        grid: TableGrid,
+        progress: &mut Progress<'_>,
+    ) -> Result<PersistentTable, SolveError> {
+        Self::filled(chain, grid, Rounding::Down, progress)
+    }
+
+    fn filled(
+        chain: &Chain,
+        grid: TableGrid,
+        rounding: Rounding,
+        progress: &mut Progress<'_>,
+    ) -> Result<PersistentTable, SolveError> {
+        let mut t = PersistentTable::empty(chain, grid, rounding);
         let len = t.row_start[t.n + 1] * (t.max_slots + 1);
         let mut table = Vec::new();
         table
@@ -293,7 +337,7 @@ impl PersistentTable {
     }
 
     /// The sizes of `chain` on `grid`, with no values yet.
-    fn empty(chain: &Chain, grid: TableGrid) -> PersistentTable {
+    fn empty(chain: &Chain, grid: TableGrid, rounding: Rounding) -> PersistentTable {
         let n = chain.len();
         let lattice = grid.lattice;
         // Index 0 is the input batch: a^0 and δ^0, no ā, no time.
@@ -315,11 +359,18 @@ impl PersistentTable {
         }
         PersistentTable {
             variant: grid.variant,
+            rounding,
             n,
             lattice,
             max_slots: lattice.slots,
-            act: act_bytes.iter().map(|&x| lattice.held(x)).collect(),
-            saved: saved_bytes.iter().map(|&x| lattice.held(x)).collect(),
+            act: act_bytes
+                .iter()
+                .map(|&x| held(&lattice, rounding, x))
+                .collect(),
+            saved: saved_bytes
+                .iter()
+                .map(|&x| held(&lattice, rounding, x))
+                .collect(),
             act_bytes,
             saved_bytes,
             grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
@@ -331,7 +382,7 @@ impl PersistentTable {
             forward: times(|s| s.forward_seconds),
             forward_nograd: times(|s| s.forward_nograd_seconds.unwrap_or(s.forward_seconds)),
             backward: times(|s| s.backward_seconds),
-            menu: all_options(chain, Some(&lattice)),
+            menu: all_options(chain, Some((&lattice, rounding))),
             row_start,
             table: Vec::new(),
         }
@@ -368,7 +419,7 @@ impl PersistentTable {
                 l.slots
             )));
         }
-        let mut t = PersistentTable::empty(chain, grid);
+        let mut t = PersistentTable::empty(chain, grid, Rounding::Up);
         let expected = t.row_start[t.n + 1] * (t.max_slots + 1);
         if values.len() != expected {
             return Err(SolveError::BadOption(format!(
@@ -641,9 +692,28 @@ impl PersistentTable {
         v.is_finite().then_some(v)
     }
 
+    /// A lower bound on the best persistent schedule's time at
+    /// `budget_bytes`, from a [`Rounding::Down`] table or an exact lattice
+    /// (where rounding down changes nothing): read at the lowest index with
+    /// at least the budget's bytes. None: no schedule fits there, so none
+    /// fits in bytes either; or this table rounds up on a lattice that is
+    /// not exact.
+    pub fn bound_seconds(&self, budget_bytes: u64) -> Option<f64> {
+        if self.rounding != Rounding::Down && !self.lattice.exact() {
+            return None;
+        }
+        let free = budget_bytes.checked_sub(self.act_bytes[0])?;
+        let v = self.table[self.row(1, self.n) + self.lattice.index_at_least(free)];
+        v.is_finite().then_some(v)
+    }
+
     /// Algorithm 2: the optimal persistent schedule for `budget_bytes` (at
     /// most the table's budget; larger budgets are answered as the table's).
+    /// None on a [`Rounding::Down`] table, whose schedules may not fit.
     pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Option<PersistentPlan> {
+        if self.rounding == Rounding::Down {
+            return None;
+        }
         let m = self.top_slots(budget_bytes)?;
         let predicted_seconds = self.table[self.row(1, self.n) + m];
         if !predicted_seconds.is_finite() {
@@ -968,6 +1038,11 @@ pub enum Table {
         table: PersistentTable,
         /// Why the breakpoints were given up, when they were.
         fallback: Option<String>,
+        /// The same grid with sizes rounded down, where the lattice is not
+        /// exact: the certificate's lower bound (issue 44). Not carried by
+        /// [`TableParts`] (a table rebuilt from parts states only its
+        /// rounding).
+        bound: Option<PersistentTable>,
     },
 }
 
@@ -997,7 +1072,9 @@ impl Table {
     pub fn into_parts(self) -> TableParts {
         match self {
             Table::Steps(t) => TableParts::Steps(t.into_parts()),
-            Table::Grid { table, fallback } => {
+            Table::Grid {
+                table, fallback, ..
+            } => {
                 let (grid, values) = table.into_values();
                 TableParts::Grid {
                     grid,
@@ -1019,6 +1096,7 @@ impl Table {
             } => Table::Grid {
                 table: PersistentTable::from_values(chain, grid, values)?,
                 fallback,
+                bound: None,
             },
         })
     }
@@ -1081,7 +1159,46 @@ impl Table {
             options.max_table_bytes,
             progress,
         )?;
-        Ok(Table::Grid { table, fallback })
+        Ok(Table::Grid {
+            table,
+            fallback,
+            bound: None,
+        })
+    }
+
+    /// Adds the certificate's lower bound where the answer may not be
+    /// exact: where rounding may hide bytes, the same grid rounded down
+    /// bounds the optimum from below (as long to build as the grid). A
+    /// no-op on the breakpoints and on an exact lattice, which are their
+    /// own bound.
+    pub fn certify(
+        &mut self,
+        chain: &Chain,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), SolveError> {
+        if let Table::Grid { table, bound, .. } = self {
+            if bound.is_none() && !table.lattice().exact() {
+                *bound = Some(PersistentTable::build_lower_bound(
+                    chain,
+                    table.grid(),
+                    progress,
+                )?);
+            }
+        }
+        Ok(())
+    }
+
+    /// A time no persistent schedule beats at `budget_bytes`: the answer
+    /// itself where it is exact (breakpoints, or an exact lattice at a
+    /// lattice point), else the rounded-down grid's value (an exact
+    /// lattice is its own); None where neither is known (a grid rebuilt
+    /// from parts, not exact) or nothing fits.
+    pub fn lower_bound_seconds(&self, budget_bytes: u64) -> Option<f64> {
+        match self {
+            Table::Steps(t) => t.best_seconds(budget_bytes),
+            Table::Grid { bound: Some(b), .. } => b.bound_seconds(budget_bytes),
+            Table::Grid { table, .. } => table.bound_seconds(budget_bytes),
+        }
     }
 
     pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Option<PersistentPlan> {
@@ -1159,14 +1276,41 @@ impl Table {
             table.slots(),
             format_bytes(table.slot_bytes())
         );
+        let certified = self
+            .lower_bound_seconds(budget_bytes)
+            .zip(table.best_seconds(budget_bytes));
         match table.lost_bytes(budget_bytes) {
             0 => format!("exact: {slots}"),
+            _ if certified.is_some() => {
+                let (bound, seconds) = certified.unwrap_or_default();
+                format!(
+                    "{slots}; within {} of the optimum (none is faster than {})",
+                    format_gap(seconds, bound),
+                    crate::model::units::format_seconds(bound)
+                )
+            }
             lost => format!(
                 "{slots}; rounding may hide up to {} ({:.2}% of the budget)",
                 format_bytes(lost),
                 100.0 * lost as f64 / budget_bytes.max(1) as f64
             ),
         }
+    }
+}
+
+/// `seconds` over a lower bound, as people read it: "0.31 %", "0 %".
+pub fn format_gap(seconds: f64, bound: f64) -> String {
+    let gap = if bound > 0.0 {
+        (seconds / bound - 1.0).max(0.0)
+    } else {
+        0.0
+    };
+    if gap == 0.0 {
+        "0 %".to_string()
+    } else if gap < 0.0001 {
+        "0.01 %".to_string()
+    } else {
+        format!("{:.2} %", 100.0 * gap)
     }
 }
 
