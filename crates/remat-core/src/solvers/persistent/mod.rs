@@ -1042,7 +1042,7 @@ pub enum Table {
         /// exact: the certificate's lower bound (issue 44). Not carried by
         /// [`TableParts`] (a table rebuilt from parts states only its
         /// rounding).
-        bound: Option<PersistentTable>,
+        bound: Option<Box<PersistentTable>>,
     },
 }
 
@@ -1178,11 +1178,11 @@ impl Table {
     ) -> Result<(), SolveError> {
         if let Table::Grid { table, bound, .. } = self {
             if bound.is_none() && !table.lattice().exact() {
-                *bound = Some(PersistentTable::build_lower_bound(
+                *bound = Some(Box::new(PersistentTable::build_lower_bound(
                     chain,
                     table.grid(),
                     progress,
-                )?);
+                )?));
             }
         }
         Ok(())
