@@ -443,8 +443,20 @@ pub struct LoweredReport<'a> {
     pub checkpoint_kwargs: CheckpointKwargs,
     /// The `--shared-gradient`s the lowered forms count.
     pub shared_gradients: &'a [SharedGradient],
+    /// The stages the plan runs with a menu option, each outside every
+    /// region: `apply_plan` runs each under `checkpoint` with that
+    /// policy's selective-checkpointing context (`[]`: none).
+    pub policies: Vec<PolicyReport>,
     #[serde(flatten)]
     pub judged: Fidelity,
+}
+
+/// One entry of `"policies"` in `remat export --to pytorch --json`.
+#[derive(Serialize)]
+pub struct PolicyReport {
+    pub stage: usize,
+    pub option: u8,
+    pub policy: String,
 }
 
 /// `use_reentrant=False, early_stop=False`.

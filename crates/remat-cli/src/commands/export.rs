@@ -8,6 +8,7 @@ use crate::error::{CliError, FileProblem, InFile, Result};
 use crate::input;
 use crate::report::{
     self, CheckpointKwargs, ExportReport, Fidelity, FormReport, LayerSwitch, LoweredReport,
+    PolicyReport,
 };
 use remat_core::format::pytorch::{self, Region};
 use remat_core::format::ScheduleFile;
@@ -224,8 +225,14 @@ fn fidelity(
         &plan,
     )];
     let mut lowered_ops = None;
+    // The plan's menu options sit on stages no region recomputes
+    // (`pytorch::regions` checks): the lowered plan and its one-stage form
+    // keep them; the baselines are the framework's own, without.
+    let options = remat_core::schedule::menu_choices(&schedule.ops);
     for (form, label, regions) in forms {
-        let judged = pytorch::judge_regions(chain, &a.shared_gradient, regions, budget)
+        let keeps = matches!(form, "regions" | "one-stage");
+        let options = if keeps { &options[..] } else { &[] };
+        let judged = pytorch::judge_regions(chain, &a.shared_gradient, regions, options, budget)
             .map_err(FileProblem::Invalid)
             .in_file(&a.schedule)?;
         lowered_ops.get_or_insert(judged.ops);
@@ -273,6 +280,28 @@ fn lowered(
     let n = chain.len();
     let tree = pytorch::regions(&schedule.ops, n).in_file(&a.schedule)?;
     let modules: Vec<Option<&str>> = chain.stages.iter().map(|s| s.module.as_deref()).collect();
+    let options = remat_core::schedule::menu_choices(&schedule.ops);
+    if let (ExportTarget::Transformers, Some(&(stage, option))) = (target, options.first()) {
+        return Err(CliError::BadValue {
+            flag: "--to",
+            message: format!(
+                "the plan runs option {option} of stage {stage}'s menu ({}); transformers' per-layer switches run one checkpoint function for every layer, so they cannot give layers policies of their own: export --to pytorch (each stage's policy as a selective checkpoint), or run the plan with remat_torch.checkpointed",
+                chain
+                    .stages
+                    .get(stage - 1)
+                    .map_or("?", |s| s.policy(option as usize))
+            ),
+        });
+    }
+    let policies: Vec<PolicyReport> = options
+        .iter()
+        .filter(|&&(l, k)| l >= 1 && l <= n && (k as usize) < chain.stage(l).option_count())
+        .map(|&(l, k)| PolicyReport {
+            stage: l,
+            option: k,
+            policy: chain.stage(l).policy(k as usize).to_string(),
+        })
+        .collect();
     let (format, forms, one_stage, layers) = if target == ExportTarget::Transformers {
         let layers = pytorch::layer_stages(chain);
         if layers.is_empty() {
@@ -335,6 +364,7 @@ fn lowered(
             early_stop: false,
         },
         shared_gradients: &a.shared_gradient,
+        policies,
         judged,
     };
     if a.json {
@@ -370,6 +400,15 @@ fn lowered(
             } else {
                 on.join(", ")
             }
+        );
+    }
+    for p in &report.policies {
+        say!(
+            "{:<11}stage {} ({}) under selective checkpointing: {}",
+            "policy",
+            p.stage,
+            report.modules[p.stage - 1].unwrap_or("unnamed"),
+            p.policy
         );
     }
     print_fidelity(&report.judged);

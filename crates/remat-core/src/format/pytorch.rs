@@ -290,8 +290,14 @@ pub enum LowerError {
     Offloading { index: usize, op: Op },
     #[error("op {index} ({op}) releases a tensor (a dynamic runtime's eviction): stock PyTorch's checkpoint cannot forget a tensor it holds; run this schedule with remat_torch.checkpointed (docs/pytorch.md)")]
     Release { index: usize, op: Op },
-    #[error("op {index} ({op}) runs option {option} of the stage's menu (a selective-checkpointing policy): the nested-region export writes classic checkpoints only; run this schedule with remat_torch.checkpointed, which runs each option with its policy (docs/pytorch.md)")]
-    MenuOption { index: usize, op: Op, option: u8 },
+    #[error("op {index} ({op}) runs option {option} of the stage's menu (a selective-checkpointing policy) inside the checkpoint region {first}–{last}: the export writes a stage's policy only where no region recomputes it (a selective checkpoint nested in a region is not lowered); run this schedule with remat_torch.checkpointed, which runs each option with its policy (docs/pytorch.md)")]
+    MenuOption {
+        index: usize,
+        op: Op,
+        option: u8,
+        first: usize,
+        last: usize,
+    },
     #[error("op {index}: the nested checkpoint regions {regions} would run {expected} here, the schedule runs {found}; stock PyTorch's checkpoint cannot express this schedule; run it with remat_torch.checkpointed (docs/pytorch.md)")]
     Differs {
         index: usize,
@@ -320,12 +326,55 @@ pub fn regions(ops: &[Op], stages: usize) -> Result<Vec<Region>, LowerError> {
                 return Err(LowerError::Offloading { index, op })
             }
             Op::Release { .. } => return Err(LowerError::Release { index, op }),
-            Op::ForwardAll { option, .. } if option > 0 => {
-                return Err(LowerError::MenuOption { index, op, option })
-            }
             _ => {}
         }
     }
+    // Menu options are read apart: the tree is read from the classic ops,
+    // then each option must sit on a stage no region recomputes, where the
+    // stage's policy wraps its one F_all (`with_options`).
+    let classic: Vec<Op> = ops
+        .iter()
+        .map(|&op| match op {
+            Op::ForwardAll { stage, .. } => Op::forward_all(stage),
+            other => other,
+        })
+        .collect();
+    let tree = read_regions(&classic, stages)?;
+    for (index, &op) in ops.iter().enumerate() {
+        if let Op::ForwardAll { stage, option } = op {
+            if let Some(r) = tree
+                .iter()
+                .find(|r| option > 0 && (r.first..=r.last).contains(&stage))
+            {
+                return Err(LowerError::MenuOption {
+                    index,
+                    op,
+                    option,
+                    first: r.first,
+                    last: r.last,
+                });
+            }
+        }
+    }
+    Ok(tree)
+}
+
+/// `ops` with each F_all of a stage in `options` (stage, option) running
+/// that option: the lowered list of a plan whose options sit on stages no
+/// region recomputes (each such stage has one F_all).
+pub fn with_options(mut ops: Vec<Op>, options: &[(usize, u8)]) -> Vec<Op> {
+    for op in &mut ops {
+        if let Op::ForwardAll { stage, option } = op {
+            if let Some(&(_, k)) = options.iter().find(|(l, _)| l == stage) {
+                *option = k;
+            }
+        }
+    }
+    ops
+}
+
+/// [`regions`] on a list with classic F_all only.
+fn read_regions(ops: &[Op], stages: usize) -> Result<Vec<Region>, LowerError> {
     let mut reader = Reader {
         ops,
         pos: 0,
@@ -695,9 +744,10 @@ pub fn judge_regions(
     chain: &Chain,
     shared: &[SharedGradient],
     regions: Vec<Region>,
+    options: &[(usize, u8)],
     budget: u64,
 ) -> Result<Judged, SimError> {
-    let ops = regions_schedule(&regions, chain.len());
+    let ops = with_options(regions_schedule(&regions, chain.len()), options);
     let trace = judge(&lowered_chain(chain, shared), &ops, budget, None)?;
     Ok(Judged {
         regions,
@@ -731,6 +781,60 @@ mod tests {
                 assert_eq!(sequential_k(&segs), Some(k));
             }
         }
+    }
+
+    #[test]
+    fn menu_options_lower_where_no_region_recomputes_the_stage() {
+        // Could fail if the options were dropped from the lowered list (the
+        // judged peak would be the classic one) or if an option inside a
+        // region were lowered (PyTorch would not run what the plan says).
+        let chain = examples::gpt2_sac();
+        let high = crate::solvers::max_useful_budget(&chain);
+        let mut lowered = 0;
+        for i in 1..=20u64 {
+            let budget = high / 2 + high / 2 * i / 20;
+            let sol = solve(&chain, Algorithm::Rotor, budget, &Options::default()).unwrap();
+            let ops = sol.ops.unwrap();
+            let options = crate::schedule::menu_choices(&ops);
+            match regions(&ops, chain.len()) {
+                Ok(tree) => {
+                    let rebuilt = with_options(regions_schedule(&tree, chain.len()), &options);
+                    assert_eq!(rebuilt, ops, "budget {budget}");
+                    lowered += usize::from(!options.is_empty());
+                }
+                Err(LowerError::MenuOption {
+                    first, last, op, ..
+                }) => {
+                    assert!((first..=last).contains(&op.stage()));
+                }
+                Err(e) => panic!("budget {budget}: {e}"),
+            }
+        }
+        assert!(lowered > 0, "no plan with options lowered");
+        // An option inside a region is refused, naming the region.
+        let ops = vec![
+            Op::ForwardCheckpoint { stage: 1 },
+            Op::forward_all(2),
+            Op::Backward { stage: 2 },
+            Op::ForwardAll {
+                stage: 1,
+                option: 1,
+            },
+            Op::Backward { stage: 1 },
+        ];
+        let err = regions(&ops, 2).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LowerError::MenuOption {
+                    index: 3,
+                    first: 1,
+                    last: 1,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
@@ -907,7 +1011,7 @@ mod tests {
         let tree = regions(&ops, chain.len()).unwrap();
         assert!(nesting_depth(&tree) > 1);
         let plan = judge(&chain, &ops, budget, None).unwrap();
-        let lowered = judge_regions(&chain, &[], tree.clone(), budget).unwrap();
+        let lowered = judge_regions(&chain, &[], tree.clone(), &[], budget).unwrap();
         assert_eq!(lowered.trace, plan);
         assert!(differences(&chain, &ops, &[]).is_empty());
         for s in &mut chain.stages {
@@ -915,7 +1019,7 @@ mod tests {
             s.forward_nograd_overhead_bytes = Some(s.forward_overhead_bytes);
         }
         assert_eq!(
-            judge_regions(&chain, &[], tree.clone(), budget)
+            judge_regions(&chain, &[], tree.clone(), &[], budget)
                 .unwrap()
                 .trace,
             plan
@@ -925,7 +1029,7 @@ mod tests {
             s.forward_nograd_seconds = Some(s.forward_seconds / 2.0);
         }
         let plan = judge(&chain, &ops, budget, None).unwrap();
-        let lowered = judge_regions(&chain, &[], tree, budget).unwrap();
+        let lowered = judge_regions(&chain, &[], tree, &[], budget).unwrap();
         let extra: f64 = ops
             .iter()
             .filter(|o| matches!(o, Op::ForwardCheckpoint { .. } | Op::ForwardNone { .. }))
