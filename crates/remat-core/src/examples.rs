@@ -220,7 +220,7 @@ pub const EXAMPLES: &[Example] = &[
     analytic("vgg19", "analytic, rough: VGG-19, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", vgg19).at(images(VGG19_PARAMETERS, 32)),
     analytic("resnet50", "analytic, rough: ResNet-50, batch 32, 224 px, fp32 (sizes from the architecture, V100-class FLOP times)", resnet50).at(images(RESNET50_PARAMETERS, 32)),
     analytic("gpt2", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, no attention scores kept (V100-class FLOP times)", gpt2).at(tokens(GPT2_PARAMETERS, 4, 1024)),
-    analytic("gpt2-sac", "analytic, rough: the gpt2 example with a menu of selective-checkpointing policies per block (save matmuls + attention, every other matmul, attention only, nothing)", gpt2_sac).at(tokens(GPT2_PARAMETERS, 4, 1024)),
+    analytic("gpt2-sac", "analytic, rough: GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, with a menu of selective-checkpointing policies per block (save matmuls + attention, every other matmul, attention only, nothing)", gpt2_sac).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     Example { name: "nonpersistent", about: "hand-made: the rotor report's Figure 2 (§4.1), its counter-example to persistence; n = 10, 12 stages, its budget is 8 MiB", provenance: Provenance::HandMade, data: Data::Built(nonpersistent), profile: None },
     Example { name: "optimal-wins", about: "hand-made: a random 5-stage chain where the exact optimum (79 s) beats rotor (88 s) at 33 B — no persistent schedule is optimal", provenance: Provenance::HandMade, data: Data::File(include_str!("../data/nonpersistent-5-stages.json")), profile: None },
 ];
