@@ -14,6 +14,7 @@ from .batch import BatchMismatch
 from .chain import describe_chain
 from .export import ExportError, apply_plan, export_plan
 from .measure import Meter, host_bandwidth, plain_step_peak
+from .policies import POLICIES
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
 from .staging import StagingError, find_stages
@@ -23,6 +24,7 @@ __all__ = [
     "Checkpointed",
     "Meter",
     "Op",
+    "POLICIES",
     "Schedule",
     "ScheduleError",
     "StagingError",

@@ -25,13 +25,21 @@ when its earlier stage runs backward, as in a step:
 Times are eager medians after a warm-up, with the profiler off: the
 recording forward, the no-grad forward (`forward_nograd_seconds`) and the
 backward apart, under the autocast and dtype in force at the call.
+
+With `menu`, each stage's F_all is measured again under selective
+checkpointing policies (`remat_torch.policies`), the same way: what the
+recording forward leaves (the option's `saved_bytes`) and its transient,
+B^ℓ's peak (o_b, recomputation included) and time; stages that run the
+same computation on the same shapes are measured once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from typing import Any, Callable, Dict, List, Optional
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import nn
@@ -39,8 +47,9 @@ from torch import nn
 from .batch import describe as describe_inputs
 from .batch import device_of, leaves
 from .measure import Meter, TrainingState, storage_bytes
+from .policies import POLICIES, check_policies, run_option
 from .runtime import StepInputs, _Entry, backward_handing_over, fixed_tensors, foreign_storages, needs_input_gradient, owned
-from .staging import StagedProgram, StagingError, make_program, model_loss
+from .staging import StagedProgram, StagingError, getattr_path, make_program, model_loss
 
 
 def _sync(device: torch.device) -> None:
@@ -68,15 +77,26 @@ class _Pipeline:
         with torch.no_grad():
             return owned(self.program.run(l, inp, self.consts), inp, self.foreign)
 
-    def forward_recording(self, l: int, inp, box: list) -> torch.Tensor:
+    def forward_recording(self, l: int, inp, box: list, policy: Optional[str] = None,
+                          outside: Callable = contextlib.nullcontext) -> torch.Tensor:
+        """F_all^ℓ as the runtime runs it: the classic one, or under a menu
+        option's `policy` (`outside`: the measurement's `Meter.outside`)."""
         if inp is None:
             x = None
         elif l > 1 or self.input_gradient:
             x = _Entry.apply(inp.detach(), self.anchor, box)
         else:
             x = inp.detach()
+
+        def stage(*h: torch.Tensor) -> torch.Tensor:
+            y = h[0] if h else None
+            return owned(self.program.run(l, y, self.consts), y, self.foreign)
+
         with torch.enable_grad():
-            return owned(self.program.run(l, x, self.consts), x, self.foreign)
+            if policy is None:
+                return stage(*(() if x is None else (x,)))
+            return run_option(policy, stage, () if x is None else (x,), device=self.device,
+                              buffers=self.program.buffers(l), outside=outside)
 
 
 def _agrees(got: torch.Tensor, want: torch.Tensor, exact: bool) -> bool:
@@ -148,6 +168,7 @@ def describe_chain(
     granularity: str = "block",
     merge: int = 1,
     check: bool = True,
+    menu: Union[None, bool, Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
     with `json.dump` and give it to `remat solve`).
@@ -162,11 +183,28 @@ def describe_chain(
     `model` is a list or `nn.Sequential` of stages, the last called as
     `stage(h, target)` and returning the loss.
 
+    `menu=True` measures, for every stage, the selective-checkpointing
+    policies of `remat_torch.policies.POLICIES` (`save_mm_attention`,
+    `save_every_other_mm`, `save_attention`, `save_nothing`); a list of
+    names measures those. Each becomes an entry of the stage's `menu`
+    (docs/formats.md) when it keeps strictly less than the classic
+    `saved_bytes` (otherwise it could never help a plan); a stage with no
+    such entry gets no `menu`. Default: no menus.
+
     Runs a few forward and backward passes per stage; parameter `.grad`,
     buffers and the RNG state are left as they were.
     """
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
+    if menu is None or menu is False:
+        policies: List[str] = []
+    elif menu is True:
+        policies = list(POLICIES)
+    elif isinstance(menu, (list, tuple)):
+        policies = check_policies(menu, "menu")
+    else:
+        raise ValueError(f"menu: expected True, None or a list of policy names ({', '.join(POLICIES)}), "
+                         f"got {menu!r}")
     device = device_of(batch)
     program = make_program(model, batch, target, loss, granularity, merge)
     params = list(program.all_parameters())
@@ -174,7 +212,7 @@ def describe_chain(
     try:
         if check and isinstance(program, StagedProgram):
             _verify(program, program.staged.model, loss, batch, target, state, device)
-        stages, inputs, d0 = _measure(program, batch, target, device, params, state, repeat)
+        stages, inputs, d0 = _measure(program, batch, target, device, params, state, repeat, policies)
     finally:
         state.restore()
 
@@ -203,6 +241,11 @@ def describe_chain(
             f"parameter gradients outside, and the step constants ({inputs.constant_bytes} B: the "
             f"target and what stages after the first read) outside like parameters; "
             f"times: eager medians of {repeat} after a warm-up"
+            + (
+                f"; menus: selective-checkpointing policies {', '.join(policies)} measured per stage "
+                "the same way (identical stages once), kept where they save less than F_all"
+                if policies else ""
+            )
         ),
         "input_bytes": inputs.input_bytes,
         "input_gradient_bytes": d0,
@@ -214,7 +257,8 @@ def describe_chain(
     return chain
 
 
-def _measure(program, batch, target, device, params, state: TrainingState, repeat: int):
+def _measure(program, batch, target, device, params, state: TrainingState, repeat: int,
+             policies: Sequence[str] = ()):
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
     n = len(program)
@@ -275,8 +319,30 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     backward_sweep(rows)
     state.reset()
 
+    # The menus: each policy's F_all and B measured as above, on one stage
+    # of each kind (`_representatives`).
+    reps = _representatives(program, inputs, pipe.consts) if policies else {}
+    measured = sorted(set(reps.values()))
+    option_rows: Dict[Tuple[int, str], Dict[str, int]] = {}
+    runnable: List[str] = []
+    for name in policies:
+        try:
+            _option_sweep(pipe, meter, inputs, name, set(measured), None)  # warm-up
+            state.reset()
+            _option_sweep(pipe, meter, inputs, name, set(measured), option_rows)
+            runnable.append(name)
+        except RuntimeError as e:
+            # Selective checkpointing refuses some programs (a kept output
+            # modified in place later in the stage); the plan can do
+            # without this option.
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            warnings.warn(f"menu: policy {name} could not run on this model ({first}); left out of the menus",
+                          stacklevel=3)
+        state.reset()
+
     # Times, the profiler off: each op of each stage, `repeat` times.
     times: Dict[int, Dict[str, List[float]]] = {l: {"f": [], "n": [], "b": []} for l in range(1, n + 1)}
+    option_times: Dict[Tuple[int, str], List[float]] = {}
     for _ in range(repeat):
         for l in range(n, 0, -1):
             inp = inputs[l - 1]
@@ -299,6 +365,20 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             times[l]["b"].append(time.perf_counter() - t1)
             times[l]["f"].append(t1 - t0)
             box.clear()
+            # Each option's B^ℓ right after the classic one, so that both
+            # see the machine in the same state (the option's extra time is
+            # their difference).
+            for name in runnable if l in measured else ():
+                box = []
+                out = [pipe.forward_recording(l, inp, box, name)]
+                _sync(device)
+                t1 = time.perf_counter()
+                for p in program.parameters(l):
+                    p.grad = None
+                backward_handing_over(out, [] if d is None else [d])
+                _sync(device)
+                option_times.setdefault((l, name), []).append(time.perf_counter() - t1)
+                box.clear()
         state.reset()
 
     stages = []
@@ -332,6 +412,119 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
         o_b = r["backward_peak"] - d_prev
         if o_b:
             stage["backward_overhead_bytes"] = o_b
+        entries = []
+        for name in runnable:
+            # Measured on the first stage of this kind, in the same
+            # conventions as the classic numbers above.
+            rep_l = reps[l]
+            row = option_rows[(rep_l, name)]
+            kept = max(row["saved_bytes"], out_b)
+            if kept >= saved:
+                continue  # keeps as much as F_all: never a better choice
+            extra = statistics.median(option_times[(rep_l, name)]) - statistics.median(times[rep_l]["b"])
+            entries.append({
+                "policy": name,
+                "saved_bytes": kept,
+                "backward_extra_seconds": max(0.0, extra),
+                "backward_overhead_bytes": row["backward_peak"] - rows[rep_l]["input_gradient_bytes"],
+                "forward_overhead_bytes": max(0, row["recording_transient"]),
+            })
+        if entries:
+            stage["menu"] = entries
         stages.append(stage)
     d0 = rows[1]["input_gradient_bytes"]
     return stages, pipe.inputs, d0
+
+
+def _option_sweep(pipe: _Pipeline, meter: Meter, inputs: List[Optional[torch.Tensor]], policy: str,
+                  measured: set, record: Optional[Dict[Tuple[int, str], Dict[str, int]]]) -> None:
+    """F_all^ℓ then B^ℓ for ℓ = L … 1, as `_measure`'s backward sweep, with
+    the stages in `measured` run under `policy` (and measured when `record`
+    is given: what the recording forward leaves and its transient, B^ℓ's
+    peak); the others run the classic F_all, only to hand δ^{ℓ-1} down.
+    δ^ℓ is handed over to B^ℓ as in a step, freed after its last reader."""
+    delta: Optional[torch.Tensor] = None
+    for l in range(len(pipe.program), 0, -1):
+        inp = inputs[l - 1]
+        mine = l in measured
+        box: list = []
+        out: list = []
+        dbox = [] if delta is None else [delta]
+        delta = None
+        if record is None or not mine:
+            out.append(pipe.forward_recording(l, inp, box, policy if mine else None))
+            backward_handing_over(out, dbox)
+        else:
+            def step(boundary) -> None:
+                out.append(pipe.forward_recording(l, inp, box, policy, meter.outside))
+                boundary()
+                backward_handing_over(out, dbox)
+                boundary()
+
+            # F_all and B in one watch, split at the boundary: the same
+            # figures as two `measure` calls (B's peak taken above what F_all
+            # left), at half the garbage collections (a collection of this
+            # process's heap before each watch costs ~0.2 s on the
+            # 2-core machine with transformers imported).
+            _, ((net, forward_peak), (_, backward_peak)) = meter.measure_ops(step)
+            record[(l, policy)] = {
+                "saved_bytes": net,
+                "recording_transient": forward_peak - net,
+                "backward_peak": backward_peak - net,
+            }
+        delta = box[0] if box else None
+        box.clear()
+
+
+def _representatives(program, inputs: List[Optional[torch.Tensor]], consts: Sequence) -> Dict[int, int]:
+    """Stage ℓ → the first stage that runs the same computation on tensors
+    of the same shapes (its menu is measured once, there): GPT-2's blocks,
+    ResNet's identical bottlenecks. A found stage is compared by its graph
+    (every operation and its arguments, each parameter's shape), a given
+    module by its class, its printed structure and its parameters' and
+    buffers' shapes; both with the input's and step constants' shapes."""
+    n = len(program)
+    first: Dict[Any, int] = {}
+    out: Dict[int, int] = {}
+    for l in range(1, n + 1):
+        key = (_stage_key(program, l, consts), _tensor_key(inputs[l - 1]), l == 1, l == n)
+        out[l] = first.setdefault(key, l)
+    return out
+
+
+def _tensor_key(t) -> Any:
+    if not isinstance(t, torch.Tensor):
+        return repr(t) if t is not None else None
+    return (tuple(t.shape), t.stride(), t.dtype, str(t.device), t.requires_grad)
+
+
+def _stage_key(program, l: int, consts: Sequence) -> Any:
+    if isinstance(program, StagedProgram):
+        stage = program.staged.stages[l - 1]
+        gm = stage.module
+        index: Dict[Any, int] = {}
+        nodes = []
+
+        def canon(a):
+            if isinstance(a, torch.fx.Node):
+                return ("node", index[a])
+            if isinstance(a, (list, tuple)):
+                return tuple(canon(b) for b in a)
+            if isinstance(a, dict):
+                return tuple(sorted((k, canon(v)) for k, v in a.items()))
+            return repr(a)
+
+        for i, node in enumerate(gm.graph.nodes):
+            index[node] = i
+            if node.op == "get_attr":
+                # Parameters are named by their module (`h.0` vs `h.1`):
+                # compared by what they are, not by name.
+                nodes.append(("attr", _tensor_key(getattr_path(gm, node.target))))
+            elif node.op == "placeholder":
+                nodes.append(("input",))
+            else:
+                nodes.append((node.op, str(node.target), canon(node.args), canon(node.kwargs)))
+        return ("graph", tuple(nodes), tuple(_tensor_key(consts[i]) for i in stage.constants))
+    m = program.modules[l - 1]
+    shapes = tuple(_tensor_key(t) for t in [*m.parameters(), *m.buffers()])
+    return ("module", type(m).__module__, type(m).__qualname__, repr(m), shapes)

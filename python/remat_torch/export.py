@@ -22,6 +22,12 @@ stock PyTorch / transformers"). This module applies it:
   the same objects, every output a tensor); otherwise the plan is lowered
   to per-module wrappers of the stages it recomputes (`form="one-stage"`),
   whose predicted peak and time the export gives.
+* Menu options (`"policies"` in the export: a stage whose F_all runs a
+  selective-checkpointing policy and that no region recomputes): the
+  stage's one module runs under `checkpoint(..., use_reentrant=False,
+  context_fn=<the policy's contexts>)` (`remat_torch.policies`), in the
+  plan's form and its one-stage form; the other forms are baselines
+  without them.
 * `--to transformers`: the per-layer `gradient_checkpointing` switches of
   the decoder layers (`GradientCheckpointingLayer`), with
   `use_reentrant=False, early_stop=False`.
@@ -161,7 +167,9 @@ class Applied:
     `predicted` the simulator's `{"peak_bytes", "makespan_seconds", "fits"}`
     for that form, `fidelity` and `differences` what the export says of it
     against the plan, `note` why this form was chosen when it is not the
-    one asked for. `remove()` gives the model its own forwards back."""
+    one asked for, `policies` the stages run under a menu option's
+    selective checkpoint (`{"stage", "option", "policy"}`). `remove()`
+    gives the model its own forwards back."""
 
     form: str
     regions: List[dict]
@@ -169,6 +177,7 @@ class Applied:
     fidelity: str
     differences: List[str]
     note: str = ""
+    policies: List[dict] = field(default_factory=list)
     _undo: List[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def remove(self) -> None:
@@ -519,6 +528,45 @@ def _install_alone(mm: _Model, l: int, undo: List[Callable[[], None]]) -> None:
     _override(m, wrapper, undo)
 
 
+def _install_policy(mm: _Model, l: int, policy: str, undo: List[Callable[[], None]]) -> None:
+    """Stage l's one module run under a menu option's selective checkpoint
+    (`remat_torch.policies`), as `checkpointed` runs F_all^ℓ with that
+    option: what the policy keeps stays, B recomputes the rest."""
+    from .policies import run_option
+
+    (m,) = mm.stage(l)
+    own = _own_forward(m)
+    buffers = _norm_buffers([m])
+
+    def wrapper(*args, **kwargs):
+        # Without grad nothing is saved; under capture (torch.export, which
+        # `find_stages` runs on the model) the tensors are fake and the
+        # policy is a matter of memory, not of the computation.
+        if _inside.depth or not torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return own(*args, **kwargs)
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), torch.device("cpu"))
+        return run_option(policy, own, args, kwargs=kwargs, device=device, buffers=buffers)
+
+    _override(m, wrapper, undo)
+
+
+def _policy_problems(mm: _Model, policies: List[dict]) -> List[str]:
+    """Why a stage whose F_all the plan runs under a policy cannot carry it
+    (the export lists such stages only where no region recomputes them; the
+    wrapper needs the stage to be one module called once)."""
+    from .policies import POLICIES
+
+    out = []
+    for p in policies:
+        why = mm.why_not_alone(p["stage"])
+        if p["policy"] not in POLICIES:
+            why = f"remat_torch runs {', '.join(POLICIES)}"
+        if why is not None:
+            out.append(f"stage {p['stage']}'s policy {p['policy']} (option {p['option']}) cannot be "
+                       f"applied: {why}")
+    return out
+
+
 def _alone(mm: _Model, r: dict) -> bool:
     """A region of one stage of one module, nothing nested: a per-module
     wrapper (any call signature)."""
@@ -597,20 +645,28 @@ def _apply(model: nn.Module, plan: dict, batch: Any, form: Optional[str]) -> App
         name = "one-stage"
         regions = _form(plan, name)["regions"]
         problems = _problems(mm, regions)
+    # Menu options (`"policies"`): the plan and its one-stage form are
+    # judged with them, the other forms (baselines) without.
+    policies = (plan.get("policies") or []) if name in ("regions", "one-stage") else []
+    problems += _policy_problems(mm, policies)
     mm.let_go()  # the probe's tensors, the strong references
     if problems:
-        raise ExportError(f"form {name!r} cannot be applied to this model: " + "; ".join(problems))
+        raise ExportError(f"form {name!r} cannot be applied to this model: " + "; ".join(problems)
+                          + ("; run the schedule with remat_torch.checkpointed" if policies else ""))
     try:
         for r in regions:
             if _alone(mm, r):
                 _install_alone(mm, r["first"], undo)
             else:
                 _install_region(mm, r, undo)
+        for p in policies:
+            _install_policy(mm, p["stage"], p["policy"], undo)
     except Exception:
         while undo:
             undo.pop()()
         raise
     applied = _applied(plan, name, note)
+    applied.policies = list(policies)
     applied._undo.extend(undo)
     return applied
 

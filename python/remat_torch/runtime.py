@@ -17,6 +17,11 @@ record holds host buffers — so `last_states` reports what the wrapper really
 holds, not what it meant to do. A release (R) forgets a record: its storages
 are resized to 0 and a host copy dropped.
 
+An F_all with a menu option (`"option": k`, a policy named in the chain's
+menu) runs the stage under that selective checkpoint
+(`remat_torch.policies`): ā^ℓ is then the output and what the checkpoint
+keeps, and B^ℓ recomputes the rest.
+
 The input of stage ℓ is not part of ā^ℓ: B^ℓ back-propagates through the
 graph of F_all^ℓ reading whichever input is on the device when it runs
 (`_StageInput`), as the simulator's B^ℓ does, so the one F_all^ℓ ran on may
@@ -33,7 +38,9 @@ import torch
 from torch import nn
 
 from .batch import device_of
-from .schedule import FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule, tracked_forwards
+from .policies import POLICIES, run_option
+from .schedule import (FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule,
+                       taken_apart_by, tracked_forwards)
 
 
 def _storage_key(st: torch.UntypedStorage) -> int:
@@ -306,6 +313,10 @@ class _Saved:
         self.whole = stage_input is None
         # Its graph continues into ā^{ℓ-1}'s (one engine call for both).
         self.joined = False
+        # The parameters several stages read that the stages of its engine
+        # call read (this one's and those it is joined to): a stage reading
+        # one of them again does not join (`_Step.forward`).
+        self.run_shared: frozenset = frozenset()
         # Already back-propagated by the engine call of a later stage's B.
         self.done = False
         self.d_prev: Optional[torch.Tensor] = None
@@ -440,9 +451,12 @@ class Checkpointed:
         # loss is needed); with one, the stages are found at the first step.
         self.program = make_program(model, None, None, None) if loss is None else None
         self.schedule: Schedule = load_schedule(schedule)
-        # The batch the plan was made for: the schedule's copy of the
-        # chain's `inputs`, or the chain's, when given.
-        self.expected_inputs = _chain_inputs(chain) if chain is not None else self.schedule.inputs
+        # The chain, when given: its `inputs` (the batch the plan was made
+        # for; else the schedule's copy of them) and its stages' menus
+        # (which policy an F_all's `option` runs: the schedule gives only
+        # the number).
+        self.chain = _load_chain(chain) if chain is not None else None
+        self.expected_inputs = _chain_inputs(self.chain) if self.chain is not None else self.schedule.inputs
         self.smaller_batch = smaller_batch
         self._warned = False
         self._programs: Dict[Tuple, object] = {}
@@ -452,6 +466,9 @@ class Checkpointed:
         # The F_all whose graph joins the previous stage's (one engine call
         # for consecutive backwards: `joined_forwards`).
         self.joined = joined_forwards(self.schedule.ops, self.tracked) if join_backwards else set()
+        # The F_all with an option k ≥ 1: op index → the policy it runs
+        # (`remat_torch.policies`), read from the chain's menus by `_check`.
+        self.policies: Dict[int, str] = {}
         # Per program, listed once (walking the modules each step cost a ViT
         # 1–2 % of its step): the tensors that are never part of ā^ℓ
         # (`fixed_tensors`) and the parameters several stages read
@@ -469,12 +486,75 @@ class Checkpointed:
 
     def _check(self, n: int) -> None:
         try:
-            check(self.schedule, n)
+            counts = self._option_counts(n)
+            check(self.schedule, n, counts)
         except ScheduleError as e:
             if isinstance(self._source, (str, os.PathLike)):
-                what = "" if str(e).startswith(("stages:", "ops:")) else "invalid schedule: "
+                what = "" if str(e).startswith(("stages:", "ops:", "ops[", "chain:")) else "invalid schedule: "
                 raise ScheduleError(f"{os.fspath(self._source)}: {what}{e}") from None
             raise
+        try:
+            self.policies = self._option_policies() if counts is not None else {}
+        except ScheduleError as e:
+            if isinstance(self._source, (str, os.PathLike)):
+                raise ScheduleError(f"{os.fspath(self._source)}: {e}") from None
+            raise
+
+    def _option_counts(self, n: int) -> Optional[List[int]]:
+        """How many ways each stage's F_all can run (1 + its menu's length;
+        index 0 unused), from the chain, when the schedule runs an option;
+        None when it runs none (nothing to look up)."""
+        first = next((i for i, op in enumerate(self.schedule.ops) if op.option), None)
+        if first is None:
+            return None
+        op = self.schedule.ops[first]
+        if self.chain is None:
+            raise ScheduleError(
+                f"ops[{first}].option: {op} runs option {op.option} of stage {op.stage}'s menu, and a "
+                "schedule does not say which policy that is: pass chain= (the chain file or dict the "
+                "schedule was solved for) to checkpointed"
+            )
+        stages = self.chain.get("stages")
+        if not isinstance(stages, list) or len(stages) != n:
+            have = len(stages) if isinstance(stages, list) else "no"
+            raise ScheduleError(
+                f"chain: it has {have} stages, the network {n}: its menus are not this network's; "
+                "pass the chain the schedule was solved for"
+            )
+        return [0] + [1 + len(_menu(stages, l)) for l in range(1, n + 1)]
+
+    def _option_policies(self) -> Dict[int, str]:
+        """Op index → policy name for every F_all with an option ≥ 1, checked:
+        a policy remat_torch knows, and an F_all the schedule leaves alone
+        until its B (what a policy keeps is held inside
+        `torch.utils.checkpoint`, out of the wrapper's reach: an offload
+        could not move it nor a release free it, and the recomputation in
+        B^ℓ reads the input F_all^ℓ ran on)."""
+        assert self.chain is not None
+        stages = self.chain["stages"]
+        ops = self.schedule.ops
+        out: Dict[int, str] = {}
+        for i, op in enumerate(ops):
+            if not op.option:
+                continue
+            l, k = op.stage, op.option
+            name = _menu(stages, l)[k - 1].get("policy")
+            if name not in POLICIES:
+                raise ScheduleError(
+                    f"stages[{l - 1}].menu[{k - 1}].policy: {name!r} is not a policy remat_torch runs "
+                    f"({', '.join(POLICIES)}); op {i} ({op}) runs it"
+                )
+            j = taken_apart_by(ops, i)
+            if j is not None:
+                raise ScheduleError(
+                    f"op {i} ({op}): op {j} ({ops[j]}) moves, forgets or recomputes ā^{l} or the input "
+                    f"of stage {l} before B^{l}; remat_torch runs a menu option ({name}) only when "
+                    f"nothing touches them until B^{l}: what the option keeps is held inside "
+                    "torch.utils.checkpoint, out of reach of an offload or a release, and B^"
+                    f"{l} recomputes from the input F_all^{l} ran on. Use option 0 there"
+                )
+            out[i] = name
+        return out
 
     def program_for(self, batch, target):
         """The stages for this batch's shapes: the user's list, or found in
@@ -610,6 +690,9 @@ class Checkpointed:
             doc["chain_digest"] = self.schedule.chain_digest
         for op, (mem, peak), t in zip(self.schedule.ops, ops, times):
             row = {"op": op.kind, "stage": op.stage}
+            if op.option:
+                # Which menu option this F_all ran, as the schedule says it.
+                row["option"] = op.option
             if op.tensor is not None:
                 row["tensor"] = op.tensor
             memory = max(0, mem + offset)
@@ -622,16 +705,35 @@ class Checkpointed:
         return doc
 
 
-def _chain_inputs(chain) -> Optional[List[Dict]]:
-    """The `inputs` of a chain given as a path or a decoded dict."""
+def _load_chain(chain) -> Dict:
+    """A chain given as a path or a decoded dict, as a dict."""
     import json
 
+    if isinstance(chain, dict):
+        return chain
+    with open(os.fspath(chain), encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict):
+        raise ScheduleError(f"{os.fspath(chain)}: expected a remat-chain/1 object")
+    return doc
+
+
+def _chain_inputs(chain: Dict) -> Optional[List[Dict]]:
+    """The `inputs` of a decoded chain."""
     from .schedule import _parse_inputs
 
-    if not isinstance(chain, dict):
-        with open(os.fspath(chain), encoding="utf-8") as f:
-            chain = json.load(f)
     return _parse_inputs(chain.get("inputs"))
+
+
+def _menu(stages: List, l: int) -> List[Dict]:
+    """Stage ℓ's menu in a decoded chain (empty when it has none)."""
+    stage = stages[l - 1]
+    menu = stage.get("menu") if isinstance(stage, dict) else None
+    if menu is None:
+        return []
+    if not isinstance(menu, list) or not all(isinstance(o, dict) for o in menu):
+        raise ScheduleError(f"stages[{l - 1}].menu: expected a list of {{\"policy\", \"saved_bytes\", …}}")
+    return menu
 
 
 class _Step:
@@ -684,6 +786,11 @@ class _Step:
         # such a parameter's `.grad` is set aside during the step and the
         # step's sum added to it at the end, as autograd does.
         self.set_aside = [(p, p.grad) for p in shared if p.grad is not None]
+        # Per stage, which of those parameters it reads (ids).
+        ids = {id(p) for p in shared}
+        self.shared_in = [frozenset()] + [
+            frozenset(id(p) for p in program.parameters(l) if id(p) in ids) for l in range(1, self.n + 1)
+        ]
         for p, _ in self.set_aside:
             p.grad = None
 
@@ -706,7 +813,7 @@ class _Step:
     def _execute(self, boundary) -> torch.Tensor:
         for i, op in enumerate(self.owner.schedule.ops):
             if op.kind in FORWARDS:
-                self.forward(op, i in self.owner.tracked, i in self.owner.joined)
+                self.forward(op, i in self.owner.tracked, i in self.owner.joined, self.owner.policies.get(i))
             elif op.kind == "backward":
                 self.backward(op)
             elif op.kind == "offload":
@@ -837,7 +944,7 @@ class _Step:
             return contextlib.nullcontext()
         return self.meter.outside()
 
-    def forward(self, op: Op, tracked: bool = True, join: bool = False) -> None:
+    def forward(self, op: Op, tracked: bool = True, join: bool = False, policy: Optional[str] = None) -> None:
         l = op.stage
         last = l == self.n
         src = self.input_of(l)
@@ -847,7 +954,18 @@ class _Step:
         with self.replay(l):
             if op.kind == "forward_all":
                 box: list = []
-                joined = join and isinstance(src, _Saved) and src.whole and src is self.saved.get(l - 1)
+                # Joined only where the engine call would not span two
+                # readers of one parameter: there autograd sums their
+                # gradients in its own buffer before `.grad` (GPT-2's tied
+                # embedding: the LM head's part, 128 kB on the test model,
+                # held from B^L to B^1), memory the chain books nowhere —
+                # plans that run every stage's F_all (menu options make
+                # them common below M_high) peaked 5.6–9.5 % above their
+                # prediction (test_menus.py). Apart, each part lands in
+                # `.grad` at once, summed there with one addition as the
+                # engine would have summed it.
+                joined = (join and isinstance(src, _Saved) and src.whole and src is self.saved.get(l - 1)
+                          and not (self.shared_in[l] & src.run_shared))
                 if inp is None:
                     alias = None
                 elif joined:
@@ -859,7 +977,14 @@ class _Step:
                     alias = _Entry.apply(inp.detach(), self.anchor, box)
                 else:
                     alias = inp.detach()
-                if tracked:
+                if policy is not None:
+                    # A menu option (never tracked: `_option_policies`): the
+                    # stage under that selective checkpoint; B^ℓ recomputes
+                    # what it did not keep. ā^ℓ is the output, and what the
+                    # checkpoint holds (not listed: it cannot be moved).
+                    out = self.recording_with_option(l, alias, policy)
+                    storages, stage_input = [], None
+                elif tracked:
                     out, storages, stage_input = self.recording_taken_apart(l, alias)
                 else:
                     # Nothing moves or forgets ā^ℓ or the input before B^ℓ:
@@ -874,6 +999,7 @@ class _Step:
                     )
                 self.saved[l] = _Saved(out, alias, storages, stage_input, box)
                 self.saved[l].joined = joined
+                self.saved[l].run_shared = self.shared_in[l] | (src.run_shared if joined else frozenset())
             else:
                 with torch.no_grad():
                     out = owned(self.program.run(l, inp, self.consts), inp, self.foreign)
@@ -885,6 +1011,16 @@ class _Step:
                 src.checkpoint = True
             elif op.kind == "forward_none" and not src.checkpoint:
                 del self.act[l - 1]
+
+    def recording_with_option(self, l: int, alias: Optional[torch.Tensor], policy: str) -> torch.Tensor:
+        """F_all^ℓ under a menu option's policy (`remat_torch.policies`)."""
+        def stage(*x: torch.Tensor) -> torch.Tensor:
+            h = x[0] if x else None
+            return owned(self.program.run(l, h, self.consts), h, self.foreign)
+
+        with torch.enable_grad():
+            return run_option(policy, stage, () if alias is None else (alias,), device=self.device,
+                              buffers=self.program.buffers(l), outside=self.outside)
 
     def recording_taken_apart(self, l: int, alias: Optional[torch.Tensor]):
         """F_all^ℓ with ā^ℓ's storages found (a saved-tensors hook sees every
@@ -1028,6 +1164,11 @@ def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "b
     anything runs; with `smaller_batch=True` a batch smaller along the
     first dimension runs, with a warning that the plan's memory is then an
     upper bound.
+
+    An F_all with `"option": k` runs the selective-checkpointing policy
+    entry k − 1 of the stage's menu names (`remat_torch.policies`): such a
+    schedule needs `chain` (the schedule numbers options, the chain names
+    them).
 
     Backwards the schedule runs back to back (B^ℓ, B^{ℓ-1}, …) run as one
     call of autograd's engine, as a plain step runs them (a call per stage

@@ -33,6 +33,8 @@ TRANSFERS = ("offload", "prefetch")
 # name stage 0 (a^0): the transfers and the release.
 ON_A_TENSOR = TRANSFERS + ("release",)
 TENSOR_KINDS = ("output", "saved")
+# The largest `option` a file may write (the Rust reader's u8).
+MAX_OPTION = 255
 
 
 class ScheduleError(ValueError):
@@ -46,12 +48,18 @@ class Op:
     kind: str
     stage: int
     tensor: Optional[str] = None  # "output" or "saved" for transfers and releases
+    # For forward_all only: which way of running F_all^ℓ. 0 is the classic
+    # (keep ā^ℓ); k ≥ 1 is entry k − 1 of the stage's `menu` in the chain
+    # (a selective-checkpointing policy: keep less, recompute the rest in
+    # B^ℓ). Files leave 0 out.
+    option: int = 0
 
     def __str__(self) -> str:
-        """The papers' notation, as the simulator writes it: `F_all^3`, `O(ā^3)`, `R(a^2)`."""
+        """The papers' notation, as the simulator writes it: `F_all^3`,
+        `F_all^3[2]` (option 2), `O(ā^3)`, `R(a^2)`."""
         l = self.stage
         if self.kind == "forward_all":
-            return f"F_all^{l}"
+            return f"F_all^{l}[{self.option}]" if self.option else f"F_all^{l}"
         if self.kind == "forward_checkpoint":
             return f"F_ck^{l}"
         if self.kind == "forward_none":
@@ -100,9 +108,23 @@ def _parse_op(i: int, raw: Any) -> Op:
     if not isinstance(stage, int) or isinstance(stage, bool) or stage < 0:
         raise ScheduleError(f"{where}.stage: expected a stage number ≥ 0, found {stage!r}")
     allowed = {"op", "stage"} | ({"tensor"} if kind in ON_A_TENSOR else set())
+    allowed |= {"option"} if kind == "forward_all" else set()
     extra = sorted(set(raw) - allowed)
+    if "option" in extra:
+        raise ScheduleError(
+            f"{where}.option: only forward_all runs an option (an entry of its stage's menu); "
+            f"a {kind} operation has none"
+        )
     if extra:
         raise ScheduleError(f"{where}.{extra[0]}: unknown field for a {kind} operation")
+    option = raw.get("option", 0)
+    # A byte, as the Rust reader takes it (a stage has at most 15 entries;
+    # whether this one exists is the chain's to say: `validate`).
+    if not isinstance(option, int) or isinstance(option, bool) or not 0 <= option <= MAX_OPTION:
+        raise ScheduleError(
+            f"{where}.option: expected a whole number 0…{MAX_OPTION} (0: the classic F_all, k: entry "
+            f"k − 1 of the stage's menu), found {option!r}"
+        )
     tensor = None
     if kind in ON_A_TENSOR:
         tensor = raw.get("tensor")
@@ -110,7 +132,7 @@ def _parse_op(i: int, raw: Any) -> Op:
             raise ScheduleError(
                 f"{where}.tensor: expected \"output\" (a^ℓ) or \"saved\" (ā^ℓ), found {tensor!r}"
             )
-    return Op(kind, stage, tensor)
+    return Op(kind, stage, tensor, option)
 
 
 def parse_schedule(doc: Dict[str, Any]) -> Schedule:
@@ -211,7 +233,8 @@ def stage_count_problem(schedule: Schedule, n_stages: int) -> Optional[str]:
     return None
 
 
-def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
+def validate(ops: Sequence[Op], n_stages: int,
+             option_counts: Optional[Sequence[int]] = None) -> List[Dict[str, Any]]:
     """Raise ScheduleError on the first operation the simulator would refuse.
 
     Returns the logical state after each op, in the format of
@@ -220,8 +243,11 @@ def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
     Mirrors `Simulation::step` and `check_complete`: a read of a tensor that
     is not on the device, a computation of one that is resident or on the
     host, a stage out of range, a transfer of something that is not there,
-    a release of something neither on the device nor on the host, and an op
-    list that does not run every B^L … B^1.
+    a release of something neither on the device nor on the host, an
+    F_all option the stage's menu does not have (when `option_counts[ℓ]`,
+    the number of ways stage ℓ's F_all can run — 1 + its menu's length —
+    is given; index 0 unused), and an op list that does not run every
+    B^L … B^1.
     """
     n = n_stages
     act = [_Slot() for _ in range(n + 1)]
@@ -291,6 +317,13 @@ def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
             table, k = input_of(i, op, l)
             out = saved if op.kind == "forward_all" else act
             must_be_absent(i, op, out, l)
+            if option_counts is not None and op.option >= option_counts[l]:
+                # In the simulator's words (engine.rs, `forward`).
+                m = option_counts[l] - 1
+                raise fail(i, op, (
+                    f"option {op.option} does not exist: stage {l} has no menu, only option 0" if m == 0
+                    else f"option {op.option} does not exist: stage {l}'s options are 0..={m}"
+                ))
             out[l].where, out[l].by, out[l].checkpoint = DEVICE, None, False
             if table is act:
                 if op.kind == "forward_checkpoint":
@@ -348,12 +381,13 @@ def validate(ops: Sequence[Op], n_stages: int) -> List[Dict[str, Any]]:
     return states
 
 
-def check(schedule: Schedule, n_stages: int) -> None:
-    """Everything that must hold before a step runs: stage count, then validity."""
+def check(schedule: Schedule, n_stages: int, option_counts: Optional[Sequence[int]] = None) -> None:
+    """Everything that must hold before a step runs: stage count, then
+    validity (with the options each stage has, when known)."""
     problem = stage_count_problem(schedule, n_stages)
     if problem:
         raise ScheduleError(problem)
-    validate(schedule.ops, n_stages)
+    validate(schedule.ops, n_stages, option_counts)
 
 
 def tracked_forwards(ops: Sequence[Op]) -> set:
@@ -369,21 +403,23 @@ def tracked_forwards(ops: Sequence[Op]) -> set:
     must then read whichever copy is resident). Persistent schedules (rotor,
     revolve, sequential, store-all, hong's) do neither, so their F_all run
     as in a plain step."""
-    tracked = set()
-    for i, op in enumerate(ops):
-        if op.kind != "forward_all":
-            continue
-        l = op.stage
-        for later in ops[i + 1:]:
-            if later.kind == "backward" and later.stage == l:
-                break
-            if later.stage == l and (later.kind in FORWARDS or later.kind in ON_A_TENSOR):
-                tracked.add(i)
-                break
-            if later.stage == l - 1 and later.kind in (*FORWARDS, *ON_A_TENSOR):
-                tracked.add(i)
-                break
-    return tracked
+    return {i for i, op in enumerate(ops) if op.kind == "forward_all" and taken_apart_by(ops, i) is not None}
+
+
+def taken_apart_by(ops: Sequence[Op], i: int) -> Optional[int]:
+    """For the F_all^ℓ at index `i`: the first later op, before B^ℓ, that
+    moves or forgets ā^ℓ or touches the input a^{ℓ-1} / ā^{ℓ-1} (why
+    `tracked_forwards` takes it apart), or None."""
+    l = ops[i].stage
+    for j in range(i + 1, len(ops)):
+        later = ops[j]
+        if later.kind == "backward" and later.stage == l:
+            return None
+        if later.stage == l and (later.kind in FORWARDS or later.kind in ON_A_TENSOR):
+            return j
+        if later.stage == l - 1 and later.kind in (*FORWARDS, *ON_A_TENSOR):
+            return j
+    return None
 
 
 def joined_forwards(ops: Sequence[Op], tracked: set) -> set:

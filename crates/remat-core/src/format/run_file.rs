@@ -95,6 +95,9 @@ struct MeasuredOpIn {
     stage: usize,
     #[serde(default, deserialize_with = "present")]
     tensor: Option<TensorKind>,
+    /// A forward_all's menu option (absent: 0, the classic).
+    #[serde(default, deserialize_with = "present")]
+    option: Option<u8>,
     seconds: Seconds,
     memory_bytes: Bytes,
     peak_bytes: Bytes,
@@ -106,6 +109,9 @@ impl MeasuredOpIn {
         let mut fields = json!({"op": self.op, "stage": self.stage});
         if let Some(t) = self.tensor {
             fields["tensor"] = json!(t);
+        }
+        if let Some(k) = self.option {
+            fields["option"] = json!(k);
         }
         Op::deserialize(fields).map_err(|e| {
             let message = e.to_string();

@@ -223,3 +223,24 @@ fn more_operations_than_the_limit_are_refused() {
     );
     assert_eq!(read_at_most(&text, 4).unwrap().ops.len(), 4);
 }
+
+/// Catches a run file that loses a forward_all's menu option (the run then
+/// differs from its schedule at that op) or refuses the field.
+#[test]
+fn a_menu_option_is_read_and_written() {
+    let mut v = good();
+    v["ops"][0]["option"] = json!(2);
+    let run = read_run(&v.to_string()).unwrap();
+    assert_eq!(
+        run.ops[0].op,
+        Op::ForwardAll {
+            stage: 1,
+            option: 2
+        }
+    );
+    assert_eq!(read_run(&write_run(&run)).unwrap(), run);
+    let mut bad = good();
+    bad["ops"][3]["option"] = json!(1);
+    let err = read_run(&bad.to_string()).unwrap_err().to_string();
+    assert!(err.starts_with("ops[3]"), "{err}");
+}
