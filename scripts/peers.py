@@ -1,0 +1,364 @@
+"""Remat against the knobs a PyTorch user already has, side by side (issue 41).
+
+For each model (transformers GPT-2 and Llama, timm ViT, torchvision
+ResNet-18; random weights, built from configs), in one process and on one
+machine, interleaved rounds of one training step of each *peer*:
+
+* plain eager;
+* transformers' switch, every layer (`gradient_checkpointing_enable`,
+  non-reentrant) and every other layer (the others' flag off) — for other
+  models the same thing done by hand: `checkpoint` around each block, or
+  around every other one;
+* selective activation checkpointing as torchtitan applies it: each block
+  under `checkpoint(..., context_fn=create_selective_checkpoint_contexts)`
+  with a policy that saves matmul and attention outputs (`sac-mm-attn`) or
+  every other matmul (`sac-every-other-mm`);
+* torch.compile (inductor) with the partitioner's budget
+  `torch._functorch.config.activation_memory_budget = b`;
+
+and, at **each peer's measured peak** as the budget, Remat's rotor plan
+solved by the `remat` binary on the chain `describe_chain(..., menu=True)`
+measured — once with the menus (the option DP) and once with them removed
+(rotor's two options) — run through `remat_torch.checkpointed`.
+
+Every peak is read the same way: the allocator's events over the step
+(`remat_torch.measure.Meter`), parameter gradients booked outside, plus the
+batch (a^0) — the convention `plain_step_peak` and the chain share. Times:
+the median of --rounds rounds, every method once per round in turn, so a
+drift of the machine hits all alike; the machine's load average is printed
+with the table.
+
+    PYTHONPATH=.tools/libtorch:.tools/pydeps python3 scripts/peers.py \\
+        --remat target/release/remat --models gpt2 --rounds 7
+
+Prints one Markdown table per model; --json writes every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import remat_torch  # noqa: E402
+from remat_torch.measure import Meter  # noqa: E402
+from remat_torch.staging import model_loss  # noqa: E402
+
+aten = torch.ops.aten
+
+# The ops torchtitan's default policy saves: matmuls and attention.
+MATMULS = {aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default}
+ATTENTION = {
+    op
+    for name in ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                 "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_cudnn_attention")
+    for op in [getattr(getattr(aten, name, None), "default", None)]
+    if op is not None
+}
+
+
+def lm_loss(out, labels):
+    logits = out.logits[:, :-1]
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1))
+
+
+def build(name: str):
+    """(model, batch, target, loss, blocks): sizes where a CPU step takes
+    50–500 ms; `blocks` is the list of modules the knobs wrap."""
+    torch.manual_seed(0)
+    if name == "gpt2":
+        import transformers
+
+        cfg = transformers.GPT2Config(n_layer=6, n_embd=256, n_head=4, vocab_size=2000, n_positions=256,
+                                      bos_token_id=0, eos_token_id=0)
+        model = transformers.GPT2LMHeadModel(cfg)
+        ids = torch.randint(0, cfg.vocab_size, (4, 256))
+        return model, {"input_ids": ids, "use_cache": False}, ids, lm_loss, list(model.transformer.h)
+    if name == "llama":
+        import transformers
+
+        cfg = transformers.LlamaConfig(num_hidden_layers=6, hidden_size=256, intermediate_size=688,
+                                       num_attention_heads=8, num_key_value_heads=2, vocab_size=2000,
+                                       bos_token_id=0, eos_token_id=0, pad_token_id=0)
+        model = transformers.LlamaForCausalLM(cfg)
+        ids = torch.randint(0, cfg.vocab_size, (4, 256))
+        return model, {"input_ids": ids, "use_cache": False}, ids, lm_loss, list(model.model.layers)
+    if name == "vit":
+        import timm
+
+        model = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=128, num_classes=10)
+        x = torch.randn(8, 3, 128, 128)
+        return model, x, torch.randint(0, 10, (8,)), F.cross_entropy, list(model.blocks)
+    if name == "resnet18":
+        import torchvision
+
+        model = torchvision.models.resnet18(num_classes=10)
+        x = torch.randn(8, 3, 128, 128)
+        blocks = [b for layer in (model.layer1, model.layer2, model.layer3, model.layer4) for b in layer]
+        return model, x, torch.randint(0, 10, (8,)), F.cross_entropy, blocks
+    raise SystemExit(f"--models: unknown model {name!r}")
+
+
+def sac_policy(kind: str):
+    """torchtitan's selective-checkpointing policies, as a context_fn. The
+    every-other-matmul counter restarts with each forward and each
+    recomputation (one counter per context pair), so both agree."""
+
+    def context_fn():
+        counts = {"forward": 0, "recompute": 0}
+
+        def policy(ctx, op, *args, **kwargs):
+            if op in ATTENTION:
+                return CheckpointPolicy.MUST_SAVE
+            if op in MATMULS:
+                if kind == "mm-attn":
+                    return CheckpointPolicy.MUST_SAVE
+                key = "recompute" if ctx.is_recompute else "forward"
+                counts[key] += 1
+                keep = counts[key] % 2 == 1
+                return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
+            return CheckpointPolicy.PREFER_RECOMPUTE
+
+        return create_selective_checkpoint_contexts(policy)
+
+    return context_fn
+
+
+class Wrapped:
+    """Each of `blocks` runs under `checkpoint(..., **kwargs)` while
+    active: what a user's one line does, applied and removed in place."""
+
+    def __init__(self, blocks, **kwargs) -> None:
+        self.blocks, self.kwargs = blocks, kwargs
+
+    def __enter__(self):
+        for b in self.blocks:
+            inner = b.forward
+            b.forward = functools.partial(self._run, inner)
+        return self
+
+    def _run(self, inner, *args, **kwargs):
+        return checkpoint(inner, *args, use_reentrant=False, **self.kwargs, **kwargs)
+
+    def __exit__(self, *exc):
+        for b in self.blocks:
+            del b.forward  # back to the class's forward
+
+
+class Switch:
+    """transformers' own switch, `gradient_checkpointing_enable(...)`, with
+    the layers in `off` switched back off (their `gradient_checkpointing`
+    flag), as a user turns it off for some layers."""
+
+    def __init__(self, model, off=(), **kwargs) -> None:
+        self.model, self.off, self.kwargs = model, off, kwargs
+
+    def __enter__(self):
+        self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False, **self.kwargs})
+        for layer in self.off:
+            layer.gradient_checkpointing = False
+        return self
+
+    def __exit__(self, *exc):
+        self.model.gradient_checkpointing_disable()
+
+
+def peers(model, blocks, compile_budgets):
+    """(name, context manager factory, compile budget or None) per peer:
+    transformers' switch where the model has it, the same by hand
+    (`checkpoint` around each block) where it does not."""
+    import contextlib
+
+    every_other, others = blocks[::2], blocks[1::2]
+    if hasattr(model, "gradient_checkpointing_enable"):
+        def knob(*, off=(), **kwargs):
+            return lambda: Switch(model, off, **kwargs)
+        every, half = "transformers' switch, every layer", "transformers' switch, every other layer"
+    else:
+        def knob(*, off=(), **kwargs):
+            return lambda: Wrapped([b for b in blocks if b not in off], **kwargs)
+        every, half = "checkpoint every block", "checkpoint every other block"
+    out = [("plain eager", contextlib.nullcontext, None),
+           (every, knob(), None),
+           (half, knob(off=others), None),
+           ("SAC, save mm + attention", knob(context_fn=sac_policy("mm-attn")), None),
+           ("SAC, every other mm", knob(context_fn=sac_policy("every-other")), None)]
+    assert len(every_other) + len(others) == len(blocks)
+    for b in compile_budgets:
+        out.append((f"torch.compile, budget {b}", contextlib.nullcontext, b))
+    return out
+
+
+def compiled(model, budget):
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+
+    torch._dynamo.reset()
+    functorch_config.activation_memory_budget = budget
+    return torch.compile(model, backend="inductor")
+
+
+def run_model(name, args, work):
+    device = torch.device("cpu")
+    model, batch, target, loss, blocks = build(name)
+    model.train()
+    plain = remat_torch.plain_step_peak(model, batch, target, loss)
+    params = [p for p in model.parameters() if p.requires_grad]
+    # The batch's bytes as the chain counts them (a^0): the plain step's
+    # peak in the chain's convention minus the same step's meter peak.
+    rng = torch.get_rng_state()
+
+    def reset():
+        torch.set_rng_state(rng)
+        for p in params:
+            p.grad = None
+
+    def meter_peak(step):
+        reset()
+        _, _, peak = Meter(device, params).measure(step)
+        return peak
+
+    plain_step = lambda: model_loss(model, loss, batch, target).backward()  # noqa: E731
+    offset = plain["peak_bytes"] - meter_peak(plain_step)
+    reset()
+    want_loss = model_loss(model, loss, batch, target)
+    want_loss.backward()
+    want = [None if p.grad is None else p.grad.clone() for p in params]
+
+    t0 = time.perf_counter()
+    chain = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=args.repeat, menu=True)
+    described = time.perf_counter() - t0
+    with_menus = os.path.join(work, f"{name}-menus.json")
+    without = os.path.join(work, f"{name}-classic.json")
+    with open(with_menus, "w") as f:
+        json.dump(chain, f)
+    classic = dict(chain, stages=[{k: v for k, v in s.items() if k != "menu"} for s in chain["stages"]])
+    with open(without, "w") as f:
+        json.dump(classic, f)
+
+    methods = []  # (label, step function)
+    for label, context, budget in peers(model, blocks, args.compile_budgets):
+        step_model = compiled(model, budget) if budget is not None else model
+
+        def step(step_model=step_model, context=context):
+            with context():
+                model_loss(step_model, loss, batch, target).backward()
+
+        try:
+            reset()
+            step()  # warm-up (and the compile)
+            peak = meter_peak(step) + offset
+        except Exception as e:  # a knob that does not run here: say so, go on
+            print(f"  {name}: {label}: {type(e).__name__}: {e}", flush=True)
+            continue
+        methods.append({"label": label, "step": step, "peak": peak, "kind": "peer"})
+
+    def remat_plan(peer, path, kind):
+        out = os.path.join(work, f"{name}-{kind}-{peer['peak']}.json")
+        p = subprocess.run([args.remat, "solve", path, "-a", "rotor", "-b", str(peer["peak"]), "--json",
+                            "-o", out], capture_output=True, text=True)
+        if p.returncode != 0:
+            return {"error": p.stderr.strip().splitlines()[-1]}
+        result = json.loads(p.stdout)
+        if not result["feasible"]:
+            return {"error": "infeasible: " + result["detail"]}
+        wrapper = remat_torch.checkpointed(model, out, loss=loss, chain=path)
+        wrapper.record_states = False
+        reset()
+        wrapper(batch, target)  # finds the stages for this shape, warms up
+        reset()
+        got, measured = wrapper.measure_step(batch, target)
+        same = torch.equal(got, want_loss.detach().float()) and all(
+            (a is None and b.grad is None) or (a is not None and b.grad is not None and torch.equal(a, b.grad))
+            for a, b in zip(want, params))
+        return {"step": lambda: wrapper(batch, target), "predicted_peak": result["peak_bytes"],
+                "predicted_seconds": result["makespan_seconds"], "peak": measured, "bitwise": same,
+                "options": len(result.get("options", []))}
+
+    for peer in [m for m in methods if m["kind"] == "peer"]:
+        for kind, path in (("remat", with_menus), ("remat-classic", without)):
+            plan = remat_plan(peer, path, kind)
+            peer[kind] = plan
+            if "step" in plan:
+                methods.append({"label": f"{kind} at {peer['label']}", "step": plan["step"], "kind": kind})
+
+    load = os.getloadavg()
+    times = {m["label"]: [] for m in methods}
+    for _ in range(args.rounds):
+        for m in methods:
+            reset()
+            t = time.perf_counter()
+            m["step"]()
+            times[m["label"]].append(time.perf_counter() - t)
+    median = {k: statistics.median(v) for k, v in times.items()}
+    rows = []
+    for peer in [m for m in methods if m["kind"] == "peer"]:
+        row = {"peer": peer["label"], "peak_bytes": peer["peak"], "seconds": median[peer["label"]]}
+        for kind in ("remat", "remat-classic"):
+            plan = peer[kind]
+            if "error" in plan:
+                row[kind] = {"error": plan["error"]}
+                continue
+            row[kind] = {k: plan[k] for k in ("predicted_peak", "predicted_seconds", "peak", "bitwise", "options")}
+            row[kind]["seconds"] = median[f"{kind} at {peer['label']}"]
+        rows.append(row)
+    return {"model": name, "stages": len(chain["stages"]), "rounds": args.rounds, "load": load,
+            "after_load": os.getloadavg(), "threads": torch.get_num_threads(), "describe_seconds": described,
+            "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__}
+
+
+def report(s):
+    mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+    lines = [f"### {s['model']} ({s['stages']} stages; {s['threads']} threads, load {s['load'][0]:.2f} → "
+             f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
+             "| peer | peer's peak | peer's step | Remat (menus) at that peak | Remat's peak, predicted / measured "
+             "| options used | Remat / peer | rotor without menus / peer |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in s["rows"]:
+        m, c = r["remat"], r["remat-classic"]
+        if "error" in m:
+            lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])} | {1000 * r['seconds']:.1f} ms | {m['error'][:80]} | | | | |")
+            continue
+        classic = "—" if "error" in c else f"{c['seconds'] / r['seconds']:.2f}×"
+        lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])} | {1000 * r['seconds']:.1f} ms | "
+                     f"{1000 * m['seconds']:.1f} ms | {mib(m['predicted_peak'])} / {mib(m['peak'])} | "
+                     f"{m['options']} | **{m['seconds'] / r['seconds']:.2f}×**{'' if m['bitwise'] else ' (not bitwise!)'} "
+                     f"| {classic} |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--remat", default="target/release/remat")
+    ap.add_argument("--models", default="gpt2,llama,vit,resnet18")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=3, help="describe_chain's repeat (its medians)")
+    ap.add_argument("--compile-budgets", default="1.0,0.8,0.6,0.4,0.2,0.1,0.0",
+                    help="torch.compile activation_memory_budget values ('' for none)")
+    ap.add_argument("--json", help="write every row here")
+    args = ap.parse_args()
+    args.compile_budgets = [float(b) for b in args.compile_budgets.split(",") if b.strip()]
+    out = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in args.models.split(","):
+            s = run_model(name, args, work)
+            print(report(s) + "\n", flush=True)
+            out.append(s)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
