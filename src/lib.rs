@@ -7,6 +7,8 @@
 //!   long chains; no web code, and they import no feature;
 //! - `current`: the schedule on screen and its trace, which every chart
 //!   of a schedule draws;
+//! - `menus`: which stages' F_all run a menu option in the schedule shown
+//!   (issue 41), and the page's words for it;
 //! - `link`: the URL codec and how the history follows the view;
 //! - `min_memory`: the "minimum memory" mode's numbers (Hong et al.);
 //! - `step_graph`: the step as a graph of forward and backward nodes, and
@@ -41,6 +43,7 @@ pub mod file_name;
 pub mod lesson;
 pub mod link;
 pub mod measured;
+pub mod menus;
 pub mod min_memory;
 pub mod optimality;
 pub mod protocol;

@@ -52,7 +52,8 @@ test('the picker groups measured and analytic chains, and lists what `remat exam
   for (const name of ['vgg19-h100', 'resnet50-h100', 'gpt2-h100-efficient', 'gpt2-h100-math']) {
     assert.ok(groups.Measured.includes(name), name);
   }
-  assert.deepEqual(groups['Analytic (rough estimates)'], ['vgg19', 'resnet50', 'gpt2']);
+  // gpt2-sac: gpt2 with a menu of selective-checkpointing policies per block (issue 41).
+  assert.deepEqual(groups['Analytic (rough estimates)'], ['vgg19', 'resnet50', 'gpt2', 'gpt2-sac']);
   // The CLI's list is the picker's, with the same kind in front.
   const lines = execFileSync(CLI, ['examples'], { encoding: 'utf8' }).trim().split('\n');
   const listed = lines.map((l) => /^example:(\S+)\s+(\S+)/.exec(l)).map((m) => [m[1], m[2]]);

@@ -4,10 +4,12 @@
 use super::format::{bytes, ms};
 use super::frames::{layer_of, ChartSvg};
 use super::hover::{chart_point, tooltip_style};
+use super::notation::math_text_with_names;
 use super::palette;
 use super::scale::{MARGIN_L, PLOT_W};
 use super::svg::PathBatch;
 use crate::current::Current;
+use crate::menus;
 use leptos::prelude::*;
 use remat_core::schedule::{fates, Fate};
 use remat_core::Chain;
@@ -17,6 +19,8 @@ use std::sync::Arc;
 const H: f64 = 170.0;
 const BASE_Y: f64 = 140.0;
 const MAX_BOX_H: f64 = 104.0;
+/// The menu option's badge over a box.
+const BADGE_FONT: f64 = 10.0;
 
 /// The colour of a stage's fate on the chain (the legend's swatches).
 pub fn fate_color(fate: Fate) -> &'static str {
@@ -68,6 +72,7 @@ fn layer(c: &Current, uniform: bool) -> String {
     let chain = &c.chain;
     let n = chain.len();
     let fates = fates(chain, c.planned.ops.as_deref());
+    let picks = menus::picks_by_stage(chain, c.ops());
     let e = edges(chain, uniform);
     let max_saved = (1..=n)
         .map(|l| chain.saved_bytes(l))
@@ -75,7 +80,18 @@ fn layer(c: &Current, uniform: bool) -> String {
         .unwrap_or(1)
         .max(1) as f64;
     let gap = if PLOT_W / n as f64 > 6.0 { 1.5 } else { 0.0 };
+    let heights: Vec<f64> = (0..=n)
+        .map(|l| match l {
+            0 => 0.0,
+            _ if uniform => MAX_BOX_H * 0.7,
+            _ => (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0),
+        })
+        .collect();
     let mut s = String::with_capacity(n * 160);
+    // The menu options' badges, one over each run of stages that run the
+    // same option; where a stage's ↻ count then goes.
+    let mut recount_y: Vec<f64> = heights.iter().map(|h| BASE_Y - h - 5.0).collect();
+    s.push_str(&option_runs(&picks, &heights, &e, gap, &mut recount_y));
     let mut batch = PathBatch::default();
     let mut outside = OutsideLabels::default();
     let mut numbers = StageNumbers::new(n);
@@ -83,12 +99,38 @@ fn layer(c: &Current, uniform: bool) -> String {
         let (fate, recomputed) = fates[l];
         let x = e[l];
         let w = (e[l + 1] - e[l] - gap).max(0.5);
-        let h = if uniform {
-            MAX_BOX_H * 0.7
-        } else {
-            (chain.saved_bytes(l) as f64 / max_saved * MAX_BOX_H).max(3.0)
-        };
-        batch.rect(fate_color(fate), fate_kind(fate), x, BASE_Y - h, w, h);
+        let h = heights[l];
+        // A menu option keeps less than ā^ℓ: the box is filled up to what
+        // it keeps, the rest of the classic box hollow with a dashed edge
+        // in the same hue (issue 41); its policy is named over the run.
+        let pick = picks.get(l).and_then(Option::as_ref);
+        let kept_h = pick.map_or(h, |p| {
+            let share = p.saved_bytes as f64 / p.classic_bytes.max(1) as f64;
+            (h * share).clamp(1.5, h)
+        });
+        batch.rect(
+            fate_color(fate),
+            fate_kind(fate),
+            x,
+            BASE_Y - kept_h,
+            w,
+            kept_h,
+        );
+        if let Some(p) = pick {
+            let said = menus::stage_sentence(chain, l, Some(p), &c.algorithm).unwrap_or_default();
+            let _ = write!(
+                s,
+                r##"<g class="menu-option" data-stage="{l}" data-option="{}" data-policy="{}"><title>stage {l}: {}</title><rect class="option-rest" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="#ffffff" stroke="{}" stroke-width="1.2" stroke-dasharray="3 2"/></g>"##,
+                p.option,
+                escape(&p.policy),
+                escape(&said),
+                x + 0.6,
+                BASE_Y - h + 0.6,
+                (w - 1.2).max(0.1),
+                (h - kept_h - 0.6).max(0.0),
+                fate_color(fate),
+            );
+        }
         if recomputed > 0 {
             // A hover on every recomputed box, whatever its width: the
             // count is never only in a label that may not fit.
@@ -101,7 +143,7 @@ fn layer(c: &Current, uniform: bool) -> String {
                 s.push_str(&format!(
                     r##"<text class="recompute-label" data-stage="{l}" x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">{label}</text>"##,
                     x + w / 2.0,
-                    BASE_Y - h - 5.0,
+                    recount_y[l],
                 ));
             } else {
                 outside.place(l, recomputed, x + w / 2.0, BASE_Y - h);
@@ -128,6 +170,68 @@ fn layer(c: &Current, uniform: bool) -> String {
         MARGIN_L - 8.0,
         BASE_Y + 10.0
     ));
+    s
+}
+
+/// The badges of the menu options (issue 41): over each run of neighbouring
+/// stages whose F_all runs the same option, a bracket from the first box to
+/// the last and the policy's short name over it (`[k]` where the name does
+/// not fit the run, nothing where neither does). Moves the ↻ counts of
+/// those stages (`recount_y`, their baselines) above the badge.
+fn option_runs(
+    picks: &[Option<menus::Pick>],
+    heights: &[f64],
+    e: &[f64],
+    gap: f64,
+    recount_y: &mut [f64],
+) -> String {
+    let mut runs: Vec<(usize, usize, &menus::Pick)> = Vec::new();
+    for (l, p) in picks.iter().enumerate().skip(1) {
+        let Some(p) = p else { continue };
+        match runs.last_mut() {
+            Some(r) if r.1 + 1 == l && r.2.option == p.option && r.2.policy == p.policy => r.1 = l,
+            _ => runs.push((l, l, p)),
+        }
+    }
+    let mut s = String::new();
+    for (first, last, p) in runs {
+        let top = (first..=last)
+            .map(|l| BASE_Y - heights[l])
+            .fold(f64::INFINITY, f64::min);
+        let y = top - 4.0;
+        let (x0, x1) = (
+            e[first] + 0.5,
+            (e[last + 1] - gap - 0.5).max(e[first] + 1.0),
+        );
+        let badge = menus::badge(p, x1 - x0 + 2.0, BADGE_FONT);
+        let above = match badge {
+            Some(_) => y - 4.0 - BADGE_FONT - 3.0,
+            None => y - 4.0,
+        };
+        for r in &mut recount_y[first..=last] {
+            *r = above;
+        }
+        let _ = write!(
+            s,
+            r##"<g class="menu-run" data-first="{first}" data-last="{last}" data-option="{}" data-policy="{}"><path d="M{x0:.1} {:.1}V{y:.1}H{x1:.1}V{:.1}" fill="none" stroke="{ink}" stroke-width="1"/>"##,
+            p.option,
+            escape(&p.policy),
+            y + 3.0,
+            y + 3.0,
+            ink = palette::CURSOR,
+        );
+        if let Some(text) = badge {
+            let _ = write!(
+                s,
+                r##"<text class="option-label" data-first="{first}" data-last="{last}" x="{:.1}" y="{:.1}" font-size="{BADGE_FONT}" text-anchor="middle" fill="{ink}" font-weight="600">{}</text>"##,
+                (x0 + x1) / 2.0,
+                y - 3.0,
+                escape(&text),
+                ink = palette::CURSOR,
+            );
+        }
+        s.push_str("</g>");
+    }
     s
 }
 
@@ -287,6 +391,9 @@ pub fn ChainChart(
         let chain = &c.chain;
         let s = chain.stage(l);
         let (fate, rec) = fates(chain, c.planned.ops.as_deref())[l];
+        // The option its F_all runs, or its menu left unused.
+        let pick = menus::picks_by_stage(chain, c.ops()).swap_remove(l);
+        let menu = menus::stage_sentence(chain, l, pick.as_ref(), &c.algorithm);
         Some(view! {
             <div class="tooltip" style=tooltip_style(fx)>
                 <b>{format!("stage {l}: {}", s.name)}</b>
@@ -310,6 +417,7 @@ pub fn ChainChart(
                     })}
                 </table>
                 <div><i class="dot" style=format!("background:{}", fate_color(fate))></i>{fate.describe()}</div>
+                {menu.map(|m| view! { <div class="menu-line">{math_text_with_names(&m, &menus::policy_names(chain))}</div> })}
                 {(rec > 0).then(|| view! { <div>{format!("recomputed {rec}× in the backward phase")}</div> })}
             </div>
         })
@@ -324,13 +432,19 @@ pub fn ChainChart(
             }
             let fates = fates(&c.chain, c.planned.ops.as_deref());
             let count = |f: Fate| fates.iter().skip(1).filter(|(x, _)| *x == f).count();
+            let options = menus::picks(&c.chain, c.ops()).len();
             format!(
-                "Layer chain: {} stages; {} kept, {} checkpointed, {} dropped and recomputed, {} offloaded.",
+                "Layer chain: {} stages; {} kept, {} checkpointed, {} dropped and recomputed, {} offloaded{}.",
                 c.chain.len(),
                 count(Fate::Kept),
                 count(Fate::Checkpoint),
                 count(Fate::Dropped),
-                count(Fate::Offloaded)
+                count(Fate::Offloaded),
+                if options > 0 {
+                    format!("; {options} run a menu option that keeps less")
+                } else {
+                    String::new()
+                }
             )
         })
     };
@@ -365,6 +479,13 @@ fn stage_marks(chain: &Chain, set: &[usize], edges: &[f64]) -> String {
         );
     }
     s
+}
+
+/// `text` for an SVG text node or attribute.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('"', "&quot;")
 }
 
 /// A signed overhead: negative when autograd frees memory before the op ends.

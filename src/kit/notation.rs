@@ -37,7 +37,9 @@ pub fn segments(text: &str) -> Vec<(Script, String)> {
             }
         } else {
             while let Some(&c) = chars.peek() {
-                if c.is_whitespace() || ".,:;()^_/".contains(c) {
+                // `[`: a menu option after the stage (`F_all^3[2]`) is not
+                // part of the superscript.
+                if c.is_whitespace() || ".,:;()^_/[".contains(c) {
                     break;
                 }
                 token.push(c);
@@ -67,6 +69,40 @@ pub fn math_text(text: &str) -> impl IntoView {
             Script::Plain => s.into_any(),
             Script::Sub => view! { <sub>{s}</sub> }.into_any(),
             Script::Sup => view! { <sup>{s}</sup> }.into_any(),
+        })
+        .collect_view()
+}
+
+/// Text in caret notation in which each of `names` (a menu option's
+/// policy, `save_mm_attention`: its underscores are not subscripts) is
+/// written as it is, in a `<code>`.
+pub fn math_text_with_names(text: &str, names: &[String]) -> impl IntoView {
+    let mut parts: Vec<(bool, String)> = Vec::new();
+    let mut rest = text;
+    loop {
+        // The first name in the rest; the longest where two start there.
+        let found = names
+            .iter()
+            .filter(|n| !n.is_empty())
+            .filter_map(|n| rest.find(n.as_str()).map(|i| (i, n.len())))
+            .min_by_key(|&(i, len)| (i, std::cmp::Reverse(len)));
+        let Some((i, len)) = found else {
+            parts.push((false, rest.to_string()));
+            break;
+        };
+        parts.push((false, rest[..i].to_string()));
+        parts.push((true, rest[i..i + len].to_string()));
+        rest = &rest[i + len..];
+    }
+    parts
+        .into_iter()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(name, s)| {
+            if name {
+                view! { <code class="policy">{s}</code> }.into_any()
+            } else {
+                math_text(&s).into_any()
+            }
         })
         .collect_view()
 }

@@ -927,3 +927,43 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
     let answer = planned(only(ask(&mut page, rotor)));
     assert_eq!(answer.stage, Stage::Whole);
 }
+
+// Per-stage menus (issue 41) survive the page's protocol: the chain goes
+// to the planners as `remat-chain/1` text, which keeps every menu, and a
+// plan's F_all options survive its JSON both ways. Fails if the chain
+// crossed without its menus (rotor would then plan the classic F_all
+// everywhere, unlike the core on the chain itself) or if the envelope
+// dropped `option` (the decoded plan would differ). Mutation tried: the
+// service's `load` clearing the menus of the chain it read: the page's
+// plan at 3 GiB was no longer the core's.
+#[test]
+fn menus_and_their_options_cross_between_the_page_and_the_worker() {
+    let chain = examples::by_name("gpt2-sac").unwrap();
+    let read = read_any_chain(&write_chain(&chain)).unwrap();
+    let menus = |c: &Chain| -> Vec<_> { c.stages.iter().map(|s| s.menu.clone()).collect() };
+    assert_eq!(menus(&read), menus(&chain));
+    assert!(chain.has_menus());
+
+    let mut worker = loaded(Role::Worker, &chain);
+    let mut page = loaded(Role::Page, &chain);
+    carried(&mut worker, &mut page, Algorithm::Rotor, &chain);
+    let budget = 3 << 30;
+    let p = planned(ask(&mut page, plan(Algorithm::Rotor, budget)));
+    let direct = remat_core::solvers::solve(&chain, Algorithm::Rotor, budget, &Options::default())
+        .unwrap()
+        .ops
+        .unwrap();
+    let ops = p.ops.clone().expect("rotor plans 3 GiB");
+    assert_eq!(
+        ops, direct,
+        "the page plans as the core does on the chain itself"
+    );
+    assert!(!remat_core::schedule::menu_choices(&ops).is_empty());
+
+    let wire = Envelope::encode(Response::Planned(Box::new(p.clone())));
+    assert!(wire.text.contains(r#""option":"#), "{}", wire.text);
+    let Response::Planned(back) = wire.decode::<Response>().unwrap() else {
+        panic!("not a plan");
+    };
+    assert_eq!(*back, p);
+}

@@ -5,6 +5,7 @@ use crate::io;
 use crate::kit::file_input::{click_input, on_file_chosen};
 use crate::kit::format::{bytes, ms, pct};
 use crate::kit::widgets::ProgressBar;
+use crate::menus;
 use crate::protocol::Stage;
 use crate::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
@@ -364,6 +365,18 @@ pub fn BudgetPanel() -> impl IntoView {
                     <b id="stat-moved">{stat(|c| c.ok_trace().map(|t| bytes(t.offloaded_bytes + t.prefetched_bytes)))}</b></div>
                 <div class="stat"><span>"Ops"</span>
                     <b id="stat-ops">{stat(|c| c.planned.ops.as_ref().map(|o| o.len().to_string()))}</b></div>
+                // Only for a chain with per-stage menus (issue 41): how many
+                // stages run an option that keeps less, "classic" or "not used".
+                {move || state.shown.current.with(|c| {
+                    let c = c.as_ref()?;
+                    let ops = c.planned.ops.as_deref();
+                    let value = menus::plan_stat(&c.chain, &c.algorithm, ops)?;
+                    let title = menus::plan_sentence(&c.chain, &c.algorithm, ops).unwrap_or_default();
+                    Some(view! {
+                        <div class="stat" title=title><span>"Menu options"</span>
+                            <b id="stat-menu">{value}</b></div>
+                    })
+                })}
                 <PlanStatus />
             </div>
             <LiveStatus />
@@ -492,10 +505,13 @@ fn live_summary(c: &crate::current::Current) -> String {
     match (c.planned.ops.is_some(), c.ok_trace()) {
         (false, _) => format!("Infeasible: {at}."),
         (true, Some(t)) => format!(
-            "Plan ready: {at}: makespan {}, peak {}, {} recomputations.",
+            "Plan ready: {at}: makespan {}, peak {}, {} recomputations.{}",
             ms(t.makespan_seconds),
             bytes(t.peak_bytes),
-            t.recomputations
+            t.recomputations,
+            menus::plan_sentence(&c.chain, &c.algorithm, c.planned.ops.as_deref())
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default()
         ),
         (true, None) => format!("Plan ready: {at}, but the simulator rejected it."),
     }

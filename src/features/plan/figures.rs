@@ -8,10 +8,11 @@ use crate::kit::chain_chart::ChainChart;
 use crate::kit::figure::Figure;
 use crate::kit::format::ms;
 use crate::kit::memory_chart::{MeasuredLegend, MemoryChart};
-use crate::kit::notation::math_text;
+use crate::kit::notation::{math_text, math_text_with_names};
 use crate::kit::timeline_chart::TimelineChart;
 use crate::kit::widgets::CardHead;
 use crate::kit::zoom::ZoomReset;
+use crate::menus;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::model::units::format_bytes;
@@ -22,6 +23,17 @@ use remat_core::model::units::format_bytes;
 pub fn ChainCard(marks: Signal<Vec<usize>>) -> impl IntoView {
     let state = use_app();
     let uniform = state.view.uniform;
+    // A chain with per-stage menus (issue 41): which options the plan
+    // runs, or why none; and whether any box is drawn hollow.
+    let menu_line = Memo::new(move |_| {
+        state.shown.current.with(|c| {
+            let c = c.as_ref()?;
+            let ops = c.planned.ops.as_deref();
+            let line = menus::plan_sentence(&c.chain, &c.algorithm, ops)?;
+            let picked = ops.is_some_and(|o| !menus::picks(&c.chain, o).is_empty());
+            Some((line, picked, menus::policy_names(&c.chain)))
+        })
+    });
     view! {
         <CardHead title="Layer chain">
             <span class="muted">"↻n = recomputations"</span>
@@ -35,6 +47,12 @@ pub fn ChainCard(marks: Signal<Vec<usize>>) -> impl IntoView {
         <p class="hint">{move || math_text(if uniform.get() { "One box per stage." } else { "Width ∝ time (u_f + u_b), height ∝ saved bytes ω_ā." })}</p>
         <ChainChart schedule=state.shown.current.into() chain=state.loaded.chain.into()
             step=state.view.step.into() uniform=uniform.into() marks />
+        {move || menu_line.get().map(|(line, picked, names)| view! {
+            <p id="chain-menus" class="hint menu-hint" data-line=line.clone()>
+                {math_text_with_names(&line, &names)}
+                {picked.then_some(" Dashed hollow top: the part of ā an option does not keep (its backward recomputes it); the bracket over the boxes names the policy.")}
+            </p>
+        })}
     }
 }
 

@@ -4,6 +4,7 @@ use crate::kit::format::ms;
 use crate::kit::legend::PageLegend;
 use crate::kit::notation::math_text;
 use crate::kit::widgets::SpeedSelect;
+use crate::menus;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::schedule::captions;
@@ -97,7 +98,9 @@ pub fn Stepper() -> impl IntoView {
         let op = *c.ops().get(i)?;
         let span = c.ok_trace().and_then(|t| t.spans.get(i).copied());
         let caption = captions.with(|all| all.get(i).cloned())?;
-        Some((i, op, span, caption))
+        // An F_all running a menu option says its policy (issue 41).
+        let policy = menus::op_policy(&c.chain, &op);
+        Some((i, op, span, caption, policy))
     };
     view! {
         <section id="stepper" aria-label="Step through the schedule"
@@ -119,9 +122,10 @@ pub fn Stepper() -> impl IntoView {
             <PageLegend />
             <div id="step-explain" class="step-explain" aria-live="polite">
                 {move || match current() {
-                    Some((i, op, span, caption)) => view! {
+                    Some((i, op, span, caption, policy)) => view! {
                         <span class="opname" data-op=op.to_string()>
                             {format!("op {} / {} · ", i + 1, n_ops())}{math_text(&op.to_string())}
+                            {policy.map(|p| view! { <span class="op-policy" title="the menu option's policy">{format!(" {p}")}</span> })}
                         </span>
                         <span class="step-caption" data-caption=caption.clone()>{math_text(&caption)}</span>
                         <span class="muted">{span.map(|s| format!("{} → {}", ms(s.start), ms(s.end))).unwrap_or_default()}</span>
