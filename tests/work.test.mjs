@@ -48,8 +48,13 @@ async function load(page, name, busy) {
 // the 2-core build machine while other builds ran). Tried against the
 // page as it was before the side worker (one queue): the first example's
 // busy search (teaching) gave no bars within 60 s, behind the pofo solves
-// and compare rows, against 0.3 s alone.
-test('Max batch answers within 3 s of its click on every example, whatever the plans\' worker is doing', async () => {
+// and compare rows, against 0.3 s alone. The floor is 4 s, not 3: on a
+// clean-clone CI run of 2026-11-28 the analytic vgg19 took 3019 ms busy
+// and 1841 ms alone (vgg19-h100 3893 ms alone) on the 2-core machine, the
+// page's code for chains without menus unchanged in what it computes; the
+// failure this test is for (a search queued behind the worker) takes tens
+// of seconds.
+test('Max batch answers within 4 s of its click on every example, whatever the plans\' worker is doing', async () => {
   const page = (await open(context, '#chain=vgg19&algorithm=rotor')).page;
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -64,7 +69,7 @@ test('Max batch answers within 3 s of its click on every example, whatever the p
   }
   console.log('max batch, ms from click to bars:', JSON.stringify(times));
   for (const [name, { alone, busy }] of Object.entries(times)) {
-    assert.ok(busy <= Math.max(3000, 1.5 * alone), `${name}: ${busy} ms busy, ${alone} ms alone`);
+    assert.ok(busy <= Math.max(4000, 1.5 * alone), `${name}: ${busy} ms busy, ${alone} ms alone`);
   }
   assert.deepEqual(errors, []);
   await page.close();
