@@ -194,6 +194,25 @@ fn held(lattice: &Lattice, rounding: Rounding, bytes: u64) -> usize {
     }
 }
 
+/// The option of a leaf (F_all^s then B^s) whose time `value` a table
+/// holds: the first, in the fill's order (the classic one first, when it
+/// `fits` with its u_b^s `classic`), that fits and takes that time. Both
+/// tables' read-outs call it, so they name the same option.
+fn leaf_option(
+    forward: f64,
+    classic: Option<f64>,
+    menu: &[AllOption],
+    fits: impl Fn(&AllOption) -> bool,
+    value: f64,
+) -> u8 {
+    if classic.is_some_and(|backward| forward + backward == value) {
+        return 0;
+    }
+    menu.iter()
+        .find(|o| fits(o) && forward + o.backward == value)
+        .map_or(0, |o| o.option)
+}
+
 /// One decision of Algorithm 2, for people and for the peak prediction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Decision {
@@ -734,14 +753,13 @@ impl PersistentTable {
         let value = self.table[self.row(s, t) + m];
         if s == t {
             // The first option, in the fill's order, that fits and gives it.
-            let classic = m >= self.m_all(s, s) && self.forward[s] + self.backward[s] == value;
-            let option = match classic {
-                true => 0,
-                false => self.menu[s]
-                    .iter()
-                    .find(|o| m >= self.m_all_with(s, o) && self.forward[s] + o.backward == value)
-                    .map_or(0, |o| o.option),
-            };
+            let option = leaf_option(
+                self.forward[s],
+                (m >= self.m_all(s, s)).then_some(self.backward[s]),
+                &self.menu[s],
+                |o| m >= self.m_all_with(s, o),
+                value,
+            );
             return Decision::Leaf { option };
         }
         // The first candidate equal to the stored minimum is the one `fill`

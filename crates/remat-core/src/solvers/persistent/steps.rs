@@ -35,7 +35,7 @@
 //! of the cells of its length so far, or of the longest so far): the
 //! caller then builds the grid and says so.
 
-use super::{all_options, AllOption, Decision, PersistentPlan, Variant};
+use super::{all_options, leaf_option, AllOption, Decision, PersistentPlan, Variant};
 use crate::model::{Chain, Stage};
 use crate::solvers::api::{Progress, SolveError};
 use serde::{Deserialize, Serialize};
@@ -468,14 +468,13 @@ impl StepTable {
         let value = self.value(s, t, m);
         if s == t {
             // The first option, in the fill's order, that fits and gives it.
-            let classic = m >= self.m_all(s, s) && self.forward[s] + self.backward[s] == value;
-            let option = match classic {
-                true => 0,
-                false => self.menu[s]
-                    .iter()
-                    .find(|o| m >= self.m_all_with(s, o) && self.forward[s] + o.backward == value)
-                    .map_or(0, |o| o.option),
-            };
+            let option = leaf_option(
+                self.forward[s],
+                (m >= self.m_all(s, s)).then_some(self.backward[s]),
+                &self.menu[s],
+                |o| m >= self.m_all_with(s, o),
+                value,
+            );
             return Decision::Leaf { option };
         }
         let mut nearest = (f64::INFINITY, Decision::All { option: 0 });
