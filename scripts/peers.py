@@ -201,10 +201,20 @@ def peers(model, blocks, compile_budgets):
 
 
 def compiled(model, budget):
+    """`model` compiled with the partitioner's budget. Call (warm up) it
+    before compiling the next: the budget is read when the graph is
+    compiled, at the first call. No `torch._dynamo.reset()` between peers:
+    it drops every compiled peer's graphs, and the timed rounds then
+    recompile them under the last budget set (the first run of this script
+    timed every budget's peer on budget 0.0's graph). Each `torch.compile`
+    call is its own backend, and dynamo guards on it: the peers' graphs
+    live side by side (within the raised cache limit)."""
     import torch._dynamo
     import torch._functorch.config as functorch_config
 
-    torch._dynamo.reset()
+    for limit in ("cache_size_limit", "recompile_limit"):
+        if hasattr(torch._dynamo.config, limit):
+            setattr(torch._dynamo.config, limit, 64)
     functorch_config.activation_memory_budget = budget
     return torch.compile(model, backend="inductor")
 
@@ -305,6 +315,14 @@ def run_model(name, args, work):
     rows = []
     for peer in [m for m in methods if m["kind"] == "peer"]:
         row = {"peer": peer["label"], "peak_bytes": peer["peak"], "seconds": median[peer["label"]]}
+        # The same peak after the rounds: what was timed is what was
+        # measured (a compiled peer recompiled under another budget would
+        # show another peak).
+        again = meter_peak(peer["step"]) + offset
+        if again != peer["peak"]:
+            row["peak_after_rounds"] = again
+            print(f"  {name}: {peer['label']}: peak {peer['peak']} B before the rounds, {again} B after",
+                  flush=True)
         for kind in ("remat", "remat-classic"):
             plan = peer[kind]
             if "error" in plan:
@@ -322,17 +340,20 @@ def report(s):
     mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
     lines = [f"### {s['model']} ({s['stages']} stages; {s['threads']} threads, load {s['load'][0]:.2f} → "
              f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
-             "| peer | peer's peak | peer's step | Remat (menus) at that peak | Remat's peak, predicted / measured "
-             "| options used | Remat / peer | rotor without menus / peer |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| peer | peer's peak | peer's step | Remat (menus) at that peak, predicted / measured "
+             "| Remat's peak, predicted / measured | options used | Remat / peer "
+             "| rotor without menus, predicted / measured | without menus / peer |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in s["rows"]:
         m, c = r["remat"], r["remat-classic"]
         if "error" in m:
-            lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])} | {1000 * r['seconds']:.1f} ms | {m['error'][:80]} | | | | |")
+            lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])} | {1000 * r['seconds']:.1f} ms | {m['error'][:80]} | | | | | |")
             continue
-        classic = "—" if "error" in c else f"{c['seconds'] / r['seconds']:.2f}×"
-        lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])} | {1000 * r['seconds']:.1f} ms | "
-                     f"{1000 * m['seconds']:.1f} ms | {mib(m['predicted_peak'])} / {mib(m['peak'])} | "
+        ms = lambda plan: f"{1000 * plan['predicted_seconds']:.1f} / {1000 * plan['seconds']:.1f} ms"  # noqa: E731
+        classic = ("— | —" if "error" in c else f"{ms(c)} | {c['seconds'] / r['seconds']:.2f}×")
+        changed = f" (after the rounds: {mib(r['peak_after_rounds'])}!)" if "peak_after_rounds" in r else ""
+        lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])}{changed} | {1000 * r['seconds']:.1f} ms | "
+                     f"{ms(m)} | {mib(m['predicted_peak'])} / {mib(m['peak'])} | "
                      f"{m['options']} | **{m['seconds'] / r['seconds']:.2f}×**{'' if m['bitwise'] else ' (not bitwise!)'} "
                      f"| {classic} |")
     return "\n".join(lines)
@@ -355,9 +376,9 @@ def main():
             s = run_model(name, args, work)
             print(report(s) + "\n", flush=True)
             out.append(s)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1, default=str)
+            if args.json:  # after each model: a long run stopped keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(out, f, indent=1, default=str)
 
 
 if __name__ == "__main__":

@@ -231,6 +231,11 @@ pub enum Table {
         /// Why the breakpoints were given up (the core's words).
         fallback: Option<String>,
         min_budget: u64,
+        /// How many of `values`' last numbers are the certificate's row
+        /// (`TableParts::Grid::bound`; 0: none). They travel with the
+        /// values: a row holds infinities, which JSON cannot.
+        #[serde(default)]
+        bound: usize,
         #[serde(skip)]
         values: Vec<f64>,
     },
@@ -253,14 +258,20 @@ impl Table {
         match parts {
             TableParts::Grid {
                 grid,
-                values,
+                mut values,
                 fallback,
-            } => Table::Grid {
-                grid,
-                fallback,
-                min_budget,
-                values,
-            },
+                bound,
+            } => {
+                let row = bound.unwrap_or_default();
+                values.extend_from_slice(&row);
+                Table::Grid {
+                    grid,
+                    fallback,
+                    min_budget,
+                    bound: row.len(),
+                    values,
+                }
+            }
             TableParts::Steps(p) => {
                 let (cells, points) = (p.len.len(), p.mem.len());
                 let mut values = Vec::with_capacity(cells.div_ceil(2) + 2 * points);
@@ -292,15 +303,26 @@ impl Table {
                 grid,
                 fallback,
                 min_budget,
-                values,
-            } => Ok((
-                TableParts::Grid {
-                    grid,
-                    values,
-                    fallback,
-                },
-                min_budget,
-            )),
+                bound,
+                mut values,
+            } => {
+                if bound > values.len() {
+                    return Err(format!(
+                        "grid table: a lower bound of {bound} numbers among {}",
+                        values.len()
+                    ));
+                }
+                let row = values.split_off(values.len() - bound);
+                Ok((
+                    TableParts::Grid {
+                        grid,
+                        values,
+                        fallback,
+                        bound: (bound > 0).then_some(row),
+                    },
+                    min_budget,
+                ))
+            }
             Table::Steps {
                 variant,
                 stages,
@@ -442,6 +464,12 @@ pub struct Planned {
     /// budget). None: no grid.
     #[serde(default)]
     pub grid_loss: Option<u64>,
+    /// The certificate (issue 44): how far the plan's time may be above the
+    /// best of its algorithm's class at this budget, as a fraction (0.003:
+    /// within 0.3 %; 0: optimal). None: no certificate (no grid, or not
+    /// built).
+    #[serde(default)]
+    pub gap: Option<f64>,
     /// Quick: read from the table for every budget, a refinement to come.
     #[serde(default)]
     pub stage: Stage,
@@ -747,6 +775,44 @@ mod tests {
         let plain = Envelope::encode(built(None));
         assert_eq!(plain.values, None);
         assert_eq!(plain.decode::<Response>(), Ok(built(None)));
+    }
+
+    // Fails if the certificate's row were dropped on the way (the page
+    // would say "rounding may hide" again) or put back in the wrong place
+    // (its bounds would be read from the grid's first cells). Mutation run:
+    // `pack` leaving the row out: the unpacked planner had no bound.
+    #[test]
+    fn a_certified_grid_travels_with_its_lower_bound() {
+        use remat_core::solvers::SlotPolicy;
+        let chain = examples::gpt2();
+        let fixed = Options {
+            slot_policy: SlotPolicy::Fixed,
+            ..Options::default()
+        };
+        let high = remat_core::solvers::max_useful_budget(&chain);
+        let mut planner =
+            Planner::build(&chain, Algorithm::Rotor, high, &fixed, &mut no_progress()).unwrap();
+        planner.certify(&chain, &mut no_progress()).unwrap();
+        let budgets: Vec<u64> = (6..=10).map(|i| high / 10 * i).collect();
+        let bounds: Vec<Option<f64>> = budgets
+            .iter()
+            .map(|&b| planner.lower_bound_seconds(b))
+            .collect();
+        assert!(bounds.iter().all(Option::is_some), "{bounds:?}");
+        let min = planner.min_budget_bytes();
+        let table = Table::pack((planner.into_table().unwrap().0, min));
+        assert!(matches!(table, Table::Grid { bound, .. } if bound > 0));
+        let message = built(Some(table));
+        let Response::Built(b) = Envelope::encode(message).decode::<Response>().unwrap() else {
+            panic!("not Built");
+        };
+        let (parts, min) = b.table.unwrap().unpack().unwrap();
+        let again = Planner::from_table(&chain, parts, min).unwrap();
+        let read: Vec<Option<f64>> = budgets
+            .iter()
+            .map(|&b| again.lower_bound_seconds(b))
+            .collect();
+        assert_eq!(read, bounds);
     }
 
     // Fails if a count of numbers that does not match the JSON's cells and

@@ -269,7 +269,9 @@ impl PlannerService {
             SlotPolicy::Exact,
             &mut progress,
         );
-        let planner = match built {
+        // Where the grid may round, the certificate's lower bound (as long
+        // again to build; a no-op on the breakpoints and exact lattices).
+        let planner = match built.and_then(|mut p| p.certify(chain, &mut progress).map(|()| p)) {
             Ok(p) => p,
             Err(e) => {
                 drop(progress);
@@ -322,14 +324,16 @@ impl PlannerService {
         // fail); otherwise the built table answers.
         let fresh;
         let result = if let Some(solution) = quick {
-            Ok((solution, None))
+            Ok((solution, Grid::default()))
         } else if algorithm.offloads() {
             let mut progress = reporter(generation, task, emit);
-            solve_offloading(chain, algorithm, budget, bandwidth, &mut progress).map(|s| (s, None))
+            solve_offloading(chain, algorithm, budget, bandwidth, &mut progress)
+                .map(|s| (s, Grid::default()))
         } else {
             let planner = if exact {
                 let mut progress = reporter(generation, task, emit);
-                let built = build(chain, algorithm, budget, SlotPolicy::Exact, &mut progress);
+                let built = build(chain, algorithm, budget, SlotPolicy::Exact, &mut progress)
+                    .and_then(|mut p| p.certify(chain, &mut progress).map(|()| p));
                 drop(progress);
                 match built {
                     Ok(p) => {
@@ -349,10 +353,11 @@ impl PlannerService {
                 .map(|s| page_words(planner, budget, s))
         };
         match result {
-            Ok((solution, grid_loss)) => {
+            Ok((solution, grid)) => {
                 let summaries = self.summaries(algorithm, budget, bandwidth);
                 let mut planned = ask.answer(generation, solution, summaries);
-                planned.grid_loss = grid_loss;
+                planned.grid_loss = grid.loss;
+                planned.gap = grid.gap;
                 emit(Response::Planned(Box::new(planned)))
             }
             Err(e) => emit(failed(generation, Some(task), e)),
@@ -583,6 +588,7 @@ impl Ask {
             error: None,
             summaries,
             grid_loss: None,
+            gap: None,
             stage: self.stage,
         }
     }
@@ -653,13 +659,23 @@ pub fn least_met(chain: &Chain, planner: &Planner) -> u64 {
 /// A rotor/revolve answer in the page's words: on a grid, how much the
 /// rounding may hide at this budget (the second value) and, where the
 /// breakpoints were given up, why, without the CLI's flags.
-fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Solution, Option<u64>) {
+fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Solution, Grid) {
     let Some(table) = planner.persistent_table() else {
-        return (solution, None);
+        return (solution, Grid::default());
     };
     let Some(grid) = table.grid() else {
-        return (solution, None);
+        return (solution, Grid::default());
     };
+    let gap = solution
+        .predicted_seconds
+        .zip(planner.lower_bound_seconds(budget))
+        .map(|(seconds, bound)| {
+            if bound > 0.0 {
+                (seconds / bound - 1.0).max(0.0)
+            } else {
+                0.0
+            }
+        });
     let loss = match planner.memory(budget) {
         remat_core::solvers::Memory::Grid { lost_bytes, .. } => lost_bytes.unwrap_or(0),
         remat_core::solvers::Memory::Exact => 0,
@@ -683,7 +699,21 @@ fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Soluti
             )
         };
     }
-    (solution, Some(loss))
+    (
+        solution,
+        Grid {
+            loss: Some(loss),
+            gap,
+        },
+    )
+}
+
+/// What the page says of a grid answer: the bytes its rounding may hide
+/// and, where the certificate was built, the gap to the optimum.
+#[derive(Clone, Copy, Debug, Default)]
+struct Grid {
+    loss: Option<u64>,
+    gap: Option<f64>,
 }
 
 fn failed(generation: u64, task: Option<Task>, error: impl ToString) -> Response {

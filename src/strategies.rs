@@ -277,6 +277,7 @@ fn strategy(
         error: None,
         summaries: Vec::new(),
         grid_loss: None,
+        gap: None,
         stage: Default::default(),
     };
     Strategy {

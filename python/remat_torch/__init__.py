@@ -13,6 +13,7 @@ operation, RNG and BatchNorm handling, offloading and the limitations.
 from .batch import BatchMismatch
 from .chain import describe_chain
 from .export import ExportError, apply_plan, export_plan
+from .frozen import FrozenStateError
 from .measure import Meter, host_bandwidth, plain_step_peak
 from .policies import POLICIES
 from .runtime import Checkpointed, checkpointed
@@ -22,6 +23,7 @@ from .staging import StagingError, find_stages
 __all__ = [
     "BatchMismatch",
     "Checkpointed",
+    "FrozenStateError",
     "Meter",
     "Op",
     "POLICIES",

@@ -45,6 +45,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
+from . import rng
+
 # In the order `describe_chain(menu=True)` measures them and writes them.
 POLICIES: Tuple[str, ...] = ("save_mm_attention", "save_every_other_mm", "save_attention", "save_nothing")
 
@@ -153,14 +155,10 @@ class _Recomputation:
         self.cuda: Optional[bytes] = None
 
     def _states(self) -> Tuple[bytes, Optional[bytes]]:
-        cpu = bytes(torch.get_rng_state().numpy())
-        cuda = bytes(torch.cuda.get_rng_state(self.device).numpy()) if self.device.type == "cuda" else None
-        return cpu, cuda
+        return rng.current(self.device)
 
     def _set(self, cpu: bytes, cuda: Optional[bytes]) -> None:
-        torch.set_rng_state(torch.frombuffer(bytearray(cpu), dtype=torch.uint8))
-        if cuda is not None:
-            torch.cuda.set_rng_state(torch.frombuffer(bytearray(cuda), dtype=torch.uint8), self.device)
+        rng.restore(cpu, cuda, self.device)
 
     @contextlib.contextmanager
     def forward(self):

@@ -37,6 +37,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
+from . import rng
 from .batch import device_of
 from .policies import POLICIES, run_option
 from .schedule import (FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule,
@@ -47,11 +48,6 @@ def _storage_key(st: torch.UntypedStorage) -> int:
     # One StorageImpl may be seen through many Python storage objects;
     # `_cdata` is its address, stable while the storage lives.
     return st._cdata
-
-
-def _bytes_tensor(data: bytes) -> torch.Tensor:
-    """Bytes as a uint8 tensor over Python's memory (no allocator call)."""
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
 def _host_copy(t: torch.Tensor) -> torch.Tensor:
@@ -480,6 +476,7 @@ class Checkpointed:
         self._source = schedule
         if self.program is not None:
             self._check(len(self.program))
+            self._check_model(self.program)
         self.record_states = True
         self.last_states: List[dict] = []
         self.last_forward_counts: List[int] = []
@@ -499,6 +496,31 @@ class Checkpointed:
             if isinstance(self._source, (str, os.PathLike)):
                 raise ScheduleError(f"{os.fspath(self._source)}: {e}") from None
             raise
+
+    def _check_model(self, program) -> None:
+        """Refuses a plan made for another model: the chain's (else the
+        schedule's) `model_fingerprint` against this program's. A plan for a
+        layer half as wide has the same stage count and batch, and would run
+        with a peak far from its prediction."""
+        from .staging import fingerprint
+
+        expected = self.chain.get("model_fingerprint") if self.chain is not None else None
+        where = "chain" if expected is not None else "schedule"
+        expected = expected or self.schedule.model_fingerprint
+        if not isinstance(expected, str):
+            return
+        found = fingerprint(program)
+        if found != expected:
+            source = f"{os.fspath(self._source)}: " if isinstance(self._source, (str, os.PathLike)) else ""
+            n = len(program)
+            count = sum(p.numel() for p in program.all_parameters())
+            raise ScheduleError(
+                f"{source}model_fingerprint: the {where} was made for another model ({expected}); this "
+                f"one ({found}: {n} stages, {count:,} parameters) differs in its stages' names or in "
+                "their parameters' or buffers' shapes or dtypes (a wider layer, another depth, another "
+                "dtype), and a plan's memory holds only for the model it was solved for: describe this "
+                "model (describe_chain) and solve again"
+            )
 
     def _option_counts(self, n: int) -> Optional[List[int]]:
         """How many ways each stage's F_all can run (1 + its menu's length;
@@ -568,6 +590,7 @@ class Checkpointed:
         if program is None:
             program = make_program(self.model, batch, target, self.loss, self.granularity, self.merge)
             self._check(len(program))
+            self._check_model(program)
             self._programs[key] = program
         return program
 
@@ -602,6 +625,9 @@ class Checkpointed:
     def _run(self, batch, target, boundary=None, meter=None) -> "_Step":
         self.check_batch(batch, target)
         program = self.program_for(batch, target)
+        state = getattr(program, "python_state", None)
+        if state is not None:
+            state.check()
         run = _Step(self, program, batch, target, meter)
         run.execute(boundary)
         self.last_states = run.states
@@ -793,6 +819,20 @@ class _Step:
         ]
         for p, _ in self.set_aside:
             p.grad = None
+        # The devices whose autocast the caller's step runs under: the usual
+        # recipe runs `loss.backward()` outside autocast, and so do the
+        # backwards here (run inside it, a backward formula that dispatches
+        # a matmul or an attention gets autocast's casts: bf16 training
+        # drifted from the usual loop from its second step). Forwards and
+        # recomputations run under it, as the first forward did.
+        self.autocast = [d for d in ("cpu", "cuda") if torch.is_autocast_enabled(d)]
+
+    def outside_autocast(self):
+        """A context in which the caller's autocast is off."""
+        stack = contextlib.ExitStack()
+        for d in self.autocast:
+            stack.enter_context(torch.autocast(device_type=d, enabled=False))
+        return stack
 
     def execute(self, boundary=None) -> torch.Tensor:
         """Runs the ops in order; `boundary(i)`, if given, after each. If an
@@ -815,7 +855,8 @@ class _Step:
             if op.kind in FORWARDS:
                 self.forward(op, i in self.owner.tracked, i in self.owner.joined, self.owner.policies.get(i))
             elif op.kind == "backward":
-                self.backward(op)
+                with self.outside_autocast():
+                    self.backward(op)
             elif op.kind == "offload":
                 self.record_of(op).moved.offload(self.copy_stream)
             elif op.kind == "prefetch":
@@ -898,13 +939,10 @@ class _Step:
         RNG state is a 5 KiB tensor from the CPU allocator, which on the CPU
         is the device's memory (14 of them put a ViT's measured peak 0.6 %
         above the prediction)."""
-        cuda = self.device.type == "cuda"
         if l not in self.rng:
             if self.forwards[l] > 1:
                 with self.outside():
-                    cpu_state = bytes(torch.get_rng_state().numpy())
-                    cuda_state = bytes(torch.cuda.get_rng_state(self.device).numpy()) if cuda else None
-                self.rng[l] = (cpu_state, cuda_state)
+                    self.rng[l] = rng.current(self.device)
             else:
                 self.rng[l] = None
             yield
@@ -914,18 +952,13 @@ class _Step:
         cpu_state, cuda_state = self.rng[l]
         buffers = [(b, _host_copy(b)) for b in self.program.buffers(l)]
         with self.outside():
-            now_cpu = bytes(torch.get_rng_state().numpy())
-            now_cuda = bytes(torch.cuda.get_rng_state(self.device).numpy()) if cuda else None
-            torch.set_rng_state(_bytes_tensor(cpu_state))
-            if cuda:
-                torch.cuda.set_rng_state(_bytes_tensor(cuda_state), self.device)
+            now = rng.current(self.device)
+            rng.restore(cpu_state, cuda_state, self.device)
         try:
             yield
         finally:
             with self.outside():
-                torch.set_rng_state(_bytes_tensor(now_cpu))
-                if cuda:
-                    torch.cuda.set_rng_state(_bytes_tensor(now_cuda), self.device)
+                rng.restore(*now, self.device)
         # Through `.data`: a write that autograd's version counter does not
         # see. The recomputed graph saved these buffers (BatchNorm's backward
         # takes the running statistics as arguments, and reads none of them

@@ -85,6 +85,9 @@ class Schedule:
     # The batch the chain was measured on (`inputs`, copied from the chain
     # by `remat solve`): what a step is checked against.
     inputs: Optional[List[Dict[str, Any]]] = None
+    # What the model is made of (`model_fingerprint`, copied from the
+    # chain): a plan is refused on a model whose stages differ.
+    model_fingerprint: Optional[str] = None
 
     def forwards_per_stage(self, n_stages: int) -> List[int]:
         """How many forward operations each stage 1…L runs (index 0 unused)."""
@@ -159,7 +162,15 @@ def parse_schedule(doc: Dict[str, Any]) -> Schedule:
         predicted_peak_bytes=predicted.get("peak_bytes") if isinstance(predicted, dict) else None,
         chain_digest=doc.get("chain_digest") if isinstance(doc.get("chain_digest"), str) else None,
         inputs=_parse_inputs(doc.get("inputs")),
+        model_fingerprint=_optional_string(doc, "model_fingerprint"),
     )
+
+
+def _optional_string(doc: Dict[str, Any], field: str) -> Optional[str]:
+    value = doc.get(field)
+    if value is not None and not isinstance(value, str):
+        raise ScheduleError(f"{field}: expected a string, found {value!r}")
+    return value
 
 
 def _parse_inputs(raw: Any) -> Optional[List[Dict[str, Any]]]:

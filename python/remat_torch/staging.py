@@ -42,6 +42,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 from torch import fx, nn
 
+from .frozen import PythonState, refuse_changes_by_capture, refuse_hooks, watching_writes
+
 
 class StagingError(ValueError):
     """The model cannot be cut into a chain as asked (the message says where
@@ -572,6 +574,9 @@ class StagedProgram:
             s.name[: -len("+loss")] if s.name.endswith("+loss") else (None if s.name == "loss" else s.name)
             for s in staged.stages
         ]
+        # The model's plain attributes at capture (`remat_torch.frozen`),
+        # set by `make_program`; every step is checked against them.
+        self.python_state: Optional[PythonState] = None
 
     def __len__(self) -> int:
         return len(self.staged.stages)
@@ -665,5 +670,33 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
     key = (_signature(batch, target), loss, granularity, merge, model.training, autocast)
     found = _FOUND.setdefault(model, {})
     if key not in found:
-        found[key] = StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
+        # What capture would freeze (remat_torch.frozen): hooks refused
+        # before, a forward that changes Python state after; what the
+        # stages read is kept to be compared at every step.
+        refuse_hooks(model)
+        before = PythonState(model)
+        with watching_writes(before):
+            program = StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
+        refuse_changes_by_capture(before)
+        program.python_state = before
+        found[key] = program
     return found[key]
+
+
+def fingerprint(program) -> str:
+    """What a program's stages are made of: `sha256:` of every stage's name
+    and its parameters' and buffers' shapes and dtypes, in order. A plan
+    carries its model's (`model_fingerprint`, from the chain) and is
+    refused on a model whose fingerprint differs: a wider layer, another
+    depth, another dtype — what the batch's shapes cannot tell apart. Not
+    covered: a change that leaves every parameter's shape (more attention
+    heads of the same width, another activation function)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for l in range(1, len(program) + 1):
+        h.update(f"stage {program.names[l - 1]}\n".encode())
+        for kind, tensors in (("p", program.parameters(l)), ("b", program.buffers(l))):
+            for t in tensors:
+                h.update(f"{kind} {tuple(t.shape)} {t.dtype}\n".encode())
+    return "sha256:" + h.hexdigest()

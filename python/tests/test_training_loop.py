@@ -180,12 +180,15 @@ def test_a_training_loop_with_adam_accumulation_and_autocast(tmp_path, autocast)
             opt.zero_grad()
             for ids_k in micro[k:k + 2]:
                 b = {"input_ids": ids_k, "use_cache": False}
-                with ctx:
-                    if run is None:
+                # The usual recipe: the forward under autocast, the
+                # backward outside it (as the wrapper runs its backwards).
+                if run is None:
+                    with ctx:
                         loss = _half_lm_loss(model(**b), ids_k)
-                        loss.backward()
-                        losses.append(loss.detach().float())
-                    else:
+                    loss.backward()
+                    losses.append(loss.detach().float())
+                else:
+                    with ctx:
                         losses.append(run(b, ids_k))
             opt.step()
         results.append((losses, [p.detach().clone() for p in model.parameters()]))

@@ -112,6 +112,7 @@ fn import_schedule(state: AppState, file_name: &str, text: &str) {
             error: None,
             summaries: Vec::new(),
             grid_loss: None,
+            gap: None,
             stage: Default::default(),
             ops: Some(schedule.ops),
         },

@@ -82,6 +82,7 @@ fn two_stages_with_menus() -> Chain {
         bandwidth_bytes_per_s: None,
         stages: vec![a, b, Stage::new("loss", 1.0, 1.0, 1, 2)],
         inputs: None,
+        model_fingerprint: None,
     }
 }
 

@@ -843,12 +843,25 @@ fn a_chain_on_the_grid_says_so_and_its_left_end_is_met() {
         assert!(!p.detail.contains("--"), "{}", p.detail);
         assert!(p.detail.contains("planned on a grid"), "{}", p.detail);
     }
-    assert!(at.detail.contains("rounding may hide"), "{}", at.detail);
+    // The certificate (issue 44), in the detail and as a number: the
+    // plan's time over the grid rounded down.
+    assert!(at.detail.contains("of the optimum"), "{}", at.detail);
+    assert!(!at.detail.contains("rounding may hide"), "{}", at.detail);
+    assert!(at.gap.is_some_and(|g| g >= 0.0), "{:?}", at.gap);
     let mid = planned(ask(
         &mut page,
         plan(Algorithm::Rotor, low + (high - low) / 2),
     ));
     assert!(mid.grid_loss.unwrap() > 0, "{}", mid.detail);
+    let gap = mid.gap.expect("certified");
+    assert!(
+        mid.detail.contains(&format!(
+            "within {} of the optimum",
+            remat_core::solvers::persistent::format_gap(1.0 + gap, 1.0)
+        )),
+        "{gap} {}",
+        mid.detail
+    );
 }
 
 /// pofo in two stages (issue 25, item 3): a quick plan is the table for

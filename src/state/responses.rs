@@ -138,6 +138,7 @@ impl AppState {
             error: Some(error),
             summaries,
             grid_loss: None,
+            gap: None,
             stage: Default::default(),
         })
     }

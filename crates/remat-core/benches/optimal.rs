@@ -38,6 +38,7 @@ pub fn random_chain(stages: usize) -> Chain {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }

@@ -275,6 +275,7 @@ pub fn teaching() -> Chain {
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
@@ -339,6 +340,7 @@ pub fn nonpersistent_chain(n: usize) -> Chain {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
@@ -470,6 +472,7 @@ pub fn vgg19() -> Chain {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
@@ -546,6 +549,7 @@ pub fn resnet50() -> Chain {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
@@ -592,6 +596,7 @@ pub fn gpt2() -> Chain {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
@@ -688,6 +693,7 @@ pub fn synthetic(n: usize) -> Chain {
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }

@@ -189,6 +189,7 @@ fn reload_or_recompute_chain() -> Chain {
         // 1 B/s at DELTA's 35 %.
         bandwidth_bytes_per_s: Some(1.0 / DeltaSettings::default().link_share),
         inputs: None,
+        model_fingerprint: None,
         stages: vec![
             stage(15.0, 1, 20, Some(1.0)),
             stage(1.0, 1, 15, None),

@@ -107,6 +107,7 @@ fn chain_of(d: &[u64]) -> Chain {
         input_gradient_bytes: d[0],
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages: d[1..]
             .iter()
             .enumerate()

@@ -274,6 +274,7 @@ fn persistent_schedules_outside_rotor_s_dp() {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages: vec![a, b],
     };
     let c = compare(&chain, 9);
@@ -737,6 +738,7 @@ fn homogeneous(stages: usize) -> Chain {
         input_gradient_bytes: 4,
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages: (0..stages)
             .map(|_| Stage::new("s", 1.0, 2.0, 4, 8))
             .collect(),

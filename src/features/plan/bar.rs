@@ -563,15 +563,22 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
         .into_any();
     }
     // On a grid (rotor/revolve falling back from the breakpoints): a green
-    // ✓ only where the rounding may hide under 2 % of the budget.
+    // ✓ only where the certificate proves the plan within 0.5 % of the
+    // optimum (issue 44), or, without one, where the rounding may hide
+    // under 2 % of the budget.
     let grid_loss = current.as_ref().and_then(|c| c.planned.grid_loss);
+    let gap = current.as_ref().and_then(|c| c.planned.gap);
     let budget = current.as_ref().map_or(1, |c| c.planned.budget.max(1));
-    let rounded = grid_loss.is_some_and(|l| l as f64 >= 0.02 * budget as f64);
+    let loose = match gap {
+        Some(gap) => gap > 0.005,
+        None => grid_loss.is_some_and(|l| l as f64 >= 0.02 * budget as f64),
+    };
     let grid = grid_loss.is_some() || detail.contains("grid");
-    let (class, mark) = match (feasible, rounded) {
+    let (class, mark) = match (feasible, loose) {
         (true, _) if quick => ("status warn quick", "≈ "),
         (false, _) if quick => ("status warn quick", "≈ none at once: "),
         (false, _) => ("status warn", "✗ infeasible: "),
+        (true, true) if gap.is_some() => ("status warn", "≈ on a grid: "),
         (true, true) => ("status warn", "≈ on a grid, maybe not the best: "),
         (true, false) => ("status ok", "✓ "),
     };
@@ -583,7 +590,9 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
                 {if exact { " (re-planned exactly at this budget)" } else { "" }}
             </span>
             {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
-            {(alg.uses_slots() && grid && (rounded || !feasible)).then(|| view! {
+            // Offered where a table for this budget alone may do better,
+            // never for its own answer (it cannot improve on itself).
+            {(alg.uses_slots() && grid && (loose || !feasible) && !exact).then(|| view! {
                 <button id="replan-exact" on:click=move |_| state.send_plan(true)
                     title="Build a table for exactly this budget: no rounding to the M_high grid">
                     "Re-plan exactly at this budget"

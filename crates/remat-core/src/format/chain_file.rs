@@ -34,6 +34,9 @@ struct ChainFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(deserialize_with = "optional_objects")]
     inputs: Option<Vec<InputFile>>,
+    /// Absent or `null`: not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model_fingerprint: Option<String>,
 }
 
 /// One tensor of the batch the chain was measured on (a chain's `inputs`,
@@ -109,6 +112,7 @@ impl From<ChainFile> for Chain {
             inputs: f
                 .inputs
                 .map(|list| list.into_iter().map(InputTensor::from).collect()),
+            model_fingerprint: f.model_fingerprint,
         }
     }
 }
@@ -169,6 +173,7 @@ impl From<&Chain> for ChainFile {
                 .inputs
                 .as_ref()
                 .map(|list| list.iter().map(InputFile::from).collect()),
+            model_fingerprint: c.model_fingerprint.clone(),
         }
     }
 }

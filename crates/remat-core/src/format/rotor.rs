@@ -136,6 +136,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
         input_gradient_bytes: f.cw[0].0,
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }

@@ -51,6 +51,12 @@ pub struct ScheduleFile {
         with = "inputs_field"
     )]
     pub inputs: Option<Vec<InputTensor>>,
+    /// The chain's `model_fingerprint`, copied by solvers so that a runtime
+    /// refuses the plan on a model of other shapes (a wider layer, another
+    /// depth) that the batch's shapes cannot tell apart. Not part of the
+    /// digest; absent when the chain has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_fingerprint: Option<String>,
     pub ops: Vec<Op>,
 }
 
@@ -73,6 +79,7 @@ impl ScheduleFile {
             bandwidth_bytes_per_s,
             predicted: Some(predicted),
             inputs: chain.inputs.clone(),
+            model_fingerprint: chain.model_fingerprint.clone(),
             ops,
         }
     }

@@ -197,6 +197,12 @@ pub struct Chain {
     /// The tensors of the batch the numbers were measured on, for people;
     /// None when not known. Outside the digest, like `name` and `source`.
     pub inputs: Option<Vec<InputTensor>>,
+    /// What the model the numbers were measured on is made of, as the
+    /// runtime that measured it names it (`remat_torch` writes
+    /// `sha256:…` of every stage's parameter and buffer shapes and dtypes):
+    /// a runtime refuses a plan on a model whose fingerprint differs. None
+    /// when not known. Outside the digest, like `inputs`.
+    pub model_fingerprint: Option<String>,
 }
 
 /// The largest chain the tools accept; beyond it tables and pages get unwieldy.

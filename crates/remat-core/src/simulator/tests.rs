@@ -43,6 +43,7 @@ fn chain() -> Chain {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(10.0),
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
@@ -284,6 +285,7 @@ fn a_prefetch_waits_for_memory_freed_by_the_op_before_it() {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(50.0),
         inputs: None,
+        model_fingerprint: None,
         stages: vec![
             Stage::new("1", 1.0, 1.0, 10, 10),
             Stage::new("2", 1.0, 1.0, 5, 50),
@@ -510,6 +512,7 @@ fn an_offload_listed_late_frees_no_memory_before_its_place() {
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(100.0),
         inputs: None,
+        model_fingerprint: None,
         stages: vec![
             Stage::new("1", 1.0, 1.0, 1, 10),
             Stage::new("2", 1.0, 1.0, 1, 100),

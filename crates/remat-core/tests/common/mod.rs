@@ -63,6 +63,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
             input_gradient_bytes: input_grad,
             bandwidth_bytes_per_s: None,
             inputs: None,
+            model_fingerprint: None,
             stages,
         })
 }
@@ -107,6 +108,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
             input_gradient_bytes: input,
             bandwidth_bytes_per_s: None,
             inputs: None,
+            model_fingerprint: None,
             stages,
         }
     })

@@ -310,6 +310,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(bandwidth),
         inputs: None,
+        model_fingerprint: None,
         stages,
     };
     chain

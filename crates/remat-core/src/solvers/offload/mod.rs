@@ -97,6 +97,7 @@ pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> 
         input_gradient_bytes: chain.gradient_bytes(s - 1),
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages: chain.stages[s - 1..e].to_vec(),
     }
 }

@@ -721,8 +721,22 @@ impl PersistentTable {
         if self.rounding != Rounding::Down && !self.lattice.exact() {
             return None;
         }
+        self.read_bound(self.top_row(), budget_bytes)
+    }
+
+    /// C(1, L, ·): the row every budget is read from, one value per slot
+    /// count (what a lower bound keeps of its table: [`Table::certify`]).
+    pub fn top_row(&self) -> &[f64] {
+        let start = self.row(1, self.n);
+        &self.table[start..start + self.max_slots + 1]
+    }
+
+    /// A lower bound read from `row`, the [`top_row`](Self::top_row) of a
+    /// [`Rounding::Down`] table on this table's grid, as
+    /// [`bound_seconds`](Self::bound_seconds) reads its own.
+    pub fn read_bound(&self, row: &[f64], budget_bytes: u64) -> Option<f64> {
         let free = budget_bytes.checked_sub(self.act_bytes[0])?;
-        let v = self.table[self.row(1, self.n) + self.lattice.index_at_least(free)];
+        let v = *row.get(self.lattice.index_at_least(free))?;
         v.is_finite().then_some(v)
     }
 
@@ -1056,11 +1070,10 @@ pub enum Table {
         table: PersistentTable,
         /// Why the breakpoints were given up, when they were.
         fallback: Option<String>,
-        /// The same grid with sizes rounded down, where the lattice is not
-        /// exact: the certificate's lower bound (issue 44). Not carried by
-        /// [`TableParts`] (a table rebuilt from parts states only its
-        /// rounding).
-        bound: Option<Box<PersistentTable>>,
+        /// C(1, L, ·) of the same grid with sizes rounded down, where the
+        /// lattice is not exact: the certificate's lower bound at every
+        /// budget (issue 44; the rest of that table is dropped).
+        bound: Option<Vec<f64>>,
     },
 }
 
@@ -1074,6 +1087,9 @@ pub enum TableParts {
         grid: TableGrid,
         values: Vec<f64>,
         fallback: Option<String>,
+        /// The certificate's row ([`Table::certify`]), when built.
+        #[serde(default)]
+        bound: Option<Vec<f64>>,
     },
 }
 
@@ -1091,13 +1107,16 @@ impl Table {
         match self {
             Table::Steps(t) => TableParts::Steps(t.into_parts()),
             Table::Grid {
-                table, fallback, ..
+                table,
+                fallback,
+                bound,
             } => {
                 let (grid, values) = table.into_values();
                 TableParts::Grid {
                     grid,
                     values,
                     fallback,
+                    bound,
                 }
             }
         }
@@ -1111,11 +1130,25 @@ impl Table {
                 grid,
                 values,
                 fallback,
-            } => Table::Grid {
-                table: PersistentTable::from_values(chain, grid, values)?,
-                fallback,
-                bound: None,
-            },
+                bound,
+            } => {
+                let table = PersistentTable::from_values(chain, grid, values)?;
+                if bound
+                    .as_ref()
+                    .is_some_and(|row| row.len() != table.top_row().len())
+                {
+                    return Err(SolveError::BadOption(format!(
+                        "table: a lower bound of {} values for {} slots",
+                        bound.map_or(0, |row| row.len()),
+                        table.slots()
+                    )));
+                }
+                Table::Grid {
+                    table,
+                    fallback,
+                    bound,
+                }
+            }
         })
     }
 
@@ -1196,11 +1229,8 @@ impl Table {
     ) -> Result<(), SolveError> {
         if let Table::Grid { table, bound, .. } = self {
             if bound.is_none() && !table.lattice().exact() {
-                *bound = Some(Box::new(PersistentTable::build_lower_bound(
-                    chain,
-                    table.grid(),
-                    progress,
-                )?));
+                let lower = PersistentTable::build_lower_bound(chain, table.grid(), progress)?;
+                *bound = Some(lower.top_row().to_vec());
             }
         }
         Ok(())
@@ -1214,7 +1244,11 @@ impl Table {
     pub fn lower_bound_seconds(&self, budget_bytes: u64) -> Option<f64> {
         match self {
             Table::Steps(t) => t.best_seconds(budget_bytes),
-            Table::Grid { bound: Some(b), .. } => b.bound_seconds(budget_bytes),
+            Table::Grid {
+                table,
+                bound: Some(row),
+                ..
+            } => table.read_bound(row, budget_bytes),
             Table::Grid { table, .. } => table.bound_seconds(budget_bytes),
         }
     }

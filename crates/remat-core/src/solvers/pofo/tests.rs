@@ -99,6 +99,7 @@ fn chain(rng: &mut Rng, unit: u64) -> Chain {
         input_gradient_bytes: rng.below(9) * unit,
         bandwidth_bytes_per_s: None,
         inputs: None,
+        model_fingerprint: None,
         stages,
     }
 }
