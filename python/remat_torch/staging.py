@@ -684,8 +684,9 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
 
 
 def fingerprint(program) -> str:
-    """What a program's stages are made of: `sha256:` of every stage's name
-    and its parameters' and buffers' shapes and dtypes, in order. A plan
+    """What a program's stages are made of: `sha256:` of every found
+    stage's module path and its parameters' and buffers' shapes and
+    dtypes, in order. A plan
     carries its model's (`model_fingerprint`, from the chain) and is
     refused on a model whose fingerprint differs: a wider layer, another
     depth, another dtype — what the batch's shapes cannot tell apart. Not
@@ -695,7 +696,10 @@ def fingerprint(program) -> str:
 
     h = hashlib.sha256()
     for l in range(1, len(program) + 1):
-        h.update(f"stage {program.names[l - 1]}\n".encode())
+        # The module path of a found stage (`transformer.h.3`); a list's
+        # stages are named by their type, which `torch.compile` changes
+        # (OptimizedModule) without changing the model: left out.
+        h.update(f"stage {program.module_names[l - 1] or ''}\n".encode())
         for kind, tensors in (("p", program.parameters(l)), ("b", program.buffers(l))):
             for t in tensors:
                 h.update(f"{kind} {tuple(t.shape)} {t.dtype}\n".encode())
