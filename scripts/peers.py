@@ -172,6 +172,12 @@ class Switch:
 
     def __exit__(self, *exc):
         self.model.gradient_checkpointing_disable()
+        # The switch also registers a forward hook on the input embeddings
+        # (`enable_input_require_grads`) that disabling it leaves in place;
+        # remat_torch refuses a model with a hook its captured stages would
+        # never run (`FrozenStateError`): take it off as it was put on.
+        if hasattr(self.model, "disable_input_require_grads"):
+            self.model.disable_input_require_grads()
 
 
 def peers(model, blocks, compile_budgets):
@@ -201,14 +207,18 @@ def peers(model, blocks, compile_budgets):
 
 
 def compiled(model, budget):
-    """`model` compiled with the partitioner's budget. Call (warm up) it
-    before compiling the next: the budget is read when the graph is
-    compiled, at the first call. No `torch._dynamo.reset()` between peers:
-    it drops every compiled peer's graphs, and the timed rounds then
-    recompile them under the last budget set (the first run of this script
-    timed every budget's peer on budget 0.0's graph). Each `torch.compile`
-    call is its own backend, and dynamo guards on it: the peers' graphs
-    live side by side (within the raised cache limit)."""
+    """`model` compiled with the partitioner's budget, through a function of
+    its own; call (warm up) it before compiling the next, as the budget is
+    read when the graph is compiled, at the first call. Dynamo caches a
+    compiled graph on the code object it compiled, and since it inlines
+    nn.Modules it does not guard on which module object it ran: so each
+    budget gets a fresh code object (a two-line function compiled from
+    source), and the budgets' graphs live side by side. Two ways that
+    fail, both tried: `torch.compile(model)` (or a copy) for every budget
+    (budget 1.0's graph was reused for all: every peak came out the same),
+    and `torch._dynamo.reset()` between budgets (it drops the earlier
+    peers' graphs, and the timed rounds recompiled them under the last
+    budget set)."""
     import torch._dynamo
     import torch._functorch.config as functorch_config
 
@@ -216,7 +226,14 @@ def compiled(model, budget):
         if hasattr(torch._dynamo.config, limit):
             setattr(torch._dynamo.config, limit, 64)
     functorch_config.activation_memory_budget = budget
-    return torch.compile(model, backend="inductor")
+    scope = {"model": model}
+    source = "def step_model(*args, **kwargs):\n    return model(*args, **kwargs)\n"
+    exec(compile(source, f"<torch.compile at budget {budget}>", "exec"), scope)
+    return torch.compile(scope["step_model"], backend="inductor"), params_of(model)
+
+
+def params_of(model):
+    return [p for p in model.parameters() if p.requires_grad]
 
 
 def run_model(name, args, work):
@@ -229,14 +246,14 @@ def run_model(name, args, work):
     # peak in the chain's convention minus the same step's meter peak.
     rng = torch.get_rng_state()
 
-    def reset():
+    def reset(ps=params):
         torch.set_rng_state(rng)
-        for p in params:
+        for p in ps:
             p.grad = None
 
-    def meter_peak(step):
-        reset()
-        _, _, peak = Meter(device, params).measure(step)
+    def meter_peak(step, ps=params):
+        reset(ps)
+        _, _, peak = Meter(device, ps).measure(step)
         return peak
 
     plain_step = lambda: model_loss(model, loss, batch, target).backward()  # noqa: E731
@@ -259,20 +276,20 @@ def run_model(name, args, work):
 
     methods = []  # (label, step function)
     for label, context, budget in peers(model, blocks, args.compile_budgets):
-        step_model = compiled(model, budget) if budget is not None else model
+        step_model, ps = compiled(model, budget) if budget is not None else (model, params)
 
         def step(step_model=step_model, context=context):
             with context():
                 model_loss(step_model, loss, batch, target).backward()
 
         try:
-            reset()
+            reset(ps)
             step()  # warm-up (and the compile)
-            peak = meter_peak(step) + offset
+            peak = meter_peak(step, ps) + offset
         except Exception as e:  # a knob that does not run here: say so, go on
             print(f"  {name}: {label}: {type(e).__name__}: {e}", flush=True)
             continue
-        methods.append({"label": label, "step": step, "peak": peak, "kind": "peer"})
+        methods.append({"label": label, "step": step, "peak": peak, "kind": "peer", "params": ps})
 
     def remat_plan(peer, path, kind):
         out = os.path.join(work, f"{name}-{kind}-{peer['peak']}.json")
@@ -307,7 +324,7 @@ def run_model(name, args, work):
     times = {m["label"]: [] for m in methods}
     for _ in range(args.rounds):
         for m in methods:
-            reset()
+            reset(m.get("params", params))
             t = time.perf_counter()
             m["step"]()
             times[m["label"]].append(time.perf_counter() - t)
@@ -318,7 +335,7 @@ def run_model(name, args, work):
         # The same peak after the rounds: what was timed is what was
         # measured (a compiled peer recompiled under another budget would
         # show another peak).
-        again = meter_peak(peer["step"]) + offset
+        again = meter_peak(peer["step"], peer["params"]) + offset
         if again != peer["peak"]:
             row["peak_after_rounds"] = again
             print(f"  {name}: {peer['label']}: peak {peer['peak']} B before the rounds, {again} B after",

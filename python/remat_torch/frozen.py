@@ -65,8 +65,12 @@ def _first_hook(model: nn.Module, modules) -> "str | None":
     for name, m in modules if modules is not None else model.named_modules():
         for attr, what in _HOOKS:
             for fn in (getattr(m, attr, None) or {}).values():
+                # transformers' switch leaves this one behind when turned off.
+                tip = (" (transformers' gradient_checkpointing_enable put it there; "
+                       "model.disable_input_require_grads() takes it off)"
+                       if "make_inputs_require_grads" in _hook_name(fn) else "")
                 return (f"{name or type(model).__name__}: {what} ({_hook_name(fn)}) is registered on this "
-                        f"{type(m).__name__}")
+                        f"{type(m).__name__}{tip}")
     return None
 
 
