@@ -110,6 +110,17 @@ impl Backend {
     }
 
     /// Whether this chain's tables are built in the worker.
+    /// The compare row of a table the page holds, at `budget` (None: not
+    /// here; see `Service::summary`).
+    pub fn summary(
+        &self,
+        algorithm: remat_core::solvers::Algorithm,
+        budget: u64,
+        bandwidth: Option<f64>,
+    ) -> Option<crate::protocol::Summary> {
+        self.0.local.borrow().summary(algorithm, budget, bandwidth)
+    }
+
     pub fn tables_remote(&self) -> bool {
         self.0.tables_remote.get()
     }

@@ -532,16 +532,42 @@ impl PlannerService {
         let Some(chain) = self.chain.as_ref() else {
             return Vec::new();
         };
-        // Offloading algorithms and the exact search are solved per budget
-        // in the worker (Compare): a search can take seconds.
         self.planners
             .iter()
-            .filter(|p| p.algorithm() != except && !solved_in_worker(p.algorithm()))
-            .map(|p| match p.plan(chain, budget) {
-                Ok(solution) => summary_of(chain, &solution, budget, bandwidth),
-                Err(e) => Summary::failed(p.algorithm(), e.to_string()),
-            })
+            .map(|p| p.algorithm())
+            .filter(|&a| a != except)
+            .filter_map(|a| self.summary_with(chain, a, budget, bandwidth))
             .collect()
+    }
+
+    /// The compare row of `algorithm` at `budget` from its table here; None
+    /// where none is built here or the row is solved in the worker.
+    pub fn summary(
+        &self,
+        algorithm: Algorithm,
+        budget: u64,
+        bandwidth: Option<f64>,
+    ) -> Option<Summary> {
+        self.summary_with(self.chain.as_ref()?, algorithm, budget, bandwidth)
+    }
+
+    fn summary_with(
+        &self,
+        chain: &Chain,
+        algorithm: Algorithm,
+        budget: u64,
+        bandwidth: Option<f64>,
+    ) -> Option<Summary> {
+        // Offloading algorithms and the exact search are solved per budget
+        // in the worker (Compare): a search can take seconds.
+        if solved_in_worker(algorithm) {
+            return None;
+        }
+        let planner = self.planners.iter().find(|p| p.algorithm() == algorithm)?;
+        Some(match planner.plan(chain, budget) {
+            Ok(solution) => summary_of(chain, &solution, budget, bandwidth),
+            Err(e) => Summary::failed(algorithm, e.to_string()),
+        })
     }
 }
 

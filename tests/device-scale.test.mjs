@@ -37,9 +37,11 @@ test('device memory: the activation budget a GPU leaves, used as the budget, hel
   const { page, errors } = await open(context, '#chain=vgg19-h100&algorithm=rotor');
   await page.locator('#device-memory-toggle').check();
   await page.waitForFunction(() => location.hash.includes('gpu='));
-  // An 80 GB card, VGG-19's parameters in fp32 with Adam (16 B each), 10 %.
+  // An 80 GB card, VGG-19's parameters in fp32 with Adam (16 B each), and
+  // `remat maxbatch`'s 1 % margin.
   assert.equal(await page.locator('#params-input').inputValue(), String(VGG19_PARAMETERS));
-  assert.equal(await deviceBudget(page), Math.round(80 * GiB * 0.9) - VGG19_PARAMETERS * 16);
+  assert.equal(await page.locator('#margin-input').inputValue(), '1%');
+  assert.equal(await deviceBudget(page), 80 * GiB - Math.round(80 * GiB * 0.01) - VGG19_PARAMETERS * 16);
   // SGD with momentum in mixed precision: 2 + 2 + (4 master + 4) = 12 B;
   // a margin of 2 GiB; a 40 GB card.
   await page.selectOption('#optimizer-select', 'momentum');

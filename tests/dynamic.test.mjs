@@ -77,10 +77,12 @@ test('the max-batch bars equal remat maxbatch for the same device', async () => 
     margin: await attr('data-margin'), batch: await attr('data-batch'), max: await attr('data-max-batch'),
   };
   // The card's defaults: an 80 GiB GPU, ResNet-50's weights with fp32 Adam
-  // (16 bytes a parameter), a 10 % margin; the example was profiled at 32.
+  // (16 bytes a parameter), `remat maxbatch`'s 1 % margin (issue 45: the
+  // page kept 10 %, so its max batch was not the CLI's with no --margin);
+  // the example was profiled at 32.
   assert.equal(device.memory, 80 * 2 ** 30);
   assert.equal(device.fixed, 25_557_032 * 16);
-  assert.equal(device.margin, Math.round(80 * 2 ** 30 * 0.1));
+  assert.equal(device.margin, Math.round(80 * 2 ** 30 * 0.01));
   assert.equal(device.batch, 32);
   const rows = await page.locator('#maxbatch-svg g.maxbatch-row').evaluateAll((gs) => gs.map((g) => ({
     algorithm: g.dataset.algorithm, batch: Number(g.dataset.batch), throughput: Number(g.dataset.throughput),

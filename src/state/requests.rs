@@ -184,8 +184,16 @@ impl AppState {
         r.land_all();
         let budget = budget.and_then(|b| self.checked_budget(&chain, b));
         let (low, high) = budget_range(&chain);
-        if let (Some(bandwidth), None) = (chain.bandwidth_bytes_per_s, budget) {
-            self.controls.bandwidth.set(bandwidth);
+        // A chain picked anew takes its own host link, or the default where
+        // it states none: never the previous chain's (issue 45: GPT-2
+        // H200 showed VGG-19's 54 GB/s as "custom"). A link's own
+        // bandwidth is applied after this by the URL.
+        if budget.is_none() {
+            self.controls.bandwidth.set(
+                chain
+                    .bandwidth_bytes_per_s
+                    .unwrap_or(super::controls::DEFAULT_BANDWIDTH),
+            );
         }
         // Half-way down is where checkpointing is most interesting to see.
         self.controls

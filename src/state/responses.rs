@@ -87,6 +87,33 @@ impl AppState {
             // The exact search's compare row comes from the worker's
             // Compare, not from this build: nothing to plan again.
             self.tables.set(built.algorithm, ready);
+            self.add_compare_row(built.algorithm);
+        }
+    }
+
+    /// A table built while a plan is on screen gets its compare row at that
+    /// plan's budget at once, read from the table now in the page (issue
+    /// 45: after "Build all tables" every row read "not built" until the
+    /// slider moved). The shown algorithm's row is the plan itself.
+    fn add_compare_row(self, algorithm: Algorithm) {
+        let Some((shown, budget, bandwidth)) = self.shown.current.with_untracked(|c| {
+            c.as_ref()
+                .map(|c| (c.planned.algorithm, c.planned.budget, c.planned.bandwidth))
+        }) else {
+            return;
+        };
+        if shown == algorithm {
+            return;
+        }
+        if let Some(row) = self
+            .requests
+            .backend()
+            .summary(algorithm, budget, bandwidth)
+        {
+            self.shown.summaries.update(|rows| {
+                rows.retain(|r| r.algorithm != algorithm);
+                rows.push(row);
+            });
         }
     }
 

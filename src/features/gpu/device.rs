@@ -253,11 +253,11 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                             value=Signal::derive(move || counted_choice(inputs.get().model).1)
                             on_pick=Callback::new(move |v: String| pick(&v)) />
                     </Show>
-                    <TypedField id="margin-input" label="Allocator margin" title="a share of the GPU (10%) or a size (2 GiB)"
+                    <TypedField id="margin-input" label="Allocator margin" title="a share of the GPU (1% by default, as remat maxbatch; about 10% without expandable segments) or a size (2 GiB)"
                         shown=Signal::derive(move || inputs.get().margin.to_string()) commit=commit_margin />
                 </div>
                 <p class="hint">{example_count}{move || if counted() { format!(" · {}", per_parameter()) } else { String::new() }}
-                    " · weights and gradients: 4 B each in fp32, 2 B in bf16; the optimizer keeps × 0 (SGD), × 1 (momentum) or × 2 (Adam's two moments) of the weights' size; mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
+                    " · weights and gradients: 4 B each in fp32, 2 B in bf16; the optimizer keeps × 0 (SGD), × 1 (momentum) or × 2 (Adam's two moments) of the weights' size; mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation: 1 % by default, as remat maxbatch (what the reference H100 left unexplained with expandable segments on), about 10 % without them; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
                 {move || result(inputs.get(), state.loaded.chain.with(|c| memory_floor(c).bytes), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
                 <div class="device-actions">
                     <button id="use-device-budget" class="primary" disabled=move || activations().is_none()
