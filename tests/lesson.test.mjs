@@ -139,3 +139,22 @@ test('the presentation: figures only, in large type, the keys advance the lesson
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+// Present opens at the slide's top, its title and question first, from a
+// page scrolled down to the lesson card (issue 45: it opened 103–159 px
+// past them, and → then ← was the way back).
+test('Present opens at the top of its slide', async () => {
+  const { page, errors } = await open(context, '#chain=teaching&lesson=1');
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.locator('#lesson').scrollIntoViewIfNeeded();
+  await page.evaluate(() => document.querySelector('#lesson').scrollIntoView());
+  assert.ok(await page.evaluate(() => window.scrollY) > 0, 'scrolled down to the lesson');
+  await page.locator('#lesson-present').click();
+  await page.waitForFunction(() => document.querySelector('main').classList.contains('presenting'));
+  await page.waitForTimeout(300);
+  assert.equal(await page.evaluate(() => window.scrollY), 0);
+  const top = await page.evaluate(() => document.querySelector('#lesson').getBoundingClientRect().top);
+  assert.ok(top >= 0, `the slide starts ${-top} px above the screen`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

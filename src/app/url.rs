@@ -161,11 +161,19 @@ fn apply_lesson(lesson: Option<Lesson>, url: &UrlState, complete: bool) {
     };
     let step = url.lesson.map(|n| n - 1).filter(|&i| i < STEPS.len());
     if complete || step.is_some() {
-        if lesson.step.get_untracked() != step {
+        let was = (lesson.step.get_untracked(), lesson.presenting.get_untracked());
+        if was.0 != step {
             lesson.step.set(step);
         }
-        if lesson.presenting.get_untracked() != url.present {
+        if was.1 != url.present {
             lesson.presenting.set(url.present);
+        }
+        // Each slide opens at its top, title and question first: Present
+        // kept the page's scroll (issue 45: 103–159 px past the title).
+        if url.present && was != (step, true) {
+            if let Some(w) = web_sys::window() {
+                w.scroll_to_with_x_and_y(0.0, 0.0);
+            }
         }
     }
 }
