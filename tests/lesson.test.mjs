@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, waitForPlan } from './helpers.mjs';
+import { launch, open, waitForPlan, BASE } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 let context;
@@ -157,4 +157,25 @@ test('Present opens at the top of its slide', async () => {
   assert.ok(top >= 0, `the slide starts ${-top} px above the screen`);
   assert.deepEqual(errors, []);
   await page.close();
+});
+
+// A lesson's link opens with the lesson card in view below the sticky bar,
+// at a projector's and a laptop's size (issue 45: the step's view opened,
+// the card 1,700 px down).
+test('a lesson link opens with its card in view', async () => {
+  for (const [w, h] of [[1920, 1080], [1366, 768]]) {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.setViewportSize({ width: w, height: h });
+    await page.goto(BASE + '#lesson=2');
+    await page.locator('#lesson[data-step="2"]').waitFor();
+    await page.waitForFunction(() => {
+      const card = document.querySelector('#lesson').getBoundingClientRect();
+      const bar = document.querySelector('.bar').getBoundingClientRect();
+      return card.top >= bar.bottom - 1 && card.top < window.innerHeight / 2;
+    }, null, { timeout: 20000 });
+    assert.deepEqual(errors, []);
+    await page.close();
+  }
 });

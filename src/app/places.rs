@@ -75,10 +75,5 @@ pub fn PlacesNav() -> impl IntoView {
 }
 
 fn scroll_to(id: &str) {
-    if let Some(el) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(id))
-    {
-        el.scroll_into_view();
-    }
+    crate::kit::scroll::below_bar(id);
 }

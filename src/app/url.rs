@@ -310,6 +310,18 @@ pub fn initial_load(state: AppState) {
     if let Some(bw) = url.bandwidth {
         state.controls.bandwidth.set(bw);
     }
+    // A lesson's link opens with its card in view, once its first plan is
+    // drawn above the card (issue 45: the view was the step's, the card
+    // 1,700 px down).
+    if url.lesson.is_some() && !url.present {
+        let done = StoredValue::new(false);
+        Effect::new(move |_| {
+            if state.shown.current.with(Option::is_some) && !done.get_value() {
+                done.set_value(true);
+                request_animation_frame(|| crate::kit::scroll::below_bar("lesson"));
+            }
+        });
+    }
     if let (Some(model), Some(mode)) = (url.min_memory, use_context::<MinMemory>()) {
         mode.model.set(model);
         mode.on.set(true);

@@ -17,7 +17,8 @@
 //!   cards' controls, legends, per-algorithm line styles, caret notation,
 //!   hidden file inputs;
 //! - `figure`: a figure for slides, composed from the charts on the page;
-//! - `timing`: the marks `tests/measure-slider.mjs` reads.
+//! - `timing`: the marks `tests/measure-slider.mjs` reads; `scroll`: a
+//!   card brought into view below the sticky bar.
 
 pub mod algorithm_style;
 pub mod chain_chart;
@@ -32,6 +33,7 @@ pub mod memory_chart;
 pub mod notation;
 pub mod palette;
 pub mod scale;
+pub mod scroll;
 pub mod svg;
 pub mod timeline_chart;
 pub mod timing;

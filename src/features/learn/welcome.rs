@@ -56,13 +56,9 @@ pub fn Welcome() -> impl IntoView {
         let doc = leptos::prelude::document();
         if let Some(details) = doc.query_selector("#guide details").ok().flatten() {
             let _ = details.set_attribute("open", "");
-            details.scroll_into_view();
             // Its heading and first paragraph below the sticky bar, not
             // under it (issue 45).
-            if let Some(bar) = doc.query_selector(".bar").ok().flatten() {
-                let height = bar.get_bounding_client_rect().height();
-                leptos::prelude::window().scroll_by_with_x_and_y(0.0, -(height + 8.0));
-            }
+            crate::kit::scroll::below_bar("guide");
         }
     };
     move || {
