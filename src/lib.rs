@@ -18,6 +18,7 @@
 //! - `device_memory`: GPU memory − model state − margin = the activation
 //!   budget; `scaling`: a built-in example at another batch, sequence,
 //!   precision; `optimality`: how far a plan is from the optimum;
+//!   `overhead_axis`: Compare's overhead axis, a far curve clipped;
 //! - `strategies`: the classic strategies side by side (store-all,
 //!   recompute-all, √n, rotor, the optimum) on the chain on the page;
 //! - `lesson`: the Learn place's lesson, its steps' views and answers;
@@ -46,6 +47,7 @@ pub mod measured;
 pub mod menus;
 pub mod min_memory;
 pub mod optimality;
+pub mod overhead_axis;
 pub mod protocol;
 pub mod scaling;
 pub mod service;

@@ -161,7 +161,10 @@ fn apply_lesson(lesson: Option<Lesson>, url: &UrlState, complete: bool) {
     };
     let step = url.lesson.map(|n| n - 1).filter(|&i| i < STEPS.len());
     if complete || step.is_some() {
-        let was = (lesson.step.get_untracked(), lesson.presenting.get_untracked());
+        let was = (
+            lesson.step.get_untracked(),
+            lesson.presenting.get_untracked(),
+        );
         if was.0 != step {
             lesson.step.set(step);
         }

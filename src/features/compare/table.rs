@@ -8,6 +8,7 @@ use crate::kit::frames::CurveSvg;
 use crate::kit::scale::{byte_ticks, Frame};
 use crate::kit::svg::{marker_svg, readout_svg};
 use crate::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
+use crate::overhead_axis::{overhead_axis, OverheadAxis};
 use crate::protocol::Summary;
 use crate::service::solved_in_worker;
 use crate::state::{use_app, AppState, Build, RowStatus};
@@ -80,6 +81,41 @@ fn curves_readout(state: AppState, px: f64) -> String {
     )
 }
 
+/// The overhead axis of the built curves (`crate::overhead_axis`).
+fn curve_axis(state: AppState, seq: f64) -> OverheadAxis {
+    let highest: Vec<(Algorithm, f64)> = state.tables.builds.with(|builds| {
+        Algorithm::ALL
+            .iter()
+            .zip(builds)
+            .filter_map(|(alg, b)| match b {
+                Build::Ready { curve, .. } => curve
+                    .iter()
+                    .filter_map(|p| p.makespan_seconds)
+                    .map(|m| m / seq - 1.0)
+                    .reduce(f64::max)
+                    .map(|o| (*alg, o)),
+                _ => None,
+            })
+            .collect()
+    });
+    overhead_axis(&highest)
+}
+
+/// Under the figure, the curve clipped at its top, if one is.
+fn clipped_note(state: AppState) -> Option<String> {
+    let seq = state
+        .loaded
+        .chain
+        .with(|c| c.sequential_seconds())
+        .max(1e-12);
+    let (alg, top) = curve_axis(state, seq).clipped?;
+    Some(format!(
+        "{} reaches {}: its curve is clipped at the top, so that the others can be read",
+        alg.name(),
+        pct(top)
+    ))
+}
+
 fn curves_svg(state: AppState) -> String {
     let (lo, hi) = (
         state.loaded.m_low.get() as f64,
@@ -92,19 +128,11 @@ fn curves_svg(state: AppState) -> String {
         .max(1e-12);
     let span = (hi - lo).max(1.0);
     let builds = state.tables.builds.get();
-    let mut max_over: f64 = 0.05;
-    for b in &builds {
-        if let Build::Ready { curve, .. } = b {
-            for p in curve {
-                if let Some(m) = p.makespan_seconds {
-                    max_over = max_over.max(m / seq - 1.0);
-                }
-            }
-        }
-    }
-    let max_over = max_over * 1.1;
+    let axis = curve_axis(state, seq);
+    let max_over = axis.top;
     let x = |b: f64| FRAME.x((b - lo) / span);
-    let y = |o: f64| FRAME.y(o, max_over);
+    // A clipped curve runs along the top of the frame where it is above.
+    let y = |o: f64| FRAME.y(o.min(max_over), max_over);
     let x_ticks: Vec<(f64, String)> = byte_ticks(hi, 6)
         .into_iter()
         .filter(|b| *b >= lo)
@@ -365,6 +393,7 @@ pub fn Compare() -> impl IntoView {
                         <g inner_html=move || budget_marker_svg(state)></g>
                         <g inner_html=move || pointer.get().map(|px| curves_readout(state, px)).unwrap_or_default()></g>
                     </CurveSvg>
+                    {move || clipped_note(state).map(|note| view! { <p id="curves-clipped" class="muted caption">{note}</p> })}
                 </div>
             </div>
         </section>
