@@ -70,6 +70,7 @@
 //!     input_gradient_bytes: 4,
 //!     bandwidth_bytes_per_s: None,
 //!     inputs: None,
+//!     model_fingerprint: None,
 //!     stages,
 //! };
 //! let best = hong::optimal(&chain, Model::PyTorch).unwrap();
