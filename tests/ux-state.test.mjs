@@ -310,8 +310,8 @@ test('a first visit is welcomed into the guide on the teaching chain, once', asy
     assert.equal(await page.locator('#guide details').getAttribute('open'), '');
     assert.equal(await page.locator('#welcome').count(), 0);
     // The guide's heading starts below the sticky bar (issue 45: it and
-    // the first paragraph were under it). Mutation tried: the scroll_by
-    // left out: the heading's top was 60–100 px above the bar's bottom.
+    // the first paragraph were under it, `scroll_into_view` putting the
+    // card's top at the window's).
     const below = await page.evaluate(() => document.querySelector('#guide summary').getBoundingClientRect().top
       - document.querySelector('.bar').getBoundingClientRect().bottom);
     assert.ok(below >= 0, `the guide's heading is ${-below} px under the bar`);
@@ -383,9 +383,9 @@ test('a picked chain never keeps the previous chain host link', async () => {
 // "Build all tables" on a chain whose tables are built in the worker: each
 // table's compare row is filled at the budget on screen as it arrives, the
 // slider untouched. Fails on the page before issue 45 (every row read
-// "not built" until the slider moved, though the curves filled in).
-// Mutation tried: `add_compare_row` returning at once: the rotor row read
-// "not built build".
+// "not built" until the slider moved, though the curves filled in: no
+// compare row was added when a table arrived, which `add_compare_row` now
+// does).
 test('Build all tables fills the compare rows at the budget on screen', async () => {
   const { page, errors } = await open(context, '#chain=teaching');
   await importLongChain(page, 70);
