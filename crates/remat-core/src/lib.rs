@@ -13,6 +13,8 @@
 //!   dispatcher ([`solvers::Planner`], [`solvers::solve`]);
 //! * [`sweep`] — overhead over the memory ratio α and the bandwidth β, for
 //!   the CLI's `sweep` and the explorer;
+//! * [`pipeline`] — one plan per rank of a pipeline (GPipe, 1F1B), judged
+//!   with its micro-batches in flight, for the CLI's `pipeline`;
 //! * [`maxbatch`] — the largest batch each method runs within a device's
 //!   memory, for the CLI's `maxbatch`;
 //! * [`measured`] — a measured step (`remat-run/1`) held op by op against
@@ -27,6 +29,7 @@ pub mod format;
 pub mod maxbatch;
 pub mod measured;
 pub mod model;
+pub mod pipeline;
 pub mod schedule;
 pub mod simulator;
 pub mod solvers;

@@ -1,0 +1,221 @@
+//! The judge of a rank's step and of the pipeline's time, both read off
+//! one simulation of a micro-batch's schedule (the simulator stays the one
+//! judge: nothing here re-times an operation).
+
+use super::order::{others_held, Phase, Slot};
+use crate::model::Chain;
+use crate::schedule::Op;
+use crate::simulator::{simulate, SimError};
+use serde::Serialize;
+
+/// What one micro-batch's schedule costs on its rank, from the simulator.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MicrobatchCost {
+    /// The F phase's time: its schedule up to its first backward.
+    pub forward_seconds: f64,
+    /// The B phase's time: the rest (recomputations and backwards).
+    pub backward_seconds: f64,
+    /// The highest level while the F phase runs, without δ^L.
+    pub forward_peak_bytes: u64,
+    /// The highest level while the B phase runs.
+    pub backward_peak_bytes: u64,
+    /// h: what stays between the phases (the level at the F phase's end,
+    /// without δ^L): what every other micro-batch in flight holds.
+    pub held_bytes: u64,
+}
+
+impl MicrobatchCost {
+    /// Simulates `ops`, a schedule of `chain` (a rank's piece), and cuts it
+    /// at its first backward.
+    pub fn of(chain: &Chain, ops: &[Op]) -> Result<MicrobatchCost, SimError> {
+        let trace = simulate(chain, ops)?;
+        let first_backward = (ops.iter())
+            .position(|op| matches!(op, Op::Backward { .. }))
+            .unwrap_or(ops.len());
+        // δ^L is counted from the start by the single-step model; between
+        // phases, and while a forward runs, the gradient of the rank's
+        // output has not arrived yet.
+        let seed = chain.gradient_bytes(chain.len());
+        let memory = trace.op_memory();
+        let (fwd, bwd) = memory.split_at(first_backward);
+        let initial = chain.input_bytes.saturating_add(seed);
+        let forward_peak = fwd.iter().map(|m| m.peak_bytes).fold(initial, u64::max);
+        let held = fwd.last().map_or(initial, |m| m.after_bytes);
+        let forward_seconds = match first_backward {
+            0 => 0.0,
+            i => trace.spans[i - 1].end,
+        };
+        Ok(MicrobatchCost {
+            forward_seconds,
+            backward_seconds: trace.makespan_seconds - forward_seconds,
+            forward_peak_bytes: forward_peak.saturating_sub(seed),
+            backward_peak_bytes: bwd.iter().map(|m| m.peak_bytes).max().unwrap_or(held),
+            held_bytes: held.saturating_sub(seed),
+        })
+    }
+
+    /// One micro-batch's time on its rank.
+    pub fn seconds(&self) -> f64 {
+        self.forward_seconds + self.backward_seconds
+    }
+}
+
+/// A rank's whole step: every micro-batch in its order.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RankJudgement {
+    /// The rank's highest level: a running phase's peak plus h for every
+    /// other micro-batch in flight then.
+    pub peak_bytes: u64,
+    /// Where in the order it happens.
+    pub peak_slot: usize,
+    /// How many other micro-batches were held at the peak.
+    pub held_at_peak: usize,
+    /// The fewest others held beside some forward and beside some backward
+    /// of the order at their most: what the certificate may assume.
+    pub others_held: usize,
+    /// The rank's compute time for the step (m micro-batches).
+    pub compute_seconds: f64,
+}
+
+/// Runs `order` with every micro-batch costing `cost`.
+pub fn judge(cost: &MicrobatchCost, order: &[Slot]) -> RankJudgement {
+    let mut held = 0usize;
+    let mut best = (0u64, 0usize, 0usize);
+    let mut seconds = 0.0;
+    for (i, slot) in order.iter().enumerate() {
+        let (peak, others) = match slot.phase {
+            Phase::Forward => {
+                seconds += cost.forward_seconds;
+                (cost.forward_peak_bytes, held)
+            }
+            Phase::Backward => {
+                // The micro-batch itself is one of those in flight.
+                let others = held - 1;
+                seconds += cost.backward_seconds;
+                (cost.backward_peak_bytes, others)
+            }
+        };
+        let level = (others as u64)
+            .saturating_mul(cost.held_bytes)
+            .saturating_add(peak);
+        if level > best.0 {
+            best = (level, i, others);
+        }
+        match slot.phase {
+            Phase::Forward => held += 1,
+            Phase::Backward => held -= 1,
+        }
+    }
+    RankJudgement {
+        peak_bytes: best.0,
+        peak_slot: best.1,
+        held_at_peak: best.2,
+        others_held: others_held(order),
+        compute_seconds: seconds,
+    }
+}
+
+/// The pipeline's step time: every rank runs its order; a forward starts
+/// after the previous rank's forward of its micro-batch, a backward after
+/// the next rank's backward of it (the last rank's after its own forward).
+/// Transfers between ranks take no time.
+pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost]) -> f64 {
+    let p = orders.len();
+    let m = orders.first().map_or(0, |o| o.len() / 2);
+    // end[r][phase][j]: when rank r finished that phase of micro-batch j.
+    let mut end = vec![[vec![f64::NAN; m], vec![f64::NAN; m]]; p];
+    let mut next = vec![0usize; p];
+    let mut free = vec![0.0f64; p];
+    let mut left: usize = orders.iter().map(Vec::len).sum();
+    while left > 0 {
+        let before = left;
+        for r in 0..p {
+            while let Some(slot) = orders[r].get(next[r]) {
+                let j = slot.microbatch;
+                let ready = match slot.phase {
+                    Phase::Forward if r == 0 => 0.0,
+                    Phase::Forward => end[r - 1][0][j],
+                    Phase::Backward if r + 1 == p => end[r][0][j],
+                    Phase::Backward => end[r + 1][1][j],
+                };
+                if ready.is_nan() {
+                    break;
+                }
+                let (k, took) = match slot.phase {
+                    Phase::Forward => (0, costs[r].forward_seconds),
+                    Phase::Backward => (1, costs[r].backward_seconds),
+                };
+                free[r] = free[r].max(ready) + took;
+                end[r][k][j] = free[r];
+                next[r] += 1;
+                left -= 1;
+            }
+        }
+        assert!(left < before, "pipeline orders deadlock");
+    }
+    free.into_iter().fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::{Pipeline, PipelineSchedule};
+    use crate::solvers::store_all;
+    use crate::Stage;
+
+    fn stage(f: f64, b: f64, out: u64, saved: u64, grad: u64) -> Stage {
+        Stage {
+            name: String::new(),
+            forward_seconds: f,
+            backward_seconds: b,
+            output_bytes: out,
+            saved_bytes: saved,
+            gradient_bytes: grad,
+            forward_overhead_bytes: 0,
+            backward_overhead_bytes: 0,
+            forward_nograd_seconds: None,
+            forward_nograd_overhead_bytes: None,
+            module: None,
+            menu: Vec::new(),
+        }
+    }
+
+    /// Counted by hand: a^0 = 1, ā^1 = 3, ā^2 = 4, δ^1 = δ^2 = 1. Store-all
+    /// holds h = 1 + 3 + 4 = 8 between its phases; its F phase peaks at 8
+    /// (δ^2 not yet there), its B phase at 10 (B^2 allocates δ^1 beside
+    /// a^0, ā^1, ā^2 and δ^2). Rank 0 of two under 1F1B, 3 micro-batches:
+    /// F0 F1 B0 F2 B1 B2; B0 runs beside F1's 8: 18.
+    #[test]
+    fn levels_counted_by_hand() {
+        let chain = Chain {
+            name: "two".into(),
+            source: String::new(),
+            input_bytes: 1,
+            input_gradient_bytes: 1,
+            bandwidth_bytes_per_s: None,
+            stages: vec![stage(1.0, 2.0, 2, 3, 1), stage(3.0, 4.0, 1, 4, 1)],
+            inputs: None,
+            model_fingerprint: None,
+        };
+        let cost = MicrobatchCost::of(&chain, &store_all::schedule(&chain)).unwrap();
+        assert_eq!(cost.held_bytes, 8);
+        assert_eq!(cost.forward_peak_bytes, 8);
+        assert_eq!(cost.backward_peak_bytes, 10);
+        assert_eq!((cost.forward_seconds, cost.backward_seconds), (4.0, 6.0));
+        let pipeline = Pipeline {
+            split: vec![1, 1],
+            microbatches: 3,
+            schedule: PipelineSchedule::OneFOneB,
+        };
+        let j = judge(&cost, &pipeline.order(0));
+        assert_eq!((j.peak_bytes, j.peak_slot, j.held_at_peak), (18, 2, 1));
+        assert_eq!(j.compute_seconds, 30.0);
+        // The last rank holds one at a time: its own B phase's peak.
+        assert_eq!(judge(&cost, &pipeline.order(1)).peak_bytes, 10);
+        // Two ranks, equal costs: 3 forwards and 3 backwards on the last
+        // rank after the first forward of rank 0 (4 s) and, at the end,
+        // rank 0's last backward (6 s): 4 + 3·(4 + 6) + 6 = 40.
+        let m = makespan(&[pipeline.order(0), pipeline.order(1)], &[cost, cost]);
+        assert_eq!(m, 40.0);
+    }
+}

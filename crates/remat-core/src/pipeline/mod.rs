@@ -1,0 +1,221 @@
+//! Pipeline parallelism: one plan per rank.
+//!
+//! **Setting.** The chain is cut into p consecutive pieces, one per rank
+//! (`split`: stages per rank), and the batch into m micro-batches. Each rank
+//! runs its piece's forward for a micro-batch (the *F phase*), sends the
+//! output on, and later, once the gradient of that output comes back, its
+//! backward (the *B phase*). Between the two, the micro-batch's saved
+//! tensors stay on the rank: under GPipe all m micro-batches are in flight
+//! at once; under 1F1B (PipeDream-flush, `torch.distributed.pipelining`'s
+//! `Schedule1F1B`) rank r of p holds at most min(p − r, m). So rank 0
+//! needs the most memory and the last rank the least, and one checkpointing
+//! plan for every rank either wastes the late ranks' memory or overflows
+//! the early ones (AdaPipe, Sun et al., ASPLOS 2024, plans recomputation
+//! per pipeline stage for this reason).
+//!
+//! **What a rank's step costs** ([`judge`]). A micro-batch runs the rank's
+//! persistent schedule S (the piece's [`rank_chain`], any schedule of
+//! docs/model.md's operations). Its F phase is S up to its first backward,
+//! its B phase the rest. The simulator runs S once; the rank's memory at any
+//! moment is the running micro-batch's level plus h(S) for every other
+//! micro-batch in flight, where h(S) is the level S leaves at the end of its
+//! F phase (the input, its checkpoints, what its last F_all kept) without
+//! δ^L, which arrives only with the backward. The rank's order of phases
+//! ([`Pipeline::order`]) says how many are in flight at each moment, so its
+//! peak is read off that order, not assumed.
+//!
+//! **The plan** ([`plan`]). For pieces of up to [`EXACT_MAX_STAGES`]
+//! stages, the exact optimum over persistent schedules (`exact.rs`: every
+//! top-level path, each segment of its B phase by rotor at the budget the
+//! path leaves it; tests/pipeline.rs holds it equal to exhaustive search).
+//! Longer pieces take a search over rotor's trade-off curve
+//! ([`Search::RotorCurve`]): rotor's optimal schedules of the piece at
+//! every budget where its optimum changes, and store-all, each judged at
+//! the rank's order, the fastest that fits kept. That is not exact: a
+//! schedule optimal at no budget but holding less between its phases can
+//! fit where no candidate does. So each rank's plan carries a
+//! **certificate** ([`RankPlan::lower_bound_seconds`]): if r micro-batches
+//! are held beside a running one, every persistent schedule that fits holds
+//! at least h_min = ω_a^0 + ω_a^{L−1} + min_k ω_ā^{L,k} in each of them
+//! (B^L needs its input and ā^L), so its own peak is at most
+//! M − r·h_min + ω_δ^L, and its time at least rotor's optimum there. When
+//! even that budget has no schedule, no persistent schedule fits the rank:
+//! the answer is infeasible with a proof, never a guess.
+//!
+//! **The pipeline's time** ([`makespan`]): each rank runs its order, a
+//! forward after the previous rank's forward of the same micro-batch, a
+//! backward after the next rank's backward; transfers between ranks take
+//! no time (a lower bound on a real link), and every micro-batch on a rank
+//! costs the same.
+//!
+//! **Complexity.** Exact: about 3^{L_r−1} top-level paths, each O(L_r + m)
+//! to judge, and O(L_r²) rotor tables of slices. Rotor's curve: one
+//! breakpoint table per rank, then O(L_r + m) per candidate judged, from
+//! the fastest down until one fits.
+//!
+//! Files: `mod.rs` (this façade, the split and its errors), `order.rs`
+//! (GPipe and 1F1B orders), `judge.rs` (a rank's peak and the pipeline's
+//! makespan), `exact.rs` (the exact search), `plan.rs` (the per-rank plan
+//! and its certificate).
+
+mod exact;
+mod judge;
+mod order;
+mod plan;
+
+pub use exact::EXACT_MAX_STAGES;
+pub use judge::{judge, makespan, MicrobatchCost, RankJudgement};
+pub use order::{Phase, PipelineSchedule, Slot};
+pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search};
+
+use crate::model::Chain;
+use std::ops::RangeInclusive;
+
+/// The most micro-batches a pipeline may take (far above any real run;
+/// the orders are O(m) per rank).
+pub const MAX_MICROBATCHES: usize = 100_000;
+
+/// A pipeline: how the chain is cut and how micro-batches flow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    /// Stages per rank, rank 0 first (the chain's first stages).
+    pub split: Vec<usize>,
+    /// m, the micro-batches of one step.
+    pub microbatches: usize,
+    pub schedule: PipelineSchedule,
+}
+
+/// Why a pipeline cannot be planned, naming the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PipelineError {
+    #[error("split: give at least one rank")]
+    NoRanks,
+    #[error("split: rank {rank} has no stages; every rank needs at least one")]
+    EmptyRank { rank: usize },
+    #[error("split: the ranks hold {given} stages in all, the chain has {chain}")]
+    WrongTotal { given: usize, chain: usize },
+    #[error("microbatches: {given} is not between 1 and {max}")]
+    Microbatches { given: usize, max: usize },
+    #[error("budget: {given} budgets for {ranks} ranks; give one for all or one per rank")]
+    Budgets { given: usize, ranks: usize },
+}
+
+impl Pipeline {
+    /// Checks the pipeline against a chain of `stages` stages.
+    pub fn validate(&self, stages: usize) -> Result<(), PipelineError> {
+        if self.split.is_empty() {
+            return Err(PipelineError::NoRanks);
+        }
+        if let Some(rank) = self.split.iter().position(|&n| n == 0) {
+            return Err(PipelineError::EmptyRank { rank });
+        }
+        let given = self.split.iter().fold(0usize, |a, &n| a.saturating_add(n));
+        if given != stages {
+            return Err(PipelineError::WrongTotal {
+                given,
+                chain: stages,
+            });
+        }
+        if self.microbatches == 0 || self.microbatches > MAX_MICROBATCHES {
+            return Err(PipelineError::Microbatches {
+                given: self.microbatches,
+                max: MAX_MICROBATCHES,
+            });
+        }
+        Ok(())
+    }
+
+    /// p, the number of ranks.
+    pub fn ranks(&self) -> usize {
+        self.split.len()
+    }
+
+    /// The chain's stages (1-based, as in the papers) rank `rank` runs.
+    pub fn stages(&self, rank: usize) -> RangeInclusive<usize> {
+        let first = 1 + self.split[..rank].iter().sum::<usize>();
+        first..=first + self.split[rank] - 1
+    }
+
+    /// The order in which rank `rank` runs the phases of its micro-batches.
+    pub fn order(&self, rank: usize) -> Vec<Slot> {
+        order::order(self.schedule, rank, self.ranks(), self.microbatches)
+    }
+
+    /// An even split of `stages` stages over `ranks` ranks, the first ranks
+    /// taking one more where it does not divide (what
+    /// `torch.distributed.pipelining` users write by hand most often).
+    pub fn even_split(stages: usize, ranks: usize) -> Vec<usize> {
+        (0..ranks)
+            .map(|r| stages / ranks + usize::from(r < stages % ranks))
+            .collect()
+    }
+}
+
+/// The piece of `chain` that one rank runs, as a chain of its own: its
+/// input is the previous stage's output (the chain's input on rank 0) and
+/// its last stage's gradient δ^L is what the next rank sends back.
+pub fn rank_chain(chain: &Chain, stages: RangeInclusive<usize>) -> Chain {
+    let first = *stages.start();
+    let (input_bytes, input_gradient_bytes) = if first == 1 {
+        (chain.input_bytes, chain.input_gradient_bytes)
+    } else {
+        (
+            chain.output_bytes(first - 1),
+            chain.gradient_bytes(first - 1),
+        )
+    };
+    Chain {
+        name: format!("{} (stages {}–{})", chain.name, first, stages.end()),
+        source: chain.source.clone(),
+        input_bytes,
+        input_gradient_bytes,
+        bandwidth_bytes_per_s: chain.bandwidth_bytes_per_s,
+        stages: chain.stages[first - 1..*stages.end()].to_vec(),
+        inputs: None,
+        model_fingerprint: chain.model_fingerprint.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_errors_name_the_field() {
+        let p = |split: Vec<usize>, m| Pipeline {
+            split,
+            microbatches: m,
+            schedule: PipelineSchedule::OneFOneB,
+        };
+        assert_eq!(p(vec![], 4).validate(3), Err(PipelineError::NoRanks));
+        assert_eq!(
+            p(vec![2, 0, 1], 4).validate(3),
+            Err(PipelineError::EmptyRank { rank: 1 })
+        );
+        assert!(p(vec![2, 2], 4)
+            .validate(3)
+            .unwrap_err()
+            .to_string()
+            .starts_with("split: the ranks hold 4 stages"));
+        assert!(p(vec![2, 1], 0)
+            .validate(3)
+            .unwrap_err()
+            .to_string()
+            .starts_with("microbatches: 0"));
+        assert!(p(vec![usize::MAX, 2], 4).validate(3).is_err());
+        assert_eq!(p(vec![2, 1], 4).validate(3), Ok(()));
+    }
+
+    #[test]
+    fn stages_and_even_split() {
+        let p = Pipeline {
+            split: Pipeline::even_split(7, 3),
+            microbatches: 2,
+            schedule: PipelineSchedule::GPipe,
+        };
+        assert_eq!(p.split, vec![3, 2, 2]);
+        assert_eq!(p.stages(0), 1..=3);
+        assert_eq!(p.stages(1), 4..=5);
+        assert_eq!(p.stages(2), 6..=7);
+    }
+}
