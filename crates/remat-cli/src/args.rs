@@ -445,6 +445,58 @@ pub struct SweepArgs {
     pub format: SweepFormat,
 }
 
+/// `--schedule` of `remat pipeline`.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum PipelineScheduleFlag {
+    /// Every forward, then every backward: all micro-batches in flight.
+    Gpipe,
+    /// One forward, one backward (PyTorch's Schedule1F1B): rank r of p
+    /// holds min(p − r, m).
+    #[value(name = "1f1b")]
+    OneFOneB,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("cut").required(true).args(["split", "ranks"])))]
+pub struct PipelineArgs {
+    /// Chain file or example:NAME: the whole model's chain, at the
+    /// micro-batch size.
+    pub chain: ChainArg,
+    /// Stages per rank, rank 0 first: 4,4,3,3 (they must add up to the
+    /// chain's length).
+    #[arg(long, value_delimiter = ',', value_parser = count(1, MAX_PIPELINE_STAGES as u64))]
+    pub split: Vec<usize>,
+    /// P ranks, the stages cut as evenly as they go (the first ranks take
+    /// one more).
+    #[arg(long, value_parser = count(1, MAX_PIPELINE_STAGES as u64))]
+    pub ranks: Option<usize>,
+    /// m, micro-batches per step (1 to 100000).
+    #[arg(long, short, value_parser = count(1, remat_core::pipeline::MAX_MICROBATCHES as u64))]
+    pub microbatches: usize,
+    #[arg(long, value_enum, default_value = "1f1b")]
+    pub schedule: PipelineScheduleFlag,
+    /// Activation memory per rank (what the device holds beside the rank's
+    /// weights, gradients and optimizer state): one SIZE for every rank or
+    /// one per rank, comma-separated.
+    #[arg(long, short, value_delimiter = ',', required = true)]
+    pub budget: Vec<Size>,
+    /// Also plan every rank as rank 0 (one plan for all ranks, what one
+    /// setting gives), judged at each rank's own order, for comparison.
+    #[arg(long)]
+    pub compare_uniform: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Write each rank's schedule (remat-schedule/1, for its piece of the
+    /// chain, stages numbered from 1) and the piece's chain to this folder:
+    /// rank0.schedule.json, rank0.chain.json, …
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// The most stages or ranks `remat pipeline` takes (the chain's own limit).
+pub const MAX_PIPELINE_STAGES: usize = remat_core::model::MAX_STAGES;
+
 #[derive(Args)]
 pub struct MaxbatchArgs {
     /// Chain file or example:NAME, profiled at --batch samples.

@@ -45,6 +45,9 @@ enum Command {
     /// The largest batch each method runs within a device's memory, and its
     /// throughput.
     Maxbatch(args::MaxbatchArgs),
+    /// One plan per pipeline rank (GPipe or 1F1B), each judged with its
+    /// micro-batches in flight.
+    Pipeline(args::PipelineArgs),
     /// Convert rotor's chain parameters to remat-chain/1.
     Convert(args::ConvertArgs),
     /// The checkpoint set of least peak memory (Hong et al.), or the peak of
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
         Command::Simulate(a) => simulate::run(&a),
         Command::Sweep(a) => sweep::run(&a),
         Command::Maxbatch(a) => maxbatch::run(&a),
+        Command::Pipeline(a) => pipeline::run(&a),
         Command::Convert(a) => convert::run(&a),
         Command::Checkpoints(a) => checkpoints::run(&a),
         Command::Export(a) => export::run(&a),

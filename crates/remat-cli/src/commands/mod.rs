@@ -8,6 +8,7 @@ pub mod convert;
 pub mod examples;
 pub mod export;
 pub mod maxbatch;
+pub mod pipeline;
 mod progress;
 pub mod simulate;
 pub mod solve;

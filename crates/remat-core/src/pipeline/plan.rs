@@ -44,7 +44,10 @@ pub struct RankPlan {
     /// The rank's step, judged at its own order.
     pub judged: Option<RankJudgement>,
     /// No persistent schedule that fits is faster per micro-batch than
-    /// this; None: none fits at all (the proof that the rank is infeasible).
+    /// this; None: none fits at all (the proof that the rank is
+    /// infeasible). The exact search's own time where it answers; otherwise
+    /// rotor's optimum at M − r·h_min + ω_δ^L (module doc). A uniform plan
+    /// (planned for more in flight than its own) keeps the latter.
     pub lower_bound_seconds: Option<f64>,
     pub search: Search,
     /// How many of rotor's schedules were judged before one fit (0 for
@@ -200,6 +203,13 @@ pub fn plan_rank(
         .checked_mul(least_held(&piece))
         .and_then(|held| budget.checked_sub(held))
         .and_then(|own| table.best_seconds(own.saturating_add(seed)));
+    // The exact search's answer is the optimum: its own certificate; when
+    // it finds none, none fits.
+    let lower_bound_seconds = match (search_by, &found) {
+        (Search::Exact, Some((_, cost, _))) if !uniform => Some(cost.seconds()),
+        (Search::Exact, None) if !uniform => None,
+        _ => lower_bound_seconds,
+    };
     let (ops, cost, judged) = match found {
         Some((ops, cost, judged)) => (Some(ops), Some(cost), Some(judged)),
         None => (None, None, None),

@@ -1,0 +1,255 @@
+//! `remat pipeline`: one plan per pipeline rank ([`remat_core::pipeline`]);
+//! the rest reads flags, prints and writes each rank's files.
+
+use super::{say_chain, TerminalProgress};
+use crate::args::{PipelineArgs, PipelineScheduleFlag};
+use crate::error::{CliError, Result};
+use crate::input;
+use crate::report;
+use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
+use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::pipeline::{
+    plan, rank_chain, Pipeline, PipelineError, PipelinePlan, PipelineSchedule, PlanError, RankPlan,
+    Search,
+};
+use remat_core::Chain;
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    chain: &'a str,
+    schedule: PipelineSchedule,
+    microbatches: usize,
+    split: &'a [usize],
+    per_rank: &'a PipelinePlan,
+    /// With --compare-uniform: every rank planned as rank 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    uniform: Option<&'a PipelinePlan>,
+}
+
+pub fn run(a: &PipelineArgs) -> Result<()> {
+    let chain = input::chain(&a.chain)?;
+    let split = match a.ranks {
+        Some(p) => Pipeline::even_split(chain.len(), p),
+        None => a.split.clone(),
+    };
+    let pipeline = Pipeline {
+        split,
+        microbatches: a.microbatches,
+        schedule: match a.schedule {
+            PipelineScheduleFlag::Gpipe => PipelineSchedule::GPipe,
+            PipelineScheduleFlag::OneFOneB => PipelineSchedule::OneFOneB,
+        },
+    };
+    if let (Some(p), true) = (a.ranks, a.ranks.unwrap_or(0) > chain.len()) {
+        return Err(CliError::BadValue {
+            flag: "--ranks",
+            message: format!(
+                "{p} ranks for {} stages; every rank needs a stage",
+                chain.len()
+            ),
+        });
+    }
+    let budgets: Vec<u64> = a.budget.iter().map(|b| b.0).collect();
+    let mut shown = TerminalProgress::new("planning");
+    let per_rank = plan(&chain, &pipeline, &budgets, false, &mut |d| shown.report(d));
+    let uniform = match (&per_rank, a.compare_uniform) {
+        (Ok(_), true) => Some(plan(&chain, &pipeline, &budgets, true, &mut |d| {
+            shown.report(d)
+        })),
+        _ => None,
+    };
+    drop(shown);
+    let per_rank = per_rank.map_err(plan_error)?;
+    let uniform = uniform.transpose().map_err(plan_error)?;
+    if let Some(dir) = &a.output {
+        write_files(dir, &chain, &pipeline, &per_rank)?;
+    }
+    if a.json {
+        report::print(&Report {
+            chain: &chain.name,
+            schedule: pipeline.schedule,
+            microbatches: pipeline.microbatches,
+            split: &pipeline.split,
+            per_rank: &per_rank,
+            uniform: uniform.as_ref(),
+        });
+    } else {
+        print_text(&chain, &pipeline, &per_rank, uniform.as_ref());
+    }
+    Ok(())
+}
+
+/// A pipeline the chain cannot take names its flag.
+fn plan_error(e: PlanError) -> CliError {
+    match e {
+        PlanError::Pipeline(e) => {
+            let flag = match e {
+                PipelineError::Microbatches { .. } => "--microbatches",
+                PipelineError::Budgets { .. } => "--budget",
+                _ => "--split",
+            };
+            let text = e.to_string();
+            let message = text
+                .split_once(": ")
+                .map_or(text.clone(), |(_, m)| m.to_string());
+            CliError::BadValue { flag, message }
+        }
+        PlanError::Solve(e) => CliError::Solve(e),
+    }
+}
+
+fn write_files(
+    dir: &std::path::Path,
+    chain: &Chain,
+    pipeline: &Pipeline,
+    plan: &PipelinePlan,
+) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| CliError::BadValue {
+        flag: "--output",
+        message: format!("{}: {e}", dir.display()),
+    })?;
+    for r in &plan.ranks {
+        let piece = rank_chain(chain, pipeline.stages(r.rank));
+        input::write_text(
+            &dir.join(format!("rank{}.chain.json", r.rank)),
+            &write_chain(&piece),
+        )?;
+        match (&r.ops, r.judged) {
+            (Some(ops), Some(judged)) => {
+                let predicted = Predicted {
+                    makespan_seconds: r.cost.map_or(0.0, |c| c.seconds()),
+                    peak_bytes: judged.peak_bytes,
+                };
+                let file = ScheduleFile::new(
+                    &piece,
+                    "pipeline",
+                    r.budget_bytes,
+                    None,
+                    predicted,
+                    ops.clone(),
+                );
+                input::write_text(
+                    &dir.join(format!("rank{}.schedule.json", r.rank)),
+                    &write_schedule(&file),
+                )?;
+            }
+            _ => eprintln!(
+                "note: rank {}: no schedule fits its budget; none written",
+                r.rank
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn row(r: &RankPlan) -> String {
+    let stages = format!("{}–{}", r.first_stage, r.last_stage);
+    let head = format!(
+        "{:>4}  {:<9} {:>3}  {:>10}",
+        r.rank,
+        stages,
+        r.in_flight,
+        format_bytes(r.budget_bytes)
+    );
+    match (r.cost, r.judged) {
+        (Some(cost), Some(judged)) => {
+            let gap = match (r.search, r.planned_for == r.in_flight) {
+                (Search::Exact, true) => "exact".to_string(),
+                _ => r
+                    .gap()
+                    .map_or("—".to_string(), |g| format!("{:.2} %", 100.0 * g)),
+            };
+            format!(
+                "{head}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}  {}",
+                format_bytes(judged.peak_bytes),
+                format_bytes(cost.held_bytes),
+                format_seconds(cost.seconds()),
+                format_seconds(judged.compute_seconds),
+                gap,
+                recomputed(r)
+            )
+        }
+        _ if r.planned_for != r.in_flight => format!(
+            "{head}  none fits when planned for {} in flight",
+            r.planned_for
+        ),
+        _ => match r.lower_bound_seconds {
+            None => format!(
+                "{head}  infeasible: no persistent schedule fits with {} in flight",
+                r.in_flight
+            ),
+            Some(_) => format!(
+                "{head}  no schedule found on rotor's curve; the bound does not rule one out"
+            ),
+        },
+    }
+}
+
+/// The stages a plan recomputes, for people: "2, 5–6" or "none".
+fn recomputed(r: &RankPlan) -> String {
+    let Some(ops) = &r.ops else {
+        return String::new();
+    };
+    let mut seen = std::collections::BTreeMap::<usize, usize>::new();
+    for op in ops {
+        if !matches!(op, remat_core::Op::Backward { .. }) && op.stage() > 0 {
+            *seen.entry(op.stage() + r.first_stage - 1).or_default() += 1;
+        }
+    }
+    let again: Vec<String> = (seen.iter())
+        .filter(|(_, &n)| n > 1)
+        .map(|(s, _)| s.to_string())
+        .collect();
+    if again.is_empty() {
+        "none".into()
+    } else {
+        again.join(", ")
+    }
+}
+
+fn print_text(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    plan: &PipelinePlan,
+    uniform: Option<&PipelinePlan>,
+) {
+    say_chain(chain, 14);
+    say!(
+        "{:<14}{} ranks, {} micro-batches, {}",
+        "pipeline",
+        pipeline.ranks(),
+        pipeline.microbatches,
+        pipeline.schedule
+    );
+    let header = "rank  stages    m/r      budget        peak        held   per micro   rank step       gap  recomputes";
+    let show = |title: &str, p: &PipelinePlan| {
+        say!("");
+        say!("{title}");
+        say!("{header}");
+        for r in &p.ranks {
+            say!("{}", row(r));
+        }
+        match p.makespan_seconds {
+            Some(t) => say!(
+                "pipeline step {} (transfers not counted)",
+                format_seconds(t)
+            ),
+            None => say!("pipeline step: not every rank fits"),
+        }
+    };
+    show(
+        "per-rank plans (each for its own micro-batches in flight)",
+        plan,
+    );
+    if let Some(u) = uniform {
+        show("one plan for all ranks (each planned as rank 0)", u);
+        if let (Some(a), Some(b)) = (plan.makespan_seconds, u.makespan_seconds) {
+            say!("per-rank plans: {:.3}× the time of one plan for all", a / b);
+        }
+    }
+    say!("");
+    say!("m/r: micro-batches in flight on the rank; held: what each waiting micro-batch keeps;");
+    say!("gap: to the certificate (no persistent schedule that fits is faster per micro-batch);");
+    say!("exact: the optimum over persistent schedules (pieces of up to 12 stages).");
+}
