@@ -1,0 +1,201 @@
+"""One Remat plan per pipeline rank, for `torch.distributed.pipelining`.
+
+A pipeline cuts the model into p stage modules, one per rank, and the
+batch into m micro-batches. Under 1F1B rank r holds up to min(p − r, m)
+micro-batches between their forward and their backward, so rank 0 needs
+the most memory and the last rank the least (docs/pytorch.md, "Pipelines").
+Remat plans each rank for its own micro-batches in flight
+(`remat pipeline`, docs/cli.md):
+
+    stages = [First(model), Last(model)]                       # the user's stage modules
+    chain, split = remat_torch.describe_pipeline(stages, micro_batch, target, loss=loss_fn)
+    plans = remat_torch.plan_pipeline(chain, split, microbatches=8, budget=2 << 30)
+    # on rank r, before PipelineStage(stages[r], r, p, device):
+    plans.apply(r, stages[r], plans.example_input(stages, micro_batch, r))
+
+`describe_pipeline` describes the stage modules run one after the other
+(`nn.Sequential(*stages)`, the loss after the last) as one chain, so every
+rank's numbers come from one measurement; a Remat stage may not straddle
+two ranks. `PipelinePlans.apply` lowers rank r's schedule to stock
+`torch.utils.checkpoint` regions on its stage module (`apply_plan`), which
+`PipelineStage` then runs like any module: the plan needs nothing of the
+pipeline's own code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+from .chain import describe_chain
+from .export import Applied, ExportError, apply_plan, export_plan
+
+
+class PipelineError(ValueError):
+    """The stage modules or the pipeline cannot be planned; the message
+    names the argument."""
+
+
+def describe_pipeline(stages: Sequence[nn.Module], batch: Any, target: Any = None, *,
+                      loss: Callable, **describe: Any) -> "tuple[dict, List[int]]":
+    """The chain of `stages` run one after the other on one micro-batch
+    (`describe_chain` of `nn.Sequential(*stages)` with `loss`; `describe`
+    goes to it), and how many of its stages each rank holds. The chain's
+    module names start with the rank (`0.h.1`); `plan_pipeline` gives each
+    rank its own names back."""
+    if len(stages) < 1:
+        raise PipelineError("stages: give at least one stage module")
+    whole = nn.Sequential(*stages)
+    chain = describe_chain(whole, batch, target, loss=loss, **describe)
+    return chain, split_of(chain, len(stages))
+
+
+def _ranks_of(module: Optional[str]) -> List[int]:
+    """The ranks a stage's `module` (`0.h.1`, `1.ln_f+1.lm_head`) names."""
+    if not module:
+        return []
+    return sorted({int(part.split(".", 1)[0]) for part in module.split("+") if part.split(".", 1)[0].isdigit()})
+
+
+def split_of(chain: dict, ranks: int) -> List[int]:
+    """Stages per rank of a chain described by `describe_pipeline`."""
+    split = [0] * ranks
+    last = 0
+    for i, stage in enumerate(chain["stages"], start=1):
+        owners = _ranks_of(stage.get("module"))
+        if len(owners) > 1:
+            raise PipelineError(
+                f"stages: Remat's stage {i} ({stage.get('module')}) runs modules of ranks "
+                f"{' and '.join(map(str, owners))}; a stage cannot be cut between ranks: move the "
+                "boundary between stage modules to a block boundary")
+        roots = [part for part in (stage.get("module") or "").split("+") if part.isdigit()]
+        if roots:
+            raise PipelineError(
+                f"stages: Remat's stage {i} runs code of rank {roots[0]}'s stage module itself (module "
+                f"{stage.get('module')!r}), outside its submodules, so no plan could wrap it: move that "
+                "code (an embedding sum, a norm, a head) into a submodule of the stage module")
+        rank = owners[0] if owners else last
+        if rank < last:
+            raise PipelineError(f"stages: stage {i} ({stage.get('module')}) belongs to rank {rank} "
+                                f"after a stage of rank {last}")
+        last = rank
+        split[rank] += 1
+    empty = [r for r, n in enumerate(split) if n == 0]
+    if empty:
+        raise PipelineError(f"stages: rank {empty[0]}'s module holds no stage Remat found; "
+                            "give it at least one block")
+    return split
+
+
+def _own_names(module: Optional[str], rank: int) -> Optional[str]:
+    """`0.h.1+0.ln` → `h.1+ln`: a name inside rank `rank`'s own module."""
+    if module is None:
+        return None
+    prefix = f"{rank}."
+    return "+".join(p[len(prefix):] if p.startswith(prefix) else p for p in module.split("+"))
+
+
+@dataclass
+class RankPlan:
+    rank: int
+    chain: dict
+    """The rank's piece of the chain, module names inside its stage module."""
+    schedule: Optional[dict]
+    """Its remat-schedule/1 (stages numbered from 1); None when none fits."""
+    report: dict
+    """`remat pipeline --json`'s entry for the rank: in_flight, budget_bytes,
+    judged (peak_bytes: the rank's predicted peak with its micro-batches in
+    flight), cost (per micro-batch), lower_bound_seconds, search."""
+
+
+@dataclass
+class PipelinePlans:
+    split: List[int]
+    microbatches: int
+    schedule: str
+    ranks: List[RankPlan]
+    report: dict = field(repr=False)
+    """The whole `remat pipeline --json` report (`uniform` with
+    `compare_uniform`)."""
+
+    def apply(self, rank: int, module: nn.Module, example_input: Any, remat: Optional[str] = None) -> Applied:
+        """Applies rank `rank`'s plan to its stage module in place (stock
+        `torch.utils.checkpoint` regions, `apply_plan`); `example_input` is
+        what the module receives for one micro-batch. Returns `Applied`
+        (`remove()` undoes it). A rank with no plan that fits raises."""
+        r = self.ranks[rank]
+        if r.schedule is None:
+            raise PipelineError(f"budget: no schedule fits rank {rank} with its {r.report['in_flight']} "
+                                "micro-batches in flight")
+        plan = export_plan(r.schedule, r.chain, remat=remat, model=module)
+        return apply_plan(module, plan, example_input)
+
+    @staticmethod
+    def example_input(stages: Sequence[nn.Module], batch: Any, rank: int) -> Any:
+        """What stage module `rank` receives for `batch`: the earlier
+        stages run on it without grad (RNG restored)."""
+        x = batch
+        state = torch.random.get_rng_state()
+        try:
+            with torch.no_grad():
+                for m in stages[:rank]:
+                    x = m(**x) if isinstance(x, dict) else m(x)
+        finally:
+            torch.random.set_rng_state(state)
+        return x
+
+
+def _binary(remat: Optional[str]) -> str:
+    binary = remat or os.environ.get("REMAT_BIN") or shutil.which("remat")
+    if not binary:
+        raise ExportError("no remat binary: pass remat=PATH, set $REMAT_BIN, or put remat on the PATH")
+    return binary
+
+
+def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatches: int,
+                  budget: Union[int, Sequence[int]], schedule: str = "1f1b", *,
+                  compare_uniform: bool = False, remat: Optional[str] = None) -> PipelinePlans:
+    """Runs `remat pipeline` on `chain` (a dict or a file; its stages
+    measured at the micro-batch size) cut by `split`, with `microbatches`
+    per step under `schedule` (`1f1b` or `gpipe`) and `budget` bytes of
+    activations per rank (one for all or one per rank), and returns each
+    rank's plan. Errors of the binary (a split that does not add up, a
+    budget list of another length) raise PipelineError with its message."""
+    if isinstance(chain, (str, Path)):
+        chain = json.loads(Path(chain).read_text())
+    budgets = [budget] if isinstance(budget, int) else list(budget)
+    if not budgets or any(not isinstance(b, int) or isinstance(b, bool) or b < 0 for b in budgets):
+        raise PipelineError(f"budget: expected bytes (an int ≥ 0) or one per rank, got {budget!r}")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "chain.json"
+        path.write_text(json.dumps(chain))
+        args = [_binary(remat), "pipeline", str(path), "--split", ",".join(map(str, split)),
+                "--microbatches", str(microbatches), "--schedule", schedule,
+                "--budget", ",".join(map(str, budgets)), "--json", "--output", tmp]
+        if compare_uniform:
+            args.append("--compare-uniform")
+        p = subprocess.run(args, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise PipelineError(p.stderr.strip().removeprefix("error: "))
+        report = json.loads(p.stdout)
+        ranks = []
+        for r in report["per_rank"]["ranks"]:
+            k = r["rank"]
+            piece = json.loads((Path(tmp) / f"rank{k}.chain.json").read_text())
+            for stage in piece["stages"]:
+                if "module" in stage:
+                    stage["module"] = _own_names(stage["module"], k)
+            sched_path = Path(tmp) / f"rank{k}.schedule.json"
+            sched = json.loads(sched_path.read_text()) if sched_path.exists() else None
+            ranks.append(RankPlan(rank=k, chain=piece, schedule=sched, report=r))
+    return PipelinePlans(split=list(split), microbatches=microbatches, schedule=schedule, ranks=ranks,
+                         report=report)

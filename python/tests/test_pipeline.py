@@ -1,0 +1,69 @@
+"""Per-rank Remat plans under `torch.distributed.pipelining`, tested for
+real: gloo, 2 and 4 processes started here, a transformers GPT-2 cut into
+stage modules. Each rank trains two steps without a plan and two with its
+own plan, from the same weights and RNG; the parameters must be bitwise
+equal and each rank's measured peak near its prediction."""
+
+from __future__ import annotations
+
+import json
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+import pipeline_worker as w
+import remat_torch
+from remat_torch.pipeline import PipelineError, describe_pipeline, plan_pipeline
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _plans(setup: dict, ranks: int, budget_share: float):
+    stages = w.parts(setup["layers"], setup["width"], ranks)
+    ids, target = w.batch(setup["batch"], setup["seq"])
+    micro = setup["batch"] // setup["microbatches"]
+    chain, split = describe_pipeline(stages, ids[:micro], target[:micro], loss=w.loss_fn, repeat=1)
+    roomy = plan_pipeline(chain, split, setup["microbatches"], 1 << 40, setup["schedule"])
+    # A budget that makes rank 0 recompute: a share of its store-all peak.
+    top = roomy.ranks[0].report["judged"]["peak_bytes"]
+    return chain, split, plan_pipeline(chain, split, setup["microbatches"], int(top * budget_share),
+                                       setup["schedule"], compare_uniform=True)
+
+
+def _run(ranks: int, setup: dict, plans) -> list:
+    with tempfile.TemporaryDirectory() as out:
+        mp.start_processes(w.main, args=(ranks, _port(), setup, plans, out), nprocs=ranks, join=True,
+                           start_method="spawn")
+        return [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(ranks)]
+
+
+@pytest.mark.parametrize("ranks,schedule", [(2, "1f1b"), (4, "1f1b")])
+def test_per_rank_plans_train_bitwise(ranks, schedule):
+    setup = {"layers": 2 * ranks, "width": 64, "batch": 8, "seq": 32, "microbatches": 4, "schedule": schedule}
+    chain, split, plans = _plans(setup, ranks, 0.6)
+    in_flight = [r.report["in_flight"] for r in plans.ranks]
+    assert in_flight == [min(ranks - r, 4) for r in range(ranks)]
+    results = _run(ranks, setup, plans)
+    for r, got in enumerate(results):
+        assert got["differs"] == [], f"rank {r}: parameters differ: {got['differs'][:3]}"
+        assert got["losses_plain"] == got["losses_planned"]
+        predicted = plans.ranks[r].report["judged"]["peak_bytes"]
+        measured = got["peak_planned"][1]
+        print(f"rank {r}: in flight {in_flight[r]}, predicted {predicted}, measured {measured} "
+              f"({measured / predicted - 1:+.1%}), plain {got['peak_plain'][1]}, form {got['form']}")
+        # The issue's bounds. How this could fail: a judge that counts the
+        # waiting micro-batches' δ^L, or holds every micro-batch on every
+        # rank (GPipe's count under 1F1B), predicts 10–80 % above what
+        # rank 0 measures; one that ignores them, 40 % below.
+        assert -0.06 <= measured / predicted - 1 <= 0.03, f"rank {r}: measured {measured}, predicted {predicted}"
+    # Rank 0 holds the most micro-batches: its plan must recompute, the last
+    # rank's (one in flight) need not.
+    assert results[0]["peak_planned"][1] < results[0]["peak_plain"][1]
