@@ -15,6 +15,7 @@ from .chain import describe_chain
 from .export import ExportError, apply_plan, export_plan
 from .frozen import FrozenStateError
 from .measure import Meter, host_bandwidth, plain_step_peak
+from .pipeline import PipelineError, PipelinePlans, describe_pipeline, plan_pipeline
 from .policies import POLICIES
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
@@ -27,14 +28,18 @@ __all__ = [
     "Meter",
     "Op",
     "POLICIES",
+    "PipelineError",
+    "PipelinePlans",
     "Schedule",
     "ScheduleError",
     "StagingError",
     "checkpointed",
     "describe_chain",
+    "describe_pipeline",
     "find_stages",
     "host_bandwidth",
     "plain_step_peak",
+    "plan_pipeline",
     "load_schedule",
     "parse_schedule",
     "validate",
