@@ -81,10 +81,13 @@ def batch(size: int, seq: int):
     return (torch.randint(0, VOCAB, (size, seq), generator=g), torch.randint(0, VOCAB, (size, seq), generator=g))
 
 
-def train(rank: int, ranks: int, setup: dict, plans) -> dict:
-    """Two optimizer steps of the pipeline; with `plans`, rank `rank`'s plan
-    applied first. Returns the parameters after them, the losses and the
-    measured peak of the first step."""
+def train(rank: int, ranks: int, setup: dict, plans, steps: int = 2) -> dict:
+    """`steps` optimizer steps of the pipeline; with `plans`, rank `rank`'s
+    plan applied first. Returns the parameters after them, the losses, the
+    measured peak of the first two steps (the allocator's events, parameter
+    gradients outside) and the wall time of the others."""
+    import time
+
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     from remat_torch import Meter
@@ -103,8 +106,8 @@ def train(rank: int, ranks: int, setup: dict, plans) -> dict:
     opt = torch.optim.SGD(module.parameters(), lr=0.1)
     meter = Meter(torch.device("cpu"), list(module.parameters()))
     torch.manual_seed(1234 + rank)
-    losses, peaks = [], []
-    for step in range(2):
+    losses, peaks, seconds = [], [], []
+    for step in range(steps):
         out: list = []
 
         def run():
@@ -115,8 +118,13 @@ def train(rank: int, ranks: int, setup: dict, plans) -> dict:
             else:
                 schedule.step()
 
-        _, _, peak = meter.measure(run)
-        peaks.append(peak)
+        if step < 2:
+            _, _, peak = meter.measure(run)
+            peaks.append(peak)
+        else:
+            start = time.perf_counter()
+            run()
+            seconds.append(time.perf_counter() - start)
         losses += [float(l.detach()) for l in out]
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -124,6 +132,7 @@ def train(rank: int, ranks: int, setup: dict, plans) -> dict:
         "params": {n: p.detach().clone() for n, p in module.named_parameters()},
         "losses": losses,
         "peaks": peaks,
+        "seconds": seconds,
         "form": applied.form if applied else None,
     }
 

@@ -1,0 +1,89 @@
+"""A rank of the FSDP2 test (test_fsdp.py): a transformers GPT-2 sharded
+with `fully_shard` per block and at the root, trained with gloo on the
+CPU, once without a plan and once with a Remat plan applied first
+(torchtitan's order: checkpointing, then sharding)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from torch import nn
+
+VOCAB = 128
+
+
+def gpt2(layers: int, width: int):
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=layers, n_embd=width, n_head=4, vocab_size=VOCAB, n_positions=64,
+                                  bos_token_id=0, eos_token_id=0, attn_pdrop=0.1, resid_pdrop=0.1,
+                                  embd_pdrop=0.1)
+    return transformers.GPT2LMHeadModel(cfg)
+
+
+def loss_fn(out, target):
+    return nn.functional.cross_entropy(out.logits.flatten(0, 1), target.flatten())
+
+
+def batch(size: int, seq: int, rank: int):
+    g = torch.Generator().manual_seed(1 + rank)
+    return (torch.randint(0, VOCAB, (size, seq), generator=g), torch.randint(0, VOCAB, (size, seq), generator=g))
+
+
+def train(rank: int, setup: dict, plan) -> dict:
+    from torch.distributed.fsdp import fully_shard
+
+    from remat_torch import Meter, apply_plan
+
+    model = gpt2(setup["layers"], setup["width"])
+    ids, target = batch(setup["batch"], setup["seq"], rank)
+    applied = apply_plan(model, plan, ids) if plan is not None else None
+    for block in model.transformer.h:
+        fully_shard(block)
+    fully_shard(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    meter = Meter(torch.device("cpu"), list(model.parameters()))
+    torch.manual_seed(1234 + rank)
+    losses, peaks = [], []
+    for _ in range(2):
+        def step():
+            loss = loss_fn(model(ids), target)
+            loss.backward()
+            return loss
+
+        loss, _, peak = meter.measure(step)
+        losses.append(float(loss.detach()))
+        peaks.append(peak)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    full = {n: p.full_tensor().detach().clone() for n, p in model.named_parameters()}
+    return {"params": full, "losses": losses, "peaks": peaks, "form": applied.form if applied else None,
+            "predicted": applied.predicted if applied else None}
+
+
+def main(rank: int, ranks: int, port: int, setup: dict, plan, out: str) -> None:
+    import torch.distributed as dist
+
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=ranks)
+    try:
+        plain = train(rank, setup, None)
+        planned = train(rank, setup, plan)
+        differs = [n for n in plain["params"] if not torch.equal(plain["params"][n], planned["params"][n])]
+        Path(out, f"rank{rank}.json").write_text(json.dumps({
+            "differs": differs,
+            "losses_plain": plain["losses"],
+            "losses_planned": planned["losses"],
+            "peak_plain": plain["peaks"],
+            "peak_planned": planned["peaks"],
+            "form": planned["form"],
+            "predicted": planned["predicted"],
+        }))
+    finally:
+        dist.destroy_process_group()
