@@ -9,7 +9,7 @@ mod common;
 use common::{integer_chain, persistent_schedules};
 use proptest::prelude::*;
 use remat_core::pipeline::{
-    judge, plan_rank, rank_chain, MicrobatchCost, Pipeline, PipelineSchedule, Search,
+    judge, plan_rank, rank_chain, rank_curve, MicrobatchCost, Pipeline, PipelineSchedule, Search,
 };
 use remat_core::solvers::no_progress;
 use remat_core::solvers::persistent::Variant;
@@ -119,6 +119,33 @@ proptest! {
         gpipe in any::<bool>(),
     ) {
         check(&chain, &pipeline_of(chain.len(), ranks, m, gpipe), Search::Exact)?;
+    }
+
+    /// Could fail if: the page's curve (`rank_curve`) and the judge read
+    /// the phases differently (the F phase with δ^L, the held count off by
+    /// one at a backward), so that the drawn peak is not the judged one.
+    /// Mutation tried: `rank_curve` keeping δ^L in the F phase (the curve
+    /// then peaks above the judge on chains whose F phase carries the peak).
+    #[test]
+    fn curve_peaks_at_the_judged_peak(
+        chain in integer_chain(7, true),
+        ranks in 1usize..=4,
+        m in 1usize..=5,
+        gpipe in any::<bool>(),
+    ) {
+        let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
+        for rank in 0..pipeline.ranks() {
+            let piece = rank_chain(&chain, pipeline.stages(rank));
+            let order = pipeline.order(rank);
+            for ops in persistent_schedules(1, piece.len(), Variant::Rotor).iter().take(40) {
+                let cost = MicrobatchCost::of(&piece, ops).unwrap();
+                let curve = rank_curve(&piece, ops, &order).unwrap();
+                let top = curve.iter().map(|p| p.running_bytes + p.held_bytes).max().unwrap();
+                prop_assert_eq!(top, judge(&cost, &order).peak_bytes);
+                let end = curve.last().unwrap().seconds;
+                prop_assert!(end <= m as f64 * cost.seconds() + 1e-9);
+            }
+        }
     }
 
     /// Could fail if: the curve search keeps a plan that does not fit, or

@@ -60,6 +60,71 @@ impl MicrobatchCost {
     }
 }
 
+/// One point of a rank's memory over its step ([`rank_curve`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CurvePoint {
+    /// Since the rank's step began, its phases back to back (no waits).
+    pub seconds: f64,
+    /// The running phase's own level (its micro-batch).
+    pub running_bytes: u64,
+    /// What the other micro-batches in flight hold then (others × h).
+    pub held_bytes: u64,
+    /// The slot of the order running.
+    pub slot: usize,
+}
+
+/// The rank's memory over its step, one point per allocation or free of
+/// the running phase: what the page draws, and where the peak of
+/// [`judge`] comes from (its highest `running + held` is that peak).
+pub fn rank_curve(chain: &Chain, ops: &[Op], order: &[Slot]) -> Result<Vec<CurvePoint>, SimError> {
+    let cost = MicrobatchCost::of(chain, ops)?;
+    let trace = simulate(chain, ops)?;
+    let first_backward = (ops.iter())
+        .position(|op| matches!(op, Op::Backward { .. }))
+        .unwrap_or(ops.len());
+    let seed = chain.gradient_bytes(chain.len());
+    let in_forward = |op: Option<usize>| op.is_none_or(|i| i < first_backward);
+    let mut out = Vec::new();
+    let (mut t, mut held) = (0.0, 0usize);
+    for (i, slot) in order.iter().enumerate() {
+        let (forward, others, start, took) = match slot.phase {
+            Phase::Forward => (true, held, 0.0, cost.forward_seconds),
+            Phase::Backward => (false, held - 1, cost.forward_seconds, cost.backward_seconds),
+        };
+        let waiting = (others as u64).saturating_mul(cost.held_bytes);
+        // The phase's level as it starts: the input alone, or what the
+        // forward left and δ^L.
+        out.push(CurvePoint {
+            seconds: t,
+            running_bytes: if forward {
+                chain.input_bytes
+            } else {
+                cost.held_bytes.saturating_add(seed)
+            },
+            held_bytes: waiting,
+            slot: i,
+        });
+        for step in trace.memory.iter().filter(|m| in_forward(m.op) == forward) {
+            out.push(CurvePoint {
+                seconds: t + step.time - start,
+                running_bytes: if forward {
+                    step.bytes.saturating_sub(seed)
+                } else {
+                    step.bytes
+                },
+                held_bytes: waiting,
+                slot: i,
+            });
+        }
+        t += took;
+        match slot.phase {
+            Phase::Forward => held += 1,
+            Phase::Backward => held -= 1,
+        }
+    }
+    Ok(out)
+}
+
 /// A rank's whole step: every micro-batch in its order.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct RankJudgement {

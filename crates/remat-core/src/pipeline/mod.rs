@@ -64,7 +64,7 @@ mod order;
 mod plan;
 
 pub use exact::EXACT_MAX_STAGES;
-pub use judge::{judge, makespan, MicrobatchCost, RankJudgement};
+pub use judge::{judge, makespan, rank_curve, CurvePoint, MicrobatchCost, RankJudgement};
 pub use order::{Phase, PipelineSchedule, Slot};
 pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search};
 
