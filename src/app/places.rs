@@ -1,4 +1,4 @@
-//! The page's named places below the figures — *Compare*, *Your GPU*,
+//! The page's named places below the figures — *Compare*, *Your GPUs*,
 //! *Least memory*, *Learn*, *Chain & files* — and the bar's links that
 //! scroll to them.
 //!
@@ -23,7 +23,7 @@ pub const PLACES: [Place; 5] = [
     },
     Place {
         id: "place-gpu",
-        name: "Your GPU",
+        name: "Your GPUs",
     },
     Place {
         id: "place-least-memory",

@@ -7,7 +7,7 @@ use super::places::{PlaceSection, PlacesNav};
 use super::url::{initial_load, sync_url};
 use crate::features::learn::{LargeType, LargeTypeButton, Lesson};
 use crate::features::min_memory::MinMemory;
-use crate::features::{compare, files, gpu, learn, min_memory, plan, strategies};
+use crate::features::{compare, files, gpu, learn, min_memory, pipeline, plan, strategies};
 use crate::io;
 use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
@@ -87,6 +87,7 @@ pub fn App() -> impl IntoView {
                 <gpu::ScaleControls />
                 <gpu::DeviceMemoryCard />
                 <gpu::MaxBatchPanel />
+                <pipeline::PipelineCard />
             </PlaceSection>
             <PlaceSection id="place-least-memory">
                 <min_memory::MinMemoryCard />

@@ -9,5 +9,6 @@ pub mod files;
 pub mod gpu;
 pub mod learn;
 pub mod min_memory;
+pub mod pipeline;
 pub mod plan;
 pub mod strategies;

@@ -1,4 +1,4 @@
-//! Your GPU: the example at another batch, sequence or precision; the
+//! Your GPUs: the example at another batch, sequence or precision; the
 //! device's memory as the activation budget; the largest batch that fits.
 
 mod device;
