@@ -10,7 +10,7 @@ use leptos::prelude::*;
 use remat_core::pipeline::{
     plan, rank_chain, rank_curve, Pipeline, PipelinePlan, PipelineSchedule, RankPlan,
 };
-use remat_core::{Chain, Op};
+use remat_core::Chain;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -70,21 +70,12 @@ fn compute(
     })
 }
 
-/// The chain's stages a plan recomputes: "2, 5–6"-style list or "none".
+/// The stages a plan recomputes, for people: "2, 5, 6", "none".
 fn recomputed(r: &RankPlan) -> String {
-    let Some(ops) = &r.ops else {
+    if r.ops.is_none() {
         return "—".into();
-    };
-    let mut seen = std::collections::BTreeMap::<usize, usize>::new();
-    for op in ops {
-        if !matches!(op, Op::Backward { .. }) {
-            *seen.entry(op.stage() + r.first_stage - 1).or_default() += 1;
-        }
     }
-    let again: Vec<String> = (seen.iter())
-        .filter(|(_, &n)| n > 1)
-        .map(|(s, _)| s.to_string())
-        .collect();
+    let again: Vec<String> = r.recomputed_stages().iter().map(usize::to_string).collect();
     if again.is_empty() {
         "none".into()
     } else {

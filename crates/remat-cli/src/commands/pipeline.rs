@@ -186,21 +186,12 @@ fn row(r: &RankPlan) -> String {
     }
 }
 
-/// The stages a plan recomputes, for people: "2, 5–6" or "none".
+/// The stages a plan recomputes, for people: "2, 5, 6", "none".
 fn recomputed(r: &RankPlan) -> String {
-    let Some(ops) = &r.ops else {
+    if r.ops.is_none() {
         return String::new();
-    };
-    let mut seen = std::collections::BTreeMap::<usize, usize>::new();
-    for op in ops {
-        if !matches!(op, remat_core::Op::Backward { .. }) && op.stage() > 0 {
-            *seen.entry(op.stage() + r.first_stage - 1).or_default() += 1;
-        }
     }
-    let again: Vec<String> = (seen.iter())
-        .filter(|(_, &n)| n > 1)
-        .map(|(s, _)| s.to_string())
-        .collect();
+    let again: Vec<String> = r.recomputed_stages().iter().map(usize::to_string).collect();
     if again.is_empty() {
         "none".into()
     } else {

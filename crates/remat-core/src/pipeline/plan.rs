@@ -60,6 +60,21 @@ impl RankPlan {
         self.first_stage..=self.last_stage
     }
 
+    /// The chain's stages (numbered in the whole chain) this plan runs
+    /// forward more than once per micro-batch; empty without a plan.
+    pub fn recomputed_stages(&self) -> Vec<usize> {
+        let mut runs = std::collections::BTreeMap::<usize, usize>::new();
+        for op in self.ops.iter().flatten() {
+            if !matches!(op, Op::Backward { .. }) {
+                *runs.entry(op.stage() + self.first_stage - 1).or_default() += 1;
+            }
+        }
+        runs.into_iter()
+            .filter(|&(_, n)| n > 1)
+            .map(|(s, _)| s)
+            .collect()
+    }
+
     /// (plan − bound) / bound, when both exist.
     pub fn gap(&self) -> Option<f64> {
         let seconds = self.cost?.seconds();
