@@ -484,6 +484,11 @@ pub struct PipelineArgs {
     /// setting gives), judged at each rank's own order, for comparison.
     #[arg(long)]
     pub compare_uniform: bool,
+    /// Also the nearest Megatron-Core and torchtitan settings (full-layer
+    /// recomputation, one setting for every rank): the fastest that fits
+    /// every rank, judged the same way.
+    #[arg(long)]
+    pub frameworks: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

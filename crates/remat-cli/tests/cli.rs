@@ -1884,6 +1884,7 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
         "-b",
         "2.5GiB",
         "--json",
+        "--frameworks",
         "-o",
         dir.path().to_str().unwrap(),
     ]);

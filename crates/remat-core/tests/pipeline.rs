@@ -9,7 +9,8 @@ mod common;
 use common::{integer_chain, persistent_schedules};
 use proptest::prelude::*;
 use remat_core::pipeline::{
-    judge, plan_rank, rank_chain, rank_curve, MicrobatchCost, Pipeline, PipelineSchedule, Search,
+    frameworks, judge, plan_rank, rank_chain, rank_curve, MicrobatchCost, Pipeline,
+    PipelineSchedule, Search,
 };
 use remat_core::solvers::no_progress;
 use remat_core::solvers::persistent::Variant;
@@ -144,6 +145,36 @@ proptest! {
                 prop_assert_eq!(top, judge(&cost, &order).peak_bytes);
                 let end = curve.last().unwrap().seconds;
                 prop_assert!(end <= m as f64 * cost.seconds() + 1e-9);
+            }
+        }
+    }
+
+    /// Could fail if: a framework setting's schedule (Megatron's uniform or
+    /// block groups, torchtitan's every-N-th block) is faster on a rank it
+    /// fits than the exact per-rank plan there, i.e. the exact search
+    /// misses schedules of the persistent class these settings belong to.
+    /// Mutation tried: the exact search without its F_ck paths (`walk`
+    /// only taking F_all): a Megatron setting then fits a rank where the
+    /// search finds no plan.
+    #[test]
+    fn no_framework_setting_beats_the_exact_plan(
+        chain in integer_chain(7, true),
+        ranks in 1usize..=3,
+        m in 1usize..=4,
+        gpipe in any::<bool>(),
+        share in 0.3f64..1.0,
+    ) {
+        let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
+        let roomy = remat_core::pipeline::plan(&chain, &pipeline, &[u64::MAX / 4], false, &mut no_progress()).unwrap();
+        let top = roomy.ranks.iter().filter_map(|r| r.judged).map(|j| j.peak_bytes).max().unwrap();
+        let budget = (top as f64 * share) as u64;
+        let plans = remat_core::pipeline::plan(&chain, &pipeline, &[budget], false, &mut no_progress()).unwrap();
+        for setting in frameworks::settings(&chain, &pipeline, &[budget], &|_| true) {
+            for (rank, r) in plans.ranks.iter().enumerate() {
+                if setting.peaks[rank] <= budget {
+                    let plan = r.cost.expect("a setting fits, so the exact search finds a plan");
+                    prop_assert!(plan.seconds() <= setting.seconds[rank], "{} on rank {rank}", setting.config);
+                }
             }
         }
     }

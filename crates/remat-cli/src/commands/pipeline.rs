@@ -8,6 +8,7 @@ use crate::input;
 use crate::report;
 use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_seconds};
+use remat_core::pipeline::frameworks::{self, Setting};
 use remat_core::pipeline::{
     plan, rank_chain, Pipeline, PipelineError, PipelinePlan, PipelineSchedule, PlanError, RankPlan,
     Search,
@@ -25,6 +26,17 @@ struct Report<'a> {
     /// With --compare-uniform: every rank planned as rank 0.
     #[serde(skip_serializing_if = "Option::is_none")]
     uniform: Option<&'a PipelinePlan>,
+    /// With --frameworks: the nearest setting of each (null: none fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    frameworks: Option<Nearest<'a>>,
+}
+
+#[derive(Serialize)]
+struct Nearest<'a> {
+    megatron: Option<&'a Setting>,
+    torchtitan: Option<&'a Setting>,
+    /// Which of the chain's stages were taken for transformer layers.
+    layers: Vec<usize>,
 }
 
 pub fn run(a: &PipelineArgs) -> Result<()> {
@@ -62,6 +74,17 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
     drop(shown);
     let per_rank = per_rank.map_err(plan_error)?;
     let uniform = uniform.transpose().map_err(plan_error)?;
+    let is_layer = |s: usize| frameworks::is_layer(&chain, s);
+    let settings = if a.frameworks {
+        frameworks::settings(&chain, &pipeline, &budgets, &is_layer)
+    } else {
+        Vec::new()
+    };
+    let nearest = a.frameworks.then(|| Nearest {
+        megatron: frameworks::nearest(&settings, "megatron"),
+        torchtitan: frameworks::nearest(&settings, "torchtitan"),
+        layers: (1..=chain.len()).filter(|&s| is_layer(s)).collect(),
+    });
     if let Some(dir) = &a.output {
         write_files(dir, &chain, &pipeline, &per_rank)?;
     }
@@ -73,9 +96,13 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             split: &pipeline.split,
             per_rank: &per_rank,
             uniform: uniform.as_ref(),
+            frameworks: nearest,
         });
     } else {
         print_text(&chain, &pipeline, &per_rank, uniform.as_ref());
+        if let Some(n) = &nearest {
+            print_frameworks(n, per_rank.makespan_seconds);
+        }
     }
     Ok(())
 }
@@ -243,4 +270,30 @@ fn print_text(
     say!("m/r: micro-batches in flight on the rank; held: what each waiting micro-batch keeps;");
     say!("gap: to the certificate (no persistent schedule that fits is faster per micro-batch);");
     say!("exact: the optimum over persistent schedules (pieces of up to 12 stages).");
+}
+
+fn print_frameworks(n: &Nearest, plans: Option<f64>) {
+    say!("");
+    say!(
+        "nearest framework settings (full-layer recomputation, one setting for every rank; {} stages taken for layers)",
+        n.layers.len()
+    );
+    for (name, s) in [("megatron", n.megatron), ("torchtitan", n.torchtitan)] {
+        match s {
+            Some(s) => {
+                let ratio = plans.map_or(String::new(), |t| {
+                    format!(" (per-rank plans: {:.3}× its time)", t / s.makespan_seconds)
+                });
+                let peaks: Vec<String> = s.peaks.iter().map(|&b| format_bytes(b)).collect();
+                say!("{name:<11} {}", s.config);
+                say!(
+                    "{:<11} step {}{ratio}; peaks {}",
+                    "",
+                    format_seconds(s.makespan_seconds),
+                    peaks.join(", ")
+                );
+            }
+            None => say!("{name:<11} no setting fits every rank"),
+        }
+    }
 }

@@ -59,6 +59,7 @@
 //! and its certificate).
 
 mod exact;
+pub mod frameworks;
 mod judge;
 mod order;
 mod plan;

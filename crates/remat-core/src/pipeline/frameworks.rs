@@ -1,0 +1,275 @@
+//! The nearest configuration of the frameworks' own checkpointing knobs
+//! to a per-rank plan, judged the same way (issue 43, item 5).
+//!
+//! Both frameworks recompute whole transformer layers, one setting for
+//! every rank:
+//!
+//! * **Megatron-Core** (`TransformerConfig`): `recompute_granularity =
+//!   "full"` with `recompute_method = "uniform"` and `recompute_num_layers
+//!   = N` checkpoints each group of N consecutive layers of a rank as one
+//!   unit (its input kept, the group recomputed before its backward);
+//!   `"block"` checkpoints the first N layers of each rank one by one and
+//!   keeps the rest. `recompute_granularity = "selective"` (attention
+//!   cores, `recompute_modules`) acts inside a layer, like Remat's menus:
+//!   not searched here.
+//! * **torchtitan** (`[activation_checkpoint]`): `mode = "full"`
+//!   checkpoints every block; `mode = "selective"` with
+//!   `selective_ac_option = "N"` every N-th block (block ids counted over
+//!   the whole model, as torchtitan's `apply_ac` does); `"op"` is selective
+//!   per operator: not searched here.
+//!
+//! Each setting becomes one persistent schedule per rank, judged at the
+//! rank's order like the per-rank plans; the nearest is the fastest
+//! setting that fits every rank. Stages that are not layers (embeddings,
+//! a head, the loss) are never recomputed by either framework; the caller
+//! says which stages are layers.
+
+use super::judge::{judge, makespan, MicrobatchCost};
+use super::{rank_chain, Pipeline};
+use crate::model::Chain;
+use crate::schedule::Op;
+use serde::Serialize;
+
+/// One framework setting, judged on every rank.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Setting {
+    /// `megatron` or `torchtitan`.
+    pub framework: &'static str,
+    /// The configuration as the framework's users write it.
+    pub config: String,
+    /// Each rank's peak with its micro-batches in flight.
+    pub peaks: Vec<u64>,
+    /// Each rank's time per micro-batch.
+    pub seconds: Vec<f64>,
+    /// Whether every rank's peak is within its budget.
+    pub fits: bool,
+    /// The pipeline's step time with this setting ([`makespan`]).
+    pub makespan_seconds: f64,
+}
+
+/// Checkpointed groups of a rank's stages, (first, last) in the piece's
+/// numbers.
+type Groups = Vec<(usize, usize)>;
+
+/// How a setting treats one rank's layers: which are checkpointed, and
+/// how they are grouped. Each group is (first, last) in the piece's stage
+/// numbers; stages outside every group are kept (F_all).
+fn schedule(len: usize, groups: &[(usize, usize)]) -> Vec<Op> {
+    let in_group = |s: usize| groups.iter().find(|g| g.0 <= s && s <= g.1).copied();
+    let mut ops = Vec::with_capacity(4 * len);
+    for s in 1..=len {
+        ops.push(match in_group(s) {
+            Some((first, _)) if first == s => Op::ForwardCheckpoint { stage: s },
+            Some(_) => Op::ForwardNone { stage: s },
+            None => Op::forward_all(s),
+        });
+    }
+    let mut s = len;
+    while s >= 1 {
+        match in_group(s) {
+            Some((first, last)) => {
+                ops.extend((first..=last).map(Op::forward_all));
+                ops.extend((first..=last).rev().map(|stage| Op::Backward { stage }));
+                s = first - 1;
+            }
+            None => {
+                ops.push(Op::Backward { stage: s });
+                s -= 1;
+            }
+        }
+    }
+    ops
+}
+
+/// Runs one setting: `groups_of(layers, first)` gives a rank's groups from
+/// its layers' piece-local stage numbers and its first stage in the chain.
+fn judge_setting(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    budgets: &[u64],
+    is_layer: &dyn Fn(usize) -> bool,
+    framework: &'static str,
+    config: String,
+    groups_of: &dyn Fn(&[usize], usize) -> Groups,
+) -> Option<Setting> {
+    let p = pipeline.ranks();
+    let mut costs = Vec::with_capacity(p);
+    let mut peaks = Vec::with_capacity(p);
+    let mut seconds = Vec::with_capacity(p);
+    let mut fits = true;
+    for rank in 0..p {
+        let stages = pipeline.stages(rank);
+        let first = *stages.start();
+        let piece = rank_chain(chain, stages.clone());
+        let layers: Vec<usize> = stages
+            .filter(|&s| is_layer(s))
+            .map(|s| s - first + 1)
+            .collect();
+        let ops = schedule(piece.len(), &groups_of(&layers, first));
+        let cost = MicrobatchCost::of(&piece, &ops).ok()?;
+        let judged = judge(&cost, &pipeline.order(rank));
+        fits &= judged.peak_bytes <= budgets[if budgets.len() == 1 { 0 } else { rank }];
+        peaks.push(judged.peak_bytes);
+        seconds.push(cost.seconds());
+        costs.push(cost);
+    }
+    let orders: Vec<_> = (0..p).map(|r| pipeline.order(r)).collect();
+    Some(Setting {
+        framework,
+        config,
+        peaks,
+        seconds,
+        fits,
+        makespan_seconds: makespan(&orders, &costs),
+    })
+}
+
+/// Consecutive runs of `layers` (piece-local) cut into groups of `n`.
+fn chunks(layers: &[usize], n: usize) -> Vec<(usize, usize)> {
+    let mut runs: Vec<Vec<usize>> = Vec::new();
+    for &l in layers {
+        match runs.last_mut() {
+            Some(run) if run.last() == Some(&(l - 1)) && run.len() < n => run.push(l),
+            _ => runs.push(vec![l]),
+        }
+    }
+    runs.into_iter()
+        .map(|r| (r[0], *r.last().expect("a run is never empty")))
+        .collect()
+}
+
+/// Every Megatron-Core and torchtitan setting of full-layer recomputation,
+/// judged on every rank. `is_layer(s)` says whether the chain's stage s is
+/// a transformer layer.
+pub fn settings(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    budgets: &[u64],
+    is_layer: &dyn Fn(usize) -> bool,
+) -> Vec<Setting> {
+    let most = (0..pipeline.ranks())
+        .map(|r| pipeline.stages(r).filter(|&s| is_layer(s)).count())
+        .max()
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    let mut push = |s: Option<Setting>| out.extend(s);
+    push(judge_setting(
+        chain,
+        pipeline,
+        budgets,
+        is_layer,
+        "megatron",
+        "recompute_granularity=None".into(),
+        &|_, _| Vec::new(),
+    ));
+    for n in 1..=most {
+        push(judge_setting(
+            chain,
+            pipeline,
+            budgets,
+            is_layer,
+            "megatron",
+            format!("recompute_granularity=\"full\", recompute_method=\"uniform\", recompute_num_layers={n}"),
+            &|layers, _| chunks(layers, n),
+        ));
+        push(judge_setting(
+            chain,
+            pipeline,
+            budgets,
+            is_layer,
+            "megatron",
+            format!("recompute_granularity=\"full\", recompute_method=\"block\", recompute_num_layers={n}"),
+            &|layers, _| layers.iter().take(n).map(|&l| (l, l)).collect(),
+        ));
+    }
+    push(judge_setting(
+        chain,
+        pipeline,
+        budgets,
+        is_layer,
+        "torchtitan",
+        "mode = \"none\"".into(),
+        &|_, _| Vec::new(),
+    ));
+    push(judge_setting(
+        chain,
+        pipeline,
+        budgets,
+        is_layer,
+        "torchtitan",
+        "mode = \"full\"".into(),
+        &|layers, _| layers.iter().map(|&l| (l, l)).collect(),
+    ));
+    // Block ids over the whole model: the layers before this rank's.
+    let layers_before = |first: usize| (1..first).filter(|&s| is_layer(s)).count();
+    for n in 2..=most.max(2) {
+        push(judge_setting(
+            chain,
+            pipeline,
+            budgets,
+            is_layer,
+            "torchtitan",
+            format!("mode = \"selective\", selective_ac_option = \"{n}\""),
+            &|layers, first| {
+                let before = layers_before(first);
+                (layers.iter().enumerate())
+                    .filter(|(i, _)| (before + i) % n == 0)
+                    .map(|(_, &l)| (l, l))
+                    .collect()
+            },
+        ));
+    }
+    out
+}
+
+/// Whether the chain's stage `s` is a transformer layer, from its module
+/// name: a member of a module list (`transformer.h.3`, `0.layers.5`). A
+/// chain without module names is taken for layers throughout.
+pub fn is_layer(chain: &Chain, s: usize) -> bool {
+    if chain.stages.iter().all(|st| st.module.is_none()) {
+        return true;
+    }
+    (chain.stage(s).module.as_deref()).is_some_and(|m| {
+        !m.contains('+')
+            && m.rsplit('.')
+                .next()
+                .is_some_and(|last| last.parse::<usize>().is_ok())
+            && m.contains('.')
+    })
+}
+
+/// The fastest setting of `framework` that fits every rank.
+pub fn nearest<'a>(settings: &'a [Setting], framework: &str) -> Option<&'a Setting> {
+    (settings.iter())
+        .filter(|s| s.framework == framework && s.fits)
+        .min_by(|a, b| a.makespan_seconds.total_cmp(&b.makespan_seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulator::simulate;
+
+    #[test]
+    fn chunks_follow_runs_of_layers() {
+        assert_eq!(chunks(&[2, 3, 4, 5, 6], 2), vec![(2, 3), (4, 5), (6, 6)]);
+        assert_eq!(chunks(&[1, 2, 4, 5], 3), vec![(1, 2), (4, 5)]);
+    }
+
+    #[test]
+    fn every_setting_is_a_valid_schedule() {
+        let chain = crate::examples::find("teaching").unwrap().chain();
+        for groups in [
+            vec![],
+            vec![(1, 3), (4, 6), (7, 7)],
+            vec![(2, 2), (5, 5)],
+            vec![(1, 10)],
+        ] {
+            let ops = schedule(chain.len(), &groups);
+            let t = simulate(&chain, &ops).expect("a framework's setting runs");
+            // Each checkpointed stage runs forward twice, the others once.
+            let twice: usize = groups.iter().map(|g| g.1 - g.0 + 1).sum();
+            assert_eq!(t.recomputations, twice, "{groups:?}");
+        }
+    }
+}
