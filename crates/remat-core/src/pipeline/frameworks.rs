@@ -14,9 +14,9 @@
 //!   not searched here.
 //! * **torchtitan** (`[activation_checkpoint]`): `mode = "full"`
 //!   checkpoints every block; `mode = "selective"` with
-//!   `selective_ac_option = "N"` every N-th block (block ids counted over
-//!   the whole model, as torchtitan's `apply_ac` does); `"op"` is selective
-//!   per operator: not searched here.
+//!   `selective_ac_option = "N"` every N-th block (the N-th, 2N-th, … of
+//!   the blocks a rank wraps: `apply_ac`'s counter is per process); `"op"`
+//!   is selective per operator: not searched here.
 //!
 //! Each setting becomes one persistent schedule per rank, judged at the
 //! rank's order like the per-rank plans; the nearest is the fastest
@@ -152,72 +152,42 @@ pub fn settings(
         .max()
         .unwrap_or(0);
     let mut out = Vec::new();
-    let mut push = |s: Option<Setting>| out.extend(s);
-    push(judge_setting(
-        chain,
-        pipeline,
-        budgets,
-        is_layer,
-        "megatron",
-        "recompute_granularity=None".into(),
-        &|_, _| Vec::new(),
-    ));
+    let mut push =
+        |framework: &'static str, config: String, groups_of: &dyn Fn(&[usize], usize) -> Groups| {
+            out.extend(judge_setting(
+                chain, pipeline, budgets, is_layer, framework, config, groups_of,
+            ));
+        };
+    push("megatron", "recompute_granularity=None".into(), &|_, _| {
+        Vec::new()
+    });
     for n in 1..=most {
-        push(judge_setting(
-            chain,
-            pipeline,
-            budgets,
-            is_layer,
-            "megatron",
+        push("megatron",
             format!("recompute_granularity=\"full\", recompute_method=\"uniform\", recompute_num_layers={n}"),
             &|layers, _| chunks(layers, n),
-        ));
-        push(judge_setting(
-            chain,
-            pipeline,
-            budgets,
-            is_layer,
-            "megatron",
+        );
+        push("megatron",
             format!("recompute_granularity=\"full\", recompute_method=\"block\", recompute_num_layers={n}"),
             &|layers, _| layers.iter().take(n).map(|&l| (l, l)).collect(),
-        ));
+        );
     }
-    push(judge_setting(
-        chain,
-        pipeline,
-        budgets,
-        is_layer,
-        "torchtitan",
-        "mode = \"none\"".into(),
-        &|_, _| Vec::new(),
-    ));
-    push(judge_setting(
-        chain,
-        pipeline,
-        budgets,
-        is_layer,
-        "torchtitan",
-        "mode = \"full\"".into(),
-        &|layers, _| layers.iter().map(|&l| (l, l)).collect(),
-    ));
-    // Block ids over the whole model: the layers before this rank's.
-    let layers_before = |first: usize| (1..first).filter(|&s| is_layer(s)).count();
+    push("torchtitan", "mode = \"none\"".into(), &|_, _| Vec::new());
+    push("torchtitan", "mode = \"full\"".into(), &|layers, _| {
+        layers.iter().map(|&l| (l, l)).collect()
+    });
+    // torchtitan's `_layer_id` counts the blocks its process wraps, from
+    // 1: under a pipeline, the rank's own blocks.
     for n in 2..=most.max(2) {
-        push(judge_setting(
-            chain,
-            pipeline,
-            budgets,
-            is_layer,
+        push(
             "torchtitan",
             format!("mode = \"selective\", selective_ac_option = \"{n}\""),
-            &|layers, first| {
-                let before = layers_before(first);
+            &|layers, _| {
                 (layers.iter().enumerate())
-                    .filter(|(i, _)| (before + i) % n == 0)
+                    .filter(|(i, _)| (i + 1) % n == 0)
                     .map(|(_, &l)| (l, l))
                     .collect()
             },
-        ));
+        );
     }
     out
 }
