@@ -74,3 +74,22 @@ def test_per_rank_plans_train_bitwise(ranks, schedule):
     # Rank 0 holds the most micro-batches: its plan must recompute, the last
     # rank's (one in flight) need not.
     assert results[0]["peak_planned"][1] < results[0]["peak_plain"][1]
+
+
+def test_stages_that_straddle_ranks_or_run_root_code_are_refused():
+    """Fails if a chain whose Remat stage runs modules of two ranks, or code
+    of a rank's module itself, is cut anyway: its plan could not be applied
+    to either rank's module (mutation tried: `split_of` counting a
+    straddling stage for its first rank — no error)."""
+    from remat_torch.pipeline import split_of
+
+    def chain(*modules):
+        return {"stages": [{"module": m} for m in modules]}
+
+    assert split_of(chain("0.embed", "0.h.0", "1.h.0", "1.head", None), 2) == [2, 3]
+    with pytest.raises(PipelineError, match=r"stage 2 \(0.h.1\+1.h.0\) runs modules of ranks 0 and 1"):
+        split_of(chain("0.embed", "0.h.1+1.h.0", "1.head"), 2)
+    with pytest.raises(PipelineError, match=r"rank 0's stage module itself \(module '0'\)"):
+        split_of(chain("0", "1.h.0"), 2)
+    with pytest.raises(PipelineError, match="rank 1's module holds no stage"):
+        split_of(chain("0.a", "0.b"), 2)
