@@ -9,7 +9,8 @@ Remat plans each rank for its own micro-batches in flight
 
     stages = [First(model), Last(model)]                       # the user's stage modules
     chain, split = remat_torch.describe_pipeline(stages, micro_batch, target, loss=loss_fn)
-    plans = remat_torch.plan_pipeline(chain, split, microbatches=8, budget=2 << 30)
+    budgets = remat_torch.pipeline.rank_budgets(stages, device_memory=80 << 30)   # or one int for all
+    plans = remat_torch.plan_pipeline(chain, split, microbatches=8, budget=budgets)
     # on rank r, before PipelineStage(stages[r], r, p, device):
     plans.apply(r, stages[r], plans.example_input(stages, micro_batch, r))
 
@@ -161,15 +162,42 @@ def _binary(remat: Optional[str]) -> str:
     return binary
 
 
+def rank_budgets(stages: Sequence[nn.Module], device_memory: int, optimizer_states: int = 2,
+                 margin: float = 0.01) -> List[int]:
+    """Each rank's activation budget on a device of `device_memory` bytes:
+    what its stage module's weights, their gradients and `optimizer_states`
+    tensors per weight (Adam: 2; SGD with momentum: 1; plain SGD: 0) leave,
+    less `margin` of the device (1 %, `remat maxbatch`'s default). Ranks
+    hold different weights (the embeddings on the first, the head on the
+    last), so their budgets differ; a weight two ranks share (tied
+    embeddings) is held by both."""
+    if not isinstance(device_memory, int) or isinstance(device_memory, bool) or device_memory <= 0:
+        raise PipelineError(f"device_memory: expected bytes (an int > 0), got {device_memory!r}")
+    if not isinstance(optimizer_states, int) or optimizer_states < 0:
+        raise PipelineError(f"optimizer_states: expected a whole number ≥ 0, got {optimizer_states!r}")
+    if not 0 <= margin < 1:
+        raise PipelineError(f"margin: expected a share of the device in [0, 1), got {margin!r}")
+    out = []
+    for r, m in enumerate(stages):
+        weights = sum(p.numel() * p.element_size() for p in m.parameters())
+        left = device_memory - (2 + optimizer_states) * weights - int(device_memory * margin)
+        if left <= 0:
+            raise PipelineError(f"device_memory: rank {r}'s weights, gradients and optimizer state "
+                                f"({(2 + optimizer_states) * weights} B) leave nothing for activations")
+        out.append(left)
+    return out
+
+
 def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatches: int,
                   budget: Union[int, Sequence[int]], schedule: str = "1f1b", *,
                   compare_uniform: bool = False, remat: Optional[str] = None) -> PipelinePlans:
     """Runs `remat pipeline` on `chain` (a dict or a file; its stages
     measured at the micro-batch size) cut by `split`, with `microbatches`
     per step under `schedule` (`1f1b` or `gpipe`) and `budget` bytes of
-    activations per rank (one for all or one per rank), and returns each
-    rank's plan. Errors of the binary (a split that does not add up, a
-    budget list of another length) raise PipelineError with its message."""
+    activations per rank (one for all, or one per rank: `rank_budgets`
+    gives them from the device's memory), and returns each rank's plan.
+    Errors of the binary (a split that does not add up, a budget list of
+    another length) raise PipelineError with its message."""
     if isinstance(chain, (str, Path)):
         chain = json.loads(Path(chain).read_text())
     budgets = [budget] if isinstance(budget, int) else list(budget)

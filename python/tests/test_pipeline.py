@@ -93,3 +93,23 @@ def test_stages_that_straddle_ranks_or_run_root_code_are_refused():
         split_of(chain("0", "1.h.0"), 2)
     with pytest.raises(PipelineError, match="rank 1's module holds no stage"):
         split_of(chain("0.a", "0.b"), 2)
+
+
+def test_rank_budgets_leave_each_rank_what_its_weights_do_not_take():
+    """Fails if a rank's budget ignores its own weights (the last rank's
+    head, the first's embeddings) or counts the optimizer state otherwise
+    than asked (mutation tried: `2 + optimizer_states` as `1 +`: every
+    budget off by one copy of the weights)."""
+    from remat_torch.pipeline import rank_budgets
+
+    stages = w.parts(4, 64, 2)
+    device = 64 << 20
+    got = rank_budgets(stages, device, optimizer_states=2)
+    for r, m in enumerate(stages):
+        weights = sum(p.numel() * 4 for p in m.parameters())
+        assert got[r] == device - 4 * weights - int(device * 0.01)
+    assert got[0] != got[1]
+    with pytest.raises(PipelineError, match="device_memory: rank 0's weights"):
+        rank_budgets(stages, 1 << 20)
+    with pytest.raises(PipelineError, match="optimizer_states"):
+        rank_budgets(stages, device, optimizer_states=-1)
