@@ -131,8 +131,12 @@ class PipelinePlans:
     def apply(self, rank: int, module: nn.Module, example_input: Any, remat: Optional[str] = None) -> Applied:
         """Applies rank `rank`'s plan to its stage module in place (stock
         `torch.utils.checkpoint` regions, `apply_plan`); `example_input` is
-        what the module receives for one micro-batch. Returns `Applied`
-        (`remove()` undoes it). A rank with no plan that fits raises."""
+        what the module receives for one micro-batch, or any tensor of that
+        shape and dtype (`torch.empty(...)` on a rank that holds only its
+        own module): one forward without grad shows how the module calls
+        its stages, and its values are not used otherwise. Returns
+        `Applied` (`remove()` undoes it). A rank with no plan that fits
+        raises."""
         r = self.ranks[rank]
         if r.schedule is None:
             raise PipelineError(f"budget: no schedule fits rank {rank} with its {r.report['in_flight']} "
