@@ -14,6 +14,7 @@ from .batch import BatchMismatch
 from .chain import describe_chain
 from .export import ExportError, apply_plan, export_plan
 from .frozen import FrozenStateError
+from .fsdp import fsdp_budget, fsdp_reserve
 from .measure import Meter, host_bandwidth, plain_step_peak
 from .pipeline import PipelineError, PipelinePlans, describe_pipeline, plan_pipeline
 from .policies import POLICIES
@@ -37,6 +38,8 @@ __all__ = [
     "describe_chain",
     "describe_pipeline",
     "find_stages",
+    "fsdp_budget",
+    "fsdp_reserve",
     "host_bandwidth",
     "plain_step_peak",
     "plan_pipeline",

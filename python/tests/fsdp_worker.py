@@ -65,6 +65,25 @@ def train(rank: int, setup: dict, plan) -> dict:
             "predicted": applied.predicted if applied else None}
 
 
+def reserve(rank: int, setup: dict, m_high: int):
+    """What FSDP2 adds to a plain step at batch 1 (`fsdp_reserve`), and
+    what `fsdp_budget` keeps for one recomputed block."""
+    from torch.distributed.fsdp import fully_shard
+
+    from remat_torch import fsdp_budget, fsdp_reserve
+
+    model = gpt2(setup["layers"], setup["width"])
+    for block in model.transformer.h:
+        fully_shard(block)
+    fully_shard(model)
+    ids, target = batch(1, setup["seq"], rank)
+    torch.manual_seed(99)
+    measured = fsdp_reserve(model, loss_fn, ids, target, m_high)
+    one_block = fsdp_budget(64 << 20, model, measured, recompute_blocks=0) - fsdp_budget(
+        64 << 20, model, measured, recompute_blocks=1)
+    return measured, one_block
+
+
 def main(rank: int, ranks: int, port: int, setup: dict, plan, out: str) -> None:
     import torch.distributed as dist
 
@@ -73,6 +92,7 @@ def main(rank: int, ranks: int, port: int, setup: dict, plan, out: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=ranks)
     try:
+        measured_reserve, one_block = reserve(rank, setup, setup["m_high_batch1"])
         plain = train(rank, setup, None)
         planned = train(rank, setup, plan)
         differs = [n for n in plain["params"] if not torch.equal(plain["params"][n], planned["params"][n])]
@@ -84,6 +104,8 @@ def main(rank: int, ranks: int, port: int, setup: dict, plan, out: str) -> None:
             "peak_planned": planned["peaks"],
             "form": planned["form"],
             "predicted": planned["predicted"],
+            "reserve": measured_reserve,
+            "one_block": one_block,
         }))
     finally:
         dist.destroy_process_group()
