@@ -23,10 +23,11 @@ async function rows(page) {
 // (1F1B holds min(p − r, m) on rank r), if its plans are not the CLI's
 // (another judge, another budget), if a drawn peak passes the budget, or if
 // per-rank plans are not faster than one plan for all on the teaching
-// chain at 60 % (1.12 s against 1.16 s). A card that planned every rank
-// as rank 0 (`uniform` passed for the per-rank plans) would fail the
-// equality with the CLI's per-rank makespan and the "not below" check;
-// that mutation was not run in the browser.
+// chain at 60 % (1.12 s against 1.16 s). Mutation tried: the card
+// planning every rank as rank 0 (`uniform` passed for the per-rank plans):
+// its makespan then differs from the CLI's per-rank one ("Expected values
+// to be strictly equal"), and on GPT-2 the second test's sentence no longer
+// says that one plan for all does not fit.
 test('the pipeline place plans each rank as remat pipeline does', async () => {
   const { page, errors } = await open(context, '#chain=teaching&algorithm=rotor');
   await page.setViewportSize({ width: 1366, height: 768 });
