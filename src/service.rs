@@ -695,13 +695,7 @@ fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Soluti
     let gap = solution
         .predicted_seconds
         .zip(planner.lower_bound_seconds(budget))
-        .map(|(seconds, bound)| {
-            if bound > 0.0 {
-                (seconds / bound - 1.0).max(0.0)
-            } else {
-                0.0
-            }
-        });
+        .map(|(seconds, bound)| remat_core::solvers::persistent::gap(seconds, bound));
     let loss = match planner.memory(budget) {
         remat_core::solvers::Memory::Grid { lost_bytes, .. } => lost_bytes.unwrap_or(0),
         remat_core::solvers::Memory::Exact => 0,

@@ -164,13 +164,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
         gap: s
             .lower_bound
             .zip(s.solution.predicted_seconds)
-            .map(|(bound, dp)| {
-                if bound > 0.0 {
-                    (dp / bound - 1.0).max(0.0)
-                } else {
-                    0.0
-                }
-            }),
+            .map(|(bound, dp)| remat_core::solvers::persistent::gap(dp, bound)),
         menus_used: !chain.has_menus()
             || algorithm.chooses_options()
             || s.solution

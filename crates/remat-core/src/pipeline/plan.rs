@@ -77,13 +77,10 @@ impl RankPlan {
 
     /// (plan − bound) / bound, when both exist.
     pub fn gap(&self) -> Option<f64> {
-        let seconds = self.cost?.seconds();
-        let bound = self.lower_bound_seconds?;
-        Some(if bound > 0.0 {
-            (seconds - bound).max(0.0) / bound
-        } else {
-            0.0
-        })
+        Some(crate::solvers::persistent::gap(
+            self.cost?.seconds(),
+            self.lower_bound_seconds?,
+        ))
     }
 }
 

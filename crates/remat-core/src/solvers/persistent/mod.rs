@@ -1350,13 +1350,21 @@ impl Table {
     }
 }
 
-/// `seconds` over a lower bound, as people read it: "0.31 %", "0 %".
-pub fn format_gap(seconds: f64, bound: f64) -> String {
-    let gap = if bound > 0.0 {
+/// How far `seconds` is above a lower `bound` on the optimum, as a
+/// fraction of the bound (0 when it meets it, or when the bound is 0): the
+/// one definition of a certificate's gap (the CLI, the page, the pipeline
+/// plans).
+pub fn gap(seconds: f64, bound: f64) -> f64 {
+    if bound > 0.0 {
         (seconds / bound - 1.0).max(0.0)
     } else {
         0.0
-    };
+    }
+}
+
+/// `seconds` over a lower bound, as people read it: "0.31 %", "0 %".
+pub fn format_gap(seconds: f64, bound: f64) -> String {
+    let gap = gap(seconds, bound);
     if gap == 0.0 {
         "0 %".to_string()
     } else if gap < 0.0001 {
