@@ -232,7 +232,7 @@ fn evaluate(
                     .plan(slice, segment_budgets[i])
                     .expect("a segment with a finite time has a plan");
                 // The slice numbers its stages from 1.
-                ops.extend(plan.ops.into_iter().map(|op| shift(op, stage - 1)));
+                ops.extend(plan.ops.into_iter().map(|op| op.shifted(stage - 1)));
             }
         }
     }
@@ -243,29 +243,4 @@ fn evaluate(
         *best = Some((cost.seconds(), ops, cost));
     }
     Ok(())
-}
-
-/// `op` of a slice starting after stage `by`, renumbered in the piece.
-fn shift(op: Op, by: usize) -> Op {
-    match op {
-        Op::ForwardAll { stage, option } => Op::ForwardAll {
-            stage: stage + by,
-            option,
-        },
-        Op::ForwardCheckpoint { stage } => Op::ForwardCheckpoint { stage: stage + by },
-        Op::ForwardNone { stage } => Op::ForwardNone { stage: stage + by },
-        Op::Backward { stage } => Op::Backward { stage: stage + by },
-        Op::Offload { stage, tensor } => Op::Offload {
-            stage: stage + by,
-            tensor,
-        },
-        Op::Prefetch { stage, tensor } => Op::Prefetch {
-            stage: stage + by,
-            tensor,
-        },
-        Op::Release { stage, tensor } => Op::Release {
-            stage: stage + by,
-            tensor,
-        },
-    }
 }

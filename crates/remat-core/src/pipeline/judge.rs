@@ -230,18 +230,8 @@ mod tests {
 
     fn stage(f: f64, b: f64, out: u64, saved: u64, grad: u64) -> Stage {
         Stage {
-            name: String::new(),
-            forward_seconds: f,
-            backward_seconds: b,
-            output_bytes: out,
-            saved_bytes: saved,
             gradient_bytes: grad,
-            forward_overhead_bytes: 0,
-            backward_overhead_bytes: 0,
-            forward_nograd_seconds: None,
-            forward_nograd_overhead_bytes: None,
-            module: None,
-            menu: Vec::new(),
+            ..Stage::new("", f, b, out, saved)
         }
     }
 

@@ -54,6 +54,32 @@ impl Op {
         Op::ForwardAll { stage, option: 0 }
     }
 
+    /// The same operation on stage ℓ + `by`: a sub-chain's schedule
+    /// (stages numbered from 1) placed back in the chain it was cut from.
+    pub fn shifted(self, by: usize) -> Op {
+        match self {
+            Op::ForwardAll { stage, option } => Op::ForwardAll {
+                stage: stage + by,
+                option,
+            },
+            Op::ForwardCheckpoint { stage } => Op::ForwardCheckpoint { stage: stage + by },
+            Op::ForwardNone { stage } => Op::ForwardNone { stage: stage + by },
+            Op::Backward { stage } => Op::Backward { stage: stage + by },
+            Op::Offload { stage, tensor } => Op::Offload {
+                stage: stage + by,
+                tensor,
+            },
+            Op::Prefetch { stage, tensor } => Op::Prefetch {
+                stage: stage + by,
+                tensor,
+            },
+            Op::Release { stage, tensor } => Op::Release {
+                stage: stage + by,
+                tensor,
+            },
+        }
+    }
+
     pub fn stage(&self) -> usize {
         match *self {
             Op::ForwardAll { stage, .. }

@@ -88,7 +88,7 @@ pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solut
 }
 
 /// Stages s..=e of `chain` as a chain of their own whose input is `input_bytes`
-/// (a^{s-1} or ā^{s-1}); its ops are renumbered by [`shift`].
+/// (a^{s-1} or ā^{s-1}); its ops are renumbered by [`Op::shifted`].
 pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> Chain {
     Chain {
         name: format!("{} stages {s}..{e}", chain.name),
@@ -99,30 +99,6 @@ pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> 
         inputs: None,
         model_fingerprint: None,
         stages: chain.stages[s - 1..e].to_vec(),
-    }
-}
-
-pub(super) fn shift(op: Op, by: usize) -> Op {
-    match op {
-        Op::ForwardAll { stage, option } => Op::ForwardAll {
-            stage: stage + by,
-            option,
-        },
-        Op::ForwardCheckpoint { stage } => Op::ForwardCheckpoint { stage: stage + by },
-        Op::ForwardNone { stage } => Op::ForwardNone { stage: stage + by },
-        Op::Backward { stage } => Op::Backward { stage: stage + by },
-        Op::Offload { stage, tensor } => Op::Offload {
-            stage: stage + by,
-            tensor,
-        },
-        Op::Prefetch { stage, tensor } => Op::Prefetch {
-            stage: stage + by,
-            tensor,
-        },
-        Op::Release { stage, tensor } => Op::Release {
-            stage: stage + by,
-            tensor,
-        },
     }
 }
 
@@ -143,7 +119,7 @@ pub(super) fn rotor_segment(
     };
     // An error (a table over the limit) is the caller's error, not "no fit".
     let plan = persistent::solve(&sub, Variant::Rotor, budget, &opts)?;
-    Ok(plan.map(|p| p.ops.into_iter().map(|op| shift(op, s - 1)).collect()))
+    Ok(plan.map(|p| p.ops.into_iter().map(|op| op.shifted(s - 1)).collect()))
 }
 
 pub(super) fn bytes_of(chain: &Chain, (stage, kind): (usize, TensorKind)) -> u64 {
