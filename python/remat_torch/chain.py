@@ -47,7 +47,10 @@ from torch import nn
 from .batch import describe as describe_inputs
 from .batch import device_of, leaves
 from .measure import Meter, TrainingState, storage_bytes
+from .compiled import MENU_BUDGETS, budget_of, check_budget, compiled_program, policy_name
 from .policies import POLICIES, check_policies, run_option
+from .rng import current as current_rng
+from .rng import restore as restore_rng
 from .runtime import StepInputs, _Entry, backward_handing_over, fixed_tensors, foreign_storages, needs_input_gradient, owned
 from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss
 
@@ -95,6 +98,11 @@ class _Pipeline:
         with torch.enable_grad():
             if policy is None:
                 return stage(*(() if x is None else (x,)))
+            budget = budget_of(policy)
+            if budget is not None:
+                # The stage compiled at another partitioner budget: autograd
+                # keeps what that graph saves (`remat_torch.compiled`).
+                return owned(self.program.run(l, x, self.consts, budget=budget), x, self.foreign)
             return run_option(policy, stage, () if x is None else (x,), device=self.device,
                               buffers=self.program.buffers(l), outside=outside)
 
@@ -169,6 +177,7 @@ def describe_chain(
     merge: int = 1,
     check: bool = True,
     menu: Union[None, bool, Sequence[str]] = None,
+    compile: Union[bool, float] = False,
 ) -> Dict[str, Any]:
     """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
     with `json.dump` and give it to `remat solve`).
@@ -191,17 +200,26 @@ def describe_chain(
     `saved_bytes` (otherwise it could never help a plan); a stage with no
     such entry gets no `menu`. Default: no menus.
 
+    `compile=True` (or a partitioner budget b in [0, 1]) measures the stages
+    run through `torch.compile` (inductor), each compiled alone
+    (`remat_torch.compiled`), at budget 1.0 (or b); run the plan with
+    `checkpointed(..., compile=` the same `)`. With it, `menu=True` measures
+    the partitioner's own choices at the budgets of
+    `remat_torch.compiled.MENU_BUDGETS` (`activation_memory_budget=b`); a
+    list may name those and the policies above.
+
     Runs a few forward and backward passes per stage; parameter `.grad`,
     buffers and the RNG state are left as they were.
     """
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
+    budget = None if compile is False else 1.0 if compile is True else check_budget(compile, "compile")
     if menu is None or menu is False:
         policies: List[str] = []
     elif menu is True:
-        policies = list(POLICIES)
+        policies = list(POLICIES) if budget is None else [policy_name(b) for b in MENU_BUDGETS if b != budget]
     elif isinstance(menu, (list, tuple)):
-        policies = check_policies(menu, "menu")
+        policies = check_policies(menu, "menu", compiled=budget is not None)
     else:
         raise ValueError(f"menu: expected True, None or a list of policy names ({', '.join(POLICIES)}), "
                          f"got {menu!r}")
@@ -212,7 +230,10 @@ def describe_chain(
     try:
         if check and isinstance(program, StagedProgram):
             _verify(program, program.staged.model, loss, batch, target, state, device)
-        stages, inputs, d0 = _measure(program, batch, target, device, params, state, repeat, policies)
+        # The stages were checked eager (a compiled graph is not bitwise
+        # the eager one), then measured as the runtime will run them.
+        run = program if budget is None else compiled_program(program, budget)
+        stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies)
     finally:
         state.restore()
 
@@ -240,9 +261,12 @@ def describe_chain(
             f"{time.strftime('%Y-%m-%d')}; method: {found}; sizes are allocator deltas from {how}, "
             f"parameter gradients outside, and the step constants ({inputs.constant_bytes} B: the "
             f"target and what stages after the first read) outside like parameters; "
-            f"times: eager medians of {repeat} after a warm-up"
+            + (f"times: eager medians of {repeat} after a warm-up" if budget is None else
+               f"stages compiled by torch.compile (inductor) one by one at activation_memory_budget={budget:g}, "
+               f"times: medians of {repeat} after the compile")
             + (
-                f"; menus: selective-checkpointing policies {', '.join(policies)} measured per stage "
+                f"; menus: {'selective-checkpointing policies' if budget is None else 'partitioner budgets'} "
+                f"{', '.join(policies)} measured per stage "
                 "the same way (identical stages once), kept where they save less than F_all"
                 if policies else ""
             )
@@ -250,7 +274,7 @@ def describe_chain(
         "input_bytes": inputs.input_bytes,
         "input_gradient_bytes": d0,
         "inputs": describe_inputs(batch, target),
-        "model_fingerprint": fingerprint(program),
+        "model_fingerprint": fingerprint(program if budget is None else compiled_program(program, budget)),
         "stages": stages,
     }
     if bandwidth_bytes_per_s is not None:
@@ -326,9 +350,20 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     measured = sorted(set(reps.values()))
     option_rows: Dict[Tuple[int, str], Dict[str, int]] = {}
     runnable: List[str] = []
+    wrong_at: Dict[Tuple[int, str], str] = {}
     for name in policies:
         try:
             _option_sweep(pipe, meter, inputs, name, set(measured), None)  # warm-up
+            state.reset()
+            wrong = _wrong_gradients(pipe, inputs, deltas, name, measured, device)
+            if wrong:
+                where = "; ".join(f"stage {l} ({program.names[l - 1]}): {why}" for l, why in wrong.items())
+                warnings.warn(
+                    f"menu: {name} left out of the menus of the stages where its backward gives other gradients "
+                    f"than the stage's own graph — {where}. torch.compile's partitioner recomputes a random op "
+                    "(dropout) with a new draw at this budget, and a plan running it would train on wrong "
+                    "gradients", stacklevel=3)
+                wrong_at.update(((l, name), why) for l, why in wrong.items())
             state.reset()
             _option_sweep(pipe, meter, inputs, name, set(measured), option_rows)
             runnable.append(name)
@@ -421,6 +456,8 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             # Measured on the first stage of this kind, in the same
             # conventions as the classic numbers above.
             rep_l = reps[l]
+            if (rep_l, name) in wrong_at:
+                continue
             row = option_rows[(rep_l, name)]
             kept = max(row["saved_bytes"], out_b)
             if kept >= saved:
@@ -485,6 +522,53 @@ def _option_sweep(pipe: _Pipeline, meter: Meter, inputs: List[Optional[torch.Ten
         box.clear()
 
 
+def _wrong_gradients(pipe: _Pipeline, inputs: List[Optional[torch.Tensor]], deltas: Dict[int, torch.Tensor],
+                     policy: str, measured: Sequence[int], device: torch.device) -> Dict[int, str]:
+    """The measured stages where an option over compiled stages computes
+    other gradients than the stage's F_all, each with what differs: on each measured
+    stage, F_all^ℓ then B^ℓ from one RNG state, classic and under the
+    option, the parameters' gradients and δ^{ℓ-1} compared to 1e-4 of their
+    largest magnitude (graphs compiled at two budgets fuse differently, so
+    not bit for bit). Only options naming a partitioner budget are checked:
+    at low budgets torch.compile's partitioner recomputes dropout in the
+    backward with a new draw (torch 2.13, inductor, CPU: a dropout's
+    gradient 85.3 instead of 25.2 at budget 0), and a plan running that
+    graph would train on wrong gradients. Selective-checkpointing policies
+    replay the forward's RNG state (`remat_torch.policies`) and are held
+    bitwise by the tests."""
+    wrong: Dict[int, str] = {}
+    if budget_of(policy) is None:
+        return wrong
+    rng = current_rng(device)
+
+    def gradients(l: int, option: Optional[str]) -> List[torch.Tensor]:
+        restore_rng(*rng, device)
+        params = pipe.program.parameters(l)
+        for p in params:
+            p.grad = None
+        box: list = []
+        out = [pipe.forward_recording(l, inputs[l - 1], box, option)]
+        d = deltas.get(l)
+        backward_handing_over(out, [] if d is None else [d.clone()])
+        got = [torch.zeros(()) if p.grad is None else p.grad for p in params] + box[:1]
+        for p in params:
+            p.grad = None
+        return got
+
+    try:
+        for l in measured:
+            want, got = gradients(l, None), gradients(l, policy)
+            for i, (a, b) in enumerate(zip(got, want)):
+                if not _agrees(a, b, exact=False):
+                    what = f"δ^{l - 1}" if i == len(pipe.program.parameters(l)) else "parameter gradient"
+                    scale = float(b.abs().max()) or 1.0
+                    wrong[l] = f"a {what} off by {float((a - b).abs().max()) / scale:.2g} of its largest value"
+                    break
+    finally:
+        restore_rng(*rng, device)
+    return wrong
+
+
 def _representatives(program, inputs: List[Optional[torch.Tensor]], consts: Sequence) -> Dict[int, int]:
     """Stage ℓ → the first stage that runs the same computation on tensors
     of the same shapes (its menu is measured once, there): GPT-2's blocks,
@@ -508,6 +592,7 @@ def _tensor_key(t) -> Any:
 
 
 def _stage_key(program, l: int, consts: Sequence) -> Any:
+    program = getattr(program, "inner", program)  # a CompiledProgram's stages are its inner's
     if isinstance(program, StagedProgram):
         stage = program.staged.stages[l - 1]
         gm = stage.module

@@ -128,13 +128,29 @@ def policy_for(name: str) -> Optional[Callable]:
     raise ValueError(f"unknown policy {name!r}; remat_torch runs {', '.join(POLICIES)}")
 
 
-def check_policies(names: Sequence[str], field: str) -> List[str]:
+def check_policies(names: Sequence[str], field: str, compiled: bool = False) -> List[str]:
     """`names` as a list of known, distinct policy names; a ValueError
-    naming `field` otherwise."""
+    naming `field` otherwise. Over compiled stages (`compiled`) the policies
+    are the partitioner's budgets, `activation_memory_budget=b`
+    (`remat_torch.compiled`); eager, the selective-checkpointing ones."""
+    from .compiled import budget_of, policy_name
+
     out: List[str] = []
     for i, name in enumerate(names):
-        if name not in POLICIES:
-            raise ValueError(f"{field}[{i}]: unknown policy {name!r}; remat_torch runs {', '.join(POLICIES)}")
+        try:
+            budget = budget_of(name)
+        except ValueError as e:
+            raise ValueError(f"{field}[{i}]: {e}") from None
+        if compiled and budget is None:
+            raise ValueError(
+                f"{field}[{i}]: {name!r} is a selective-checkpointing policy, which runs eager ops; over "
+                f"compiled stages the menu offers the partitioner's budgets ({policy_name(0.4)}, …)"
+            )
+        if not compiled and budget is not None:
+            raise ValueError(f"{field}[{i}]: {name!r} needs compiled stages: pass compile=True")
+        if budget is None and name not in POLICIES:
+            raise ValueError(f"{field}[{i}]: unknown policy {name!r}; remat_torch runs {', '.join(POLICIES)}"
+                             f" and, over compiled stages, {policy_name(0.4)} (any budget in [0, 1])")
         if name in out:
             raise ValueError(f"{field}[{i}]: {name!r} is listed twice")
         out.append(name)

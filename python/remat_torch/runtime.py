@@ -39,7 +39,8 @@ from torch import nn
 
 from . import rng
 from .batch import device_of
-from .policies import POLICIES, run_option
+from .compiled import budget_of, check_budget
+from .policies import check_policies, run_option
 from .schedule import (FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule,
                        taken_apart_by, tracked_forwards)
 
@@ -436,16 +437,20 @@ class Checkpointed:
     """
 
     def __init__(self, model, schedule: ScheduleLike, loss=None, granularity: str = "block",
-                 merge: int = 1, chain=None, smaller_batch: bool = False, join_backwards: bool = True) -> None:
+                 merge: int = 1, chain=None, smaller_batch: bool = False, join_backwards: bool = True,
+                 compile=False) -> None:
         from .staging import make_program
 
+        # Over compiled stages (`remat_torch.compiled`): the partitioner
+        # budget of every F_all without an option; None: eager.
+        self.compile_budget = None if compile is False else 1.0 if compile is True else check_budget(compile, "compile")
         self.model = model
         self.loss = loss
         self.granularity = granularity
         self.merge = merge
         # Without a loss: the user's list of stages (or StagingError saying a
         # loss is needed); with one, the stages are found at the first step.
-        self.program = make_program(model, None, None, None) if loss is None else None
+        self.program = self._compiled(make_program(model, None, None, None)) if loss is None else None
         self.schedule: Schedule = load_schedule(schedule)
         # The chain, when given: its `inputs` (the batch the plan was made
         # for; else the schedule's copy of them) and its stages' menus
@@ -459,6 +464,14 @@ class Checkpointed:
         # The F_all whose ā^ℓ is taken apart (`tracked_forwards`): learned
         # once from the op list, not on every step.
         self.tracked = tracked_forwards(self.schedule.ops)
+        if self.tracked and self.compile_budget is not None:
+            i = min(self.tracked)
+            raise ScheduleError(
+                f"op {i} ({self.schedule.ops[i]}): the schedule moves or forgets ā^{self.schedule.ops[i].stage} "
+                "before its backward, which remat_torch does not do over compiled stages (what a compiled "
+                "graph saves is held by its autograd function): solve without offloading (rotor, revolve), "
+                "or run eager"
+            )
         # The F_all whose graph joins the previous stage's (one engine call
         # for consecutive backwards: `joined_forwards`).
         self.joined = joined_forwards(self.schedule.ops, self.tracked) if join_backwards else set()
@@ -502,7 +515,7 @@ class Checkpointed:
         schedule's) `model_fingerprint` against this program's. A plan for a
         layer half as wide has the same stage count and batch, and would run
         with a peak far from its prediction."""
-        from .staging import fingerprint
+        from .staging import COMPILED_SUFFIX, fingerprint
 
         expected = self.chain.get("model_fingerprint") if self.chain is not None else None
         where = "chain" if expected is not None else "schedule"
@@ -510,6 +523,14 @@ class Checkpointed:
         if not isinstance(expected, str):
             return
         found = fingerprint(program)
+        if found != expected and found.removesuffix(COMPILED_SUFFIX) == expected.removesuffix(COMPILED_SUFFIX):
+            measured, running = ("compiled", "eager") if expected.endswith(COMPILED_SUFFIX) else ("eager", "compiled")
+            raise ScheduleError(
+                f"{os.fspath(self._source) + ': ' if isinstance(self._source, (str, os.PathLike)) else ''}"
+                f"model_fingerprint: the {where} was measured on {measured} stages and this wrapper runs "
+                f"them {running}: their memory and times differ; pass "
+                f"compile={'True' if measured == 'compiled' else 'False'} to checkpointed, as to describe_chain"
+            )
         if found != expected:
             source = f"{os.fspath(self._source)}: " if isinstance(self._source, (str, os.PathLike)) else ""
             n = len(program)
@@ -561,11 +582,14 @@ class Checkpointed:
                 continue
             l, k = op.stage, op.option
             name = _menu(stages, l)[k - 1].get("policy")
-            if name not in POLICIES:
+            try:
+                check_policies([name], "policy", compiled=self.compile_budget is not None)
+            except ValueError as e:
+                why = str(e).split(": ", 1)[1]
                 raise ScheduleError(
-                    f"stages[{l - 1}].menu[{k - 1}].policy: {name!r} is not a policy remat_torch runs "
-                    f"({', '.join(POLICIES)}); op {i} ({op}) runs it"
-                )
+                    f"stages[{l - 1}].menu[{k - 1}].policy: {name!r} is not a policy remat_torch runs here "
+                    f"({why}); op {i} ({op}) runs it"
+                ) from None
             j = taken_apart_by(ops, i)
             if j is not None:
                 raise ScheduleError(
@@ -578,6 +602,13 @@ class Checkpointed:
             out[i] = name
         return out
 
+    def _compiled(self, program):
+        if self.compile_budget is None:
+            return program
+        from .compiled import compiled_program
+
+        return compiled_program(program, self.compile_budget)
+
     def program_for(self, batch, target):
         """The stages for this batch's shapes: the user's list, or found in
         the model (once per shape, then reused)."""
@@ -588,7 +619,8 @@ class Checkpointed:
         key = _signature(batch, target)
         program = self._programs.get(key)
         if program is None:
-            program = make_program(self.model, batch, target, self.loss, self.granularity, self.merge)
+            program = self._compiled(make_program(self.model, batch, target, self.loss, self.granularity,
+                                                  self.merge))
             self._check(len(program))
             self._check_model(program)
             self._programs[key] = program
@@ -1046,7 +1078,14 @@ class _Step:
                 del self.act[l - 1]
 
     def recording_with_option(self, l: int, alias: Optional[torch.Tensor], policy: str) -> torch.Tensor:
-        """F_all^ℓ under a menu option's policy (`remat_torch.policies`)."""
+        """F_all^ℓ under a menu option's policy (`remat_torch.policies`), or
+        the stage compiled at the partitioner budget it names
+        (`remat_torch.compiled`)."""
+        budget = budget_of(policy)
+        if budget is not None:
+            with torch.enable_grad():
+                return owned(self.program.run(l, alias, self.consts, budget=budget), alias, self.foreign)
+
         def stage(*x: torch.Tensor) -> torch.Tensor:
             h = x[0] if x else None
             return owned(self.program.run(l, h, self.consts), h, self.foreign)
@@ -1175,7 +1214,7 @@ _INSIDE = object()
 
 def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "block",
                  merge: int = 1, chain=None, smaller_batch: bool = False,
-                 join_backwards: bool = True) -> Checkpointed:
+                 join_backwards: bool = True, compile=False) -> Checkpointed:
     """`step = checkpointed(model, "schedule.json", loss=fn)`; then
     `loss = step(batch, target)`.
 
@@ -1209,6 +1248,12 @@ def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "b
     engine's order, within a few percent of the chain's per-stage o_b, and a
     recorded run books it at the first B. `join_backwards=False` runs one
     engine call per B, the chain's model op for op.
+
+    `compile=True` (or a partitioner budget) runs the stages through
+    `torch.compile`, as `describe_chain(..., compile=...)` measured them
+    (`remat_torch.compiled`); an option `activation_memory_budget=b` runs
+    its stage compiled at b. A chain measured compiled is refused on eager
+    stages and the other way round (its `model_fingerprint` says which).
     """
     return Checkpointed(model, schedule, loss=loss, granularity=granularity, merge=merge, chain=chain,
-                        smaller_batch=smaller_batch, join_backwards=join_backwards)
+                        smaller_batch=smaller_batch, join_backwards=join_backwards, compile=compile)

@@ -703,4 +703,10 @@ def fingerprint(program) -> str:
         for kind, tensors in (("p", program.parameters(l)), ("b", program.buffers(l))):
             for t in tensors:
                 h.update(f"{kind} {tuple(t.shape)} {t.dtype}\n".encode())
-    return "sha256:" + h.hexdigest()
+    # Stages run through torch.compile (`remat_torch.compiled`) keep other
+    # tensors than eager ones: a chain measured one way is not the other's.
+    compiled = COMPILED_SUFFIX if isinstance(getattr(program, "budget", None), float) else ""
+    return "sha256:" + h.hexdigest() + compiled
+
+
+COMPILED_SUFFIX = " (torch.compile)"
