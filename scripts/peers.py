@@ -17,9 +17,22 @@ machine, interleaved rounds of one training step of each *peer*:
   `torch._functorch.config.activation_memory_budget = b`;
 
 and, at **each peer's measured peak** as the budget, Remat's rotor plan
-solved by the `remat` binary on the chain `describe_chain(..., menu=True)`
-measured — once with the menus (the option DP) and once with them removed
-(rotor's two options) — run through `remat_torch.checkpointed`.
+solved by the `remat` binary, run through `remat_torch.checkpointed`:
+
+* over eager stages, on the chain `describe_chain(..., menu=True)` measured
+  (selective-checkpointing menus) — once with the menus (the option DP) and
+  once with them removed (rotor's two options);
+* over `torch.compile`d stages (`describe_chain(..., compile=True,
+  menu=True)`: each stage compiled alone, the partitioner's budgets
+  0.8 … 0.0 as menu options; `checkpointed(..., compile=True)`), the fair
+  comparison with torch.compile.
+
+Every peer's gradients are checked: eager peers against plain eager,
+torch.compile's budgets against its budget 1.0, from the same RNG state
+(its random ops draw differently from eager's), to 1e-4 of each gradient's
+largest value. A peer off by more trains on wrong gradients (torch.compile's
+partitioner at low budgets recomputes dropout with a new draw): the table
+says so, and Remat's compiled menus leave such options out.
 
 Every peak is read the same way: the allocator's events over the step
 (`remat_torch.measure.Meter`), parameter gradients booked outside, plus the
@@ -45,6 +58,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -251,6 +265,11 @@ def run_model(name, args, work):
         for p in ps:
             p.grad = None
 
+    def gradients(step, ps=params):
+        reset(ps)
+        step()
+        return [None if p.grad is None else p.grad.detach().clone() for p in ps]
+
     def meter_peak(step, ps=params):
         reset(ps)
         _, _, peak = Meter(device, ps).measure(step)
@@ -273,6 +292,21 @@ def run_model(name, args, work):
     classic = dict(chain, stages=[{k: v for k, v in s.items() if k != "menu"} for s in chain["stages"]])
     with open(without, "w") as f:
         json.dump(classic, f)
+    compiled_path = os.path.join(work, f"{name}-compiled.json")
+    left_out = []
+    if args.compiled:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            chain_c = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=args.repeat, compile=True,
+                                                 menu=True)
+        left_out = [str(w.message) for w in caught if "left out of the menus" in str(w.message)]
+        for m in left_out:
+            print(f"  {name}: {m[:300]}", flush=True)
+        print(f"  {name}: compiled stages described in {time.perf_counter() - t0:.0f} s; menus: "
+              + ", ".join(f"{s['name']}: {len(s.get('menu', []))}" for s in chain_c["stages"]), flush=True)
+        with open(compiled_path, "w") as f:
+            json.dump(chain_c, f)
 
     methods = []  # (label, step function)
     for label, context, budget in peers(model, blocks, args.compile_budgets):
@@ -289,7 +323,14 @@ def run_model(name, args, work):
         except Exception as e:  # a knob that does not run here: say so, go on
             print(f"  {name}: {label}: {type(e).__name__}: {e}", flush=True)
             continue
-        methods.append({"label": label, "step": step, "peak": peak, "kind": "peer", "params": ps})
+        methods.append({"label": label, "step": step, "peak": peak, "kind": "peer", "params": ps,
+                        "budget": budget, "grads": gradients(step, ps)})
+
+    # Which peers train on the gradients they should (module docstring).
+    reference = {None: want, "compiled": next((m["grads"] for m in methods if m["budget"] == 1.0), None)}
+    for m in methods:
+        ref = reference["compiled" if m["budget"] is not None else None]
+        m["off_by"] = None if ref is None else off_by(m["grads"], ref)
 
     def remat_plan(peer, path, kind):
         out = os.path.join(work, f"{name}-{kind}-{peer['peak']}.json")
@@ -300,21 +341,29 @@ def run_model(name, args, work):
         result = json.loads(p.stdout)
         if not result["feasible"]:
             return {"error": "infeasible: " + result["detail"]}
-        wrapper = remat_torch.checkpointed(model, out, loss=loss, chain=path)
+        compiled = kind == "remat-compiled"
+        wrapper = remat_torch.checkpointed(model, out, loss=loss, chain=path, compile=compiled)
         wrapper.record_states = False
         reset()
-        wrapper(batch, target)  # finds the stages for this shape, warms up
+        wrapper(batch, target)  # finds the stages for this shape, warms up (compiles)
         reset()
         got, measured = wrapper.measure_step(batch, target)
-        same = torch.equal(got, want_loss.detach().float()) and all(
-            (a is None and b.grad is None) or (a is not None and b.grad is not None and torch.equal(a, b.grad))
-            for a, b in zip(want, params))
+        if compiled:  # to 1e-4 against the compiled budget 1.0 (the graphs differ from eager's)
+            grads = gradients(lambda: wrapper(batch, target), params)
+            same = reference["compiled"] is not None and off_by(grads, reference["compiled"]) <= 1e-4
+        else:
+            same = torch.equal(got, want_loss.detach().float()) and all(
+                (a is None and b.grad is None) or (a is not None and b.grad is not None and torch.equal(a, b.grad))
+                for a, b in zip(want, params))
         return {"step": lambda: wrapper(batch, target), "predicted_peak": result["peak_bytes"],
                 "predicted_seconds": result["makespan_seconds"], "peak": measured, "bitwise": same,
                 "options": len(result.get("options", []))}
 
+    kinds = [("remat", with_menus), ("remat-classic", without)]
+    if args.compiled:
+        kinds.append(("remat-compiled", compiled_path))
     for peer in [m for m in methods if m["kind"] == "peer"]:
-        for kind, path in (("remat", with_menus), ("remat-classic", without)):
+        for kind, path in kinds:
             plan = remat_plan(peer, path, kind)
             peer[kind] = plan
             if "step" in plan:
@@ -340,7 +389,8 @@ def run_model(name, args, work):
             row["peak_after_rounds"] = again
             print(f"  {name}: {peer['label']}: peak {peer['peak']} B before the rounds, {again} B after",
                   flush=True)
-        for kind in ("remat", "remat-classic"):
+        row["gradients_off_by"] = peer["off_by"]
+        for kind, _ in kinds:
             plan = peer[kind]
             if "error" in plan:
                 row[kind] = {"error": plan["error"]}
@@ -350,29 +400,64 @@ def run_model(name, args, work):
         rows.append(row)
     return {"model": name, "stages": len(chain["stages"]), "rounds": args.rounds, "load": load,
             "after_load": os.getloadavg(), "threads": torch.get_num_threads(), "describe_seconds": described,
-            "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__}
+            "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__,
+            "compiled_left_out": left_out}
+
+
+def off_by(got, want) -> float:
+    """The largest difference between two lists of gradients, each over
+    its largest magnitude."""
+    worst = 0.0
+    for a, b in zip(got, want):
+        if a is None or b is None:
+            worst = max(worst, 0.0 if a is None and b is None else float("inf"))
+            continue
+        scale = float(b.abs().max()) or 1.0
+        worst = max(worst, float((a - b).abs().max()) / scale)
+    return worst
 
 
 def report(s):
+    """One Markdown table: per peer, its peak, step and whether its
+    gradients are right; Remat's eager plan (with menus; rotor without
+    them) and its plan over compiled stages at that peak: time predicted /
+    measured, peak predicted / measured, options run, time over the
+    peer's. The best Remat time over the peer's in bold."""
     mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
     lines = [f"### {s['model']} ({s['stages']} stages; {s['threads']} threads, load {s['load'][0]:.2f} → "
              f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
-             "| peer | peer's peak | peer's step | Remat (menus) at that peak, predicted / measured "
-             "| Remat's peak, predicted / measured | options used | Remat / peer "
-             "| rotor without menus, predicted / measured | without menus / peer |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| peer | peer's peak | peer's step | peer's gradients | Remat eager (menus): time pred. / meas.; "
+             "peak pred. / meas.; options | / peer | rotor eager without menus / peer "
+             "| Remat over compiled stages: time pred. / meas.; peak pred. / meas.; options | / peer | best / peer |",
+             "|---|---:|---:|---|---|---:|---:|---|---:|---:|"]
     for r in s["rows"]:
-        m, c = r["remat"], r["remat-classic"]
-        if "error" in m:
-            lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])} | {1000 * r['seconds']:.1f} ms | {m['error'][:80]} | | | | | |")
-            continue
-        ms = lambda plan: f"{1000 * plan['predicted_seconds']:.1f} / {1000 * plan['seconds']:.1f} ms"  # noqa: E731
-        classic = ("— | —" if "error" in c else f"{ms(c)} | {c['seconds'] / r['seconds']:.2f}×")
-        changed = f" (after the rounds: {mib(r['peak_after_rounds'])}!)" if "peak_after_rounds" in r else ""
-        lines.append(f"| {r['peer']} | {mib(r['peak_bytes'])}{changed} | {1000 * r['seconds']:.1f} ms | "
-                     f"{ms(m)} | {mib(m['predicted_peak'])} / {mib(m['peak'])} | "
-                     f"{m['options']} | **{m['seconds'] / r['seconds']:.2f}×**{'' if m['bitwise'] else ' (not bitwise!)'} "
-                     f"| {classic} |")
+        off = r.get("gradients_off_by")
+        grads = "—" if off is None else "right" if off <= 1e-4 else f"**wrong** (off by {off:.2g})"
+        cells, ratios = [], []
+        for kind in ("remat", "remat-classic", "remat-compiled"):
+            plan = r.get(kind)
+            if plan is None:
+                cells.append(None)
+                continue
+            if "error" in plan:
+                cells.append((plan["error"][:60], None))
+                continue
+            ratio = plan["seconds"] / r["seconds"]
+            ratios.append(ratio)
+            flag = "" if plan["bitwise"] else " (gradients differ!)"
+            cells.append((f"{1000 * plan['predicted_seconds']:.0f} / {1000 * plan['seconds']:.0f} ms; "
+                          f"{mib(plan['predicted_peak'])} / {mib(plan['peak'])}; {plan['options']}{flag}",
+                          f"{ratio:.2f}×"))
+        row = [r["peer"], mib(r["peak_bytes"]) + (" (changed after the rounds!)" if "peak_after_rounds" in r else ""),
+               f"{1000 * r['seconds']:.1f} ms", grads]
+        eager, classic, compiled = cells
+        row += [eager[0], eager[1] or "—"] if eager else ["—", "—"]
+        row += [classic[1] or "—"] if classic else ["—"]
+        row += [compiled[0], compiled[1] or "—"] if compiled else ["not run", "—"]
+        row += [f"**{min(ratios):.2f}×**" if ratios else "—"]
+        lines.append("| " + " | ".join(row) + " |")
+    if s.get("compiled_left_out"):
+        lines += ["", "Left out of the compiled menus (wrong gradients): " + " ".join(s["compiled_left_out"])[:600]]
     return "\n".join(lines)
 
 
@@ -385,6 +470,8 @@ def main():
     ap.add_argument("--compile-budgets", default="1.0,0.8,0.6,0.4,0.2,0.1,0.0",
                     help="torch.compile activation_memory_budget values ('' for none)")
     ap.add_argument("--json", help="write every row here")
+    ap.add_argument("--no-compiled", dest="compiled", action="store_false",
+                    help="leave out Remat over torch.compile'd stages")
     args = ap.parse_args()
     args.compile_budgets = [float(b) for b in args.compile_budgets.split(",") if b.strip()]
     out = []

@@ -178,6 +178,7 @@ def describe_chain(
     check: bool = True,
     menu: Union[None, bool, Sequence[str]] = None,
     compile: Union[bool, float] = False,
+    progress: Union[None, bool, Callable[[str, int, int], Any]] = None,
 ) -> Dict[str, Any]:
     """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
     with `json.dump` and give it to `remat solve`).
@@ -209,7 +210,11 @@ def describe_chain(
     list may name those and the policies above.
 
     Runs a few forward and backward passes per stage; parameter `.grad`,
-    buffers and the RNG state are left as they were.
+    buffers and the RNG state are left as they were. `progress` says what
+    it is doing (`phase, done, total`, e.g. `"sizes", 3, 8`): to stderr
+    when it is a terminal (None, the default), always (True), never
+    (False), or to a function called with those three arguments; Ctrl-C
+    stops it with nothing changed.
     """
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
@@ -224,18 +229,21 @@ def describe_chain(
         raise ValueError(f"menu: expected True, None or a list of policy names ({', '.join(POLICIES)}), "
                          f"got {menu!r}")
     device = device_of(batch)
+    report = _Progress(progress)
     program = make_program(model, batch, target, loss, granularity, merge)
     params = list(program.all_parameters())
     state = TrainingState(params, list(program.all_buffers()), device)
     try:
         if check and isinstance(program, StagedProgram):
+            report("checking the stages against the model's own step", 0, 1)
             _verify(program, program.staged.model, loss, batch, target, state, device)
         # The stages were checked eager (a compiled graph is not bitwise
         # the eager one), then measured as the runtime will run them.
         run = program if budget is None else compiled_program(program, budget)
-        stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies)
+        stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies, report)
     finally:
         state.restore()
+        report.done()
 
     threads = torch.get_num_threads()
     how = (
@@ -282,11 +290,39 @@ def describe_chain(
     return chain
 
 
+class _Progress:
+    """`describe_chain`'s `progress`: called as `report(phase, done,
+    total)` before each piece of work; `done()` at the end."""
+
+    def __init__(self, progress) -> None:
+        import sys
+
+        self.stream = sys.stderr if progress is True or (progress is None and sys.stderr.isatty()) else None
+        self.fn = progress if callable(progress) else None
+        self.start = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self.fn is not None:
+            self.fn(phase, done, total)
+        if self.stream is not None:
+            elapsed = time.perf_counter() - self.start
+            self.stream.write(f"\rdescribe_chain: {phase}: {done} of {total} done ({elapsed:.0f} s)\033[K")
+            self.stream.flush()
+            self.shown = True
+
+    def done(self) -> None:
+        if self.stream is not None and self.shown:
+            self.stream.write(f"\rdescribe_chain: done in {time.perf_counter() - self.start:.1f} s\033[K\n")
+            self.stream.flush()
+
+
 def _measure(program, batch, target, device, params, state: TrainingState, repeat: int,
-             policies: Sequence[str] = ()):
+             policies: Sequence[str] = (), report: Callable[[str, int, int], None] = lambda *_: None):
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
     n = len(program)
+    compiled = hasattr(program, "inner")
     meter = Meter(device, params)
     # The inputs of every stage, from no-grad forwards.
     inputs: List[Optional[torch.Tensor]] = [pipe.first]
@@ -304,6 +340,8 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
         for l in range(n, 0, -1):
             inp = inputs[l - 1]
             row: Dict[str, int] = {}
+            report("sizes" if record is not None else "warming up" + (" (and compiling)" if compiled else ""),
+                   n - l, n)
             if record is not None:
                 keep: list = []
                 _, net, peak = meter.measure(lambda: keep.append(pipe.forward_nograd(l, inp)))
@@ -351,7 +389,8 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     option_rows: Dict[Tuple[int, str], Dict[str, int]] = {}
     runnable: List[str] = []
     wrong_at: Dict[Tuple[int, str], str] = {}
-    for name in policies:
+    for i, name in enumerate(policies):
+        report(f"menu option {name}", i, len(policies))
         try:
             _option_sweep(pipe, meter, inputs, name, set(measured), None)  # warm-up
             state.reset()
@@ -379,8 +418,9 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     # Times, the profiler off: each op of each stage, `repeat` times.
     times: Dict[int, Dict[str, List[float]]] = {l: {"f": [], "n": [], "b": []} for l in range(1, n + 1)}
     option_times: Dict[Tuple[int, str], List[float]] = {}
-    for _ in range(repeat):
+    for r in range(repeat):
         for l in range(n, 0, -1):
+            report("times", r * n + n - l, repeat * n)
             inp = inputs[l - 1]
             _sync(device)
             t0 = time.perf_counter()
