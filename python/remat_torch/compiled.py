@@ -26,7 +26,7 @@ when `checkpointed` runs it, so the chain's numbers are those of the run):
 
 What holds bit for bit: a plan's step equals the step of the same compiled
 stages run one after the other, each stage's F_all at the budget the plan
-chose (`tests/test_compiled.py`). Gradients of graphs compiled at different
+chose (`python/tests/test_compiled.py`). Gradients of graphs compiled at different
 budgets differ in their last bits (the backward's fusions differ), as they do
 between torch.compile's own budgets: a plan is compared with the compiled
 run it chose, not with eager PyTorch.
