@@ -25,7 +25,7 @@ solved by the `remat` binary, run through `remat_torch.checkpointed`:
 * over `torch.compile`d stages (`describe_chain(..., compile=True,
   menu=True)`: each stage compiled alone, the partitioner's budgets
   0.8 … 0.0 as menu options; `checkpointed(..., compile=True)`), the fair
-  comparison with torch.compile.
+  comparison with torch.compile — again with and without the menus.
 
 Every peer's gradients are checked: eager peers against plain eager,
 torch.compile's budgets against its budget 1.0, from the same RNG state
@@ -293,6 +293,7 @@ def run_model(name, args, work):
     with open(without, "w") as f:
         json.dump(classic, f)
     compiled_path = os.path.join(work, f"{name}-compiled.json")
+    compiled_classic = os.path.join(work, f"{name}-compiled-classic.json")
     left_out = []
     if args.compiled:
         t0 = time.perf_counter()
@@ -307,6 +308,8 @@ def run_model(name, args, work):
               + ", ".join(f"{s['name']}: {len(s.get('menu', []))}" for s in chain_c["stages"]), flush=True)
         with open(compiled_path, "w") as f:
             json.dump(chain_c, f)
+        with open(compiled_classic, "w") as f:
+            json.dump(dict(chain_c, stages=[{k: v for k, v in s.items() if k != "menu"} for s in chain_c["stages"]]), f)
 
     methods = []  # (label, step function)
     for label, context, budget in peers(model, blocks, args.compile_budgets):
@@ -341,7 +344,7 @@ def run_model(name, args, work):
         result = json.loads(p.stdout)
         if not result["feasible"]:
             return {"error": "infeasible: " + result["detail"]}
-        compiled = kind == "remat-compiled"
+        compiled = kind.startswith("remat-compiled")
         wrapper = remat_torch.checkpointed(model, out, loss=loss, chain=path, compile=compiled)
         wrapper.record_states = False
         reset()
@@ -361,7 +364,7 @@ def run_model(name, args, work):
 
     kinds = [("remat", with_menus), ("remat-classic", without)]
     if args.compiled:
-        kinds.append(("remat-compiled", compiled_path))
+        kinds += [("remat-compiled", compiled_path), ("remat-compiled-classic", compiled_classic)]
     for peer in [m for m in methods if m["kind"] == "peer"]:
         for kind, path in kinds:
             plan = remat_plan(peer, path, kind)
@@ -398,6 +401,19 @@ def run_model(name, args, work):
             row[kind] = {k: plan[k] for k in ("predicted_peak", "predicted_seconds", "peak", "bitwise", "options")}
             row[kind]["seconds"] = median[f"{kind} at {peer['label']}"]
         rows.append(row)
+    if args.chains and args.compiled:
+        # The compiled chain with its menus and the peers as measured: the
+        # page draws them beside the planners' curves (docs/formats.md).
+        chain_c["peers"] = [
+            {"name": r["peer"], "peak_bytes": r["peak_bytes"], "seconds": r["seconds"],
+             **({} if r["gradients_off_by"] is None or r["gradients_off_by"] <= 1e-4 else {"gradients_right": False})}
+            for r in rows
+        ]
+        chain_c["source"] += (f"; peers: scripts/peers.py, medians of {args.rounds} interleaved rounds, "
+                              f"peaks in the chain's convention")
+        os.makedirs(args.chains, exist_ok=True)
+        with open(os.path.join(args.chains, f"{name}-compiled-peers.json"), "w") as f:
+            json.dump(chain_c, f, indent=1)
     return {"model": name, "stages": len(chain["stages"]), "rounds": args.rounds, "load": load,
             "after_load": os.getloadavg(), "threads": torch.get_num_threads(), "describe_seconds": described,
             "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__,
@@ -428,13 +444,14 @@ def report(s):
              f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
              "| peer | peer's peak | peer's step | peer's gradients | Remat eager (menus): time pred. / meas.; "
              "peak pred. / meas.; options | / peer | rotor eager without menus / peer "
-             "| Remat over compiled stages: time pred. / meas.; peak pred. / meas.; options | / peer | best / peer |",
-             "|---|---:|---:|---|---|---:|---:|---|---:|---:|"]
+             "| Remat over compiled stages: time pred. / meas.; peak pred. / meas.; options | / peer "
+             "| rotor compiled without menus / peer | best / peer |",
+             "|---|---:|---:|---|---|---:|---:|---|---:|---:|---:|"]
     for r in s["rows"]:
         off = r.get("gradients_off_by")
         grads = "—" if off is None else "right" if off <= 1e-4 else f"**wrong** (off by {off:.2g})"
         cells, ratios = [], []
-        for kind in ("remat", "remat-classic", "remat-compiled"):
+        for kind in ("remat", "remat-classic", "remat-compiled", "remat-compiled-classic"):
             plan = r.get(kind)
             if plan is None:
                 cells.append(None)
@@ -450,10 +467,11 @@ def report(s):
                           f"{ratio:.2f}×"))
         row = [r["peer"], mib(r["peak_bytes"]) + (" (changed after the rounds!)" if "peak_after_rounds" in r else ""),
                f"{1000 * r['seconds']:.1f} ms", grads]
-        eager, classic, compiled = cells
+        eager, classic, compiled, compiled_classic = cells
         row += [eager[0], eager[1] or "—"] if eager else ["—", "—"]
         row += [classic[1] or "—"] if classic else ["—"]
         row += [compiled[0], compiled[1] or "—"] if compiled else ["not run", "—"]
+        row += [compiled_classic[1] or "—"] if compiled_classic else ["—"]
         row += [f"**{min(ratios):.2f}×**" if ratios else "—"]
         lines.append("| " + " | ".join(row) + " |")
     if s.get("compiled_left_out"):
@@ -470,6 +488,7 @@ def main():
     ap.add_argument("--compile-budgets", default="1.0,0.8,0.6,0.4,0.2,0.1,0.0",
                     help="torch.compile activation_memory_budget values ('' for none)")
     ap.add_argument("--json", help="write every row here")
+    ap.add_argument("--chains", help="write each model's compiled chain, menus and peers, to this folder")
     ap.add_argument("--no-compiled", dest="compiled", action="store_false",
                     help="leave out Remat over torch.compile'd stages")
     args = ap.parse_args()

@@ -48,6 +48,7 @@ pub mod menus;
 pub mod min_memory;
 pub mod optimality;
 pub mod overhead_axis;
+pub mod peers;
 pub mod protocol;
 pub mod scaling;
 pub mod service;

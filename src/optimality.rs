@@ -3,6 +3,7 @@
 //! and when that search runs at all. Pure, so that it is tested on the host.
 
 use crate::protocol::Summary;
+use crate::words::pct;
 use remat_core::model::units::format_seconds;
 use remat_core::solvers::optimal::Limits;
 
@@ -28,15 +29,6 @@ pub enum Standing {
     Building,
     Ready,
     Failed(String),
-}
-
-/// "+12.3 %", "0 %" or "−4.0 %" (as the table's overhead column).
-fn pct(x: f64) -> String {
-    if x.abs() < 0.0005 {
-        "0 %".into()
-    } else {
-        format!("{:+.1} %", x * 100.0)
-    }
 }
 
 /// What the optimality gap is measured against at this budget: the exact

@@ -1,8 +1,17 @@
 //! Messages for people (pure): an error's text set into a sentence, the
-//! max-batch search in one line.
+//! max-batch search in one line, an overhead as a percentage.
 
 use crate::protocol::MaxBatch;
 use remat_core::model::units::format_bytes;
+
+/// "+12.3 %", "0 %" or "-4.0 %": an overhead or a gap, as the page writes it.
+pub fn pct(x: f64) -> String {
+    if x.abs() < 0.0005 {
+        "0 %".into()
+    } else {
+        format!("{:+.1} %", x * 100.0)
+    }
+}
 
 /// `text` as the end of a sentence: a full stop added unless it already
 /// ends with one, a question or an exclamation mark — "did you mean

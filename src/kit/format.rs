@@ -3,13 +3,7 @@
 
 use remat_core::model::units::{format_bytes, format_seconds};
 
-pub fn pct(x: f64) -> String {
-    if x.abs() < 0.0005 {
-        "0 %".into()
-    } else {
-        format!("{:+.1} %", x * 100.0)
-    }
-}
+pub use crate::words::pct;
 
 pub fn ms(seconds: f64) -> String {
     format_seconds(seconds)

@@ -71,13 +71,38 @@ impl Frame {
 
     /// The y of an overhead `o` on an axis from 0 to `max_over`.
     pub fn y(&self, o: f64, max_over: f64) -> f64 {
+        self.y_in(o, (0.0, max_over))
+    }
+
+    /// The y of an overhead `o` on an axis from `min` (0 or below: a
+    /// measured peer faster than the chain's sequential time) to `max`.
+    pub fn y_in(&self, o: f64, (min, max): (f64, f64)) -> f64 {
         let span = self.h - self.top - self.bottom;
-        self.top + span - o / max_over * span
+        self.top + span - (o - min) / (max - min) * span
     }
 
     /// Grid lines with percent labels up to `max_over`, x ticks (at their
     /// x, with a label) and both axis titles.
     pub fn overhead_axes(&self, max_over: f64, x_ticks: &[(f64, String)], x_label: &str) -> String {
+        self.overhead_axes_in((0.0, max_over), x_ticks, x_label)
+    }
+
+    /// [`overhead_axes`](Self::overhead_axes) on an axis from `min` (≤ 0)
+    /// to `max`: below 0 the ticks go on at the same step, and the 0 %
+    /// line is drawn darker.
+    pub fn overhead_axes_in(
+        &self,
+        (min, max_over): (f64, f64),
+        x_ticks: &[(f64, String)],
+        x_label: &str,
+    ) -> String {
+        let up = ticks(max_over, 5);
+        let step = up.get(1).copied().unwrap_or(max_over.max(1e-9));
+        let down = (1..)
+            .map(|i| -(i as f64) * step)
+            .take_while(|v| *v >= min * 1.0001);
+        let all: Vec<f64> = up.iter().copied().chain(down).collect();
+        let y = |o: f64| self.y_in(o, (min, max_over));
         let Frame {
             w,
             h,
@@ -87,10 +112,15 @@ impl Frame {
             bottom,
         } = *self;
         let mut s = String::new();
-        for o in ticks(max_over, 5) {
+        for o in all {
+            let stroke = if o == 0.0 && min < 0.0 {
+                "#8a94a3"
+            } else {
+                "#e3e7ee"
+            };
             s.push_str(&format!(
-                r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
-                w - right, left - 6.0, self.y(o, max_over) + 4.0, o * 100.0, yy = self.y(o, max_over)
+                r##"<line x1="{left}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="{stroke}"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{:.0} %</text>"##,
+                w - right, left - 6.0, y(o) + 4.0, o * 100.0, yy = y(o)
             ));
         }
         for (xx, label) in x_ticks {

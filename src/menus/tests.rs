@@ -83,6 +83,7 @@ fn two_stages_with_menus() -> Chain {
         stages: vec![a, b, Stage::new("loss", 1.0, 1.0, 1, 2)],
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
     }
 }
 

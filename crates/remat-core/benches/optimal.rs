@@ -39,6 +39,7 @@ pub fn random_chain(stages: usize) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }

@@ -138,6 +138,8 @@ const RESNET18_PARAMETERS: u64 = 46_758_048 / 4;
 /// n_head=4, vocab_size=2000, n_positions=128), tied head (counted by
 /// PyTorch: `sum(p.numel() for p in model.parameters())`).
 const GPT2_TINY_PARAMETERS: u64 = 1_065_728;
+/// transformers' Llama, 6 layers × 256, GQA, vocabulary 2000 (untied head).
+const LLAMA_TINY_PARAMETERS: u64 = 5_180_672;
 const VGG19_32PX_PARAMETERS: u64 = 172_015_776 / 4;
 
 /// One built-in chain: `example:NAME` on the command line, `#chain=NAME` in
@@ -213,6 +215,7 @@ pub const EXAMPLES: &[Example] = &[
     measured("gpt2-h100-efficient", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, memory-efficient attention", include_str!("../data/h100-gpt2-efficient.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     measured("gpt2-h100-math", "measured on an H100 80GB (PyTorch 2.11, 2026-11-23): GPT-2 style, 12 blocks, batch 4, seq 1024, fp32, math attention (scores kept)", include_str!("../data/h100-gpt2-math.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     measured("gpt2-cpu-torch", "measured on this project's 2-core CPU build machine by remat_torch.describe_chain (PyTorch 2.13, transformers 5.24, 2026-11-26), stages found in the model: GPT-2, 4 blocks × 128, vocabulary 2000, batch 4, seq 128, fp32", include_str!("../data/cpu-gpt2-remat-torch.json")).at(tokens(GPT2_TINY_PARAMETERS, 4, 128)),
+    measured("llama-cpu-compiled", "measured on this project's 2-core CPU build machine by remat_torch.describe_chain(compile=True, menu=True) and scripts/peers.py (PyTorch 2.13, 2026-11-29): transformers' Llama, 6 layers × 256, GQA, vocabulary 2000, batch 4, seq 256, fp32; stages compiled by torch.compile one by one, the partitioner's budgets as menu options; with the knobs users already have measured beside it as peers", include_str!("../data/cpu-llama-compiled-peers.json")).at(tokens(LLAMA_TINY_PARAMETERS, 4, 256)),
     measured("gpt2-h200-torch", "measured on an H200 by remat_torch.describe_chain (PyTorch 2.11, transformers 5.17, 2026-11-26), stages found in the model: GPT-2 small, 12 blocks, batch 4, seq 1024, fp32", include_str!("../data/h200-gpt2-remat-torch.json")).at(tokens(GPT2_PARAMETERS, 4, 1024)),
     measured("resnet18-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): ResNet-18, batch 8, 96 px, fp32", include_str!("../data/cpu-resnet18-b8-96px.json")).at(images(RESNET18_PARAMETERS, 8)),
     measured("vgg19-cpu", "measured on this project's 2-core CPU build machine by remat-profile (libtorch 2.13, 2026-11-23): VGG-19, batch 4, 32 px, fp32", include_str!("../data/cpu-vgg19-b4-32px.json")).at(images(VGG19_32PX_PARAMETERS, 4)),
@@ -276,6 +279,7 @@ pub fn teaching() -> Chain {
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
@@ -341,6 +345,7 @@ pub fn nonpersistent_chain(n: usize) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
@@ -473,6 +478,7 @@ pub fn vgg19() -> Chain {
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
@@ -550,6 +556,7 @@ pub fn resnet50() -> Chain {
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
@@ -597,6 +604,7 @@ pub fn gpt2() -> Chain {
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
@@ -694,6 +702,7 @@ pub fn synthetic(n: usize) -> Chain {
         bandwidth_bytes_per_s: Some(PCIE3_X16),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }

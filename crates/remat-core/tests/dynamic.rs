@@ -190,6 +190,7 @@ fn reload_or_recompute_chain() -> Chain {
         bandwidth_bytes_per_s: Some(1.0 / DeltaSettings::default().link_share),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages: vec![
             stage(15.0, 1, 20, Some(1.0)),
             stage(1.0, 1, 15, None),

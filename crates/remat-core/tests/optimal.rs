@@ -275,6 +275,7 @@ fn persistent_schedules_outside_rotor_s_dp() {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages: vec![a, b],
     };
     let c = compare(&chain, 9);
@@ -739,6 +740,7 @@ fn homogeneous(stages: usize) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages: (0..stages)
             .map(|_| Stage::new("s", 1.0, 2.0, 4, 8))
             .collect(),

@@ -9,6 +9,7 @@ use crate::kit::scale::{byte_ticks, Frame};
 use crate::kit::svg::{marker_svg, readout_svg};
 use crate::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
 use crate::overhead_axis::{overhead_axis, OverheadAxis};
+use crate::peers;
 use crate::protocol::Summary;
 use crate::service::solved_in_worker;
 use crate::state::{use_app, AppState, Build, RowStatus};
@@ -129,16 +130,22 @@ fn curves_svg(state: AppState) -> String {
     let span = (hi - lo).max(1.0);
     let builds = state.tables.builds.get();
     let axis = curve_axis(state, seq);
-    let max_over = axis.top;
+    let peers = state.loaded.chain.with(|c| c.peers.clone());
+    let placed = peers::place(&peers, lo, span, seq);
+    // Room for the peers drawn, above the curves and below 0 % (a measured
+    // step faster than the chain's sequential time) if need be.
+    let (low, high) = peers::extent(&placed).unwrap_or((0.0, 0.0));
+    let max_over = axis.top.max(1.1 * high);
+    let range = ((1.1 * low).min(0.0), max_over);
     let x = |b: f64| FRAME.x((b - lo) / span);
     // A clipped curve runs along the top of the frame where it is above.
-    let y = |o: f64| FRAME.y(o.min(max_over), max_over);
+    let y = |o: f64| FRAME.y_in(o.min(max_over), range);
     let x_ticks: Vec<(f64, String)> = byte_ticks(hi, 6)
         .into_iter()
         .filter(|b| *b >= lo)
         .map(|b| (x(b), bytes(b as u64)))
         .collect();
-    let mut s = FRAME.overhead_axes(max_over, &x_ticks, "memory budget");
+    let mut s = FRAME.overhead_axes_in(range, &x_ticks, "memory budget");
     for (alg, b) in Algorithm::ALL.iter().zip(&builds) {
         let Build::Ready { curve, .. } = b else {
             continue;
@@ -190,7 +197,17 @@ fn curves_svg(state: AppState) -> String {
             }
         }
     }
+    s.push_str(&peers::peers_svg(&peers, &placed, x, y));
     s
+}
+
+/// The chain's peers in words, numbered as on the figure (none: empty).
+fn peers_list(state: AppState) -> Vec<String> {
+    let (lo, span) = curves_x(state);
+    state.loaded.chain.with(|c| {
+        let seq = c.sequential_seconds();
+        peers::list(&c.peers, &peers::place(&c.peers, lo, span, seq))
+    })
 }
 
 /// The budget line on the curves: redrawn on every slider move, apart from
@@ -394,6 +411,15 @@ pub fn Compare() -> impl IntoView {
                         <g inner_html=move || pointer.get().map(|px| curves_readout(state, px)).unwrap_or_default()></g>
                     </CurveSvg>
                     {move || clipped_note(state).map(|note| view! { <p id="curves-clipped" class="muted caption">{note}</p> })}
+                    {move || {
+                        let list = peers_list(state);
+                        (!list.is_empty()).then(|| view! {
+                            <div id="curves-peers" class="caption">
+                                <p class="muted">"◆ Steps of this model measured another way (the chain's peers): their measured peak and time, against the curves' predicted time at each budget. ◇ crossed: the peer trained on wrong gradients."</p>
+                                <ul class="peers">{list.into_iter().map(|line| view! { <li>{line}</li> }).collect_view()}</ul>
+                            </div>
+                        })
+                    }}
                 </div>
             </div>
         </section>

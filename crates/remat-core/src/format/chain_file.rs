@@ -7,7 +7,7 @@ use super::json::{
     check_syntax, expect_format, objects, optional_objects, present, read, FormatError,
 };
 use super::numbers::{Bytes, Dim, Rate, Seconds, SignedBytes};
-use crate::model::{Chain, InputTensor, MenuOption, Stage};
+use crate::model::{Chain, InputTensor, MenuOption, Peer, Stage};
 use serde::{Deserialize, Serialize};
 
 pub const CHAIN_FORMAT: &str = "remat-chain/1";
@@ -37,6 +37,30 @@ struct ChainFile {
     /// Absent or `null`: not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     model_fingerprint: Option<String>,
+    /// Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "optional_objects")]
+    peers: Option<Vec<PeerFile>>,
+}
+
+/// A step measured another way (`crate::model::Peer`).
+#[derive(Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+struct PeerFile {
+    name: String,
+    peak_bytes: Bytes,
+    seconds: Seconds,
+    /// Absent: true.
+    #[serde(default = "right", skip_serializing_if = "is_right")]
+    gradients_right: bool,
+}
+
+fn right() -> bool {
+    true
+}
+
+fn is_right(b: &bool) -> bool {
+    *b
 }
 
 /// One tensor of the batch the chain was measured on (a chain's `inputs`,
@@ -113,6 +137,17 @@ impl From<ChainFile> for Chain {
                 .inputs
                 .map(|list| list.into_iter().map(InputTensor::from).collect()),
             model_fingerprint: f.model_fingerprint,
+            peers: f
+                .peers
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| Peer {
+                    name: p.name,
+                    peak_bytes: p.peak_bytes.0,
+                    seconds: p.seconds.0,
+                    gradients_right: p.gradients_right,
+                })
+                .collect(),
         }
     }
 }
@@ -174,6 +209,17 @@ impl From<&Chain> for ChainFile {
                 .as_ref()
                 .map(|list| list.iter().map(InputFile::from).collect()),
             model_fingerprint: c.model_fingerprint.clone(),
+            peers: (!c.peers.is_empty()).then(|| {
+                c.peers
+                    .iter()
+                    .map(|p| PeerFile {
+                        name: p.name.clone(),
+                        peak_bytes: Bytes(p.peak_bytes),
+                        seconds: Seconds(p.seconds),
+                        gradients_right: p.gradients_right,
+                    })
+                    .collect()
+            }),
         }
     }
 }

@@ -137,6 +137,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }

@@ -2,6 +2,7 @@
 
 use super::error::ChainError;
 use super::inputs::{self, InputTensor};
+use super::peer::{self, Peer};
 use std::fmt;
 
 /// One stage ℓ of the chain: F^ℓ maps a^{ℓ-1} to a^ℓ, B^ℓ maps δ^ℓ to δ^{ℓ-1}.
@@ -203,6 +204,9 @@ pub struct Chain {
     /// a runtime refuses a plan on a model whose fingerprint differs. None
     /// when not known. Outside the digest, like `inputs`.
     pub model_fingerprint: Option<String>,
+    /// Steps of the same model measured another way (`peer`): drawn beside
+    /// the planners' curves, outside the digest.
+    pub peers: Vec<Peer>,
 }
 
 /// The largest chain the tools accept; beyond it tables and pages get unwieldy.
@@ -322,6 +326,7 @@ impl Chain {
         if let Some(tensors) = &self.inputs {
             inputs::validate(tensors)?;
         }
+        peer::validate(&self.peers)?;
         for (i, s) in self.stages.iter().enumerate() {
             for (field, v) in [
                 ("forward_seconds", s.forward_seconds),

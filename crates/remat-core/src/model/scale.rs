@@ -102,7 +102,9 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
     };
     let mut out = chain.clone();
     if scale.bytes != 1.0 || scale.seconds != 1.0 {
+        // Measured on the batch the chain was: not this one's.
         out.inputs = None;
+        out.peers.clear();
     }
     out.input_bytes = size("input_bytes", chain.input_bytes)?;
     out.input_gradient_bytes = size("input_gradient_bytes", chain.input_gradient_bytes)?;
@@ -275,10 +277,10 @@ impl AffineFit {
             c.input_gradient_bytes,
         )?;
         out.bandwidth_bytes_per_s = a.bandwidth_bytes_per_s.or(c.bandwidth_bytes_per_s);
-        out.inputs = match batch {
-            b if b == self.first_batch => a.inputs.clone(),
-            b if b == self.second_batch => c.inputs.clone(),
-            _ => None,
+        (out.inputs, out.peers) = match batch {
+            b if b == self.first_batch => (a.inputs.clone(), a.peers.clone()),
+            b if b == self.second_batch => (c.inputs.clone(), c.peers.clone()),
+            _ => (None, Vec::new()),
         };
         for (l, (s, (x, y))) in out
             .stages

@@ -251,6 +251,7 @@ mod tests {
             stages: vec![stage(1.0, 2.0, 2, 3, 1), stage(3.0, 4.0, 1, 4, 1)],
             inputs: None,
             model_fingerprint: None,
+            peers: Vec::new(),
         };
         let cost = MicrobatchCost::of(&chain, &store_all::schedule(&chain)).unwrap();
         assert_eq!(cost.held_bytes, 8);

@@ -174,6 +174,7 @@ pub fn rank_chain(chain: &Chain, stages: RangeInclusive<usize>) -> Chain {
         stages: chain.stages[first - 1..*stages.end()].to_vec(),
         inputs: None,
         model_fingerprint: chain.model_fingerprint.clone(),
+        peers: Vec::new(),
     }
 }
 

@@ -44,6 +44,7 @@ fn chain() -> Chain {
         bandwidth_bytes_per_s: Some(10.0),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
@@ -286,6 +287,7 @@ fn a_prefetch_waits_for_memory_freed_by_the_op_before_it() {
         bandwidth_bytes_per_s: Some(50.0),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages: vec![
             Stage::new("1", 1.0, 1.0, 10, 10),
             Stage::new("2", 1.0, 1.0, 5, 50),
@@ -513,6 +515,7 @@ fn an_offload_listed_late_frees_no_memory_before_its_place() {
         bandwidth_bytes_per_s: Some(100.0),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages: vec![
             Stage::new("1", 1.0, 1.0, 1, 10),
             Stage::new("2", 1.0, 1.0, 1, 100),

@@ -64,6 +64,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
             bandwidth_bytes_per_s: None,
             inputs: None,
             model_fingerprint: None,
+            peers: Vec::new(),
             stages,
         })
 }
@@ -109,6 +110,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
             bandwidth_bytes_per_s: None,
             inputs: None,
             model_fingerprint: None,
+            peers: Vec::new(),
             stages,
         }
     })

@@ -311,6 +311,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
         bandwidth_bytes_per_s: Some(bandwidth),
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     };
     chain

@@ -211,3 +211,67 @@ fn the_digest_ignores_inputs_and_modules() {
     other.stages[1].module = Some("fc".into());
     assert_eq!(other.digest(), old.digest());
 }
+
+/// `plain()` with two peers, the second training on wrong gradients.
+fn with_peers() -> Value {
+    let mut v = plain();
+    v["peers"] = json!([
+        {"name": "torch.compile, budget 0.6", "peak_bytes": 90, "seconds": 0.25},
+        {"name": "torch.compile, budget 0.2", "peak_bytes": 70, "seconds": 0.31, "gradients_right": false}
+    ]);
+    v
+}
+
+/// Catches `peers` left out of the file struct, of `From<ChainFile>` or of
+/// `write_chain` (the round trip loses them), `gradients_right` defaulting
+/// to false (an old measurer's peers would all read wrong), and peers
+/// entering the digest (a plan would no longer match its chain once the
+/// peers are measured). Mutation run: `right()` returning false → fails.
+#[test]
+fn peers_are_read_written_and_kept_out_of_the_digest() {
+    let chain = read(&with_peers());
+    assert_eq!(chain.peers.len(), 2);
+    assert_eq!(
+        (
+            chain.peers[0].peak_bytes,
+            chain.peers[0].gradients_right,
+            chain.peers[1].gradients_right
+        ),
+        (90, true, false)
+    );
+    assert_eq!(read_chain(&write_chain(&chain)).unwrap(), chain);
+    assert_eq!(chain.digest(), read(&plain()).digest());
+    assert!(!write_chain(&read(&plain())).contains("peers"));
+}
+
+/// Catches a peer's bad value read as given: each is named by its field.
+#[test]
+fn bad_peers_are_named_by_their_field() {
+    let error = |edit: fn(&mut Value)| {
+        let mut v = with_peers();
+        edit(&mut v);
+        read_chain(&v.to_string()).unwrap_err().to_string()
+    };
+    assert_eq!(
+        error(|v| v["peers"][1]["seconds"] = json!(0.0)),
+        "peers[1].seconds: must be a finite time above 0, got 0"
+    );
+    assert_eq!(
+        error(|v| v["peers"][0]["name"] = json!(" ")),
+        "peers[0].name: must say what ran"
+    );
+    assert_eq!(
+        error(|v| v["peers"][0]["peak_bytes"] = json!(0)),
+        "peers[0].peak_bytes: must be above 0"
+    );
+    assert!(error(|v| v["peers"][0]["colour"] = json!("red")).contains("colour"));
+    let many: Vec<Value> = (0..65)
+        .map(|i| json!({"name": format!("p{i}"), "peak_bytes": 1, "seconds": 1.0}))
+        .collect();
+    let mut v = plain();
+    v["peers"] = Value::Array(many);
+    assert!(read_chain(&v.to_string())
+        .unwrap_err()
+        .to_string()
+        .starts_with("peers: 65 peers is more than the 64"));
+}

@@ -71,6 +71,7 @@
 //!     bandwidth_bytes_per_s: None,
 //!     inputs: None,
 //!     model_fingerprint: None,
+//!     peers: Vec::new(),
 //!     stages,
 //! };
 //! let best = hong::optimal(&chain, Model::PyTorch).unwrap();

@@ -98,6 +98,7 @@ pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> 
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages: chain.stages[s - 1..e].to_vec(),
     }
 }

@@ -100,6 +100,7 @@ fn chain(rng: &mut Rng, unit: u64) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        peers: Vec::new(),
         stages,
     }
 }
