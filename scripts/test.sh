@@ -4,8 +4,20 @@
 # built for wasm32, the Rust tests (unit, exhaustive search, proptest
 # cross-checks, CLI contract), the profiler and remat_torch against PyTorch
 # on the CPU, and the explorer's browser tests in headless Chromium.
+#
+# `scripts/test.sh --quick`: the loop of work, a few minutes warm — the
+# checks, the lints, the core's and the CLI's unit and contract tests and
+# the fast remat_torch tests; no exhaustive or property suites, no
+# profiler, no browser. CI runs the whole thing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+QUICK=0
+case "${1:-}" in
+  --quick) QUICK=1 ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -34,6 +46,21 @@ cargo clippy -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
 
 step "explorer: protocol and planning service, natively (no browser)"
 cargo test -p remat-explorer --lib
+
+if [ "$QUICK" = 1 ]; then
+  step "quick: the core's unit tests and doc examples, the CLI's contract"
+  cargo test --release -p remat-core --lib
+  cargo test --release -p remat-core --doc
+  cargo test --release -p remat-cli
+  step "quick: the fast remat_torch tests (setup if missing)"
+  bash scripts/setup-python.sh
+  PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/release/remat" \
+    python3 -m pytest -q -c python/pyproject.toml --rootdir python \
+      python/tests/test_refusals.py python/tests/test_validator.py python/tests/test_never_silent.py \
+      python/tests/test_schedules.py
+  step "quick: done (the full suite: scripts/test.sh)"
+  exit 0
+fi
 
 step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
 cargo test --release -p remat-core -p remat-cli
