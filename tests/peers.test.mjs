@@ -54,6 +54,13 @@ test('the peers are drawn at their measured peak and time, numbered, and listed'
     const out = p.peak_bytes < lo || p.peak_bytes > hi;
     assert.equal(list[i].includes('not drawn: outside'), out, list[i]);
   });
+  // The exact optimum runs option 0 only: on this chain with menus the
+  // table shows no gap (rotor's options beat it: "-10.3 %" before) and
+  // says why. Mutation run: the page's `has_menus` branch removed → the
+  // rotor row read "-10.3 %".
+  const gap = page.locator('#compare-table tr.current td.gap');
+  assert.equal(await gap.innerText(), '—');
+  assert.match(await gap.getAttribute('title'), /menus are outside its class/);
   assert.deepEqual(errors, []);
   if (process.env.SHOTS) {
     for (const [w, h] of [[1366, 768], [1920, 1080]]) {
