@@ -47,7 +47,7 @@ from torch import nn
 from .batch import describe as describe_inputs
 from .batch import device_of, leaves
 from .measure import Meter, TrainingState, storage_bytes
-from .compiled import MENU_BUDGETS, budget_of, check_budget, compiled_program, policy_name
+from .compiled import MENU_BUDGETS, CompiledProgram, budget_of, compile_budget, compiled_program, policy_name
 from .policies import POLICIES, check_policies, run_option
 from .rng import current as current_rng
 from .rng import restore as restore_rng
@@ -218,7 +218,7 @@ def describe_chain(
     """
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise ValueError(f"repeat: expected a whole number ≥ 1, got {repeat!r}")
-    budget = None if compile is False else 1.0 if compile is True else check_budget(compile, "compile")
+    budget = compile_budget(compile)
     if menu is None or menu is False:
         policies: List[str] = []
     elif menu is True:
@@ -231,6 +231,8 @@ def describe_chain(
     device = device_of(batch)
     report = _Progress(progress)
     program = make_program(model, batch, target, loss, granularity, merge)
+    # Measured as the runtime will run the stages: eager, or compiled.
+    run = program if budget is None else compiled_program(program, budget)
     params = list(program.all_parameters())
     state = TrainingState(params, list(program.all_buffers()), device)
     try:
@@ -239,7 +241,6 @@ def describe_chain(
             _verify(program, program.staged.model, loss, batch, target, state, device)
         # The stages were checked eager (a compiled graph is not bitwise
         # the eager one), then measured as the runtime will run them.
-        run = program if budget is None else compiled_program(program, budget)
         stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies, report)
     finally:
         state.restore()
@@ -282,7 +283,7 @@ def describe_chain(
         "input_bytes": inputs.input_bytes,
         "input_gradient_bytes": d0,
         "inputs": describe_inputs(batch, target),
-        "model_fingerprint": fingerprint(program if budget is None else compiled_program(program, budget)),
+        "model_fingerprint": fingerprint(run),
         "stages": stages,
     }
     if bandwidth_bytes_per_s is not None:
@@ -322,7 +323,7 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
     n = len(program)
-    compiled = hasattr(program, "inner")
+    compiled = isinstance(program, CompiledProgram)
     meter = Meter(device, params)
     # The inputs of every stage, from no-grad forwards.
     inputs: List[Optional[torch.Tensor]] = [pipe.first]
@@ -632,7 +633,8 @@ def _tensor_key(t) -> Any:
 
 
 def _stage_key(program, l: int, consts: Sequence) -> Any:
-    program = getattr(program, "inner", program)  # a CompiledProgram's stages are its inner's
+    if isinstance(program, CompiledProgram):
+        program = program.inner  # its stages are its inner program's
     if isinstance(program, StagedProgram):
         stage = program.staged.stages[l - 1]
         gm = stage.module

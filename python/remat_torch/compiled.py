@@ -71,10 +71,18 @@ def budget_of(policy: str) -> Optional[float]:
     return b
 
 
-def check_budget(budget: Any, field: str) -> float:
-    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0.0 <= float(budget) <= 1.0:
-        raise ValueError(f"{field}: expected True or a partitioner budget between 0 and 1, got {budget!r}")
-    return float(budget)
+def compile_budget(compile: Any) -> Optional[float]:
+    """The `compile=` argument of `describe_chain` and `checkpointed` as
+    the partitioner budget of every F_all without an option: None (eager)
+    for False, 1.0 for True, else a budget in [0, 1] (ValueError naming
+    `compile` otherwise)."""
+    if compile is False:
+        return None
+    if compile is True:
+        return 1.0
+    if isinstance(compile, bool) or not isinstance(compile, (int, float)) or not 0.0 <= float(compile) <= 1.0:
+        raise ValueError(f"compile: expected True or a partitioner budget between 0 and 1, got {compile!r}")
+    return float(compile)
 
 
 class CompiledProgram:

@@ -39,7 +39,7 @@ from torch import nn
 
 from . import rng
 from .batch import device_of
-from .compiled import budget_of, check_budget
+from .compiled import budget_of, compile_budget, compiled_program
 from .policies import check_policies, run_option
 from .schedule import (FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule,
                        taken_apart_by, tracked_forwards)
@@ -443,7 +443,7 @@ class Checkpointed:
 
         # Over compiled stages (`remat_torch.compiled`): the partitioner
         # budget of every F_all without an option; None: eager.
-        self.compile_budget = None if compile is False else 1.0 if compile is True else check_budget(compile, "compile")
+        self.compile_budget = compile_budget(compile)
         self.model = model
         self.loss = loss
         self.granularity = granularity
@@ -523,16 +523,15 @@ class Checkpointed:
         if not isinstance(expected, str):
             return
         found = fingerprint(program)
+        source = f"{os.fspath(self._source)}: " if isinstance(self._source, (str, os.PathLike)) else ""
         if found != expected and found.removesuffix(COMPILED_SUFFIX) == expected.removesuffix(COMPILED_SUFFIX):
             measured, running = ("compiled", "eager") if expected.endswith(COMPILED_SUFFIX) else ("eager", "compiled")
             raise ScheduleError(
-                f"{os.fspath(self._source) + ': ' if isinstance(self._source, (str, os.PathLike)) else ''}"
-                f"model_fingerprint: the {where} was measured on {measured} stages and this wrapper runs "
+                f"{source}model_fingerprint: the {where} was measured on {measured} stages and this wrapper runs "
                 f"them {running}: their memory and times differ; pass "
                 f"compile={'True' if measured == 'compiled' else 'False'} to checkpointed, as to describe_chain"
             )
         if found != expected:
-            source = f"{os.fspath(self._source)}: " if isinstance(self._source, (str, os.PathLike)) else ""
             n = len(program)
             count = sum(p.numel() for p in program.all_parameters())
             raise ScheduleError(
@@ -603,11 +602,7 @@ class Checkpointed:
         return out
 
     def _compiled(self, program):
-        if self.compile_budget is None:
-            return program
-        from .compiled import compiled_program
-
-        return compiled_program(program, self.compile_budget)
+        return program if self.compile_budget is None else compiled_program(program, self.compile_budget)
 
     def program_for(self, batch, target):
         """The stages for this batch's shapes: the user's list, or found in

@@ -705,7 +705,9 @@ def fingerprint(program) -> str:
                 h.update(f"{kind} {tuple(t.shape)} {t.dtype}\n".encode())
     # Stages run through torch.compile (`remat_torch.compiled`) keep other
     # tensors than eager ones: a chain measured one way is not the other's.
-    compiled = COMPILED_SUFFIX if isinstance(getattr(program, "budget", None), float) else ""
+    from .compiled import CompiledProgram
+
+    compiled = COMPILED_SUFFIX if isinstance(program, CompiledProgram) else ""
     return "sha256:" + h.hexdigest() + compiled
 
 

@@ -196,3 +196,34 @@ def same_verdict(chain_path: Path, schedule_path: Path, n_stages: int, case: int
     want = f"error: {schedule_path}: invalid schedule: {mine}"
     assert p.stderr.strip() == want, (case, p.stderr, mine)
     return None
+
+
+# --- a tiny transformers GPT-2 (test_menus.py, test_compiled.py) --------------
+
+
+def tiny_gpt2(dropout: float = 0.1):
+    """A 2-layer transformers GPT-2 (64 wide, vocabulary 500, seeded), in
+    training mode, its residual and embedding dropouts at `dropout`
+    (transformers' default 0.1). attn_pdrop=0: SDPA on the CPU runs its
+    fused kernel (`_scaled_dot_product_flash_attention_for_cpu`, what the
+    attention policies keep) only without attention dropout; with it, the
+    math path (bmm + softmax). Skips the test without transformers."""
+    import pytest
+
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=500, n_positions=64,
+                                  attn_pdrop=0.0, resid_pdrop=dropout, embd_pdrop=dropout,
+                                  bos_token_id=0, eos_token_id=0)
+    return transformers.GPT2LMHeadModel(cfg).train()
+
+
+def lm_loss(out, labels):
+    """Next-token cross-entropy, the labels being the input ids."""
+    logits = out.logits[:, :-1]
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1))
+
+
+def token_ids(seed: int) -> torch.Tensor:
+    """A batch of 2 × 64 ids for `tiny_gpt2`, from its own generator."""
+    return torch.randint(0, 500, (2, 64), generator=torch.Generator().manual_seed(seed))

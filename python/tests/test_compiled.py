@@ -19,7 +19,7 @@ from remat_torch import ScheduleError
 from remat_torch.compiled import budget_of, policy_name
 from remat_torch.schedule import load_schedule
 
-from helpers import solve
+from helpers import lm_loss, solve, tiny_gpt2, token_ids
 
 SEED = 7
 
@@ -28,21 +28,7 @@ def _gpt2(dropout: float = 0.0):
     """Without dropout unless asked: torch.compile's partitioner at budget
     0 recomputes a dropout with a new draw (`_wrong_gradients`), and
     describe_chain leaves such an option out."""
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=500, n_positions=64,
-                                  attn_pdrop=0.0, resid_pdrop=dropout, embd_pdrop=dropout,
-                                  bos_token_id=0, eos_token_id=0)
-    return transformers.GPT2LMHeadModel(cfg).train()
-
-
-def _lm_loss(out, labels):
-    logits = out.logits[:, :-1]
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1))
-
-
-def _ids(seed: int) -> torch.Tensor:
-    return torch.randint(0, 500, (2, 64), generator=torch.Generator().manual_seed(seed))
+    return tiny_gpt2(dropout)
 
 
 def _batch(ids):
@@ -52,9 +38,9 @@ def _batch(ids):
 @pytest.fixture(scope="module")
 def compiled_chain(tmp_path_factory):
     model = _gpt2()
-    ids = _ids(1)
+    ids = token_ids(1)
     rng = torch.get_rng_state()
-    chain = remat_torch.describe_chain(model, _batch(ids), ids, loss=_lm_loss, repeat=1, compile=True,
+    chain = remat_torch.describe_chain(model, _batch(ids), ids, loss=lm_loss, repeat=1, compile=True,
                                        menu=[policy_name(0.0)])
     assert torch.equal(torch.get_rng_state(), rng) and all(p.grad is None for p in model.parameters())
     path = tmp_path_factory.mktemp("compiled") / "gpt2-compiled.chain.json"
@@ -88,10 +74,10 @@ def test_an_option_whose_gradients_are_wrong_is_left_out_with_a_warning():
     over compiled stages were not checked (the budget-0 entry would be in
     the blocks' menus, and a plan using it trains on wrong gradients)."""
     model = _gpt2(dropout=0.1)
-    ids = _ids(1)
+    ids = token_ids(1)
     with pytest.warns(UserWarning, match=r"activation_memory_budget=0 left out of the menus of the stages where "
                                          r".* stage 2 \(transformer.h.0\): a parameter gradient off by"):
-        chain = remat_torch.describe_chain(model, _batch(ids), ids, loss=_lm_loss, repeat=1, compile=True,
+        chain = remat_torch.describe_chain(model, _batch(ids), ids, loss=lm_loss, repeat=1, compile=True,
                                            menu=[policy_name(0.0)], check=False)
     with_menu = [s["name"] for s in chain["stages"] if "menu" in s]
     # The head has no dropout: its option stays.
@@ -141,7 +127,7 @@ def test_rotor_plans_over_compiled_stages_equal_their_compiled_run_bitwise(compi
     ref = solve(path, tmp_path / "ref.json", "-a", "store-all", "-b", "100%")
     low, high = ref["m_low_bytes"], ref["m_high_bytes"]
     seen, kinds = set(), set()
-    ids = _ids(5)
+    ids = token_ids(5)
     checked = []
     for alpha in (0.0, 0.2, 0.45, 0.7, 1.0):
         budget = low + int(alpha * (high - low))
@@ -156,7 +142,7 @@ def test_rotor_plans_over_compiled_stages_equal_their_compiled_run_bitwise(compi
                    for o in ops if o.kind == "forward_all" and o.option}
         recomputes = any(o.kind in ("forward_checkpoint", "forward_none") for o in ops)
         kinds.add(("options" if budgets else "classic", "recomputes" if recomputes else "keeps"))
-        step = remat_torch.checkpointed(model, plan, loss=_lm_loss, chain=path, compile=True)
+        step = remat_torch.checkpointed(model, plan, loss=lm_loss, chain=path, compile=True)
         program = step.program_for(_batch(ids), ids)
         model.zero_grad(set_to_none=True)
         torch.manual_seed(SEED)
@@ -187,17 +173,17 @@ def test_a_compiled_chain_on_eager_stages_is_refused_with_the_fix(compiled_chain
     model, chain, path = compiled_chain
     plan = tmp_path / "all.json"
     solve(path, plan, "-a", "store-all", "-b", "100%")
-    step = remat_torch.checkpointed(model, plan, loss=_lm_loss, chain=path)
-    ids = _ids(1)
+    step = remat_torch.checkpointed(model, plan, loss=lm_loss, chain=path)
+    ids = token_ids(1)
     with pytest.raises(ScheduleError, match=r"measured on compiled stages .* pass compile=True"):
         step(_batch(ids), ids)
     assert all(p.grad is None for p in model.parameters())
     with pytest.raises(ValueError, match=r"menu\[0\]: 'save_nothing' is a selective-checkpointing policy"):
-        remat_torch.describe_chain(model, _batch(ids), ids, loss=_lm_loss, compile=True, menu=["save_nothing"])
+        remat_torch.describe_chain(model, _batch(ids), ids, loss=lm_loss, compile=True, menu=["save_nothing"])
     with pytest.raises(ValueError, match=r"menu\[0\]: 'activation_memory_budget=0.5' needs compiled stages"):
-        remat_torch.describe_chain(model, _batch(ids), ids, loss=_lm_loss, menu=["activation_memory_budget=0.5"])
+        remat_torch.describe_chain(model, _batch(ids), ids, loss=lm_loss, menu=["activation_memory_budget=0.5"])
     with pytest.raises(ValueError, match=r"the budget must be between 0 and 1, got 2"):
-        remat_torch.describe_chain(model, _batch(ids), ids, loss=_lm_loss, compile=True,
+        remat_torch.describe_chain(model, _batch(ids), ids, loss=lm_loss, compile=True,
                                    menu=["activation_memory_budget=2"])
     with pytest.raises(ValueError, match=r"compile: expected True or a partitioner budget"):
-        remat_torch.checkpointed(model, plan, loss=_lm_loss, chain=path, compile="yes")
+        remat_torch.checkpointed(model, plan, loss=lm_loss, chain=path, compile="yes")

@@ -32,7 +32,7 @@ from remat_torch import ScheduleError
 from remat_torch.policies import POLICIES
 from remat_torch.schedule import load_schedule, parse_schedule, validate
 
-from helpers import NETWORKS, chain_for, plain_step, remat, snapshot, solve
+from helpers import NETWORKS, chain_for, lm_loss, plain_step, remat, snapshot, solve, tiny_gpt2, token_ids
 
 SEED = 2024
 
@@ -277,37 +277,17 @@ def test_menus_of_a_list_of_stages_are_measured_and_run(tmp_path):
 # --- (b, c, d) a transformers GPT-2, measured, planned and run ---------------
 
 
-def _gpt2():
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    # attn_pdrop=0: SDPA on the CPU runs its fused kernel
-    # (`_scaled_dot_product_flash_attention_for_cpu`, what the attention
-    # policies keep) only without attention dropout; with it, the math path
-    # (bmm + softmax). The residual and embedding dropouts stay (0.1), so
-    # recomputations inside B^ℓ must replay the forward's masks.
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=500, n_positions=64,
-                                  attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
-    return transformers.GPT2LMHeadModel(cfg).train()
-
-
-def _lm_loss(out, labels):
-    logits = out.logits[:, :-1]
-    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1))
-
-
-def _ids(seed: int) -> torch.Tensor:
-    return torch.randint(0, 500, (2, 64), generator=torch.Generator().manual_seed(seed))
-
-
 @pytest.fixture(scope="module")
 def gpt2_chain(tmp_path_factory):
     """The GPT-2's chain with every policy's menu, described once (about
     15 s on the loaded 2-core machine, most of it the garbage collections
     before each allocator watch), and the model it was described on."""
-    model = _gpt2()
-    ids = _ids(1)
+    # The residual and embedding dropouts stay (0.1), so recomputations
+    # inside B^ℓ must replay the forward's masks.
+    model = tiny_gpt2(dropout=0.1)
+    ids = token_ids(1)
     rng = torch.get_rng_state()
-    chain = remat_torch.describe_chain(model, {"input_ids": ids, "use_cache": False}, ids, loss=_lm_loss,
+    chain = remat_torch.describe_chain(model, {"input_ids": ids, "use_cache": False}, ids, loss=lm_loss,
                                        repeat=1, menu=True)
     assert torch.equal(torch.get_rng_state(), rng) and all(p.grad is None for p in model.parameters())
     path = tmp_path_factory.mktemp("menus") / "gpt2.chain.json"
@@ -402,13 +382,13 @@ def test_rotor_plans_with_options_train_bitwise_at_their_predicted_peak(gpt2_cha
     plain = copy.deepcopy(model)
     twin = copy.deepcopy(model)
     start = copy.deepcopy(model.state_dict())
-    batches = [_ids(10 + k) for k in range(2)]
+    batches = [token_ids(10 + k) for k in range(2)]
     seen = []
     for budget, report, plan in _plans_with_options(path, tmp_path):
         ops = load_schedule(plan).ops
         plain.load_state_dict(start)
         twin.load_state_dict(start)
-        step = remat_torch.checkpointed(twin, plan, loss=_lm_loss, chain=path)
+        step = remat_torch.checkpointed(twin, plan, loss=lm_loss, chain=path)
         opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1)
         opt_twin = torch.optim.SGD(twin.parameters(), lr=0.1)
         for ids in batches:
@@ -416,7 +396,7 @@ def test_rotor_plans_with_options_train_bitwise_at_their_predicted_peak(gpt2_cha
             opt_plain.zero_grad()
             opt_twin.zero_grad()
             torch.manual_seed(SEED)
-            want = _lm_loss(plain(**batch), ids)
+            want = lm_loss(plain(**batch), ids)
             want.backward()
             torch.manual_seed(SEED)
             got = step(batch, ids)
@@ -473,18 +453,18 @@ def applied_with_options(gpt2_chain, tmp_path_factory):
     exported = remat_torch.export_plan(plan_path, path, model=model)
     plain = copy.deepcopy(model)
     twin = copy.deepcopy(model)
-    applied = remat_torch.apply_plan(twin, exported, {"input_ids": _ids(1), "use_cache": False})
+    applied = remat_torch.apply_plan(twin, exported, {"input_ids": token_ids(1), "use_cache": False})
     opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1)
     opt_twin = torch.optim.SGD(twin.parameters(), lr=0.1)
     steps = []
     for k in range(2):
-        ids = _ids(20 + k)
+        ids = token_ids(20 + k)
         batch = {"input_ids": ids, "use_cache": False}
         losses = []
         for m, opt in ((plain, opt_plain), (twin, opt_twin)):
             opt.zero_grad()
             torch.manual_seed(SEED)
-            loss = _lm_loss(m(**batch), ids)
+            loss = lm_loss(m(**batch), ids)
             loss.backward()
             losses.append(loss.detach())
         steps.append((losses, [(n, p.grad.clone(), q.grad.clone())
@@ -494,11 +474,11 @@ def applied_with_options(gpt2_chain, tmp_path_factory):
     params = [(n, p.detach().clone(), q.detach().clone()) for (n, p), q in zip(plain.named_parameters(),
                                                                                twin.parameters())]
     twin.zero_grad(set_to_none=True)
-    ids = _ids(1)
+    ids = token_ids(1)
     batch = {"input_ids": ids, "use_cache": False}
     gc.collect()
     _, _, peak = Meter(torch.device("cpu"), twin.parameters()).measure(
-        lambda: _lm_loss(twin(**batch), ids).backward())
+        lambda: lm_loss(twin(**batch), ids).backward())
     store_all = json.loads(remat("solve", str(path), "-a", "store-all", "-b", "100%", "--json").stdout)
     return applied, steps, params, peak + storage_bytes([ids, ids]), store_all["predicted_peak_bytes"]
 
