@@ -43,14 +43,23 @@ pub enum OptimalAt {
 /// stage's classic F_all only, so a plan running menu options may beat it
 /// (a "gap to optimal" of −10.3 % read as a contradiction on
 /// `example:llama-cpu-compiled`).
-pub const MENUS_OUTSIDE_OPTIMUM: &str = "the exact search runs each stage's classic F_all only; this chain's menus are outside its class, and a plan running options may beat it";
+const MENUS_OUTSIDE_OPTIMUM: &str = "the exact search runs each stage's classic F_all only; this chain's menus are outside its class, and a plan running options may beat it";
 
 /// The optimal row's standing at this budget: refused for its length
-/// before anything is built (the reason says to use rotor), else its
-/// build's failure, its solve's error, no schedule, or its makespan.
-pub fn optimal_at(stages: usize, standing: Standing, summary: Option<&Summary>) -> OptimalAt {
+/// before anything is built (the reason says to use rotor), outside the
+/// class of a chain with `menus`, else its build's failure, its solve's
+/// error, no schedule, or its makespan.
+pub fn optimal_at(
+    stages: usize,
+    menus: bool,
+    standing: Standing,
+    summary: Option<&Summary>,
+) -> OptimalAt {
     if let Err(e) = Limits::default().check_stages(stages) {
         return OptimalAt::Missing(e.to_string());
+    }
+    if menus {
+        return OptimalAt::Missing(MENUS_OUTSIDE_OPTIMUM.into());
     }
     match (standing, summary) {
         (Standing::Failed(e), _) => OptimalAt::Missing(e),
@@ -130,7 +139,7 @@ mod tests {
     // (dropping the length check would answer "searching…").
     #[test]
     fn too_long_chains_say_why() {
-        let at = optimal_at(19, Standing::Building, None);
+        let at = optimal_at(19, false, Standing::Building, None);
         let OptimalAt::Missing(why) = at else {
             panic!("a 19-stage chain has no optimum here")
         };
@@ -144,6 +153,17 @@ mod tests {
         );
     }
 
+    // Fails if a chain with menus gets a gap: rotor's options beat the
+    // recompute-only optimum there ("-10.3 %" on llama-cpu-compiled).
+    // Mutation run: the `menus` branch removed → the cell reads "-10.1 %".
+    #[test]
+    fn a_chain_with_menus_shows_no_gap_and_says_why() {
+        let at = optimal_at(8, true, ready(), Some(&summary(Some(79.0), None)));
+        let (cell, why) = gap_cell(71.0, &at, false);
+        assert_eq!(cell, "—");
+        assert!(why.contains("menus are outside its class"), "{why}");
+    }
+
     #[test]
     fn the_optimum_is_searched_on_short_chains_or_when_asked() {
         assert!(optimum_searched(AUTO_OPTIMAL_STAGES, false));
@@ -153,17 +173,18 @@ mod tests {
 
     #[test]
     fn optimal_row_states() {
-        let m = optimal_at(5, ready(), Some(&summary(Some(79.0), None)));
+        let m = optimal_at(5, false, ready(), Some(&summary(Some(79.0), None)));
         assert_eq!(m, OptimalAt::Makespan(79.0));
-        let none = optimal_at(5, ready(), Some(&summary(None, None)));
+        let none = optimal_at(5, false, ready(), Some(&summary(None, None)));
         assert!(matches!(none, OptimalAt::Missing(w) if w.contains("no schedule")));
         let err = optimal_at(
             5,
+            false,
             ready(),
             Some(&summary(None, Some("optimal: stopped after"))),
         );
         assert_eq!(err, OptimalAt::Missing("optimal: stopped after".into()));
-        let failed = optimal_at(5, Standing::Failed("too many states".into()), None);
+        let failed = optimal_at(5, false, Standing::Failed("too many states".into()), None);
         assert_eq!(failed, OptimalAt::Missing("too many states".into()));
     }
 }

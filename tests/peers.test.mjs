@@ -56,8 +56,8 @@ test('the peers are drawn at their measured peak and time, numbered, and listed'
   });
   // The exact optimum runs option 0 only: on this chain with menus the
   // table shows no gap (rotor's options beat it: "-10.3 %" before) and
-  // says why. Mutation run: the page's `has_menus` branch removed → the
-  // rotor row read "-10.3 %".
+  // says why. Before `optimal_at` took the chain's menus into account the
+  // rotor row read "-10.3 %" (seen in a screenshot).
   const gap = page.locator('#compare-table tr.current td.gap');
   assert.equal(await gap.innerText(), '—');
   assert.match(await gap.getAttribute('title'), /menus are outside its class/);

@@ -7,9 +7,7 @@ use crate::kit::format::{bytes, ms, pct};
 use crate::kit::frames::CurveSvg;
 use crate::kit::scale::{byte_ticks, Frame};
 use crate::kit::svg::{marker_svg, readout_svg};
-use crate::optimality::{
-    gap_cell, optimal_at, optimum_searched, OptimalAt, Standing, MENUS_OUTSIDE_OPTIMUM,
-};
+use crate::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
 use crate::overhead_axis::{overhead_axis, OverheadAxis};
 use crate::peers;
 use crate::protocol::Summary;
@@ -251,18 +249,14 @@ pub fn Compare() -> impl IntoView {
         let seq = state.loaded.chain.with(|c| c.sequential_seconds());
         let current = state.controls.algorithm.get();
         let stages = state.loaded.chain.with(|c| c.len());
-        let optimal = if state.loaded.chain.with(|c| c.has_menus()) {
-            // Its class runs each F_all's classic option only.
-            OptimalAt::Missing(MENUS_OUTSIDE_OPTIMUM.into())
-        } else {
-            optimal_at(
-                stages,
-                standing(&state.tables.build_of(Algorithm::Optimal)),
-                offloading
-                    .iter()
-                    .find(|s| s.algorithm == Algorithm::Optimal),
-            )
-        };
+        let optimal = optimal_at(
+            stages,
+            state.loaded.chain.with(|c| c.has_menus()),
+            standing(&state.tables.build_of(Algorithm::Optimal)),
+            offloading
+                .iter()
+                .find(|s| s.algorithm == Algorithm::Optimal),
+        );
         Algorithm::ALL
             .iter()
             .map(|alg| {
