@@ -58,6 +58,16 @@ else
   py -c "$MODELS_OK"
   echo "torchvision 0.28.0, transformers 5.24.0, timm 1.0.31 installed in $D"
 fi
+# pytest-xdist: the suite runs in two processes (scripts/test.sh); most of
+# a test's time is Python (dynamo, tracing, one gloo rank waiting on
+# another), so two workers on two cores took 5 min 28 s against 11 min.
+if py -c "import xdist, execnet" >/dev/null 2>&1; then
+  echo "pytest-xdist imports with $D"
+else
+  python3 -m pip install --quiet --no-deps --target "$D" pytest-xdist==3.8.0 execnet==2.1.2
+  py -c "import xdist, execnet"
+  echo "pytest-xdist 3.8.0 installed in $D"
+fi
 # The package itself, as a user installs it (`pip install ./python`), into
 # the same directory; --upgrade replaces the previous copy.
 python3 -m pip install --quiet --no-deps --upgrade --target "$D" ./python

@@ -19,7 +19,14 @@ case "${1:-}" in
   *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
 esac
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step says when it starts (seconds since the script began), so a
+# log shows where the time goes.
+step() { printf '\n==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+# remat_torch's tests in parallel processes, a file per process at a time
+# (module fixtures built once): at most 4, as each test's torch uses every
+# core and the gloo tests start up to 4 processes of their own.
+WORKERS=$(nproc 2>/dev/null || echo 2)
+[ "$WORKERS" -gt 4 ] && WORKERS=4
 
 step "toolchain components"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
@@ -55,23 +62,24 @@ if [ "$QUICK" = 1 ]; then
   step "quick: the fast remat_torch tests (setup if missing)"
   bash scripts/setup-python.sh
   PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/release/remat" \
-    python3 -m pytest -q -c python/pyproject.toml --rootdir python \
+    python3 -m pytest -q -c python/pyproject.toml --rootdir python -n "$WORKERS" --dist loadfile \
       python/tests/test_refusals.py python/tests/test_validator.py python/tests/test_never_silent.py \
       python/tests/test_schedules.py
   step "quick: done (the full suite: scripts/test.sh)"
   exit 0
 fi
 
-step "Rust tests (release: the proptest and exhaustive suites are 80× faster optimized)"
-cargo test --release -p remat-core -p remat-cli
-
-step "profiler (remat-profile with libtorch, CPU): setup, then its tests with --features torch"
+step "profiler (remat-profile with libtorch, CPU): setup, then clippy with and without --features torch"
 bash scripts/setup-libtorch.sh
 cargo clippy -p remat-profiler --all-targets -- -D warnings
 LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo clippy -p remat-profiler --features torch --all-targets -- -D warnings
+
+# One cargo invocation for the three crates: built apart, their features
+# unify differently and remat-core is compiled twice in release.
+step "Rust tests: core, CLI, profiler with --features torch (release: the proptest and exhaustive suites are 80× faster optimized)"
 LIBTORCH="$PWD/.tools/libtorch/torch" \
-  cargo test --release -p remat-profiler --features torch
+  cargo test --release -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
 
 step "remat_torch (python/): setup (torch 2.13 importable), then its tests against the remat binary"
 bash scripts/setup-python.sh
@@ -82,7 +90,8 @@ cargo build --release -p remat-cli
 # (with libtorch); REMAT_REQUIRE_PROFILER makes its absence a failure.
 PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/release/remat" \
   REMAT_PROFILE="$PWD/target/release/remat-profile" REMAT_REQUIRE_PROFILER=1 \
-  python3 -m pytest -q -c python/pyproject.toml --rootdir python python/tests
+  python3 -m pytest -q -c python/pyproject.toml --rootdir python -n "$WORKERS" --dist loadfile \
+    --durations=10 python/tests
 
 step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"
 bash scripts/setup-web.sh
@@ -94,3 +103,4 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
 
 step "explorer: browser tests"
 bash scripts/browser-tests.sh
+step "every test passed"
