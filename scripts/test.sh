@@ -42,8 +42,8 @@ step "module graph: no cycle between modules; the explorer's layers import one w
 python3 scripts/module_graph.py --self-test
 python3 scripts/module_graph.py
 
-step "cargo clippy (core, CLI) -D warnings"
-cargo clippy -p remat-core -p remat-cli --all-targets -- -D warnings
+step "cargo clippy (core, CLI, the Python extension) -D warnings"
+cargo clippy -p remat-core -p remat-cli -p remat-py --all-targets -- -D warnings
 
 step "remat-core builds for wasm32-unknown-unknown"
 cargo build -p remat-core --target wasm32-unknown-unknown
@@ -92,6 +92,9 @@ PYTHONPATH="$PWD/.tools/libtorch:$PWD/.tools/pydeps" REMAT_BIN="$PWD/target/rele
   REMAT_PROFILE="$PWD/target/release/remat-profile" REMAT_REQUIRE_PROFILER=1 \
   python3 -m pytest -q -c python/pyproject.toml --rootdir python -n "$WORKERS" --dist loadfile \
     --durations=10 python/tests
+
+step "remat_torch as users install it: its wheel alone in a clean virtual environment, the README's examples with no remat binary"
+bash scripts/wheel-check.sh
 
 step "web tooling (trunk, wasm-bindgen, wasm-opt, chromium, playwright-core)"
 bash scripts/setup-web.sh

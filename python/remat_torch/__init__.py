@@ -2,8 +2,8 @@
 training step exactly as a Remat schedule (`remat-schedule/1`) says.
 
     chain = remat_torch.describe_chain(model, batch, target, loss=fn)
-    # json.dump(chain, ...); remat solve chain.json -a rotor -b 60% -o plan.json
-    step = remat_torch.checkpointed(model, "plan.json", loss=fn)
+    plan = remat_torch.solve(chain, "rotor", budget="60%")  # in this process
+    step = remat_torch.checkpointed(model, plan, loss=fn)
     loss = step(batch, target)  # forward + backward; parameters' .grad filled
 
 See docs/pytorch.md in the Remat repository for the semantics of each
@@ -16,6 +16,7 @@ from .export import ExportError, apply_plan, export_plan
 from .frozen import FrozenStateError
 from .fsdp import fsdp_budget, fsdp_reserve
 from .measure import Meter, host_bandwidth, plain_step_peak
+from .planning import algorithms, solve
 from .pipeline import PipelineError, PipelinePlans, describe_pipeline, plan_pipeline
 from .policies import POLICIES
 from .runtime import Checkpointed, checkpointed
@@ -32,6 +33,7 @@ __all__ = [
     "PipelineError",
     "PipelinePlans",
     "Schedule",
+    "algorithms",
     "ScheduleError",
     "StagingError",
     "checkpointed",
@@ -45,6 +47,7 @@ __all__ = [
     "plan_pipeline",
     "load_schedule",
     "parse_schedule",
+    "solve",
     "validate",
 ]
 __version__ = "0.1.0"
