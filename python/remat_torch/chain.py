@@ -231,6 +231,10 @@ def describe_chain(
     device = device_of(batch)
     report = _Progress(progress)
     program = make_program(model, batch, target, loss, granularity, merge)
+    if isinstance(program, StagedProgram):
+        # A stage of several blocks is a coarse chain: say why (issue 42).
+        for why in program.staged.joined:
+            warnings.warn(why, stacklevel=2)
     # Measured as the runtime will run the stages: eager, or compiled.
     run = program if budget is None else compiled_program(program, budget)
     params = list(program.all_parameters())

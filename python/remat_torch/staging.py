@@ -110,6 +110,11 @@ class Stage:
     constants: List[int]  # indices into the step constants
     parameters: List[nn.Parameter] = field(default_factory=list)
     buffers: List[torch.Tensor] = field(default_factory=list)
+    # The modules it runs, `+`-joined (`layer2.0`, `conv1+bn1+relu+maxpool`):
+    # what `export_plan` wraps and the fingerprint hashes. `name` is what
+    # people read: the same, but unique in the chain and short
+    # (`_display_names`).
+    path: str = ""
 
     def __call__(self, h: Optional[torch.Tensor], consts: Sequence[torch.Tensor]) -> torch.Tensor:
         args = [consts[i] for i in self.constants]
@@ -127,6 +132,9 @@ class StagedModel:
     constants_module: fx.GraphModule
     in_spec: Any
     constant_names: List[str]
+    # Why a stage spans several blocks, one sentence per such stage
+    # (`_why_joined`); `describe_chain` says them.
+    joined: List[str] = field(default_factory=list)
 
     def constants(self, batch, target) -> List[torch.Tensor]:
         """The step constants for this batch: the batch's and the target's
@@ -421,6 +429,9 @@ def find_stages(
 
     constants_module = _constants_module(gm, nodes, consts, const_used)
     stages: List[Stage] = []
+    paths: List[str] = []
+    blocks_of: List[List[str]] = []
+    units_of: List[List[str]] = []
     for s, ((key, g), seg_nodes) in enumerate(zip(groups, stage_nodes)):
         inp = None
         if s > 0:
@@ -429,9 +440,19 @@ def find_stages(
         name = _segment_name([chains[n] for n in g], key)
         if s == len(stage_nodes) - 1:
             name = (name + "+loss") if name else "loss"
+        paths.append(name or f"stage{s + 1}")
+        blocks_of.append(list(dict.fromkeys(keys[n] for n in g if keys[n] is not None)))
+        units_of.append(_units(g, blocks_of[-1], keys, chains))
         stages.append(
-            _stage_module(gm, s, name or f"stage{s + 1}", g, inp, out, const_used, members, variable)
+            _stage_module(gm, s, paths[-1], g, inp, out, const_used, members, variable)
         )
+    for stage, path, shown in zip(stages, paths, _display_names(paths, units_of)):
+        stage.path, stage.name = path, shown
+    joined = [
+        _why_joined(l, stages[l - 1].name, blocks, g, keys, index, crossing_at, chains)
+        for l, (blocks, g) in enumerate(zip(blocks_of, stage_nodes), start=1)
+        if merge == 1 and len(blocks) >= 2
+    ]
     return StagedModel(
         model=model,
         loss=loss,
@@ -439,7 +460,92 @@ def find_stages(
         constants_module=constants_module,
         in_spec=gm._in_spec,
         constant_names=[n.name for n in const_used],
+        joined=joined,
     )
+
+
+# A stage name longer than this many `+`-joined parts is shortened.
+MAX_NAME_PARTS = 6
+
+
+def _units(g: List[fx.Node], blocks: List[str], keys, chains) -> List[str]:
+    """What a stage spanning two or more blocks is named by, in order: its
+    blocks, and the modules between them that are no block (a U-Net's
+    `mid`, by its outermost module unless that holds the blocks: GPT-2's
+    `transformer.ln_f`, not `transformer`). Empty for other stages."""
+    if len(blocks) < 2:
+        return []
+    units: List[str] = []
+    for n in g:
+        if keys[n] is not None:
+            u = keys[n]
+        elif chains[n]:
+            outer = chains[n][0]
+            u = chains[n][-1] if any(b.startswith(outer + ".") for b in blocks) else outer
+        else:
+            continue  # the model's own forward (a skip's `+`)
+        if u not in units:
+            units.append(u)
+    return units
+
+
+def _display_names(paths: List[str], units_of: List[List[str]]) -> List[str]:
+    """The stages' names as people read them: a stage spanning several
+    blocks with glue between them (a U-Net's long skips) is named by its
+    blocks (`down.1+down.2+mid`), not by every module inside; a name of
+    more than MAX_NAME_PARTS parts keeps its first two and its last
+    (`dec.0+dec.1+…+dec.5 (6 parts)`: a T5 decoder as one stage was
+    named in 1,304 characters); names that repeat (`granularity="fine"`
+    cuts a block in several stages) get their rank, `transformer.h.0[2]`."""
+    shown = []
+    for path, units in zip(paths, units_of):
+        loss = path.endswith("+loss")
+        parts = units if units else path[: -len("+loss")].split("+") if loss else path.split("+")
+        what = "parts" if units else "modules"
+        if len(parts) > MAX_NAME_PARTS:
+            name = f"{parts[0]}+{parts[1]}+…+{parts[-1]} ({len(parts)} {what})"
+        else:
+            name = "+".join(parts)
+        shown.append(name + "+loss" if loss and name != "loss" else name)
+    seen: Dict[str, int] = {}
+    total = {n: shown.count(n) for n in shown}
+    out = []
+    for n in shown:
+        if total[n] > 1:
+            seen[n] = seen.get(n, 0) + 1
+            n = f"{n}[{seen[n]}]"
+        out.append(n)
+    return out
+
+
+def _why_joined(l: int, name: str, blocks: List[str], g: List[fx.Node], keys, index, crossing_at,
+                chains) -> str:
+    """Why stage ℓ holds `blocks` (two or more) in one stage: at the first
+    boundary between two of its blocks, the tensors that need a gradient
+    crossing it — each with the module that made it and the block that
+    reads it last — where a cut must be crossed by exactly one."""
+    made_in = lambda n: (chains[n][-1] if chains[n] else "the model's own forward")  # noqa: E731
+    for a, b in zip(g, g[1:]):
+        ka, kb = keys[a], keys[b]
+        if ka is None or kb is None or ka == kb:
+            continue
+        cross = crossing_at[index[a]]
+        if len(cross) == 1:
+            why = f"the one tensor crossing it, `{cross[0].name}`, is written in place later"
+        else:
+            def last_reader(v):
+                readers = [u for u in v.users if u in index]
+                last = max(readers, key=lambda u: index[u], default=None)
+                return keys.get(last) or (made_in(last) if last is not None else "the loss")
+
+            listed = "; ".join(f"`{v.name}` from {made_in(v)}, last read in {last_reader(v)}" for v in cross[:4])
+            more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
+            why = f"{len(cross)} tensors that need a gradient cross it ({listed}{more})"
+        return (f"stage {l} ({name}) holds {len(blocks)} blocks, {blocks[0]} … {blocks[-1]}: "
+                f"between {ka} and {kb}, {why}, and a cut must be crossed by exactly one; the same holds "
+                "at every boundary inside it. A plan can only keep or recompute it whole: pass the "
+                "stages yourself as a list of modules to cut it otherwise")
+    return f"stage {l} ({name}) holds {len(blocks)} blocks"
 
 
 def getattr_path(root: nn.Module, target: str):
@@ -571,7 +677,7 @@ class StagedProgram:
         self.staged = staged
         self.names = [s.name for s in staged.stages]
         self.module_names: List[Optional[str]] = [
-            s.name[: -len("+loss")] if s.name.endswith("+loss") else (None if s.name == "loss" else s.name)
+            s.path[: -len("+loss")] if s.path.endswith("+loss") else (None if s.path == "loss" else s.path)
             for s in staged.stages
         ]
         # The model's plain attributes at capture (`remat_torch.frozen`),

@@ -314,3 +314,93 @@ def test_describing_says_how_far_it_is(capsys):
         "describe_chain: done in "), err[-200:]
     remat_torch.describe_chain(model, x, target, loss=_loss, repeat=1, progress=False)
     assert capsys.readouterr().err == ""
+
+
+class _Block(nn.Module):
+    def __init__(self, c: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return nn.functional.relu(self.bn(self.conv(x)))
+
+
+class _UNet(nn.Module):
+    """Long skips: each down block's output is added into the up block of
+    the same depth, so no cut inside the U is crossed by one tensor."""
+
+    def __init__(self, depth: int, c: int = 4) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 1)
+        self.down = nn.ModuleList(_Block(c) for _ in range(depth))
+        self.mid = _Block(c)
+        self.up = nn.ModuleList(_Block(c) for _ in range(depth))
+        self.head = nn.Conv2d(c, 2, 1)
+
+    def forward(self, x):
+        x = self.stem(x)
+        skips = []
+        for d in self.down:
+            x = d(x)
+            skips.append(x)
+        x = self.mid(x)
+        for u in self.up:
+            x = u(x + skips.pop())
+        return self.head(x).mean((2, 3))
+
+
+def _unet_batch():
+    gen = torch.Generator().manual_seed(5)
+    return torch.randn(2, 3, 16, 16, generator=gen), torch.randint(0, 2, (2,), generator=gen)
+
+
+def test_a_coarse_stage_is_named_by_its_blocks_and_explained():
+    """A U-Net's skips leave one stage of several blocks (issue 42: a U-Net
+    gave one stage of six blocks, with no reason given): it is named by its
+    blocks and the module between them (`mid`), not by its twelve convs and
+    norms, and describe_chain says why, naming the tensors that cross, the
+    block each comes from and where it is read last. The chain's `module`
+    keeps every module it runs (what the export wraps). Fails if the name
+    lists the modules inside (mutation run: `_units` returning [] → the
+    name is `down.1.conv+down.1.bn+…+up.1.bn (10 modules)`), or if the
+    warning is gone."""
+    torch.manual_seed(0)
+    x, y = _unet_batch()
+    model = _UNet(3)
+    with pytest.warns(UserWarning) as caught:
+        chain = remat_torch.describe_chain(model, x, y, loss=nn.functional.cross_entropy, repeat=1)
+    names = [s["name"] for s in chain["stages"]]
+    assert names == ["stem", "down.0", "down.1+down.2+mid+up.0+up.1", "up.2", "head+loss"], names
+    assert chain["stages"][2]["module"].startswith("down.1.conv+down.1.bn+down.2.conv"), chain["stages"][2]
+    said = [str(w.message) for w in caught if "holds" in str(w.message)]
+    assert len(said) == 1, said
+    assert said[0].startswith("stage 3 (down.1+down.2+mid+up.0+up.1) holds 4 blocks, down.1 … up.1: "
+                              "between down.1 and down.2, 2 tensors that need a gradient cross it "
+                              "(`relu` from down.0, last read in the model's own forward; "
+                              "`relu_1` from down.1, last read in the model's own forward)"), said[0]
+
+
+def test_a_long_coarse_name_is_shortened():
+    """Nine parts in one stage: the first two, the last, and how many
+    (a T5 decoder as one stage was named in 1,304 characters)."""
+    x, y = _unet_batch()
+    staged = remat_torch.find_stages(_UNet(5), x, y, nn.functional.cross_entropy)
+    assert staged.names[2] == "down.1+down.2+…+up.3 (9 parts)", staged.names
+    assert staged.stages[2].path.count("+") == 17, staged.stages[2].path
+
+
+def test_fine_granularity_names_every_stage_once():
+    """`granularity="fine"` cuts a GPT-2 block in two: each piece is named
+    with its rank (`transformer.h.0[1]`, `[2]`), so every stage's name is
+    its own (issue 42: the names repeated). Fails without the ranks
+    (mutation run: the renaming loop removed → `transformer.h.0` twice)."""
+    from helpers import lm_loss, tiny_gpt2, token_ids
+
+    ids = token_ids(1)
+    staged = remat_torch.find_stages(tiny_gpt2(0.0), {"input_ids": ids, "use_cache": False}, ids, lm_loss,
+                                     granularity="fine")
+    assert len(set(staged.names)) == len(staged.names), staged.names
+    assert "transformer.h.0[1]" in staged.names and "transformer.h.0[2]" in staged.names, staged.names
+    # The module paths, what exports wrap, are not renamed.
+    assert [s.path for s in staged.stages].count("transformer.h.0") == 2
