@@ -69,6 +69,7 @@ use crate::schedule::Op;
 use serde::{Deserialize, Serialize};
 
 mod min_budget;
+mod read_out;
 mod steps;
 pub use min_budget::{min_budget, min_budget_met, min_budget_on, MinBudget};
 pub use steps::{StepParts, StepStats, StepTable};
@@ -753,7 +754,7 @@ impl PersistentTable {
             return None;
         }
         let mut ops = Vec::with_capacity(4 * self.n);
-        let peak = self.read_out(chain, 1, self.n, m, &mut ops);
+        let peak = read_out::read_out(self, chain, 1, self.n, m, &mut ops);
         Some(PersistentPlan {
             ops,
             predicted_seconds,
@@ -825,48 +826,21 @@ impl PersistentTable {
         }
         nearest.1
     }
+}
 
-    /// Appends the ops of OptRec(s, t, m) and returns their peak in bytes,
-    /// a^{s-1} excluded, δ^t included (the DP's own accounting, unrounded).
-    fn read_out(&self, chain: &Chain, s: usize, t: usize, m: usize, ops: &mut Vec<Op>) -> u64 {
-        let a = |l: usize| chain.output_bytes(l);
-        let d = |l: usize| chain.gradient_bytes(l);
-        let st = chain.stage(s);
-        match self.decide(s, t, m) {
-            Decision::Leaf { option } => {
-                let k = option as usize;
-                let c = st.choice(k);
-                ops.push(Op::ForwardAll { stage: s, option });
-                ops.push(Op::Backward { stage: s });
-                (d(s) + c.saved_bytes + c.forward_overhead).max(chain.backward_bytes_of(s, k))
-            }
-            Decision::All { option } => {
-                let k = option as usize;
-                let c = st.choice(k);
-                let held = match k {
-                    0 => self.saved[s],
-                    _ => self.menu[s][k - 1].held,
-                };
-                ops.push(Op::ForwardAll { stage: s, option });
-                let sub = self.read_out(chain, s + 1, t, m - held, ops);
-                ops.push(Op::Backward { stage: s });
-                (d(t) + c.saved_bytes + c.forward_overhead)
-                    .max(c.saved_bytes + sub)
-                    .max(chain.backward_bytes_of(s, k))
-            }
-            Decision::Checkpoint { next } => {
-                ops.push(Op::ForwardCheckpoint { stage: s });
-                let mut peak = d(t) + a(s) + st.nograd_forward_overhead();
-                for j in s + 1..next {
-                    ops.push(Op::ForwardNone { stage: j });
-                    let of = chain.stage(j).nograd_forward_overhead();
-                    peak = peak.max(d(t) + a(j - 1) + a(j) + of);
-                }
-                let right = self.read_out(chain, next, t, m - self.act[next - 1], ops);
-                let left = self.read_out(chain, s, next - 1, m, ops);
-                peak.max(a(next - 1) + right).max(left)
-            }
+impl read_out::Cells for PersistentTable {
+    type Memory = usize;
+    fn decide(&self, s: usize, t: usize, m: usize) -> Decision {
+        PersistentTable::decide(self, s, t, m)
+    }
+    fn held_by_forward_all(&self, _chain: &Chain, s: usize, k: usize) -> usize {
+        match k {
+            0 => self.saved[s],
+            _ => self.menu[s][k - 1].held,
         }
+    }
+    fn held_by_checkpoint(&self, _chain: &Chain, next: usize) -> usize {
+        self.act[next - 1]
     }
 }
 

@@ -362,7 +362,7 @@ impl StepTable {
             return None;
         }
         let mut ops = Vec::with_capacity(4 * self.n);
-        let peak = self.read_out(chain, 1, self.n, m, &mut ops);
+        let peak = super::read_out::read_out(self, chain, 1, self.n, m, &mut ops);
         Some(PersistentPlan {
             ops,
             predicted_seconds,
@@ -522,45 +522,18 @@ impl StepTable {
         }
         nearest.1
     }
+}
 
-    /// Appends the ops of OptRec(s, t, m) and returns their peak in bytes,
-    /// a^{s−1} excluded, δ^t included (as the grid table's read-out).
-    fn read_out(&self, chain: &Chain, s: usize, t: usize, m: u64, ops: &mut Vec<crate::Op>) -> u64 {
-        use crate::Op;
-        let a = |l: usize| chain.output_bytes(l);
-        let d = |l: usize| chain.gradient_bytes(l);
-        let st = chain.stage(s);
-        match self.decide(s, t, m) {
-            Decision::Leaf { option } => {
-                let k = option as usize;
-                let c = st.choice(k);
-                ops.push(Op::ForwardAll { stage: s, option });
-                ops.push(Op::Backward { stage: s });
-                (d(s) + c.saved_bytes + c.forward_overhead).max(chain.backward_bytes_of(s, k))
-            }
-            Decision::All { option } => {
-                let k = option as usize;
-                let c = st.choice(k);
-                ops.push(Op::ForwardAll { stage: s, option });
-                let sub = self.read_out(chain, s + 1, t, m - c.saved_bytes, ops);
-                ops.push(Op::Backward { stage: s });
-                (d(t) + c.saved_bytes + c.forward_overhead)
-                    .max(c.saved_bytes + sub)
-                    .max(chain.backward_bytes_of(s, k))
-            }
-            Decision::Checkpoint { next } => {
-                ops.push(Op::ForwardCheckpoint { stage: s });
-                let mut peak = d(t) + a(s) + st.nograd_forward_overhead();
-                for j in s + 1..next {
-                    ops.push(Op::ForwardNone { stage: j });
-                    let of = chain.stage(j).nograd_forward_overhead();
-                    peak = peak.max(d(t) + a(j - 1) + a(j) + of);
-                }
-                let right = self.read_out(chain, next, t, m - a(next - 1), ops);
-                let left = self.read_out(chain, s, next - 1, m, ops);
-                peak.max(a(next - 1) + right).max(left)
-            }
-        }
+impl super::read_out::Cells for StepTable {
+    type Memory = u64;
+    fn decide(&self, s: usize, t: usize, m: u64) -> Decision {
+        StepTable::decide(self, s, t, m)
+    }
+    fn held_by_forward_all(&self, chain: &Chain, s: usize, k: usize) -> u64 {
+        chain.stage(s).choice(k).saved_bytes
+    }
+    fn held_by_checkpoint(&self, chain: &Chain, next: usize) -> u64 {
+        chain.output_bytes(next - 1)
     }
 }
 
