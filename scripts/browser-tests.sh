@@ -10,8 +10,12 @@ export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
 
 echo "== trunk build --release"
 trunk build --release || { echo "BROWSER TESTS: FAIL (trunk build)"; exit 1; }
-echo "== cargo build --release -p remat-cli"
-cargo build --release -p remat-cli || { echo "BROWSER TESTS: FAIL (CLI build)"; exit 1; }
+# scripts/test.sh has built the CLI already (REMAT_CLI); alone, build it.
+if [ -z "${REMAT_CLI:-}" ] || [ ! -x "$REMAT_CLI" ]; then
+  echo "== cargo build --release -p remat-cli"
+  cargo build --release -p remat-cli || { echo "BROWSER TESTS: FAIL (CLI build)"; exit 1; }
+  REMAT_CLI="$ROOT/target/release/remat"
+fi
 
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 python3 -m http.server "$PORT" --bind 127.0.0.1 --directory "$ROOT/dist" >/tmp/remat-http-$PORT.log 2>&1 &
@@ -24,7 +28,7 @@ done
 
 echo "== browser tests against http://127.0.0.1:$PORT/"
 export EXPLORER_URL="http://127.0.0.1:$PORT/"
-export REMAT_CLI="$ROOT/target/release/remat"
+export REMAT_CLI
 (cd "$ROOT/tests" && node --test --test-concurrency=1 --test-reporter=spec ./*.test.mjs)
 STATUS=$?
 if [ "$STATUS" -eq 0 ]; then
