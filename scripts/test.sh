@@ -82,12 +82,14 @@ LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo test --release -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
 
 step "remat_torch (python/): setup (torch 2.13 importable), then its tests against the remat binary"
-bash scripts/setup-python.sh
 # Nothing to build: the Rust tests above built target/release/remat with
 # these features (built alone, remat-core and the CLI would compile again).
+# Before the Python setup: maturin's build of the extension there leaves
+# the shared dependencies' fingerprints so that this would take 54 s after it.
 LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo build --release -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
 export REMAT_CLI="$PWD/target/release/remat"
+bash scripts/setup-python.sh
 # From the repository root, so remat_torch is imported from what
 # `pip install ./python` installed in .tools/pydeps, not from the source tree.
 # The profiler's TorchScript tests use the binary `cargo test` built above

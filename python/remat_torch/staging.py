@@ -449,9 +449,11 @@ def find_stages(
     for stage, path, shown in zip(stages, paths, _display_names(paths, units_of)):
         stage.path, stage.name = path, shown
     joined = [
-        _why_joined(l, stages[l - 1].name, blocks, g, keys, index, crossing_at, chains)
+        why
         for l, (blocks, g) in enumerate(zip(blocks_of, stage_nodes), start=1)
         if merge == 1 and len(blocks) >= 2
+        for why in [_why_joined(l, stages[l - 1].name, blocks, g, keys, index, crossing_at, chains)]
+        if why is not None
     ]
     return StagedModel(
         model=model,
@@ -500,8 +502,12 @@ def _display_names(paths: List[str], units_of: List[List[str]]) -> List[str]:
     shown = []
     for path, units in zip(paths, units_of):
         loss = path.endswith("+loss")
-        parts = units if units else path[: -len("+loss")].split("+") if loss else path.split("+")
-        what = "parts" if units else "modules"
+        modules = path[: -len("+loss")].split("+") if loss else path.split("+")
+        # By its blocks only where that is shorter: a DenseNet block, whose
+        # layers its concatenations bind, keeps the one module holding them.
+        by_units = len(units) >= 2 and len(units) < len(modules)
+        parts = units if by_units else modules
+        what = "parts" if by_units else "modules"
         if len(parts) > MAX_NAME_PARTS:
             name = f"{parts[0]}+{parts[1]}+…+{parts[-1]} ({len(parts)} {what})"
         else:
@@ -519,11 +525,14 @@ def _display_names(paths: List[str], units_of: List[List[str]]) -> List[str]:
 
 
 def _why_joined(l: int, name: str, blocks: List[str], g: List[fx.Node], keys, index, crossing_at,
-                chains) -> str:
+                chains) -> Optional[str]:
     """Why stage ℓ holds `blocks` (two or more) in one stage: at the first
     boundary between two of its blocks, the tensors that need a gradient
     crossing it — each with the module that made it and the block that
-    reads it last — where a cut must be crossed by exactly one."""
+    reads it last — where a cut must be crossed by exactly one. None when
+    the boundary is crossed by one tensor written in place later (VGG's
+    `features.0+features.1`, a conv and its `ReLU(inplace=True)`: common,
+    documented, and no coarser than two modules)."""
     made_in = lambda n: (chains[n][-1] if chains[n] else "the model's own forward")  # noqa: E731
     for a, b in zip(g, g[1:]):
         ka, kb = keys[a], keys[b]
@@ -531,7 +540,7 @@ def _why_joined(l: int, name: str, blocks: List[str], g: List[fx.Node], keys, in
             continue
         cross = crossing_at[index[a]]
         if len(cross) == 1:
-            why = f"the one tensor crossing it, `{cross[0].name}`, is written in place later"
+            return None
         else:
             def last_reader(v):
                 readers = [u for u in v.users if u in index]
@@ -540,11 +549,11 @@ def _why_joined(l: int, name: str, blocks: List[str], g: List[fx.Node], keys, in
 
             listed = "; ".join(f"`{v.name}` from {made_in(v)}, last read in {last_reader(v)}" for v in cross[:4])
             more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
-            why = f"{len(cross)} tensors that need a gradient cross it ({listed}{more})"
+            why = (f"{len(cross)} tensors that need a gradient cross it ({listed}{more}), and a cut must be "
+                   "crossed by exactly one")
         return (f"stage {l} ({name}) holds {len(blocks)} blocks, {blocks[0]} … {blocks[-1]}: "
-                f"between {ka} and {kb}, {why}, and a cut must be crossed by exactly one; the same holds "
-                "at every boundary inside it. A plan can only keep or recompute it whole: pass the "
-                "stages yourself as a list of modules to cut it otherwise")
+                f"between {ka} and {kb}, {why}; no boundary inside it is a cut. A plan can only keep or "
+                "recompute it whole: pass the stages yourself as a list of modules to cut it otherwise")
     return f"stage {l} ({name}) holds {len(blocks)} blocks"
 
 
