@@ -82,10 +82,10 @@ LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo test --release -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
 
 step "remat_torch (python/): setup (torch 2.13 importable), then its tests against the remat binary"
-# Nothing to build: the Rust tests above built target/release/remat with
-# these features (built alone, remat-core and the CLI would compile again).
-# Before the Python setup: maturin's build of the extension there leaves
-# the shared dependencies' fingerprints so that this would take 54 s after it.
+# The CLI the Python and browser tests use. Not a no-op, though the Rust
+# tests above built it: their dev-dependencies unify other features into
+# the shared crates, so remat-core compiles again here (54–66 s on the
+# 2-core machine); reusing the tests' target/release/remat is the next step.
 LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo build --release -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
 export REMAT_CLI="$PWD/target/release/remat"
