@@ -541,16 +541,16 @@ def _why_joined(l: int, name: str, blocks: List[str], g: List[fx.Node], keys, in
         cross = crossing_at[index[a]]
         if len(cross) == 1:
             return None
-        else:
-            def last_reader(v):
-                readers = [u for u in v.users if u in index]
-                last = max(readers, key=lambda u: index[u], default=None)
-                return keys.get(last) or (made_in(last) if last is not None else "the loss")
 
-            listed = "; ".join(f"`{v.name}` from {made_in(v)}, last read in {last_reader(v)}" for v in cross[:4])
-            more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
-            why = (f"{len(cross)} tensors that need a gradient cross it ({listed}{more}), and a cut must be "
-                   "crossed by exactly one")
+        def last_reader(v):
+            readers = [u for u in v.users if u in index]
+            last = max(readers, key=lambda u: index[u], default=None)
+            return keys.get(last) or (made_in(last) if last is not None else "the loss")
+
+        listed = "; ".join(f"`{v.name}` from {made_in(v)}, last read in {last_reader(v)}" for v in cross[:4])
+        more = f" and {len(cross) - 4} more" if len(cross) > 4 else ""
+        why = (f"{len(cross)} tensors that need a gradient cross it ({listed}{more}), and a cut must be "
+               "crossed by exactly one")
         return (f"stage {l} ({name}) holds {len(blocks)} blocks, {blocks[0]} … {blocks[-1]}: "
                 f"between {ka} and {kb}, {why}; no boundary inside it is a cut. A plan can only keep or "
                 "recompute it whole: pass the stages yourself as a list of modules to cut it otherwise")
