@@ -234,7 +234,10 @@ impl fmt::Display for Overcommitted {
 }
 
 impl Breakdown {
-    pub fn of(inputs: &DeviceInputs) -> Breakdown {
+    /// `gradients_in_chain`: the chain counts the parameter gradients
+    /// (`parameter_gradient_bytes`, `zero_grad(set_to_none=True)`), so a
+    /// counted model state leaves them out rather than count them twice.
+    pub fn of(inputs: &DeviceInputs, gradients_in_chain: bool) -> Breakdown {
         let (weights, gradients, optimizer) = match inputs.model {
             ModelState::Entered(_) => (0, 0, 0),
             ModelState::Counted {
@@ -243,7 +246,11 @@ impl Breakdown {
                 optimizer,
             } => (
                 parameters.saturating_mul(weights.element_bytes()),
-                parameters.saturating_mul(weights.element_bytes()),
+                if gradients_in_chain {
+                    0
+                } else {
+                    parameters.saturating_mul(weights.element_bytes())
+                },
                 parameters.saturating_mul(weights.state_bytes(optimizer)),
             ),
         };
@@ -342,7 +349,7 @@ mod tests {
             (Weights::Mixed, Optimizer::Adam, 16),
         ] {
             assert_eq!(bytes_per_parameter(weights, optimizer), per_parameter);
-            let b = Breakdown::of(&DeviceInputs {
+            let inputs = DeviceInputs {
                 gpu_bytes: 100 * p,
                 model: ModelState::Counted {
                     parameters: p,
@@ -350,8 +357,14 @@ mod tests {
                     optimizer,
                 },
                 margin: Margin::Percent(10.0),
-            });
+            };
+            let b = Breakdown::of(&inputs, false);
             assert_eq!(b.weights + b.gradients + b.optimizer, b.model_total);
+            // A chain that counts the gradients itself: they leave the
+            // model state (fails if they were counted twice).
+            let inside = Breakdown::of(&inputs, true);
+            assert_eq!(inside.gradients, 0);
+            assert_eq!(inside.model_total, b.model_total - b.weights);
             assert_eq!(
                 b.model_total,
                 per_parameter * p,
@@ -363,7 +376,7 @@ mod tests {
         // VGG-19 in fp32 with Adam on an 80 GB card: 143.7 M × 16 B = 2.14
         // GiB of model state, a 1 % margin as `remat maxbatch` keeps (the
         // page kept 10 % until issue 45: a max batch the CLI did not give).
-        let b = Breakdown::of(&DeviceInputs::new(143_667_240));
+        let b = Breakdown::of(&DeviceInputs::new(143_667_240), false);
         assert_eq!(b.model_total, 143_667_240 * 16);
         let margin = remat_core::maxbatch::DEFAULT_MARGIN.bytes(80 << 30);
         assert_eq!(b.margin, margin);
@@ -375,11 +388,14 @@ mod tests {
     // wrapping_sub: a budget of 16 EiB).
     #[test]
     fn an_overfull_gpu_says_by_how_much() {
-        let b = Breakdown::of(&DeviceInputs {
-            gpu_bytes: 24 << 30,
-            model: ModelState::Entered(23 << 30),
-            margin: Margin::Bytes(2 << 30),
-        });
+        let b = Breakdown::of(
+            &DeviceInputs {
+                gpu_bytes: 24 << 30,
+                model: ModelState::Entered(23 << 30),
+                margin: Margin::Bytes(2 << 30),
+            },
+            false,
+        );
         assert_eq!(b.model_total, 23 << 30);
         assert_eq!(b.activations(), Err(Overcommitted { by: 1 << 30 }));
         assert!(b

@@ -179,9 +179,22 @@ def describe_chain(
     menu: Union[None, bool, Sequence[str]] = None,
     compile: Union[bool, float] = False,
     progress: Union[None, bool, Callable[[str, int, int], Any]] = None,
+    set_to_none: bool = False,
 ) -> Dict[str, Any]:
     """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
     with `json.dump` and give it to `remat solve`).
+
+    `set_to_none` says how the training loop clears the parameter
+    gradients, as its `zero_grad(set_to_none=...)`. True (PyTorch's
+    default; here False for now, so that chains described before keep their
+    meaning): they do not exist when the step starts, each stage's
+    backward creates its own and they stay to the step's end; the chain
+    counts them (`parameter_gradient_bytes` per stage, in o_b while B^ℓ
+    runs), so a plan's peak is the allocator's peak of the step above the
+    weights, buffers and optimizer state. False: they live across steps with
+    the weights, outside the chain; only the one in flight (allocated,
+    added into `.grad`, freed) is in o_b. Measure a plan's step with the
+    same value (`Checkpointed.measure_step`).
 
     `model` is any `nn.Module` and `loss(output, target)` the line the
     training loop has (`output` is whatever the model returns: a tensor, a
@@ -245,7 +258,8 @@ def describe_chain(
             _verify(program, program.staged.model, loss, batch, target, state, device)
         # The stages were checked eager (a compiled graph is not bitwise
         # the eager one), then measured as the runtime will run them.
-        stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies, report)
+        stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies, report,
+                                      set_to_none)
     finally:
         state.restore()
         report.done()
@@ -272,8 +286,11 @@ def describe_chain(
             f"measured by remat_torch.describe_chain: {type(model).__name__}, {size} ({shapes}); "
             f"{where}, {threads} threads, PyTorch {torch.__version__.split('+')[0]}, "
             f"{time.strftime('%Y-%m-%d')}; method: {found}; sizes are allocator deltas from {how}, "
-            f"parameter gradients outside, and the step constants ({inputs.constant_bytes} B: the "
-            f"target and what stages after the first read) outside like parameters; "
+            + ("parameter gradients inside from their creation by the stage's backward to the step's end "
+               "(zero_grad(set_to_none=True)), " if set_to_none else
+               "parameter gradients outside with the weights (zero_grad(set_to_none=False)), ")
+            + f"and the step constants ({inputs.constant_bytes} B: the "
+            f"target and what stages after the first read) outside like the weights; "
             + (f"times: eager medians of {repeat} after a warm-up" if budget is None else
                f"stages compiled by torch.compile (inductor) one by one at activation_memory_budget={budget:g}, "
                f"times: medians of {repeat} after the compile")
@@ -323,12 +340,17 @@ class _Progress:
 
 
 def _measure(program, batch, target, device, params, state: TrainingState, repeat: int,
-             policies: Sequence[str] = (), report: Callable[[str, int, int], None] = lambda *_: None):
+             policies: Sequence[str] = (), report: Callable[[str, int, int], None] = lambda *_: None,
+             set_to_none: bool = False):
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
     n = len(program)
     compiled = isinstance(program, CompiledProgram)
-    meter = Meter(device, params)
+    # set_to_none: every byte counts, the gradients a backward creates
+    # included (they are the chain's, g^ℓ); otherwise they are booked
+    # outside as autograd accumulates them, as a `.grad` that already
+    # exists takes them in place.
+    meter = Meter(device, () if set_to_none else params)
     # The inputs of every stage, from no-grad forwards.
     inputs: List[Optional[torch.Tensor]] = [pipe.first]
     for l in range(1, n):
@@ -370,8 +392,12 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             if record is None:
                 backward_handing_over(out, dbox)
             else:
+                # g^ℓ: the gradients this backward creates (a weight tied to
+                # a later stage has its `.grad` already: only its transient).
+                fresh = [p for p in program.parameters(l) if p.grad is None] if set_to_none else []
                 _, _, peak = meter.measure(lambda: backward_handing_over(out, dbox))
                 row["backward_peak"] = peak
+                row["parameter_gradient_bytes"] = storage_bytes(p.grad for p in fresh if p.grad is not None)
             delta = box[0] if box else None
             if record is not None:
                 row["input_gradient_bytes"] = 0 if delta is None else storage_bytes([delta])
@@ -493,7 +519,14 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             stage["forward_overhead_bytes"] = o_f
         if o_f_nograd != o_f:
             stage["forward_nograd_overhead_bytes"] = o_f_nograd
-        o_b = r["backward_peak"] - d_prev
+        g = r["parameter_gradient_bytes"]
+        if g:
+            stage["parameter_gradient_bytes"] = g
+        # B^ℓ frees at most δ^ℓ and ā^ℓ and keeps g^ℓ: the bound a chain
+        # must meet, which the measured sizes (ā^ℓ raised to a^ℓ above)
+        # can miss by a few bytes.
+        least = g - r["gradient_bytes"] - saved
+        o_b = max(r["backward_peak"] - d_prev, least)
         if o_b:
             stage["backward_overhead_bytes"] = o_b
         entries = []
@@ -517,7 +550,8 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
                 "policy": name,
                 "saved_bytes": kept,
                 "backward_extra_seconds": max(0.0, extra),
-                "backward_overhead_bytes": row["backward_peak"] - rows[rep_l]["input_gradient_bytes"],
+                "backward_overhead_bytes": max(row["backward_peak"] - rows[rep_l]["input_gradient_bytes"],
+                                               g - r["gradient_bytes"] - kept),
                 "forward_overhead_bytes": max(0, row["recording_transient"]),
             })
         if entries:

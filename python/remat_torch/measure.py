@@ -1,4 +1,4 @@
-"""Memory as the allocator sees it, with parameter gradients booked outside.
+"""Memory as the allocator sees it, parameter gradients inside or booked outside.
 
 Sizes in a chain are what the allocator holds, never numel × element size:
 
@@ -12,12 +12,16 @@ Sizes in a chain are what the allocator holds, never numel × element size:
   count, and its maximum the peak. The profiler is on only while memory is
   measured; times are taken in separate runs with it off.
 
-Parameter gradients are outside the chain (docs/model.md: weights, their
-gradients and the optimizer state are not in a budget). With
-`zero_grad(set_to_none=True)` a stage's backward creates them and they stay
-until the optimizer step; each is booked outside the count from the moment
-autograd accumulates it into `.grad` (a post-accumulate-grad hook), once per
-parameter and step — the rule the plain step's measured peak follows too.
+Parameter gradients are counted as the training loop makes them
+(docs/model.md, "Parameter gradients"). With `zero_grad(set_to_none=True)`,
+PyTorch's default, a stage's backward creates them and they stay until the
+optimizer step: a Meter without parameters counts them like any tensor, and
+the chain says how many each backward leaves (g^ℓ). With
+`set_to_none=False` they live across steps with the weights: a Meter given
+the parameters books each outside the count from the moment autograd
+accumulates it into `.grad` (a post-accumulate-grad hook), once per
+parameter and step, which is when the tensor in flight is added into the
+existing `.grad` and freed.
 """
 
 from __future__ import annotations
@@ -268,13 +272,16 @@ def plain_step_peak(
     batch: Any,
     target: Any,
     loss: Optional[Callable] = None,
+    set_to_none: bool = False,
 ) -> dict:
     """The activation peak of one plain training step, the figure a chain's
     M_high is held to: over `loss(model(batch), target).backward()` with the
     parameter gradients set to none before, the maximum of the allocator's
-    live bytes minus those live before the forward and minus the parameter
-    gradients accumulated so far, plus the batch's and the target's bytes
-    (a^0; step constants made in the forward are in the live bytes already).
+    live bytes minus those live before the forward, plus the batch's and the
+    target's bytes (a^0; step constants made in the forward are in the live
+    bytes already). With `set_to_none=False` (a chain described so) the
+    parameter gradients are left out from the moment each is accumulated,
+    as they live outside the chain with the weights.
 
     Without `loss`, `model` is a list or `nn.Sequential` of stages whose last
     one takes `(activation, target)` and returns the loss. Parameter
@@ -306,7 +313,7 @@ def plain_step_peak(
     program = stages if stages is not None else make_program(model, batch, target, loss)
     inputs = StepInputs(program, batch, target, program.constants(batch, target), fixed_tensors(program))
     try:
-        value, _, peak = Meter(device, params).measure(step)
+        value, _, peak = Meter(device, () if set_to_none else params).measure(step)
     finally:
         state.restore()
     # In the chain's terms: a^0 is the batch's movable part, the step

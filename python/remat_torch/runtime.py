@@ -662,19 +662,27 @@ class Checkpointed:
         self.last_inputs = run.inputs
         return run
 
-    def measure_step(self, batch, target=None) -> Tuple[torch.Tensor, int]:
+    def measure_step(self, batch, target=None, set_to_none: bool = False) -> Tuple[torch.Tensor, int]:
         """One step with the allocator watched (`remat_torch.measure`):
         (the loss, the step's peak in the chain's terms — what the plan's
         `predicted_peak_bytes` predicts: a^0 and everything the step holds,
-        parameters, their gradients and the step constants outside)."""
+        the parameters and the step constants outside). `set_to_none` as
+        the chain was described with (`describe_chain`, default False):
+        True, the parameter gradients are cleared to None first, as
+        `zero_grad(set_to_none=True)` does, and the ones the step creates
+        count; False, they are outside."""
         from .measure import Meter
 
         program = self.program_for(batch, target)
-        meter = Meter(device_of(batch), program.all_parameters())
+        params = list(program.all_parameters())
+        if set_to_none:
+            for p in params:
+                p.grad = None
+        meter = Meter(device_of(batch), () if set_to_none else params)
         run, _, peak = meter.measure(lambda: self._run(batch, target, meter=meter))
         return run.loss, peak + run.inputs.offset_bytes
 
-    def record_run(self, batch, target=None, path=None, repeat: int = 3) -> Dict:
+    def record_run(self, batch, target=None, path=None, repeat: int = 3, set_to_none: bool = False) -> Dict:
         """One step of this plan recorded as a `remat-run/1` document (written
         to `path` if given): after each operation the chain's memory and
         the peak during it, as `measure_step` counts them, and its time, the
@@ -682,7 +690,8 @@ class Checkpointed:
         allocator's events, which slow it). `remat simulate CHAIN SCHEDULE
         --measured RUN` prints it against the prediction, and the explorer
         overlays it on the memory curve. The parameters' `.grad`, the
-        buffers and the RNG state are left as they were."""
+        buffers and the RNG state are left as they were. `set_to_none` as
+        in `measure_step`."""
         import json
         import statistics
         import time
@@ -700,7 +709,7 @@ class Checkpointed:
         n_ops = len(self.schedule.ops)
         try:
             state.reset()
-            meter = Meter(device, params)
+            meter = Meter(device, () if set_to_none else params)
             run, ops = meter.measure_ops(
                 lambda boundary: self._run(batch, target, lambda i: boundary(), meter))
             offset = run.inputs.offset_bytes

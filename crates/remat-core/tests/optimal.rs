@@ -480,7 +480,14 @@ mod oracle {
                     if d.bytes + during.max(0) as u64 > self.budget {
                         return None;
                     }
-                    e.bytes = e.bytes + size_grad(c, l - 1) - size_grad(c, l) - s.saved_bytes;
+                    // The parameter gradients B^ℓ leaves, booked apart
+                    // (the solvers fold them into δ: tests/parameter_gradients.rs).
+                    // Mutation run: without `+ g^ℓ` here
+                    // `optimal_equals_the_brute_force_enumeration` fails on
+                    // a two-stage chain with g^2 = 1.
+                    e.bytes = e.bytes + size_grad(c, l - 1) + s.parameter_gradient_bytes
+                        - size_grad(c, l)
+                        - s.saved_bytes;
                     e.saved[l] = false;
                     if input_plain {
                         e.bytes -= size_a(c, l - 1);

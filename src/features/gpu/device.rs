@@ -67,10 +67,21 @@ fn segment(class: &'static str, part: u64, gpu: u64, label: String) -> impl Into
 }
 
 /// The equation, the bar and where the budget stands.
-fn result(inputs: DeviceInputs, floor: u64, range: (u64, u64)) -> AnyView {
-    let b = Breakdown::of(&inputs);
+fn result(
+    inputs: DeviceInputs,
+    gradients_in_chain: bool,
+    floor: u64,
+    range: (u64, u64),
+) -> AnyView {
+    let b = Breakdown::of(&inputs, gradients_in_chain);
     let parts = match inputs.model {
         ModelState::Entered(total) => format!("{} model state (entered)", bytes(total)),
+        // The chain counts them from the backward that creates them.
+        ModelState::Counted { .. } if gradients_in_chain => format!(
+            "{} weights − {} optimizer state (gradients: in the chain)",
+            bytes(b.weights),
+            bytes(b.optimizer)
+        ),
         ModelState::Counted { .. } => format!(
             "{} weights − {} gradients − {} optimizer state",
             bytes(b.weights),
@@ -148,7 +159,11 @@ pub fn DeviceMemoryCard() -> impl IntoView {
         Ok(())
     });
     let on_mode = move |ev: leptos::ev::Event| {
-        let total = Breakdown::of(&inputs.get_untracked()).model_total;
+        let in_chain = state
+            .loaded
+            .chain
+            .with_untracked(|c| c.parameter_gradient_total() > 0);
+        let total = Breakdown::of(&inputs.get_untracked(), in_chain).model_total;
         let value = event_target_value(&ev);
         set(&|i| {
             i.model = if value == "entered" {
@@ -189,7 +204,13 @@ pub fn DeviceMemoryCard() -> impl IntoView {
         ),
         ModelState::Entered(_) => String::new(),
     };
-    let activations = move || Breakdown::of(&inputs.get()).activations().ok();
+    let in_chain = move || {
+        state
+            .loaded
+            .chain
+            .with(|c| c.parameter_gradient_total() > 0)
+    };
+    let activations = move || Breakdown::of(&inputs.get(), in_chain()).activations().ok();
     // Below the chain's floor the budget is refused, as a typed one is.
     let use_budget = move |_| {
         let checked = activations().and_then(|b| {
@@ -208,8 +229,8 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                 <Switch id="device-memory-toggle" on=device.on label="from a GPU's memory" />
             </CardHead>
             <p class="hint">
-                "The memory budget counts activations only: what the chain describes (saved tensors ā, stage outputs a, gradients δ, workspaces). "
-                "The model's weights, their gradients and the optimizer's state come on top, as does the allocator's margin."
+                "The memory budget counts what the chain describes: saved tensors ā, stage outputs a, gradients δ, workspaces, and the parameter gradients when the chain says its backwards create them (zero_grad(set_to_none=True)). "
+                "The model's weights, the optimizer's state and any gradients kept across steps come on top, as does the allocator's margin."
             </p>
             <Show when=move || device.on.get()>
                 <div class="device-grid">
@@ -237,7 +258,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                     </div>
                     <Show when=counted fallback=move || view! {
                         <TypedField id="state-input" label="Weights + gradients + optimizer state" title="as measured, e.g. 2.1 GiB"
-                            shown=Signal::derive(move || bytes(Breakdown::of(&inputs.get()).model_total)) commit=commit_state />
+                            shown=Signal::derive(move || bytes(Breakdown::of(&inputs.get(), in_chain()).model_total)) commit=commit_state />
                     }>
                         <TypedField id="params-input" label="Parameters" title="e.g. 124M, 1.5B, 25557032"
                             shown=Signal::derive(move || match inputs.get().model {
@@ -258,7 +279,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                 </div>
                 <p class="hint">{example_count}{move || if counted() { format!(" · {}", per_parameter()) } else { String::new() }}
                     " · weights and gradients: 4 B each in fp32, 2 B in bf16; the optimizer keeps × 0 (SGD), × 1 (momentum) or × 2 (Adam's two moments) of the weights' size; mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation: 1 % by default, as remat maxbatch (what the reference H100 left unexplained with expandable segments on), about 10 % without them; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
-                {move || result(inputs.get(), state.loaded.chain.with(|c| memory_floor(c).bytes), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
+                {move || result(inputs.get(), state.loaded.chain.with(|c| c.parameter_gradient_total() > 0), state.loaded.chain.with(|c| memory_floor(c).bytes), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
                 <div class="device-actions">
                     <button id="use-device-budget" class="primary" disabled=move || activations().is_none()
                         on:click=use_budget>"Use this budget"</button>

@@ -205,7 +205,11 @@ pub fn MaxBatchPanel() -> impl IntoView {
     let profiled = move || example_batch(&state.loaded.source.get(), &state.loaded.scale.get());
     let batch = move || profiled().or_else(|| typed_batch(&typed.get()));
     let ask = move || -> Result<(BatchDevice, Option<SecondProfile>), String> {
-        let b = Breakdown::of(&device.inputs.get());
+        let in_chain = state
+            .loaded
+            .chain
+            .with(|c| c.parameter_gradient_total() > 0);
+        let b = Breakdown::of(&device.inputs.get(), in_chain);
         let batch = batch()
             .ok_or("batch: type the batch the chain was profiled at (a whole number ≥ 1)")?;
         let second = match second.get() {

@@ -127,6 +127,9 @@ fn print_table(model: &BatchModel, device: &Device, found: &MaxBatches) {
         say!("batch: {batch}");
     }
     say!("model: {}", model_words(model));
+    if let Some(words) = super::parameter_gradient_words(model.profile()) {
+        say!("parameter gradients: {words}: leave them out of --fixed");
+    }
     say!(
         "activation budget: {} memory − {} fixed − {} = {}",
         format_bytes(device.memory_bytes),

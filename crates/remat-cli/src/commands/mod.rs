@@ -26,6 +26,21 @@ fn say_chain(chain: &Chain, width: usize) {
     if let Some(batch) = chain.inputs_summary() {
         say!("{:<width$}{batch}", "batch");
     }
+    if let Some(words) = parameter_gradient_words(chain) {
+        say!("{:<width$}{words}", "param grads");
+    }
+}
+
+/// Where the parameter gradients are, when the chain counts them: a budget
+/// and a peak then include them (docs/model.md, "Parameter gradients").
+fn parameter_gradient_words(chain: &Chain) -> Option<String> {
+    let total = chain.parameter_gradient_total();
+    (total > 0).then(|| {
+        format!(
+            "{} in the chain, from the backward that creates each (zero_grad(set_to_none=True)); weights and optimizer state are not",
+            remat_core::model::units::format_bytes(total)
+        )
+    })
 }
 
 /// The solver options a planning command's shared flags ask for, with the

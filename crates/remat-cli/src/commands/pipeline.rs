@@ -240,6 +240,13 @@ fn print_text(
         pipeline.microbatches,
         pipeline.schedule
     );
+    if chain.parameter_gradient_total() > 0 {
+        // `rank_chain` leaves them out: micro-batches sum into them.
+        say!(
+            "{:<14}not in the ranks' peaks below: add each rank's share to its fixed memory",
+            ""
+        );
+    }
     let header = "rank  stages    m/r      budget        peak        held   per micro   rank step       gap  recomputes";
     let show = |title: &str, p: &PipelinePlan| {
         say!("");

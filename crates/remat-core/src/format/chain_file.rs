@@ -87,6 +87,9 @@ struct StageFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(deserialize_with = "present")]
     gradient_bytes: Option<Bytes>,
+    /// g^ℓ; absent: 0 (the parameter gradients are outside the chain).
+    #[serde(default, skip_serializing_if = "Bytes::is_zero")]
+    parameter_gradient_bytes: Bytes,
     #[serde(default, skip_serializing_if = "SignedBytes::is_zero")]
     forward_overhead_bytes: SignedBytes,
     #[serde(default, skip_serializing_if = "SignedBytes::is_zero")]
@@ -161,6 +164,7 @@ impl From<StageFile> for Stage {
             output_bytes: f.output_bytes.0,
             saved_bytes: f.saved_bytes.0,
             gradient_bytes: f.gradient_bytes.unwrap_or(f.output_bytes).0,
+            parameter_gradient_bytes: f.parameter_gradient_bytes.0,
             forward_overhead_bytes: f.forward_overhead_bytes.0,
             backward_overhead_bytes: f.backward_overhead_bytes.0,
             forward_nograd_seconds: f.forward_nograd_seconds.map(|t| t.0),
@@ -233,6 +237,7 @@ impl From<&Stage> for StageFile {
             output_bytes: Bytes(s.output_bytes),
             saved_bytes: Bytes(s.saved_bytes),
             gradient_bytes: (s.gradient_bytes != s.output_bytes).then_some(Bytes(s.gradient_bytes)),
+            parameter_gradient_bytes: Bytes(s.parameter_gradient_bytes),
             forward_overhead_bytes: SignedBytes(s.forward_overhead_bytes),
             backward_overhead_bytes: SignedBytes(s.backward_overhead_bytes),
             forward_nograd_seconds: s.forward_nograd_seconds.map(Seconds),

@@ -94,9 +94,15 @@ impl Visitor<'_> for BytesVisitor {
 }
 
 /// A whole number of bytes ≥ 0.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize)]
 #[serde(transparent)]
 pub(super) struct Bytes(pub u64);
+
+impl Bytes {
+    pub(super) fn is_zero(&self) -> bool {
+        self.0 == 0
+    }
+}
 
 impl<'de> Deserialize<'de> for Bytes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -19,6 +19,13 @@ pub struct Stage {
     pub saved_bytes: u64,
     /// ω_δ^ℓ: size of δ^ℓ = ∂loss/∂a^ℓ.
     pub gradient_bytes: u64,
+    /// g^ℓ: the parameter gradients B^ℓ creates and leaves in `.grad` until
+    /// the step ends, as PyTorch's `zero_grad(set_to_none=True)` (its
+    /// default) makes them: counted in the chain's memory from B^ℓ on, and
+    /// in o_b^ℓ while B^ℓ runs. 0 when they are outside the chain (kept
+    /// across steps with `set_to_none=False`, counted with the weights).
+    /// See [`Chain::gradient_bytes`] for how the planners count them.
+    pub parameter_gradient_bytes: u64,
     /// o_f^ℓ: transient extra memory while F_all^ℓ (the recording forward)
     /// runs, on top of its output; also F_ck^ℓ's and F_∅^ℓ's unless
     /// `forward_nograd_overhead_bytes` is given. Signed like o_b^ℓ, but F^ℓ
@@ -26,9 +33,11 @@ pub struct Stage {
     /// o_f^ℓ ≥ 0.
     pub forward_overhead_bytes: i64,
     /// o_b^ℓ: transient extra memory while B^ℓ runs, on top of δ^ℓ, ā^ℓ,
-    /// δ^{ℓ-1} and the input. Negative when autograd frees δ^ℓ and parts of
-    /// ā^ℓ before B^ℓ ends (measured that way, the memory during B^ℓ is often
-    /// below the sum); at least −(ω_δ^ℓ + ω_ā^ℓ), what B^ℓ frees.
+    /// δ^{ℓ-1} and the input (and of the parameter gradients earlier
+    /// backwards left; its own g^ℓ is part of o_b^ℓ). Negative when autograd
+    /// frees δ^ℓ and parts of ā^ℓ before B^ℓ ends (measured that way, the
+    /// memory during B^ℓ is often below the sum); at least
+    /// −(ω_δ^ℓ + ω_ā^ℓ) + g^ℓ: B^ℓ frees δ^ℓ and ā^ℓ and keeps g^ℓ.
     pub backward_overhead_bytes: i64,
     /// u_f^ℓ of a forward that records no graph (F_ck, F_∅ run under
     /// no-grad); None: the same as `forward_seconds`.
@@ -103,6 +112,7 @@ impl Stage {
             output_bytes,
             saved_bytes,
             gradient_bytes: output_bytes,
+            parameter_gradient_bytes: 0,
             forward_overhead_bytes: 0,
             backward_overhead_bytes: 0,
             forward_nograd_seconds: None,
@@ -236,13 +246,65 @@ impl Chain {
         }
     }
 
-    /// ω_δ^ℓ for ℓ in 0..=L.
+    /// ω_δ^ℓ for ℓ in 0..=L as every planner and the simulator count it:
+    /// δ^ℓ plus the parameter gradients B^L … B^{ℓ+1} left resident,
+    /// Σ_{j>ℓ} g^j ([`Stage::parameter_gradient_bytes`]; 0 in chains that
+    /// keep them outside). δ^ℓ lives from the end of B^{ℓ+1} to the end of
+    /// B^ℓ, the backwards run in the order L … 1 and no schedule moves a
+    /// gradient, so at every instant of every schedule the resident δ's
+    /// carry exactly the gradients accumulated so far: folding them in
+    /// leaves every DP unchanged and exact (`crates/remat-core/tests/parameter_gradients.rs`
+    /// checks the fold against a replay that books them apart). O(L − ℓ);
+    /// [`gradient_sizes`](Self::gradient_sizes) gives all of them in O(L).
     pub fn gradient_bytes(&self, l: usize) -> u64 {
+        self.activation_gradient_bytes(l) + self.parameter_gradients_after(l)
+    }
+
+    /// ω_δ^ℓ alone, as the stage gives it (no parameter gradient folded
+    /// in): what a piece of the chain on another device starts from.
+    pub fn activation_gradient_bytes(&self, l: usize) -> u64 {
         if l == 0 {
             self.input_gradient_bytes
         } else {
             self.stages[l - 1].gradient_bytes
         }
+    }
+
+    /// [`gradient_bytes`](Self::gradient_bytes) for ℓ = 0..=L.
+    pub fn gradient_sizes(&self) -> Vec<u64> {
+        let n = self.len();
+        let mut sizes = vec![0; n + 1];
+        let mut after = 0u64;
+        for l in (0..=n).rev() {
+            sizes[l] = self.activation_gradient_bytes(l) + after;
+            if l > 0 {
+                after += self.stages[l - 1].parameter_gradient_bytes;
+            }
+        }
+        sizes
+    }
+
+    /// Σ_{j>ℓ} g^j: the parameter gradients resident once B^{ℓ+1} has run.
+    pub fn parameter_gradients_after(&self, l: usize) -> u64 {
+        self.stages[l..]
+            .iter()
+            .map(|s| s.parameter_gradient_bytes)
+            .sum()
+    }
+
+    /// Σ g^ℓ: every parameter gradient the chain counts (resident at the
+    /// step's end).
+    pub fn parameter_gradient_total(&self) -> u64 {
+        self.parameter_gradients_after(0)
+    }
+
+    /// o_b^{ℓ,k} as the planners count it: B^ℓ's transient less the
+    /// parameter gradients Σ_{j≥ℓ} g^j that [`gradient_bytes`]
+    /// (Self::gradient_bytes) already counts in δ^{ℓ-1}, so that
+    /// ω_δ^{ℓ-1} + o_b^{ℓ,k} is what the stage's own numbers say.
+    pub fn backward_overhead_of(&self, l: usize, k: usize) -> i64 {
+        let inside = self.parameter_gradients_after(l - 1);
+        self.stage(l).choice(k).backward_overhead_bytes - inside as i64
     }
 
     /// ω_ā^ℓ for ℓ in 1..=L.
@@ -264,10 +326,9 @@ impl Chain {
     /// [`backward_bytes`](Self::backward_bytes) when F_all^ℓ ran option `k`
     /// (its ω_ā^{ℓ,k} and o_b^{ℓ,k}).
     pub fn backward_bytes_of(&self, l: usize, k: usize) -> u64 {
-        let s = self.stage(l);
-        let c = s.choice(k);
-        let start = s.gradient_bytes as i128 + c.saved_bytes as i128;
-        let during = self.gradient_bytes(l - 1) as i128 + c.backward_overhead_bytes as i128;
+        let c = self.stage(l).choice(k);
+        let start = self.gradient_bytes(l) as i128 + c.saved_bytes as i128;
+        let during = self.gradient_bytes(l - 1) as i128 + self.backward_overhead_of(l, k) as i128;
         (start + during.max(0)) as u64
     }
 
@@ -376,13 +437,15 @@ impl Chain {
                     ));
                 }
             }
-            let freed = s.gradient_bytes as i128 + s.saved_bytes as i128;
+            let freed = s.gradient_bytes as i128 + s.saved_bytes as i128
+                - s.parameter_gradient_bytes as i128;
             if (s.backward_overhead_bytes as i128) < -freed {
                 return Err(ChainError::new(
                     format!("stages[{i}].backward_overhead_bytes"),
                     format!(
-                        "{} is below −(gradient_bytes + saved_bytes) = −{freed}: B^ℓ cannot free more than δ^ℓ and ā^ℓ while it runs",
-                        s.backward_overhead_bytes
+                        "{} is below {}: B^ℓ cannot free more than δ^ℓ and ā^ℓ while it runs, and keeps its parameter gradients",
+                        s.backward_overhead_bytes,
+                        bound_words(-freed, s.parameter_gradient_bytes > 0)
                     ),
                 ));
             }
@@ -412,6 +475,7 @@ impl Chain {
                 s.saved_bytes as u128
                     + s.output_bytes as u128
                     + s.gradient_bytes as u128
+                    + s.parameter_gradient_bytes as u128
                     + s.forward_overhead_bytes.unsigned_abs() as u128
                     + s.forward_nograd_overhead_bytes.map_or(0, i64::unsigned_abs) as u128
                     + s.backward_overhead_bytes.unsigned_abs() as u128
@@ -465,6 +529,10 @@ impl Chain {
             if let Some(o) = s.forward_nograd_overhead_bytes {
                 h.write_u64(0x6e6f_6772_6164_6f66); // "nogradof"
                 h.write_u64(o as u64);
+            }
+            if s.parameter_gradient_bytes > 0 {
+                h.write_u64(0x7061_7261_6d67); // "paramg"
+                h.write_u64(s.parameter_gradient_bytes);
             }
             // The policy decides what runs, so it is part of the digest.
             for o in &s.menu {
@@ -530,18 +598,35 @@ fn validate_menu(i: usize, s: &Stage) -> Result<(), ChainError> {
                 ),
             ));
         }
-        let freed = s.gradient_bytes as i128 + o.saved_bytes as i128;
+        let freed =
+            s.gradient_bytes as i128 + o.saved_bytes as i128 - s.parameter_gradient_bytes as i128;
         if (o.backward_overhead_bytes as i128) < -freed {
             return Err(ChainError::new(
                 field("backward_overhead_bytes"),
                 format!(
-                    "{} is below −(gradient_bytes + saved_bytes) = −{freed}: B^ℓ cannot free more than δ^ℓ and what the option kept",
-                    o.backward_overhead_bytes
+                    "{} is below {}: B^ℓ cannot free more than δ^ℓ and what the option kept, and keeps its parameter gradients",
+                    o.backward_overhead_bytes,
+                    bound_words(-freed, s.parameter_gradient_bytes > 0)
                 ),
             ));
         }
     }
     Ok(())
+}
+
+/// The least o_b in words: `−(gradient_bytes + saved_bytes) = −12`, with
+/// `+ parameter_gradient_bytes` when the stage has some.
+fn bound_words(least: i128, with_parameters: bool) -> String {
+    let value = if least < 0 {
+        format!("−{}", least.unsigned_abs())
+    } else {
+        least.to_string()
+    };
+    if with_parameters {
+        format!("−(gradient_bytes + saved_bytes) + parameter_gradient_bytes = {value}")
+    } else {
+        format!("−(gradient_bytes + saved_bytes) = {value}")
+    }
 }
 
 struct Fnv1a(u64);

@@ -7,7 +7,9 @@
 //! wherever a scaled chain is shown:
 //! * parameter gradients ∂W, measured inside o_b, do not grow with the
 //!   batch, so a scaled-up chain overstates o_b a little (and a scaled-down
-//!   one understates it);
+//!   one understates it). Where a stage says how many it keeps (g^ℓ,
+//!   `parameter_gradient_bytes`), those are kept as they are and only the
+//!   rest of o_b is scaled;
 //! * a small batch does not fill the GPU, so times grow less than linearly
 //!   from a small profiled batch, and kernels change with the shape;
 //! * attention scores grow with the square of the sequence length.
@@ -118,16 +120,22 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
             .forward_nograd_overhead_bytes
             .map(|o| signed(&at("forward_nograd_overhead_bytes"), o))
             .transpose()?;
-        s.backward_overhead_bytes =
-            signed(&at("backward_overhead_bytes"), s.backward_overhead_bytes)?;
+        // g^ℓ is the parameters' and stays; o_b scales around it.
+        let g = s.parameter_gradient_bytes as i64;
+        s.backward_overhead_bytes = signed(
+            &at("backward_overhead_bytes"),
+            s.backward_overhead_bytes - g,
+        )? + g;
         s.forward_seconds *= scale.seconds;
         s.backward_seconds *= scale.seconds;
         s.forward_nograd_seconds = s.forward_nograd_seconds.map(|t| t * scale.seconds);
         for (k, o) in s.menu.iter_mut().enumerate() {
             let at = |field: &str| format!("stages[{l}].menu[{k}].{field}");
             o.saved_bytes = size(&at("saved_bytes"), o.saved_bytes)?;
-            o.backward_overhead_bytes =
-                signed(&at("backward_overhead_bytes"), o.backward_overhead_bytes)?;
+            o.backward_overhead_bytes = signed(
+                &at("backward_overhead_bytes"),
+                o.backward_overhead_bytes - g,
+            )? + g;
             o.forward_overhead_bytes = o
                 .forward_overhead_bytes
                 .map(|v| signed(&at("forward_overhead_bytes"), v))
@@ -339,6 +347,11 @@ impl Line {
             output_bytes: self.size(&at("output_bytes"), x.output_bytes, y.output_bytes)?,
             saved_bytes: self.size(&at("saved_bytes"), x.saved_bytes, y.saved_bytes)?,
             gradient_bytes: self.size(&at("gradient_bytes"), x.gradient_bytes, y.gradient_bytes)?,
+            parameter_gradient_bytes: self.size(
+                &at("parameter_gradient_bytes"),
+                x.parameter_gradient_bytes,
+                y.parameter_gradient_bytes,
+            )?,
             forward_overhead_bytes: self.signed(
                 &at("forward_overhead_bytes"),
                 x.forward_overhead_bytes,

@@ -162,16 +162,26 @@ pub fn rank_chain(chain: &Chain, stages: RangeInclusive<usize>) -> Chain {
     } else {
         (
             chain.output_bytes(first - 1),
-            chain.gradient_bytes(first - 1),
+            // δ alone: the parameter gradients of the ranks after this
+            // one stay on their devices.
+            chain.activation_gradient_bytes(first - 1),
         )
     };
+    // Parameter gradients: a rank's are created by its first micro-batch's
+    // backward and summed into by the others, which the per-micro-batch
+    // costs cannot place. They are left to the rank's fixed memory (from
+    // the step's start: an upper bound; o_b keeps the one in flight).
+    let mut pieces = chain.stages[first - 1..*stages.end()].to_vec();
+    for s in &mut pieces {
+        s.parameter_gradient_bytes = 0;
+    }
     Chain {
         name: format!("{} (stages {}–{})", chain.name, first, stages.end()),
         source: chain.source.clone(),
         input_bytes,
         input_gradient_bytes,
         bandwidth_bytes_per_s: chain.bandwidth_bytes_per_s,
-        stages: chain.stages[first - 1..*stages.end()].to_vec(),
+        stages: pieces,
         inputs: None,
         model_fingerprint: chain.model_fingerprint.clone(),
         peers: Vec::new(),

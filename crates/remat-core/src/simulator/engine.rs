@@ -63,6 +63,9 @@ pub(super) struct Simulation<'a> {
     saved_option: Vec<u8>,
     /// δ^ℓ for ℓ in 0..=L.
     grad: Vec<Where>,
+    /// ω_δ^ℓ with the parameter gradients folded in
+    /// ([`Chain::gradient_sizes`]), once, not per operation.
+    grad_bytes: Vec<u64>,
     /// How many backward operations ran: they can only run as B^L, …, B^1,
     /// since B^ℓ reads the δ^ℓ that B^{ℓ+1} produced.
     backwards_done: usize,
@@ -108,6 +111,7 @@ impl<'a> Simulation<'a> {
             saved: vec![Where::Absent { freed_by: None }; l + 1],
             saved_option: vec![0; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
+            grad_bytes: chain.gradient_sizes(),
             backwards_done: 0,
             compute_free: 0.0,
             copy_free: 0.0,
@@ -154,7 +158,7 @@ impl<'a> Simulation<'a> {
                 let k = self.saved_option[l] as usize;
                 self.chain.stage(l).choice(k).saved_bytes
             }
-            Slot::Grad(l) => self.chain.gradient_bytes(l),
+            Slot::Grad(l) => self.grad_bytes[l],
         }
     }
 
@@ -493,7 +497,10 @@ impl<'a> Simulation<'a> {
         // room that is not there yet (`Chain::backward_bytes`, the DPs' term).
         let choice = stage.choice(self.saved_option[l] as usize);
         let seconds = choice.backward_seconds;
-        let overhead = choice.backward_overhead_bytes.max(-(grad_bytes as i64));
+        // o_b less the parameter gradients δ^{ℓ-1} carries
+        // (`Chain::backward_overhead_of`, from the cached sizes).
+        let carried = grad_bytes - self.chain.activation_gradient_bytes(l - 1);
+        let overhead = (choice.backward_overhead_bytes - carried as i64).max(-(grad_bytes as i64));
         let need = (grad_bytes as i128 + overhead as i128).max(0) as u64;
         let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);

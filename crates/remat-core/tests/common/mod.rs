@@ -12,7 +12,8 @@ use remat_core::{Chain, Op, Stage};
 /// `with_overheads` also draws what measured chains have: backward overheads
 /// down to −(ω_δ^ℓ + ω_ā^ℓ) (autograd frees δ^ℓ and ā^ℓ while B^ℓ runs) and
 /// no-grad forward times below the recording ones, and no-grad forward
-/// transients o_f∅ apart from o_f (0..=6 against 0..=3: above and below it).
+/// transients o_f∅ apart from o_f (0..=6 against 0..=3: above and below it),
+/// and parameter gradients g^ℓ (0..=4) that B^ℓ leaves resident.
 /// How a test over these can fail: a DP that counts B^ℓ without its
 /// (negative) overhead predicts a higher peak or a larger M_low than the
 /// simulator measures, one that times F_ck / F_∅ with the recording u_f
@@ -33,24 +34,31 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
         -12i64..=3,
         proptest::option::of(0u32..=10),
         proptest::option::of(0i64..=6),
+        0u64..=4,
     )
-        .prop_map(move |(f, b, out, extra, grad, of, ob, nograd, of_nograd)| {
-            let freed = (grad + out + extra) as i64;
-            Stage {
-                name: String::new(),
-                forward_seconds: f as f64,
-                backward_seconds: b as f64,
-                output_bytes: out,
-                saved_bytes: out + extra,
-                gradient_bytes: grad,
-                forward_overhead_bytes: if with_overheads { of } else { 0 },
-                backward_overhead_bytes: if with_overheads { ob.max(-freed) } else { 0 },
-                forward_nograd_seconds: nograd.filter(|_| with_overheads).map(|t| t.min(f) as f64),
-                forward_nograd_overhead_bytes: of_nograd.filter(|_| with_overheads),
-                module: None,
-                menu: Vec::new(),
-            }
-        });
+        .prop_map(
+            move |(f, b, out, extra, grad, of, ob, nograd, of_nograd, params)| {
+                let params = if with_overheads { params } else { 0 };
+                let freed = (grad + out + extra) as i64 - params as i64;
+                Stage {
+                    name: String::new(),
+                    forward_seconds: f as f64,
+                    backward_seconds: b as f64,
+                    output_bytes: out,
+                    saved_bytes: out + extra,
+                    gradient_bytes: grad,
+                    parameter_gradient_bytes: params,
+                    forward_overhead_bytes: if with_overheads { of } else { 0 },
+                    backward_overhead_bytes: if with_overheads { ob.max(-freed) } else { 0 },
+                    forward_nograd_seconds: nograd
+                        .filter(|_| with_overheads)
+                        .map(|t| t.min(f) as f64),
+                    forward_nograd_overhead_bytes: of_nograd.filter(|_| with_overheads),
+                    module: None,
+                    menu: Vec::new(),
+                }
+            },
+        );
     (
         proptest::collection::vec(stage, 1..=max_len),
         0u64..=8,
@@ -81,26 +89,33 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
         proptest::option::of(0.3f64..1.0),
         // A no-grad transient apart from o_f, above or below it.
         proptest::option::of(0u64..1 << 25),
+        // Parameter gradients, kept by B^ℓ (`set_to_none=True`) or not.
+        proptest::option::of(0u64..1 << 26),
     )
-        .prop_map(|(f, b, out, extra, of, freeing, nograd, of_nograd)| Stage {
-            name: String::new(),
-            forward_seconds: f,
-            backward_seconds: b,
-            output_bytes: out,
-            saved_bytes: out + extra,
-            gradient_bytes: out,
-            forward_overhead_bytes: of as i64,
-            // Measured the way autograd runs, B^ℓ often frees δ^ℓ early.
-            backward_overhead_bytes: if freeing {
-                -((out / 2) as i64)
-            } else {
-                (of / 2) as i64
+        .prop_map(
+            |(f, b, out, extra, of, freeing, nograd, of_nograd, params)| Stage {
+                name: String::new(),
+                forward_seconds: f,
+                backward_seconds: b,
+                output_bytes: out,
+                saved_bytes: out + extra,
+                gradient_bytes: out,
+                parameter_gradient_bytes: params.unwrap_or(0),
+                forward_overhead_bytes: of as i64,
+                // Measured the way autograd runs, B^ℓ often frees δ^ℓ early;
+                // it keeps its parameter gradients.
+                backward_overhead_bytes: if freeing {
+                    -((out / 2) as i64)
+                } else {
+                    (of / 2) as i64
+                }
+                .max(params.unwrap_or(0) as i64 - (2 * out + extra) as i64),
+                forward_nograd_seconds: nograd.map(|r| f * r),
+                forward_nograd_overhead_bytes: of_nograd.map(|o| o as i64),
+                module: None,
+                menu: Vec::new(),
             },
-            forward_nograd_seconds: nograd.map(|r| f * r),
-            forward_nograd_overhead_bytes: of_nograd.map(|o| o as i64),
-            module: None,
-            menu: Vec::new(),
-        });
+        );
     (proptest::collection::vec(stage, 1..=max_len), 1u64..1 << 28).prop_map(|(stages, input)| {
         Chain {
             name: "random".into(),
@@ -195,7 +210,8 @@ pub fn integer_chain_with_menus(max_len: usize) -> impl Strategy<Value = Chain> 
                     .enumerate()
                     .map(|(k, (keep, extra, ob, of))| {
                         let saved = s.output_bytes + keep;
-                        let freed = (s.gradient_bytes + saved) as i64;
+                        let freed =
+                            (s.gradient_bytes + saved) as i64 - s.parameter_gradient_bytes as i64;
                         remat_core::MenuOption {
                             policy: format!("p{k}"),
                             saved_bytes: saved,

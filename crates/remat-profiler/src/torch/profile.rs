@@ -271,6 +271,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
             output_bytes: s.output,
             saved_bytes: s.saved,
             gradient_bytes: s.gradient,
+            parameter_gradient_bytes: 0,
             forward_overhead_bytes: s.forward_overhead,
             backward_overhead_bytes: s.backward_overhead,
             forward_nograd_seconds: Some(median(nograd[i].clone())),

@@ -89,17 +89,24 @@ pub fn solve(problem: &Problem<'_>, progress: &mut Progress<'_>) -> Result<Solut
 
 /// Stages s..=e of `chain` as a chain of their own whose input is `input_bytes`
 /// (a^{s-1} or ā^{s-1}); its ops are renumbered by [`Op::shifted`].
+/// The parameter gradients of the stages after `e`, resident all through
+/// the piece's backward, ride on its last δ, so that every δ of the piece
+/// counts them as the whole chain's do ([`Chain::gradient_bytes`]).
 pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> Chain {
+    let mut stages = chain.stages[s - 1..e].to_vec();
+    if let Some(last) = stages.last_mut() {
+        last.gradient_bytes += chain.parameter_gradients_after(e);
+    }
     Chain {
         name: format!("{} stages {s}..{e}", chain.name),
         source: chain.source.clone(),
         input_bytes,
-        input_gradient_bytes: chain.gradient_bytes(s - 1),
+        input_gradient_bytes: chain.activation_gradient_bytes(s - 1),
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
         peers: Vec::new(),
-        stages: chain.stages[s - 1..e].to_vec(),
+        stages,
     }
 }
 
