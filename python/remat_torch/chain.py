@@ -179,15 +179,14 @@ def describe_chain(
     menu: Union[None, bool, Sequence[str]] = None,
     compile: Union[bool, float] = False,
     progress: Union[None, bool, Callable[[str, int, int], Any]] = None,
-    set_to_none: bool = False,
+    set_to_none: bool = True,
 ) -> Dict[str, Any]:
     """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
     with `json.dump` and give it to `remat solve`).
 
     `set_to_none` says how the training loop clears the parameter
-    gradients, as its `zero_grad(set_to_none=...)`. True (PyTorch's
-    default; here False for now, so that chains described before keep their
-    meaning): they do not exist when the step starts, each stage's
+    gradients, as its `zero_grad(set_to_none=...)`. True (the default, as
+    PyTorch's): they do not exist when the step starts, each stage's
     backward creates its own and they stay to the step's end; the chain
     counts them (`parameter_gradient_bytes` per stage, in o_b while B^ℓ
     runs), so a plan's peak is the allocator's peak of the step above the
@@ -341,7 +340,7 @@ class _Progress:
 
 def _measure(program, batch, target, device, params, state: TrainingState, repeat: int,
              policies: Sequence[str] = (), report: Callable[[str, int, int], None] = lambda *_: None,
-             set_to_none: bool = False):
+             set_to_none: bool = True):
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
     n = len(program)

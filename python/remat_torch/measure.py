@@ -272,7 +272,7 @@ def plain_step_peak(
     batch: Any,
     target: Any,
     loss: Optional[Callable] = None,
-    set_to_none: bool = False,
+    set_to_none: bool = True,
 ) -> dict:
     """The activation peak of one plain training step, the figure a chain's
     M_high is held to: over `loss(model(batch), target).backward()` with the

@@ -52,10 +52,17 @@ def describe_pipeline(stages: Sequence[nn.Module], batch: Any, target: Any = Non
     (`describe_chain` of `nn.Sequential(*stages)` with `loss`; `describe`
     goes to it), and how many of its stages each rank holds. The chain's
     module names start with the rank (`0.h.1`); `plan_pipeline` gives each
-    rank its own names back."""
+    rank its own names back.
+
+    The parameter gradients are outside the chain (`set_to_none=False`
+    unless `describe` says otherwise): a rank's are created by its first
+    micro-batch's backward and summed into by the others, which the
+    per-micro-batch plan cannot place (`remat pipeline` leaves them out of
+    the ranks' peaks); count them with each rank's fixed memory."""
     if len(stages) < 1:
         raise PipelineError("stages: give at least one stage module")
     whole = nn.Sequential(*stages)
+    describe.setdefault("set_to_none", False)
     chain = describe_chain(whole, batch, target, loss=loss, **describe)
     return chain, split_of(chain, len(stages))
 

@@ -662,12 +662,12 @@ class Checkpointed:
         self.last_inputs = run.inputs
         return run
 
-    def measure_step(self, batch, target=None, set_to_none: bool = False) -> Tuple[torch.Tensor, int]:
+    def measure_step(self, batch, target=None, set_to_none: bool = True) -> Tuple[torch.Tensor, int]:
         """One step with the allocator watched (`remat_torch.measure`):
         (the loss, the step's peak in the chain's terms — what the plan's
         `predicted_peak_bytes` predicts: a^0 and everything the step holds,
         the parameters and the step constants outside). `set_to_none` as
-        the chain was described with (`describe_chain`, default False):
+        the chain was described with (`describe_chain`, default True):
         True, the parameter gradients are cleared to None first, as
         `zero_grad(set_to_none=True)` does, and the ones the step creates
         count; False, they are outside."""
@@ -682,7 +682,7 @@ class Checkpointed:
         run, _, peak = meter.measure(lambda: self._run(batch, target, meter=meter))
         return run.loss, peak + run.inputs.offset_bytes
 
-    def record_run(self, batch, target=None, path=None, repeat: int = 3, set_to_none: bool = False) -> Dict:
+    def record_run(self, batch, target=None, path=None, repeat: int = 3, set_to_none: bool = True) -> Dict:
         """One step of this plan recorded as a `remat-run/1` document (written
         to `path` if given): after each operation the chain's memory and
         the peak during it, as `measure_step` counts them, and its time, the

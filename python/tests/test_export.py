@@ -309,8 +309,8 @@ def _train_alike(make, plan, steps=3, form=None, counters=()):
 def _measured_peak(make, plan, form=None):
     """The activation peak of one training step with the plan applied, the
     way `plain_step_peak` measures a plain one: the allocator's live bytes
-    above the start, parameter gradients booked outside from their
-    accumulation, plus the batch's and the target's bytes; after one
+    above the start, the parameter gradients the step creates included,
+    plus the batch's and the target's bytes; after one
     warm-up step. (what apply_plan applied, bytes)."""
     model, batch, target, loss = make()
     applied = apply_plan(model, plan, batch, form=form)
@@ -321,7 +321,9 @@ def _measured_peak(make, plan, form=None):
     # Earlier models (with cycles of their own, transformers') must not be
     # collected inside the measured step: their frees would count.
     gc.collect()
-    _, _, peak = Meter(torch.device("cpu"), model.parameters()).measure(step)
+    # Every byte: the chain counts the gradients each backward creates
+    # (describe_chain's set_to_none=True), and they were set to None above.
+    _, _, peak = Meter(torch.device("cpu")).measure(step)
     return applied, peak + storage_bytes(leaves(batch) + [target])
 
 

@@ -28,7 +28,9 @@ def _port() -> int:
 def _chain(setup: dict, batch: int, tmp_path: Path, name: str):
     model = w.gpt2(setup["layers"], setup["width"])
     ids, target = w.batch(batch, setup["seq"], 0)
-    chain = remat_torch.describe_chain(model, ids, target, loss=w.loss_fn, repeat=1)
+    # Gradients outside: FSDP2 shards them (reduce-scattered per block),
+    # which the chain does not model; the workers measure them outside too.
+    chain = remat_torch.describe_chain(model, ids, target, loss=w.loss_fn, repeat=1, set_to_none=False)
     path = tmp_path / name
     path.write_text(json.dumps(chain))
     return model, path

@@ -477,7 +477,9 @@ def applied_with_options(gpt2_chain, tmp_path_factory):
     ids = token_ids(1)
     batch = {"input_ids": ids, "use_cache": False}
     gc.collect()
-    _, _, peak = Meter(torch.device("cpu"), twin.parameters()).measure(
+    # Every byte, the gradients the step creates included, as the chain
+    # counts them (set_to_none=True; zero_grad above).
+    _, _, peak = Meter(torch.device("cpu")).measure(
         lambda: lm_loss(twin(**batch), ids).backward())
     store_all = json.loads(remat("solve", str(path), "-a", "store-all", "-b", "100%", "--json").stdout)
     return applied, steps, params, peak + storage_bytes([ids, ids]), store_all["predicted_peak_bytes"]

@@ -37,7 +37,10 @@ def _loss(out, target):
 
 def _batch():
     gen = torch.Generator().manual_seed(3)
-    return torch.randn(32, 16, generator=gen), torch.randint(0, 10, (32,), generator=gen)
+    # Activations well above the weights, so that a plan at M_low
+    # recomputes (with the gradients counted, a batch of 32 peaks at the
+    # last backward, where only the gradients are left to hold).
+    return torch.randn(256, 16, generator=gen), torch.randint(0, 10, (256,), generator=gen)
 
 
 @pytest.fixture(scope="module")

@@ -132,8 +132,10 @@ def test_a_solved_plan_trains_as_the_binary_s_plan(tmp_path):
     ids = token_ids(1)
     batch = {"input_ids": ids, "use_cache": False}
     chain = remat_torch.describe_chain(model, batch, ids, loss=lm_loss, repeat=1)
-    plan = remat_torch.solve(chain, "rotor", budget="60%")
-    assert any(op["op"] == "forward_checkpoint" for op in plan["ops"]), "60 % should recompute something"
+    # 70 %: with the parameter gradients in the chain, 60 % of M_high is
+    # below this tiny GPT-2's floor.
+    plan = remat_torch.solve(chain, "rotor", budget="70%")
+    assert any(op["op"] == "forward_checkpoint" for op in plan["ops"]), "70 % should recompute something"
     step = remat_torch.checkpointed(model, plan, loss=lm_loss)
     got = step(batch, ids)
     grads = [p.grad.clone() for p in model.parameters()]

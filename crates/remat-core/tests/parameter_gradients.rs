@@ -149,3 +149,28 @@ fn an_overhead_that_frees_the_gradients_is_refused() {
     chain.stages[1].backward_overhead_bytes += 100;
     chain.validate().unwrap();
 }
+
+/// A floor set by a backward says what its δ carries: the parameter
+/// gradients the backwards after it left. Fails if the message counts them
+/// without a word (a user reads "δ^1 and δ^0" and sees megabytes more).
+#[test]
+fn the_floor_names_the_gradients_it_holds() {
+    let mut chain = remat_core::examples::teaching();
+    (chain.input_bytes, chain.input_gradient_bytes) = (1000, 0);
+    chain.stages = vec![
+        remat_core::Stage::new("a", 1.0, 1.0, 1000, 2000),
+        remat_core::Stage::new("b", 1.0, 1.0, 4, 1000),
+    ];
+    chain.stages[1].parameter_gradient_bytes = 1 << 20;
+    chain.stages[1].backward_overhead_bytes = 1 << 20;
+    chain.validate().unwrap();
+    let floor = remat_core::solvers::memory_floor(&chain);
+    assert_eq!(floor.op, Op::Backward { stage: 1 });
+    assert_eq!(floor.parameter_gradients, 1 << 20);
+    assert!(
+        floor
+            .to_string()
+            .ends_with("and the parameter gradients the backwards after it left (1.00 MiB)"),
+        "{floor}"
+    );
+}

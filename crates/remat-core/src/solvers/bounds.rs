@@ -35,6 +35,9 @@ pub struct Floor {
     /// Whether `workspace` is a no-grad transient the chain gives apart
     /// (`forward_nograd_overhead_bytes`): it is then named o_f∅, not o_f.
     pub nograd_workspace: bool,
+    /// For a B^ℓ: the parameter gradients B^L … B^{ℓ+1} left, which its
+    /// δ^ℓ carries ([`Chain::gradient_bytes`]); 0 otherwise.
+    pub parameter_gradients: u64,
 }
 
 impl std::fmt::Display for Floor {
@@ -65,6 +68,13 @@ impl std::fmt::Display for Floor {
             let sign = if self.workspace < 0 { "−" } else { "" };
             let size = format_bytes(self.workspace.unsigned_abs());
             write!(f, ", with its workspace {workspace}^{l} = {sign}{size}")?;
+        }
+        if self.parameter_gradients > 0 {
+            write!(
+                f,
+                " and the parameter gradients the backwards after it left ({})",
+                format_bytes(self.parameter_gradients)
+            )?;
         }
         Ok(())
     }
@@ -145,16 +155,18 @@ pub fn memory_floor(chain: &Chain) -> Floor {
     let n = chain.len();
     let sum = |xs: &[u64]| xs.iter().fold(0u64, |acc, &x| acc.saturating_add(x));
     // least_gradient[ℓ] = min_{j ≥ ℓ} ω_δ^j: the least front a forward of ℓ can run beside.
+    let gradients = chain.gradient_sizes();
     let mut least_gradient = vec![u64::MAX; n + 2];
     for l in (1..=n).rev() {
-        least_gradient[l] = least_gradient[l + 1].min(chain.gradient_bytes(l));
+        least_gradient[l] = least_gradient[l + 1].min(gradients[l]);
     }
-    let seed = chain.gradient_bytes(n);
+    let seed = gradients[n];
     let mut floor = Floor {
         bytes: chain.input_bytes.saturating_add(seed),
         op: Op::ForwardNone { stage: 1 },
         workspace: 0,
         nograd_workspace: false,
+        parameter_gradients: 0,
     };
     for (l, &least) in least_gradient.iter().enumerate().take(n + 1).skip(1) {
         let s = chain.stage(l);
@@ -197,28 +209,32 @@ pub fn memory_floor(chain: &Chain) -> Floor {
                 false,
             )
         };
+        let left = gradients[l] - chain.activation_gradient_bytes(l);
         let needs = [
-            first,
+            (first.0, first.1, first.2, first.3, 0),
             (
                 all_need(k, least),
                 option(k),
                 s.choice(k).forward_overhead as i64,
                 false,
+                0,
             ),
             (
                 input.saturating_add(chain.backward_bytes_of(l, k)),
                 Op::Backward { stage: l },
                 s.choice(k).backward_overhead_bytes,
                 false,
+                left,
             ),
         ];
-        for (bytes, op, workspace, nograd_workspace) in needs {
+        for (bytes, op, workspace, nograd_workspace, parameter_gradients) in needs {
             if bytes > floor.bytes {
                 floor = Floor {
                     bytes,
                     op,
                     workspace,
                     nograd_workspace,
+                    parameter_gradients,
                 };
             }
         }
