@@ -35,8 +35,10 @@ partitioner at low budgets recomputes dropout with a new draw): the table
 says so, and Remat's compiled menus leave such options out.
 
 Every peak is read the same way: the allocator's events over the step
-(`remat_torch.measure.Meter`), parameter gradients booked outside, plus the
-batch (a^0) — the convention `plain_step_peak` and the chain share. Times:
+(`remat_torch.measure.Meter`), the parameter gradients the step creates
+counted (`zero_grad(set_to_none=True)`), plus the batch (a^0) — the
+convention `plain_step_peak` and the chain share by default. (Runs before
+2026-11-29 booked the gradients outside.) Times:
 the median of --rounds rounds, every method once per round in turn, so a
 drift of the machine hits all alike; the machine's load average is printed
 with the table. Remat's time over a peer's is paired by round: the median of

@@ -216,7 +216,7 @@ def main() -> None:
 
             x = torch.randn(batch, 3, px, px)
             y = torch.randint(0, 1000, (batch,))
-            described = remat_torch.describe_chain(stages, x, y, repeat=opts.steps)
+            described = remat_torch.describe_chain(stages, x, y, repeat=opts.steps, set_to_none=False)
             (out / f"{name}-t{threads}-remat_torch.json").write_text(json.dumps(described, indent=1))
             ratio = lambda k: statistics.median(r[k] / r["eager"] for r in rounds)
             param_bytes = [sum(p.numel() * p.element_size() for p in st.parameters()) for st in stages]

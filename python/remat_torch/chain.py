@@ -51,7 +51,8 @@ from .compiled import MENU_BUDGETS, CompiledProgram, budget_of, compile_budget, 
 from .policies import POLICIES, check_policies, run_option
 from .rng import current as current_rng
 from .rng import restore as restore_rng
-from .runtime import StepInputs, _Entry, backward_handing_over, fixed_tensors, foreign_storages, needs_input_gradient, owned
+from .runtime import (StepInputs, _Entry, backward_handing_over, booked_outside, fixed_tensors, foreign_storages,
+                      needs_input_gradient, owned)
 from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss
 
 
@@ -287,7 +288,8 @@ def describe_chain(
             f"{time.strftime('%Y-%m-%d')}; method: {found}; sizes are allocator deltas from {how}, "
             + ("parameter gradients inside from their creation by the stage's backward to the step's end "
                "(zero_grad(set_to_none=True)), " if set_to_none else
-               "parameter gradients outside with the weights (zero_grad(set_to_none=False)), ")
+               "parameter gradients outside with the weights (zero_grad(set_to_none=False)) but a tied "
+               "weight's, held from the later stage's backward to the step's end, ")
             + f"and the step constants ({inputs.constant_bytes} B: the "
             f"target and what stages after the first read) outside like the weights; "
             + (f"times: eager medians of {repeat} after a warm-up" if budget is None else
@@ -348,8 +350,10 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     # set_to_none: every byte counts, the gradients a backward creates
     # included (they are the chain's, g^ℓ); otherwise they are booked
     # outside as autograd accumulates them, as a `.grad` that already
-    # exists takes them in place.
-    meter = Meter(device, () if set_to_none else params)
+    # exists takes them in place — but for a tied weight's (`booked_outside`).
+    outside = booked_outside(program, set_to_none)
+    meter = Meter(device, outside)
+    counted = {id(p) for p in params} - {id(p) for p in outside}
     # The inputs of every stage, from no-grad forwards.
     inputs: List[Optional[torch.Tensor]] = [pipe.first]
     for l in range(1, n):
@@ -393,7 +397,7 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             else:
                 # g^ℓ: the gradients this backward creates (a weight tied to
                 # a later stage has its `.grad` already: only its transient).
-                fresh = [p for p in program.parameters(l) if p.grad is None] if set_to_none else []
+                fresh = [p for p in program.parameters(l) if p.grad is None and id(p) in counted]
                 _, _, peak = meter.measure(lambda: backward_handing_over(out, dbox))
                 row["backward_peak"] = peak
                 row["parameter_gradient_bytes"] = storage_bytes(p.grad for p in fresh if p.grad is not None)

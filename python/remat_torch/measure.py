@@ -108,7 +108,11 @@ class Meter:
 
     def _measure(self, fn):
         booked: List[int] = []
-        seen: set = set()
+        # A `.grad` that exists before the call (a loop that zeroes in place,
+        # `set_to_none=False`) was never in the count: autograd adds into
+        # it and frees the tensor in flight, a transient the count sees by
+        # itself. Only the gradients the call creates are booked outside.
+        seen: set = {id(p) for p in self.params if p.grad is not None}
         cuda = self.device.type == "cuda"
         segments: List[int] = []
 
@@ -307,13 +311,13 @@ def plain_step_peak(
         out.backward()
         return out.detach()
 
-    from .runtime import StepInputs, fixed_tensors
+    from .runtime import StepInputs, booked_outside, fixed_tensors
     from .staging import make_program
 
     program = stages if stages is not None else make_program(model, batch, target, loss)
     inputs = StepInputs(program, batch, target, program.constants(batch, target), fixed_tensors(program))
     try:
-        value, _, peak = Meter(device, () if set_to_none else params).measure(step)
+        value, _, peak = Meter(device, booked_outside(program, set_to_none)).measure(step)
     finally:
         state.restore()
     # In the chain's terms: a^0 is the batch's movable part, the step
