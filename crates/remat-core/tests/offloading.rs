@@ -638,7 +638,6 @@ fn the_heuristics_refuse_a_5000_stage_chain_at_once() {
 fn the_dps_count_only_the_forwards_a_split_runs() {
     let stage = |out: u64, saved: u64, grad: u64, ob: i64, nograd: Option<i64>| remat_core::Stage {
         gradient_bytes: grad,
-        parameter_gradient_bytes: 0,
         backward_overhead_bytes: ob,
         forward_nograd_overhead_bytes: nograd,
         ..remat_core::Stage::new("", 1.0, 1.0, out, saved)

@@ -610,17 +610,9 @@ pub struct SharedGradient {
 /// hands it on) and the buffer stays from its end; B^first, whose
 /// transient holds its own part, frees the buffer with δ^first.
 ///
-/// A chain that counts the parameter gradients (g^ℓ,
-/// `zero_grad(set_to_none=True)`) has the shared one in g^last already,
-/// from B^last to the step's end: the buffer is the `.grad` it becomes, and
-/// adding it again would count it twice (a GPT-2's lowered forms 6–10 %
-/// above their measured peaks).
+/// Only the buffers the chain does not count already are added (`held_apart`).
 pub fn lowered_chain(chain: &Chain, shared: &[SharedGradient]) -> Chain {
-    let shared = if chain.parameter_gradient_total() > 0 {
-        &[][..]
-    } else {
-        shared
-    };
+    let shared = held_apart(chain, shared);
     let mut lowered = chain.clone();
     for stage in &mut lowered.stages {
         if stage.forward_nograd_seconds.is_some() {
@@ -649,6 +641,20 @@ pub fn lowered_chain(chain: &Chain, shared: &[SharedGradient]) -> Chain {
         }
     }
     lowered
+}
+
+/// The shared gradients whose autograd buffer the chain does not count
+/// already: all of them, unless the chain counts the parameter gradients
+/// (g^ℓ, `zero_grad(set_to_none=True)`), which has each in g^last from
+/// B^last to the step's end — the buffer is the `.grad` it becomes, and
+/// adding it again would count it twice (a GPT-2's lowered forms 6–10 %
+/// above their measured peaks).
+fn held_apart<'a>(chain: &Chain, shared: &'a [SharedGradient]) -> &'a [SharedGradient] {
+    if chain.parameter_gradient_total() > 0 {
+        &[]
+    } else {
+        shared
+    }
 }
 
 /// What the lowered form of `ops` does differently from the plan on
@@ -688,13 +694,7 @@ pub fn differences(chain: &Chain, ops: &[Op], shared: &[SharedGradient]) -> Vec<
             list.join(", ")
         ));
     }
-    // Counted in g^last already where the chain counts the gradients.
-    let shared = if chain.parameter_gradient_total() > 0 {
-        &[][..]
-    } else {
-        shared
-    };
-    for g in shared {
+    for g in held_apart(chain, shared) {
         out.push(format!(
             "a parameter of stages {} and {} (tied weights) has its gradient summed in autograd's buffer: {} held from the end of B^{} to B^{} (one backward over the whole graph)",
             g.first,

@@ -231,7 +231,6 @@ mod tests {
     fn stage(f: f64, b: f64, out: u64, saved: u64, grad: u64) -> Stage {
         Stage {
             gradient_bytes: grad,
-            parameter_gradient_bytes: 0,
             ..Stage::new("", f, b, out, saved)
         }
     }

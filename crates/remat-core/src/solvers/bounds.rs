@@ -200,6 +200,7 @@ pub fn memory_floor(chain: &Chain) -> Floor {
                 Op::ForwardNone { stage: l },
                 s.nograd_forward_overhead() as i64,
                 s.forward_nograd_overhead_bytes.is_some(),
+                0,
             )
         } else {
             (
@@ -207,11 +208,12 @@ pub fn memory_floor(chain: &Chain) -> Floor {
                 option(first_k),
                 s.choice(first_k).forward_overhead as i64,
                 false,
+                0,
             )
         };
         let left = gradients[l] - chain.activation_gradient_bytes(l);
         let needs = [
-            (first.0, first.1, first.2, first.3, 0),
+            first,
             (
                 all_need(k, least),
                 option(k),
