@@ -174,3 +174,19 @@ fn the_floor_names_the_gradients_it_holds() {
         "{floor}"
     );
 }
+
+/// A chain scaled to twice the batch keeps its parameter gradients (they
+/// are the parameters', not the batch's) and scales only the rest of o_b.
+/// Fails if `scaled` doubles g^ℓ or the whole o_b (tried: o_b scaled with
+/// g inside → 2·(g + 100) where g + 200 is expected).
+#[test]
+fn a_scaled_chain_keeps_its_parameter_gradients() {
+    let mut chain = remat_core::examples::teaching();
+    let s = &mut chain.stages[1];
+    s.parameter_gradient_bytes = 1000;
+    s.backward_overhead_bytes = 1000 + 100;
+    chain.validate().unwrap();
+    let twice = remat_core::model::scaled(&chain, remat_core::model::Scale::batch(1, 2)).unwrap();
+    assert_eq!(twice.stages[1].parameter_gradient_bytes, 1000);
+    assert_eq!(twice.stages[1].backward_overhead_bytes, 1000 + 200);
+}

@@ -96,6 +96,10 @@ fn flag_error(e: MaxBatchError) -> CliError {
 /// How the chain grows with the batch, in words.
 fn model_words(model: &BatchModel) -> String {
     match model {
+        // `scaled` keeps the gradients a chain counts (g^ℓ) as they are.
+        BatchModel::Linear { batch, .. } if model.profile().parameter_gradient_total() > 0 => format!(
+            "profiled at batch {batch}, sizes and times scaled linearly but the parameter gradients, which stay as profiled (times from a small batch grow less than linearly)"
+        ),
         BatchModel::Linear { batch, .. } => format!(
             "profiled at batch {batch}, sizes and times scaled linearly (parameter gradients inside o_b grow too; times from a small batch grow less than linearly)"
         ),
@@ -128,7 +132,7 @@ fn print_table(model: &BatchModel, device: &Device, found: &MaxBatches) {
     }
     say!("model: {}", model_words(model));
     if let Some(words) = super::parameter_gradient_words(model.profile()) {
-        say!("parameter gradients: {words}: leave them out of --fixed");
+        say!("gradients: {words}; leave them out of --fixed");
     }
     say!(
         "activation budget: {} memory − {} fixed − {} = {}",

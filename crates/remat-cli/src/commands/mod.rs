@@ -27,7 +27,8 @@ fn say_chain(chain: &Chain, width: usize) {
         say!("{:<width$}{batch}", "batch");
     }
     if let Some(words) = parameter_gradient_words(chain) {
-        say!("{:<width$}{words}", "param grads");
+        // "gradients" fits the narrowest label column ("algorithm"'s).
+        say!("{:<width$}{words}", "gradients");
     }
 }
 
@@ -37,7 +38,7 @@ fn parameter_gradient_words(chain: &Chain) -> Option<String> {
     let total = chain.parameter_gradient_total();
     (total > 0).then(|| {
         format!(
-            "{} in the chain, from the backward that creates each (zero_grad(set_to_none=True)); weights and optimizer state are not",
+            "{} of parameter gradients in the chain, from the backward that creates each (zero_grad(set_to_none=True)); weights and optimizer state are not",
             remat_core::model::units::format_bytes(total)
         )
     })
