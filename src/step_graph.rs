@@ -121,7 +121,7 @@ impl StepGraph {
             .filter_map(|t| match *t {
                 TensorId::Activation(l) | TensorId::Saved(l) => Some(Node::Forward(l)),
                 TensorId::Gradient(l) => Some(Node::Backward(l)),
-                TensorId::Workspace(_) => None,
+                TensorId::Workspace(_) | TensorId::ParameterGradient(_) => None,
             })
             .collect();
         Marks {

@@ -4,7 +4,7 @@
 
 use crate::file_name::file_name;
 use crate::io::{export_png, export_svg_text};
-use crate::kit::figure::{compose, Figure, SaveMenu};
+use crate::kit::figure::{compose, Figure, MemoryKeys, SaveMenu};
 use crate::kit::format::{bytes, ms, pct};
 use crate::state::{use_app, AppState};
 use leptos::prelude::*;
@@ -74,12 +74,12 @@ fn figure_file(state: AppState, what: &str, ext: &str) -> String {
 
 /// Saves `figures` (one, or the dashboard) as SVG, or as PNG at 2×.
 fn save(state: AppState, figures: &[Figure], what: &str, png: bool) {
-    let measured = state
-        .measured
-        .against
-        .get_untracked()
-        .is_some_and(|m| m.is_ok());
-    let Some((svg, w, h)) = compose(figures, |f| context_lines(state, f), measured) else {
+    let memory = MemoryKeys {
+        measured: (state.measured.against.get_untracked()).is_some_and(|m| m.is_ok()),
+        parameter_gradients: (state.loaded.chain)
+            .with_untracked(|c| c.parameter_gradient_total() > 0),
+    };
+    let Some((svg, w, h)) = compose(figures, |f| context_lines(state, f), memory) else {
         state
             .view
             .error(format!("Nothing to export: the {what} is not drawn yet."));

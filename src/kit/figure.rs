@@ -84,8 +84,7 @@ impl Figure {
         }
     }
 
-    /// `measured`: a measured run is drawn over the memory curve.
-    fn legend(self, measured: bool) -> Vec<Key> {
+    fn legend(self, memory: MemoryKeys) -> Vec<Key> {
         let fills = |l: &[(&'static str, &'static str)]| -> Vec<Key> {
             l.iter().map(|&(c, t)| Key::Fill(c, t)).collect()
         };
@@ -97,8 +96,12 @@ impl Figure {
             }
             Figure::Memory => {
                 let mut k = fills(legend::MEMORY);
+                if memory.parameter_gradients {
+                    let (c, t) = legend::PARAMETER_GRADIENTS;
+                    k.push(Key::Fill(c, t));
+                }
                 k.push(Key::Dashed(palette::BUDGET, "budget"));
-                if measured {
+                if memory.measured {
                     k.push(Key::Solid(palette::PREDICTED, "predicted"));
                     k.push(Key::Solid(palette::MEASURED, "measured"));
                 }
@@ -206,12 +209,22 @@ fn nested_chart(id: &str, x: f64, y: f64, max_w: f64) -> Option<(String, f64)> {
     ))
 }
 
+/// What the memory curve draws beyond its usual bands, so that its
+/// exported legend names it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryKeys {
+    /// A measured run drawn over the curve.
+    pub measured: bool,
+    /// The chain counts parameter gradients (g^ℓ bands).
+    pub parameter_gradients: bool,
+}
+
 /// One figure's block at `top`: title, context, legend, charts; with its
 /// height. None when none of its charts is on the page.
 fn block(
     figure: Figure,
     (context, result): (String, String),
-    measured: bool,
+    memory: MemoryKeys,
     top: f64,
 ) -> Option<(String, f64)> {
     let charts = figure.charts();
@@ -231,7 +244,7 @@ fn block(
         ));
         y += 19.0;
     }
-    let (legend, legend_h) = legend_svg(&figure.legend(measured), y);
+    let (legend, legend_h) = legend_svg(&figure.legend(memory), y);
     s.push_str(&legend);
     let charts_top = y + legend_h + 8.0;
     let w = (WIDTH - 2.0 * PAD * 0.5) / charts.len() as f64;
@@ -249,16 +262,16 @@ fn block(
 
 /// `figures` stacked into one standalone SVG; with its size.
 /// `context` gives each figure's context lines (what it shows; its result);
-/// `measured`: a measured run is drawn over the memory curve.
+/// `memory`: what the memory curve shows beyond its usual bands.
 pub fn compose(
     figures: &[Figure],
     context: impl Fn(Figure) -> (String, String),
-    measured: bool,
+    memory: MemoryKeys,
 ) -> Option<(String, f64, f64)> {
     let mut body = String::new();
     let mut y = 0.0;
     for &f in figures {
-        if let Some((s, h)) = block(f, context(f), measured, y) {
+        if let Some((s, h)) = block(f, context(f), memory, y) {
             body.push_str(&s);
             y += h;
         }

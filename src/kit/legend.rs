@@ -41,6 +41,13 @@ pub const MEMORY: &[(&str, &str)] = &[
     (palette::WORKSPACE, "workspace"),
 ];
 
+/// The memory legend's entry for g^ℓ, shown only for a chain that counts
+/// parameter gradients (most chains do not).
+pub const PARAMETER_GRADIENTS: (&str, &str) = (
+    palette::PARAMETER_GRADIENT,
+    "g^ℓ parameter gradients, kept to the end",
+);
+
 /// The timelines' legend (idle apart), for their exported figure: colours
 /// by op kind, as in the chain and the memory curve; a recomputation is
 /// striped (a key of its own).
@@ -58,11 +65,17 @@ pub const TIMELINES: &[(&str, &str)] = &[
 /// the panel and its exported figure.
 pub const MAX_BATCH: &str = "Sizes and times at each batch come from the profiles (linear from one, affine through two); offloading uses the chain's own bandwidth.";
 
+/// `parameter_gradients`: the loaded chain counts them (a band of its own
+/// in the memory curve).
 #[component]
-pub fn PageLegend() -> impl IntoView {
+pub fn PageLegend(#[prop(into)] parameter_gradients: Signal<bool>) -> impl IntoView {
     view! {
         <div id="page-legend" class="legend page-legend" role="group" aria-label="Colours in every chart">
             {swatches(&ENTRIES)}
+            {move || parameter_gradients.get().then(|| {
+                let (color, label) = PARAMETER_GRADIENTS;
+                swatches(&[(color, label)])
+            })}
             <span class="swatch"><i class="stripes"></i>"striped: recomputed"</span>
             <span class="swatch"><i class="dash"></i>"budget"</span>
             <span class="swatch"><i class="hatch"></i>"GPU idle"</span>

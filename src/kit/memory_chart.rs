@@ -29,6 +29,7 @@ fn tensor_color(t: &TensorId) -> &'static str {
         TensorId::Activation(l) => palette::ACTIVATION[l % 2],
         TensorId::Gradient(l) => palette::GRADIENT[l % 2],
         TensorId::Workspace(_) => palette::WORKSPACE,
+        TensorId::ParameterGradient(_) => palette::PARAMETER_GRADIENT,
     }
 }
 
@@ -40,6 +41,7 @@ fn tensor_kind(t: &TensorId) -> &'static str {
         TensorId::Activation(_) => "a",
         TensorId::Gradient(_) => "δ",
         TensorId::Workspace(_) => "workspace",
+        TensorId::ParameterGradient(_) => "g",
     }
 }
 
@@ -184,6 +186,9 @@ fn describe(r: &Residency) -> String {
         TensorId::Saved(l) => format!("ā^{l} (saved for B^{l})"),
         TensorId::Gradient(l) => format!("δ^{l} (gradient)"),
         TensorId::Workspace(_) => "workspace of the running op".into(),
+        TensorId::ParameterGradient(l) => {
+            format!("g^{l} (parameter gradients of B^{l}, kept to the step's end)")
+        }
     }
 }
 

@@ -24,6 +24,9 @@ pub const SAVED: [&str; 2] = [FORWARD, "#00527f"];
 pub const ACTIVATION: [&str; 2] = [CHECKPOINT, "#f0c050"];
 pub const GRADIENT: [&str; 2] = [BACKWARD, "#4dbb9d"];
 pub const WORKSPACE: &str = "#a4adb8";
+/// Memory: g^ℓ, the parameter gradients a backward leaves to the step's
+/// end: a darker shade of the backward's green, one band for all of them.
+pub const PARAMETER_GRADIENT: &str = "#1f5f4c";
 /// The colour of a kind of op or tensor, one meaning per colour in
 /// every view: an op and the tensor it leaves share a hue.
 pub fn of_kind(kind: &str) -> &'static str {
@@ -32,6 +35,7 @@ pub fn of_kind(kind: &str) -> &'static str {
         "F_ck" | "a" => CHECKPOINT,
         "F_∅" => RECOMPUTE,
         "B" | "δ" => BACKWARD,
+        "g" => PARAMETER_GRADIENT,
         "offload" => OFFLOAD,
         "prefetch" => PREFETCH,
         "release" => RELEASE,

@@ -11,10 +11,12 @@
 //!
 //! How it could fail: a fold that forgets the gradients in o_b (B^ℓ's own
 //! and earlier ones counted twice while it runs), that folds Σ_{j≥ℓ} into
-//! δ^ℓ instead of Σ_{j>ℓ}, or a simulator that reads the stage's δ^ℓ
-//! instead of the folded one. Mutation run: the simulator's o_b without
-//! `- carried` (engine.rs, `backward`) → both property tests fail (the
-//! simulated peak is G_ℓ above the replay's while B^ℓ runs).
+//! δ^ℓ instead of Σ_{j>ℓ}, or a simulator that loses g^ℓ (it books the
+//! gradients as residencies of their own, so the trace can name them).
+//! Mutation runs: the simulator's o_b without `- carried` (when it still
+//! folded) → both property tests fail (the simulated peak is G_ℓ above the
+//! replay's while B^ℓ runs); B^ℓ not allocating its g^ℓ residency
+//! (engine.rs, `backward`) → both fail.
 
 mod common;
 
@@ -189,4 +191,52 @@ fn a_scaled_chain_keeps_its_parameter_gradients() {
     let twice = remat_core::model::scaled(&chain, remat_core::model::Scale::batch(1, 2)).unwrap();
     assert_eq!(twice.stages[1].parameter_gradient_bytes, 1000);
     assert_eq!(twice.stages[1].backward_overhead_bytes, 1000 + 200);
+}
+
+/// The peak's line names the parameter gradients apart from δ: a reader of
+/// `during B^1: δ^0 …` must not see δ^0 at 1 MiB more than the stage says.
+/// Fails if the simulator folds them into δ again, or if each g^ℓ is an
+/// entry of its own (nine entries would push the plan's tensors out of the
+/// six the line shows).
+#[test]
+fn the_peak_names_the_parameter_gradients_apart() {
+    let mut chain = remat_core::examples::teaching();
+    for s in &mut chain.stages {
+        s.parameter_gradient_bytes = 1 << 20;
+        s.backward_overhead_bytes = 1 << 20;
+    }
+    chain.validate().unwrap();
+    let ops = remat_core::solvers::store_all::schedule(&chain);
+    let trace = simulate(&chain, &ops).unwrap();
+    let line = trace.peak_line(&ops);
+    let named = trace.peak_named(&ops);
+    let grads: Vec<_> = named
+        .iter()
+        .filter(|(n, _)| n.contains("parameter"))
+        .collect();
+    assert_eq!(grads.len(), 1, "{line}");
+    let (name, bytes) = grads[0];
+    // The peak of store-all is in B^10 … B^1; B^ℓ's gradients are in its
+    // workspace while it runs, the ones before it in their own entry.
+    assert!(name.starts_with("parameter gradients of B^"), "{line}");
+    assert!(name.ends_with("B^10"), "{line}");
+    assert_eq!(bytes % (1 << 20), 0, "{line}");
+    for (n, b) in &named {
+        if let Some(l) = n.strip_prefix("δ^") {
+            let l: usize = l.parse().unwrap();
+            assert_eq!(*b, chain.activation_gradient_bytes(l), "{line}");
+        }
+    }
+    // Every g^ℓ stays to the step's end.
+    let kept: u64 = (trace.residency.iter())
+        .filter(|r| {
+            matches!(
+                r.tensor,
+                remat_core::simulator::TensorId::ParameterGradient(_)
+            )
+        })
+        .inspect(|r| assert_eq!(r.end, trace.makespan_seconds))
+        .map(|r| r.bytes)
+        .sum();
+    assert_eq!(kept, chain.parameter_gradient_total());
 }

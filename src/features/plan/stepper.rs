@@ -119,7 +119,9 @@ pub fn Stepper() -> impl IntoView {
                 <button id="step-clear" title="Leave step mode" aria-label="Leave step mode" on:click=move |_| { state.view.playing.set(false); go(None) }>"✕"</button>
                 <SpeedSelect id="step-speed" label="Playback speed" speed=state.view.speed />
             </div>
-            <PageLegend />
+            <PageLegend parameter_gradients=Signal::derive(move || {
+                state.loaded.chain.with(|c| c.parameter_gradient_total() > 0)
+            }) />
             <div id="step-explain" class="step-explain" aria-live="polite">
                 {move || match current() {
                     Some((i, op, span, caption, policy)) => view! {

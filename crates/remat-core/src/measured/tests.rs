@@ -40,8 +40,11 @@ fn bytes_of(chain: &Chain, t: &TensorId) -> u64 {
     match *t {
         TensorId::Activation(l) => chain.output_bytes(l),
         TensorId::Saved(l) => chain.saved_bytes(l),
+        // The states list δ^ℓ with the parameter gradients folded in.
         TensorId::Gradient(l) => chain.gradient_bytes(l),
-        TensorId::Workspace(_) => unreachable!("states list no workspace"),
+        TensorId::Workspace(_) | TensorId::ParameterGradient(_) => {
+            unreachable!("states list no workspace, and g^ℓ inside δ")
+        }
     }
 }
 

@@ -63,8 +63,10 @@ pub(super) struct Simulation<'a> {
     saved_option: Vec<u8>,
     /// δ^ℓ for ℓ in 0..=L.
     grad: Vec<Where>,
-    /// ω_δ^ℓ with the parameter gradients folded in
-    /// ([`Chain::gradient_sizes`]), once, not per operation.
+    /// ω_δ^ℓ alone, once, not per operation. The parameter gradients the
+    /// chain folds into it ([`Chain::gradient_bytes`]) are residencies of
+    /// their own here, so that the trace names them: g^ℓ from B^ℓ's start
+    /// to the step's end. The sums, and so every peak, are the fold's.
     grad_bytes: Vec<u64>,
     /// How many backward operations ran: they can only run as B^L, …, B^1,
     /// since B^ℓ reads the δ^ℓ that B^{ℓ+1} produced.
@@ -111,7 +113,9 @@ impl<'a> Simulation<'a> {
             saved: vec![Where::Absent { freed_by: None }; l + 1],
             saved_option: vec![0; l + 1],
             grad: vec![Where::Absent { freed_by: None }; l + 1],
-            grad_bytes: chain.gradient_sizes(),
+            grad_bytes: (0..=l)
+                .map(|k| chain.activation_gradient_bytes(k))
+                .collect(),
             backwards_done: 0,
             compute_free: 0.0,
             copy_free: 0.0,
@@ -291,6 +295,21 @@ impl<'a> Simulation<'a> {
                 bytes,
                 start,
                 end,
+            });
+        }
+    }
+
+    /// g^ℓ, allocated when B^ℓ starts and held to the step's end (the
+    /// optimizer reads it), as `zero_grad(set_to_none=True)` leaves it.
+    fn parameter_gradients(&mut self, l: usize, bytes: u64, start: f64, op: usize) {
+        if bytes > 0 {
+            let residency = self.residency.len() as u32;
+            self.event(start, true, bytes, op as u32, residency);
+            self.residency.push(Residency {
+                tensor: TensorId::ParameterGradient(l),
+                bytes,
+                start,
+                end: f64::NAN,
             });
         }
     }
@@ -490,22 +509,24 @@ impl<'a> Simulation<'a> {
         self.must_be_absent(index, op, Slot::Grad(l - 1))?;
         let stage = self.chain.stage(l);
         let ready = grad_ready.max(saved_ready).max(input_ready);
-        let grad_bytes = self.bytes(Slot::Grad(l - 1));
-        // A negative o_b gives back at most what B^ℓ allocates (δ^{ℓ-1}):
-        // memory freed from δ^ℓ and ā^ℓ as autograd goes is not free before
-        // B^ℓ starts, and counting it at the start would let transfers use
-        // room that is not there yet (`Chain::backward_bytes`, the DPs' term).
+        // B^ℓ allocates δ^{ℓ-1} and its parameter gradients g^ℓ, kept to the
+        // step's end. A negative o_b gives back at most that: memory freed
+        // from δ^ℓ and ā^ℓ as autograd goes is not free before B^ℓ starts,
+        // and counting it at the start would let transfers use room that is
+        // not there yet (`Chain::backward_bytes`, the DPs' term).
+        let parameter_gradients = stage.parameter_gradient_bytes;
+        let allocated = self.bytes(Slot::Grad(l - 1)) + parameter_gradients;
         let choice = stage.choice(self.saved_option[l] as usize);
         let seconds = choice.backward_seconds;
-        // o_b less the parameter gradients δ^{ℓ-1} carries
-        // (`Chain::backward_overhead_of`, from the cached sizes).
-        let carried = grad_bytes - self.chain.activation_gradient_bytes(l - 1);
-        let overhead = (choice.backward_overhead_bytes - carried as i64).max(-(grad_bytes as i64));
-        let need = (grad_bytes as i128 + overhead as i128).max(0) as u64;
+        // o_b counts g^ℓ while B^ℓ runs; what is left is the workspace.
+        let overhead =
+            (choice.backward_overhead_bytes - parameter_gradients as i64).max(-(allocated as i64));
+        let need = (allocated as i128 + overhead as i128).max(0) as u64;
         let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);
         if overhead >= 0 {
             self.allocate(Slot::Grad(l - 1), start, end, index as u32);
+            self.parameter_gradients(l, parameter_gradients, start, index);
             self.workspace(overhead as u64, start, end, index);
         } else {
             // Validation keeps −o_b ≤ ω_δ^ℓ + ω_ā^ℓ, both resident now.
@@ -517,6 +538,7 @@ impl<'a> Simulation<'a> {
                 NO_RESIDENCY,
             );
             self.allocate(Slot::Grad(l - 1), start, end, index as u32);
+            self.parameter_gradients(l, parameter_gradients, start, index);
         }
         self.free(Slot::Grad(l), end, index);
         self.free(Slot::Saved(l), end, index);

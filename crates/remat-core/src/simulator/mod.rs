@@ -22,6 +22,10 @@
 //! [`backward_bytes`](Chain::backward_bytes) above its input and never peaks
 //! at the sum without the overhead. At the same instant, events keep the order of the
 //! operations that caused them, so a zero-length operation still counts.
+//! B^ℓ also allocates its parameter gradients g^ℓ at its start, kept to the
+//! step's end (o_b^ℓ counts them, so its workspace is o_b^ℓ − g^ℓ): the
+//! planners fold them into δ (`Chain::gradient_bytes`), the trace names them
+//! apart, and the levels are the same.
 //!
 //! **Memory limit.** Given one ([`SimOptions::memory_limit`], the budget), an
 //! operation that allocates also waits until its allocation fits next to

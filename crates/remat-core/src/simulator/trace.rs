@@ -34,6 +34,8 @@ pub enum TensorId {
     Saved(usize),
     /// δ^ℓ.
     Gradient(usize),
+    /// g^ℓ: the parameter gradients B^ℓ leaves in `.grad` to the step's end.
+    ParameterGradient(usize),
     /// The transient overhead of the operation with this index.
     Workspace(usize),
 }
@@ -44,6 +46,7 @@ impl fmt::Display for TensorId {
             TensorId::Activation(l) => write!(f, "a^{l}"),
             TensorId::Saved(l) => write!(f, "ā^{l}"),
             TensorId::Gradient(l) => write!(f, "δ^{l}"),
+            TensorId::ParameterGradient(l) => write!(f, "g^{l}"),
             TensorId::Workspace(op) => write!(f, "workspace of op {op}"),
         }
     }
@@ -189,19 +192,43 @@ impl Trace {
 
     /// [`peak_tensors`](Self::peak_tensors) named for people: `a^3`, `ā^3`,
     /// `δ^3`, or `workspace of F_all^3` (an operation's transient, named by
-    /// its operation in `ops`, the schedule simulated).
+    /// its operation in `ops`, the schedule simulated), largest first. The
+    /// parameter gradients are one entry, `parameter gradients of B^4…B^9`:
+    /// one per stage would crowd out the tensors a plan decides on.
     pub fn peak_named(&self, ops: &[Op]) -> Vec<(String, u64)> {
-        (self.peak_tensors().iter())
-            .map(|r| {
+        let tensors = self.peak_tensors();
+        let stages: Vec<usize> = (tensors.iter())
+            .filter_map(|r| match r.tensor {
+                TensorId::ParameterGradient(l) => Some(l),
+                _ => None,
+            })
+            .collect();
+        let mut named: Vec<(String, u64)> = (tensors.iter())
+            .filter_map(|r| {
                 let name = match r.tensor {
+                    TensorId::ParameterGradient(_) => return None,
                     TensorId::Workspace(i) => ops
                         .get(i)
                         .map_or_else(|| r.tensor.to_string(), |op| format!("workspace of {op}")),
                     other => other.to_string(),
                 };
-                (name, r.bytes)
+                Some((name, r.bytes))
             })
-            .collect()
+            .collect();
+        if let (Some(&low), Some(&high)) = (stages.iter().min(), stages.iter().max()) {
+            let bytes = (tensors.iter())
+                .filter(|r| matches!(r.tensor, TensorId::ParameterGradient(_)))
+                .map(|r| r.bytes)
+                .sum();
+            let which = if low == high {
+                format!("B^{low}")
+            } else {
+                format!("B^{low}…B^{high}")
+            };
+            let at = named.partition_point(|(_, b)| *b >= bytes);
+            named.insert(at, (format!("parameter gradients of {which}"), bytes));
+        }
+        named
     }
 
     /// Where the peak comes from, in one line: the operation that reached
