@@ -609,8 +609,11 @@ def apply_plan(model: nn.Module, plan: Union[dict, str, Path], batch: Any = None
     plan = _load(plan)
     applied = _apply(model, plan, batch, form)
     told = [(g["first"], g["last"], g["bytes"]) for g in plan.get("shared_gradients", [])]
-    found = shared_gradients(model, plan.get("modules", []))
-    if sorted(told) != [(g["first"], g["last"], g["bytes"]) for g in found]:
+    # A chain that counts the parameter gradients has a tied weight's in it
+    # already (its later stage's g^ℓ): nothing to be told of.
+    counted = plan.get("parameter_gradients_in_chain", False)
+    found = [] if counted else shared_gradients(model, plan.get("modules", []))
+    if not counted and sorted(told) != [(g["first"], g["last"], g["bytes"]) for g in found]:
         missing = ", ".join(f"stages {g['first']} and {g['last']} ({g['bytes']} B)" for g in found) or "none"
         applied.note = (applied.note + "; " if applied.note else "") + (
             f"the model's stages share parameters (tied weights: {missing}) other than the export "

@@ -622,8 +622,13 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FIRST:LAST:BYTES", value_parser = shared_gradient)]
     pub shared_gradient: Vec<SharedGradient>,
     /// One JSON object (what `remat_torch.apply_plan` reads).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "code")]
     pub json: bool,
+    /// Only the Python to paste into a training script (the explorer's
+    /// Code card shows the same text): `remat_torch.apply_plan` with the
+    /// plan inlined, headed by its predicted peak and time.
+    #[arg(long)]
+    pub code: bool,
 }
 
 /// `2:6:1024000`: stages FIRST < LAST (1-based) and a size.

@@ -5,7 +5,6 @@
 //! `preserve_order`) print that way, and scripts may compare the bytes. So
 //! the structs are free to share fields through `#[serde(flatten)]`.
 
-use remat_core::format::pytorch::{Region, SharedGradient};
 use remat_core::measured::Comparison;
 use remat_core::schedule::Segment;
 use remat_core::simulator::{OpState, TensorId, Trace};
@@ -414,93 +413,7 @@ pub struct ExportReport<'a> {
     pub snippet: &'a str,
     /// With --chain: the fidelity and the forms, as for --to pytorch.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub judged: Option<Fidelity>,
-}
-
-/// `remat export --to pytorch|transformers --json`: what
-/// `remat_torch.apply_plan` reads, and the forms judged by the simulator.
-#[derive(Serialize)]
-pub struct LoweredReport<'a> {
-    /// `pytorch` or `transformers`.
-    pub format: &'static str,
-    pub chain: &'a str,
-    pub stages: usize,
-    pub algorithm: &'a str,
-    pub budget_bytes: u64,
-    /// Each stage's `module` from the chain (null where it names none).
-    pub modules: Vec<Option<&'a str>>,
-    /// The plan's regions, nested (1-based stages).
-    pub regions: &'a [Region],
-    /// `pytorch`: the stages the one-stage form checkpoints alone (those in
-    /// some region that are one module each), for a model that takes only
-    /// per-module wrappers.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub one_stage: Option<Vec<usize>>,
-    /// `transformers`: each layer stage and whether its switch is on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub layers: Option<Vec<LayerSwitch<'a>>>,
-    /// The keyword arguments every checkpoint call gets.
-    pub checkpoint_kwargs: CheckpointKwargs,
-    /// The `--shared-gradient`s the lowered forms count.
-    pub shared_gradients: &'a [SharedGradient],
-    /// The stages the plan runs with a menu option, each outside every
-    /// region: `apply_plan` runs each under `checkpoint` with that
-    /// policy's selective-checkpointing context (`[]`: none).
-    pub policies: Vec<PolicyReport>,
-    #[serde(flatten)]
-    pub judged: Fidelity,
-}
-
-/// One entry of `"policies"` in `remat export --to pytorch --json`.
-#[derive(Serialize)]
-pub struct PolicyReport {
-    pub stage: usize,
-    pub option: u8,
-    pub policy: String,
-}
-
-/// `use_reentrant=False, early_stop=False`.
-#[derive(Serialize)]
-pub struct CheckpointKwargs {
-    pub use_reentrant: bool,
-    pub early_stop: bool,
-}
-
-/// One decoder layer of `--to transformers`.
-#[derive(Serialize)]
-pub struct LayerSwitch<'a> {
-    pub stage: usize,
-    pub module: &'a str,
-    pub gradient_checkpointing: bool,
-}
-
-/// Whether the lowered form is the plan, and every form judged.
-#[derive(Serialize)]
-pub struct Fidelity {
-    /// `exact` (the simulator gives the lowered form the plan's peak and
-    /// time) or `differs`.
-    pub fidelity: &'static str,
-    /// What the lowered form does differently, one sentence each.
-    pub differences: Vec<String>,
-    pub forms: Vec<FormReport>,
-}
-
-/// One form of the step and what the simulator predicts for it.
-#[derive(Serialize)]
-pub struct FormReport {
-    /// `plan`, `regions`, `one-stage`, `switches`, `every-stage`,
-    /// `every-layer`, `checkpoint_sequential`, `store-all`.
-    pub form: &'static str,
-    /// In words, for the text table.
-    pub label: String,
-    /// Its checkpoint regions (`plan`: the plan's).
-    pub regions: Vec<Region>,
-    pub peak_bytes: u64,
-    pub makespan_seconds: f64,
-    /// makespan / sequential − 1.
-    pub overhead: f64,
-    /// Peak within the schedule's budget.
-    pub fits: bool,
+    pub judged: Option<remat_core::format::lowered::Fidelity>,
 }
 
 /// `remat checkpoints --json`: a checkpoint set in one of Hong et al.'s

@@ -6,14 +6,12 @@
 use crate::args::{ExportArgs, ExportTarget};
 use crate::error::{CliError, FileProblem, InFile, Result};
 use crate::input;
-use crate::report::{
-    self, CheckpointKwargs, ExportReport, Fidelity, FormReport, LayerSwitch, LoweredReport,
-    PolicyReport,
-};
-use remat_core::format::pytorch::{self, Region};
+use crate::report::{self, ExportReport};
+use remat_core::format::code;
+use remat_core::format::lowered::{self, Fidelity, LowerFailure, Target};
+use remat_core::format::pytorch;
 use remat_core::format::ScheduleFile;
 use remat_core::model::units::{format_bytes, format_seconds};
-use remat_core::simulator::judge;
 use remat_core::Chain;
 
 pub fn run(a: &ExportArgs) -> Result<()> {
@@ -46,14 +44,6 @@ pub fn run(a: &ExportArgs) -> Result<()> {
     }
 }
 
-fn algorithm(schedule: &ScheduleFile) -> &str {
-    if schedule.algorithm.is_empty() {
-        "hand-written"
-    } else {
-        &schedule.algorithm
-    }
-}
-
 fn segments(a: &ExportArgs, schedule: &ScheduleFile, chain: Option<&Chain>) -> Result<()> {
     let segs = pytorch::segments(&schedule.ops).in_file(&a.schedule)?;
     let n = segs.last().map_or(0, |s| s.last);
@@ -62,24 +52,22 @@ fn segments(a: &ExportArgs, schedule: &ScheduleFile, chain: Option<&Chain>) -> R
     }
     let title = format!(
         "Remat schedule: {} at budget {} for chain \"{}\" ({n} stages)",
-        algorithm(schedule),
+        lowered::algorithm_of(schedule),
         format_bytes(schedule.budget_bytes),
         schedule.chain_name
     );
     let snippet = pytorch::snippet(&segs, &title);
     let judged = match chain {
-        Some(chain) => {
-            let tree = pytorch::regions(&schedule.ops, chain.len()).in_file(&a.schedule)?;
-            Some(fidelity(
-                a,
-                chain,
-                schedule,
-                &tree,
-                pytorch_forms(chain, &tree),
-            )?)
-        }
+        Some(chain) => Some(
+            lowered::segments_fidelity(chain, schedule, &a.shared_gradient)
+                .map_err(|e| failure(a, e))?,
+        ),
         None => None,
     };
+    if a.code {
+        print!("{snippet}");
+        return Ok(());
+    }
     if a.json {
         report::print(&ExportReport {
             format: "pytorch-segments",
@@ -101,174 +89,25 @@ fn segments(a: &ExportArgs, schedule: &ScheduleFile, chain: Option<&Chain>) -> R
     Ok(())
 }
 
-/// A form of the step: its name in the JSON, its label in the table, its
-/// checkpoint regions.
-type Form = (&'static str, String, Vec<Region>);
-
-/// What the framework gives without a plan: `checkpoint_sequential` with
-/// ⌈√L⌉ segments, and a plain step.
-fn baselines(n: usize) -> [Form; 2] {
-    let k = pytorch::sqrt_segments(n);
-    [
-        (
-            "checkpoint_sequential",
-            format!("checkpoint_sequential, {k} segments"),
-            pytorch::sequential_regions(n, k),
-        ),
-        (
-            "store-all",
-            "store-all (no checkpoint)".to_string(),
-            Vec::new(),
-        ),
-    ]
-}
-
-/// The regions of each form of `--to pytorch`, with its name and label; the
-/// first is the lowered plan.
-fn pytorch_forms(chain: &Chain, tree: &[Region]) -> Vec<Form> {
-    let n = chain.len();
-    let wrappable = pytorch::per_module_stages(chain);
-    let one_stage = one_stage_stages(chain, tree)
-        .into_iter()
-        .map(Region::single)
-        .collect();
-    vec![
-        (
-            "regions",
-            "stock PyTorch, nested regions".to_string(),
-            tree.to_vec(),
-        ),
-        (
-            "one-stage",
-            "stock PyTorch, per-module wrappers".to_string(),
-            one_stage,
-        ),
-        (
-            "every-stage",
-            "every one-module stage checkpointed".to_string(),
-            wrappable
-                .into_iter()
-                .filter(|&l| l < n)
-                .map(Region::single)
-                .collect(),
-        ),
-    ]
-    .into_iter()
-    .chain(baselines(n))
-    .collect()
-}
-
-/// The stages the one-stage form checkpoints, each alone: those the plan
-/// recomputes that are one module each.
-fn one_stage_stages(chain: &Chain, tree: &[Region]) -> Vec<usize> {
-    let wrappable = pytorch::per_module_stages(chain);
-    pytorch::recomputed_stages(tree)
-        .into_iter()
-        .filter(|l| wrappable.contains(l))
-        .collect()
-}
-
-/// The transformers form: the layer stages the plan recomputes switched on.
-fn transformers_forms(chain: &Chain, tree: &[Region], layers: &[usize]) -> Vec<Form> {
-    let n = chain.len();
-    let recomputed = pytorch::recomputed_stages(tree);
-    vec![
-        (
-            "switches",
-            "transformers, per-layer switches".to_string(),
-            layers
-                .iter()
-                .filter(|l| recomputed.contains(l))
-                .map(|&l| Region::single(l))
-                .collect(),
-        ),
-        (
-            "every-layer",
-            "gradient_checkpointing_enable() (every layer)".to_string(),
-            layers.iter().map(|&l| Region::single(l)).collect(),
-        ),
-    ]
-    .into_iter()
-    .chain(baselines(n))
-    .collect()
-}
-
-/// Judges the plan and every form; `forms[0]` is the lowered plan, whose
-/// peak and time decide "exact".
-fn fidelity(
-    a: &ExportArgs,
-    chain: &Chain,
-    schedule: &ScheduleFile,
-    tree: &[Region],
-    forms: Vec<Form>,
-) -> Result<Fidelity> {
-    let budget = schedule.budget_bytes;
-    let bandwidth = schedule
-        .bandwidth_bytes_per_s
-        .or(chain.bandwidth_bytes_per_s);
-    let plan = judge(chain, &schedule.ops, budget, bandwidth)
-        .map_err(FileProblem::Invalid)
-        .in_file(&a.schedule)?;
-    let row = |form, label, regions, trace: &remat_core::simulator::Trace| FormReport {
-        form,
-        label,
-        regions,
-        peak_bytes: trace.peak_bytes,
-        makespan_seconds: trace.makespan_seconds,
-        overhead: trace.overhead(),
-        fits: trace.fits(budget),
+/// A lowering failure as the CLI says it: the schedule file's problem, or
+/// the flag that asked for what cannot be.
+fn failure(a: &ExportArgs, e: LowerFailure) -> CliError {
+    let in_schedule = |problem: FileProblem| CliError::File {
+        path: a.schedule.display().to_string(),
+        problem,
     };
-    let mut rows = vec![row(
-        "plan",
-        "plan (remat_torch.checkpointed)".to_string(),
-        tree.to_vec(),
-        &plan,
-    )];
-    let mut lowered_ops = None;
-    // The plan's menu options sit on stages no region recomputes
-    // (`pytorch::regions` checks): the lowered plan and its one-stage form
-    // keep them; the baselines are the framework's own, without.
-    let options = remat_core::schedule::menu_choices(&schedule.ops);
-    for (form, label, regions) in forms {
-        let keeps = matches!(form, "regions" | "one-stage");
-        let options = if keeps { &options[..] } else { &[] };
-        let judged = pytorch::judge_regions(chain, &a.shared_gradient, regions, options, budget)
-            .map_err(FileProblem::Invalid)
-            .in_file(&a.schedule)?;
-        lowered_ops.get_or_insert(judged.ops);
-        rows.push(row(form, label, judged.regions, &judged.trace));
+    match e {
+        LowerFailure::Regions(e) => in_schedule(e.into()),
+        LowerFailure::Invalid(e) => in_schedule(FileProblem::Invalid(e)),
+        e @ LowerFailure::MenuOption { .. } => CliError::BadValue {
+            flag: "--to",
+            message: e.to_string(),
+        },
+        e @ LowerFailure::NoLayers { .. } => CliError::BadValue {
+            flag: "--chain",
+            message: e.to_string(),
+        },
     }
-    let lowered = &rows[1];
-    let exact =
-        lowered.peak_bytes == plan.peak_bytes && lowered.makespan_seconds == plan.makespan_seconds;
-    let mut differences = Vec::new();
-    let lowered_ops = lowered_ops.unwrap_or_default();
-    if lowered_ops != schedule.ops {
-        differences.push(format!(
-            "the plan's regions {} become {}",
-            pytorch::describe_regions(tree),
-            pytorch::describe_regions(&lowered.regions)
-        ));
-    }
-    differences.extend(pytorch::differences(
-        chain,
-        &lowered_ops,
-        &a.shared_gradient,
-    ));
-    if !exact {
-        differences.push(format!(
-            "predicted: peak {} → {}, time {} → {}",
-            format_bytes(plan.peak_bytes),
-            format_bytes(lowered.peak_bytes),
-            format_seconds(plan.makespan_seconds),
-            format_seconds(lowered.makespan_seconds)
-        ));
-    }
-    Ok(Fidelity {
-        fidelity: if exact { "exact" } else { "differs" },
-        differences,
-        forms: rows,
-    })
 }
 
 fn lowered(
@@ -277,98 +116,18 @@ fn lowered(
     schedule: &ScheduleFile,
     chain: &Chain,
 ) -> Result<()> {
-    let n = chain.len();
-    let tree = pytorch::regions(&schedule.ops, n).in_file(&a.schedule)?;
-    let modules: Vec<Option<&str>> = chain.stages.iter().map(|s| s.module.as_deref()).collect();
-    let options = remat_core::schedule::menu_choices(&schedule.ops);
-    if let (ExportTarget::Transformers, Some(&(stage, option))) = (target, options.first()) {
-        return Err(CliError::BadValue {
-            flag: "--to",
-            message: format!(
-                "the plan runs option {option} of stage {stage}'s menu ({}); transformers' per-layer switches run one checkpoint function for every layer, so they cannot give layers policies of their own: export --to pytorch (each stage's policy as a selective checkpoint), or run the plan with remat_torch.checkpointed",
-                chain
-                    .stages
-                    .get(stage - 1)
-                    .map_or("?", |s| s.policy(option as usize))
-            ),
-        });
-    }
-    let policies: Vec<PolicyReport> = options
-        .iter()
-        .filter(|&&(l, k)| l >= 1 && l <= n && (k as usize) < chain.stage(l).option_count())
-        .map(|&(l, k)| PolicyReport {
-            stage: l,
-            option: k,
-            policy: chain.stage(l).policy(k as usize).to_string(),
-        })
-        .collect();
-    let (format, forms, one_stage, layers) = if target == ExportTarget::Transformers {
-        let layers = pytorch::layer_stages(chain);
-        if layers.is_empty() {
-            return Err(CliError::BadValue {
-                flag: "--chain",
-                message: format!(
-                    "chain \"{}\" names no repeated layers (a stage `module` like `model.layers.3`); describe the model with remat_torch.describe_chain, or export --to pytorch",
-                    chain.name
-                ),
-            });
-        }
-        let forms = transformers_forms(chain, &tree, &layers);
-        let on = &forms[0].2;
-        let switches = layers
-            .iter()
-            .map(|&l| LayerSwitch {
-                stage: l,
-                module: modules[l - 1].unwrap_or_default(),
-                gradient_checkpointing: on.iter().any(|r| r.first == l),
-            })
-            .collect();
-        ("transformers", forms, None, Some(switches))
-    } else {
-        let forms = pytorch_forms(chain, &tree);
-        let one_stage = one_stage_stages(chain, &tree);
-        ("pytorch", forms, Some(one_stage), None)
+    let target = match target {
+        ExportTarget::Transformers => Target::Transformers,
+        _ => Target::Pytorch,
     };
-    let mut judged = fidelity(a, chain, schedule, &tree, forms)?;
-    if target == ExportTarget::Transformers {
-        let recomputed = pytorch::recomputed_stages(&tree);
-        let layers = pytorch::layer_stages(chain);
-        let stored: Vec<String> = recomputed
-            .iter()
-            .filter(|l| !layers.contains(l))
-            .map(|&l| format!("{l} ({})", modules[l - 1].unwrap_or("unnamed")))
-            .collect();
-        if !stored.is_empty() {
-            judged.differences.insert(
-                1.min(judged.differences.len()),
-                format!(
-                    "the plan recomputes stage{} {}, which no per-layer switch reaches: stored",
-                    if stored.len() == 1 { "" } else { "s" },
-                    stored.join(", ")
-                ),
-            );
-        }
-    }
-    let report = LoweredReport {
-        format,
-        chain: &chain.name,
-        stages: n,
-        algorithm: algorithm(schedule),
-        budget_bytes: schedule.budget_bytes,
-        modules,
-        regions: &tree,
-        one_stage,
-        layers,
-        checkpoint_kwargs: CheckpointKwargs {
-            use_reentrant: false,
-            early_stop: false,
-        },
-        shared_gradients: &a.shared_gradient,
-        policies,
-        judged,
-    };
+    let report =
+        lowered::lower(chain, schedule, target, &a.shared_gradient).map_err(|e| failure(a, e))?;
     if a.json {
         report::print(&report);
+        return Ok(());
+    }
+    if a.code {
+        print!("{}", code::apply_plan_snippet(&report).code);
         return Ok(());
     }
     super::say_chain(chain, 11);
@@ -381,14 +140,13 @@ fn lowered(
     say!(
         "{:<11}{}   (nesting depth {})",
         "regions",
-        pytorch::describe_regions(&tree),
-        pytorch::nesting_depth(&tree)
+        pytorch::describe_regions(&report.regions),
+        pytorch::nesting_depth(&report.regions)
     );
     if let Some(layers) = &report.layers {
-        let on: Vec<String> = layers
-            .iter()
+        let on: Vec<&str> = (layers.iter())
             .filter(|l| l.gradient_checkpointing)
-            .map(|l| l.module.to_string())
+            .map(|l| l.module.as_str())
             .collect();
         say!(
             "{:<11}gradient_checkpointing on {} of {} layers: {}",
@@ -407,13 +165,13 @@ fn lowered(
             "{:<11}stage {} ({}) under selective checkpointing: {}",
             "policy",
             p.stage,
-            report.modules[p.stage - 1].unwrap_or("unnamed"),
+            report.modules[p.stage - 1].as_deref().unwrap_or("unnamed"),
             p.policy
         );
     }
     print_fidelity(&report.judged);
     say!("");
-    if format == "transformers" {
+    if target == Target::Transformers {
         say!(
             "apply:     remat_torch.apply_plan(model, plan)   # plan: this command's --json output"
         );

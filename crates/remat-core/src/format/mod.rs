@@ -10,7 +10,9 @@
 //! output_bytes`). Readers never panic.
 
 mod chain_file;
+pub mod code;
 mod json;
+pub mod lowered;
 mod numbers;
 pub mod pytorch;
 mod rotor;
