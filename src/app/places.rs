@@ -1,5 +1,5 @@
 //! The page's named places below the figures — *Compare*, *Your GPUs*,
-//! *Least memory*, *Learn*, *Chain & files* — and the bar's links that
+//! *Least memory*, *Learn*, *Code & files* — and the bar's links that
 //! scroll to them.
 //!
 //! The figures come first (issue 26): the chain, the memory curve and the
@@ -35,7 +35,7 @@ pub const PLACES: [Place; 5] = [
     },
     Place {
         id: "place-chain",
-        name: "Chain & files",
+        name: "Code & files",
     },
 ];
 

@@ -7,7 +7,7 @@ use super::places::{PlaceSection, PlacesNav};
 use super::url::{initial_load, sync_url};
 use crate::features::learn::{LargeType, LargeTypeButton, Lesson};
 use crate::features::min_memory::MinMemory;
-use crate::features::{compare, files, gpu, learn, min_memory, pipeline, plan, strategies};
+use crate::features::{code, compare, files, gpu, learn, min_memory, pipeline, plan, strategies};
 use crate::io;
 use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
@@ -102,6 +102,7 @@ pub fn App() -> impl IntoView {
                 <strategies::TimeDoubles />
             </PlaceSection>
             <PlaceSection id="place-chain">
+                <code::CodeCard />
                 <files::ChainFiles />
             </PlaceSection>
             <footer class="foot">

@@ -4,6 +4,7 @@
 //! (scripts/module_graph.py checks it): what two features share is wired
 //! by the shell (`app`) through props.
 
+pub mod code;
 pub mod compare;
 pub mod files;
 pub mod gpu;

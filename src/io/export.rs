@@ -1,6 +1,7 @@
 //! Downloads: the schedule, its Chrome trace, the chain, the charts.
 
 use super::raster;
+use crate::current::Current;
 use crate::file_name::file_name;
 use crate::state::AppState;
 use leptos::prelude::*;
@@ -33,27 +34,36 @@ pub(super) fn download_blob(file_name: &str, blob: &web_sys::Blob) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-pub fn export_schedule(state: AppState) {
-    let Some(current) = state.shown.current.get_untracked() else {
-        return;
-    };
+/// The schedule on screen as `remat solve -o` writes it: the file the
+/// Schedule export downloads and the Code card writes its code from. None
+/// when the budget has no schedule for the algorithm.
+pub fn schedule_file(current: &Current, link: Option<f64>) -> Option<ScheduleFile> {
     let (Some(ops), Some(trace)) = (current.planned.ops.clone(), current.ok_trace()) else {
-        state
-            .view
-            .error("No schedule to export: this budget is infeasible for the algorithm.".into());
-        return;
+        return None;
     };
-    let file = ScheduleFile::new(
+    Some(ScheduleFile::new(
         &current.chain,
         &current.algorithm,
         current.planned.budget,
-        state.controls.link(),
+        link,
         Predicted {
             makespan_seconds: trace.makespan_seconds,
             peak_bytes: trace.peak_bytes,
         },
         ops,
-    );
+    ))
+}
+
+pub fn export_schedule(state: AppState) {
+    let Some(current) = state.shown.current.get_untracked() else {
+        return;
+    };
+    let Some(file) = schedule_file(&current, state.controls.link()) else {
+        state
+            .view
+            .error("No schedule to export: this budget is infeasible for the algorithm.".into());
+        return;
+    };
     download(
         &file_name(
             &current.chain.name,

@@ -9,7 +9,9 @@ mod import;
 mod raster;
 
 pub use crate::link::UrlState;
-pub use export::{export_chain, export_png, export_schedule, export_svg_text, export_trace};
+pub use export::{
+    export_chain, export_png, export_schedule, export_svg_text, export_trace, schedule_file,
+};
 pub use figures::{DashboardButtons, FigureButtons};
 pub use gif::{export_gif, gif_plan};
 pub use import::{import_file, import_run, import_run_file, import_text, load_stored, storage};

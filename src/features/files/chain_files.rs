@@ -1,4 +1,4 @@
-//! The *Chain & files* place: the loaded chain in words, where its numbers
+//! The *Code & files* place: the loaded chain in words, where its numbers
 //! come from, and every import and export.
 
 use super::measured::ImportRunButton;
@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::solvers::memory_floor;
 
-/// The *Chain & files* place: the loaded chain in words, where its numbers
+/// The *Code & files* place: the loaded chain in words, where its numbers
 /// come from, and every import and export.
 #[component]
 pub fn ChainFiles() -> impl IntoView {

@@ -1,4 +1,4 @@
-//! Files: the *Chain & files* place (the chain in words, every import and
+//! Files: the *Code & files* place (the chain in words, every import and
 //! export) and a measured run's import and status.
 
 mod chain_files;

@@ -301,7 +301,7 @@ pub fn BudgetPanel() -> impl IntoView {
                     </select>
                 </div>
                 <div class="field slider">
-                    <label for="budget-slider" title="Counts activations only. M_low: the least rotor's schedules need; M_high: keeping everything (see Chain & files)">
+                    <label for="budget-slider" title="Counts activations only. M_low: the least rotor's schedules need; M_high: keeping everything (see Code & files)">
                         "Budget "
                         <span class="range">{move || slider_range(state)}</span>
                     </label>

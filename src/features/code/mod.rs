@@ -1,0 +1,142 @@
+//! *Code for this plan*: the Python to paste beside a training script for
+//! the plan on screen, in three forms — stock checkpoint regions, the
+//! transformers switches, `remat_torch.checkpointed` — each with its
+//! predicted peak, step time and fidelity, copied with one click. The text
+//! is remat-core's (`format::code`, from `format::lowered::lower`), the
+//! same to the byte as `remat export --code` for the schedule the page
+//! exports (tests/code.test.mjs).
+
+use crate::current::Current;
+use crate::io::schedule_file;
+use crate::kit::format::{bytes, ms};
+use crate::state::use_app;
+use leptos::prelude::*;
+use remat_core::format::code::{apply_plan_snippet, checkpointed_snippet, Snippet};
+use remat_core::format::lowered::{lower, Target};
+
+/// The forms, in the order of the card's tabs: (id, tab label).
+const FORMS: [(&str, &str); 3] = [
+    ("pytorch", "PyTorch"),
+    ("transformers", "transformers"),
+    ("remat_torch", "remat_torch"),
+];
+
+/// The snippet of `form` for the plan on screen, or why there is none.
+fn snippet(current: &Current, link: Option<f64>, form: &str) -> Result<Snippet, String> {
+    let file = schedule_file(current, link)
+        .ok_or("No schedule at this budget for the algorithm: nothing to write.")?;
+    let lowered = |target| {
+        lower(&current.chain, &file, target, &[])
+            .map(|plan| apply_plan_snippet(&plan))
+            .map_err(|e| {
+                format!("This plan has no {form} form: {e}. The remat_torch tab runs any plan.")
+            })
+    };
+    match form {
+        "pytorch" => lowered(Target::Pytorch),
+        "transformers" => lowered(Target::Transformers),
+        _ => {
+            let t = current.ok_trace().ok_or("No schedule to run.")?;
+            Ok(checkpointed_snippet(
+                &file,
+                t.peak_bytes,
+                t.makespan_seconds,
+                t.overhead(),
+            ))
+        }
+    }
+}
+
+/// Copies `text` to the clipboard; where the page may not (no secure
+/// context, permission refused) it selects the code for Ctrl+C and says so.
+fn copy(text: String, said: RwSignal<&'static str>) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let promise = window.navigator().clipboard().write_text(&text);
+    said.set("copying…");
+    leptos::task::spawn_local(async move {
+        match wasm_bindgen_futures::JsFuture::from(promise).await {
+            Ok(_) => said.set("copied"),
+            Err(_) => {
+                select_code();
+                said.set("selected: press Ctrl+C (the page may not write the clipboard here)");
+            }
+        }
+    });
+}
+
+/// Selects the code block's text.
+fn select_code() {
+    let document = leptos::prelude::document();
+    let (Some(code), Some(selection)) = (
+        document.get_element_by_id("code-text"),
+        web_sys::window().and_then(|w| w.get_selection().ok().flatten()),
+    ) else {
+        return;
+    };
+    let _ = selection.select_all_children(&code);
+}
+
+#[component]
+pub fn CodeCard() -> impl IntoView {
+    let state = use_app();
+    let form = RwSignal::new("pytorch");
+    let said = RwSignal::new("");
+    let current = Memo::new(move |_| {
+        let c = state.shown.current.get()?;
+        Some(snippet(&c, state.controls.link(), form.get()))
+    });
+    Effect::new(move |_| {
+        current.track();
+        said.set("");
+    });
+    let code = move || match current.get() {
+        Some(Ok(s)) => s.code,
+        _ => String::new(),
+    };
+    view! {
+        <section class="card code-card" id="code-card">
+            <div class="card-head">
+                <h2>"Code for this plan"</h2>
+                <div class="code-tabs" role="tablist" aria-label="Form of the code">
+                    {FORMS.into_iter().map(|(id, label)| view! {
+                        <button role="tab" id=format!("code-tab-{id}") class="small"
+                            aria-selected=move || (form.get() == id).to_string()
+                            on:click=move |_| form.set(id)>{label}</button>
+                    }).collect_view()}
+                </div>
+            </div>
+            <p class="muted">
+                "Paste it beside your model (as remat_torch.describe_chain described it) and one training batch: "
+                "PyTorch and transformers put stock checkpoints on the model once, remat_torch runs the plan itself. "
+                "The same text as "<code>"remat export --code"</code>" for this schedule."
+            </p>
+            {move || match current.get() {
+                None => view! { <p class="muted" id="code-status">"No plan yet."</p> }.into_any(),
+                Some(Err(why)) => view! { <p class="err" id="code-status">{why}</p> }.into_any(),
+                Some(Ok(s)) => view! {
+                    <p id="code-status" data-peak=s.peak_bytes.to_string()>
+                        <b>{s.title}</b>
+                        {format!(
+                            ": predicted peak {}, step {} ({:+.1} %), {} the plan",
+                            bytes(s.peak_bytes),
+                            ms(s.makespan_seconds),
+                            100.0 * s.overhead,
+                            if s.fidelity == "exact" { "exactly" } else { "differs from" }
+                        )}
+                    </p>
+                }.into_any(),
+            }}
+            <div class="code-actions">
+                <button id="code-copy" class="primary" disabled=move || !matches!(current.get(), Some(Ok(_)))
+                    on:click=move |_| copy(code(), said)>"Copy"</button>
+                <span class="muted" id="code-copied" aria-live="polite">{move || said.get()}</span>
+            </div>
+            // Focusable: a keyboard user scrolls the long lines too.
+            <pre class="code-text" tabindex="0" role="region" aria-label="The code to paste">
+                <code id="code-text">{code}</code>
+            </pre>
+        </section>
+    }
+}
