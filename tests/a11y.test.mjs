@@ -179,7 +179,7 @@ function contrasts(page, selector) {
 // Fails with the old colours: the green status 3.38:1, F_ck 2.95:1, F_∅
 // 3.20:1, prefetch 3.10:1 (against main's build; and with only --good put
 // back to #2e9e6b in the built CSS: the status line and td.yes at 3.38).
-test('status, legend and guide text have at least 4.5:1 contrast; one legend for the page', async () => {
+test('status, legend and guide text have at least 4.5:1 contrast; each chart keys its colours beside it', async () => {
   const { page, errors } = await open(context, TEACHING);
   await page.locator('#guide summary').click();
   const measured = [];
@@ -192,11 +192,20 @@ test('status, legend and guide text have at least 4.5:1 contrast; one legend for
   const low = measured.filter((m) => m.ratio < 4.5);
   console.log(measured.map((m) => `${m.ratio.toFixed(2)}  ${m.sel}  ${m.text}`).join('\n'));
   assert.deepEqual(low, [], 'text below 4.5:1');
-  // One legend names the colours: the chart cards no longer repeat it.
+  // The stepper's legend names every colour at once; each chart's own key
+  // is beside it, in its card's heading (issue 45: at 1366×768 the page's
+  // legend was below the fold), and names every fill the chart draws, the
+  // memory curve's second shades too. Fails on a card without its key, or
+  // a key missing a colour drawn (before: no card had one).
   assert.equal(await page.locator('#page-legend .swatch').count(), 11);
   for (const id of ['#chain-svg', '#memory-svg', '#timeline-svg']) {
     const card = page.locator('section.card', { has: page.locator(id) });
-    assert.equal(await card.locator('.swatch').count(), 0, `${id}'s card repeats the legend`);
+    const keyed = (await card.locator('.card-head .swatch i').evaluateAll((is) => is.map((i) => i.getAttribute('style'))))
+      .join(' ').toLowerCase().match(/#[0-9a-f]{6}/g) ?? [];
+    const drawn = await page.locator(`${id} path[data-kind]`).evaluateAll((ps) => [...new Set(ps.map((p) => p.getAttribute('fill')))]);
+    const hex = drawn.filter((f) => f && f.startsWith('#')).map((f) => f.toLowerCase());
+    assert.ok(hex.length > 0, `${id} draws fills`);
+    for (const f of hex) assert.ok(keyed.includes(f), `${id} draws ${f}, which its card's key does not show (${keyed})`);
   }
   assert.deepEqual(errors, []);
   await page.close();

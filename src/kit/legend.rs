@@ -7,6 +7,7 @@
 //! ([`CHAIN`], [`MEMORY`], [`TIMELINES`]): the figure frame (`figure.rs`)
 //! reads them from here, so it imports none of the charts that use it.
 
+use super::notation::math_text;
 use super::palette;
 use super::widgets::swatches;
 use leptos::prelude::*;
@@ -48,6 +49,16 @@ pub const PARAMETER_GRADIENTS: (&str, &str) = (
     "g^ℓ parameter gradients, kept to the end",
 );
 
+/// The memory card's key beside its chart: each tensor kind in both of its
+/// shades (neighbouring bands alternate them), so that every band drawn
+/// is in it.
+pub const MEMORY_SHADES: &[(&[&str], &str)] = &[
+    (&palette::SAVED, "ā^ℓ saved"),
+    (&palette::ACTIVATION, "a^ℓ activation"),
+    (&palette::GRADIENT, "δ^ℓ gradient"),
+    (&[palette::WORKSPACE], "workspace"),
+];
+
 /// The timelines' legend (idle apart), for their exported figure: colours
 /// by op kind, as in the chain and the memory curve; a recomputation is
 /// striped (a key of its own).
@@ -67,6 +78,28 @@ pub const MAX_BATCH: &str = "Sizes and times at each batch come from the profile
 
 /// `parameter_gradients`: the loaded chain counts them (a band of its own
 /// in the memory curve).
+/// A figure's key in its card's heading, beside the chart (issue 45: at
+/// 1366×768 the page's legend was below the fold): one swatch per entry,
+/// a two-shade entry split in half.
+pub fn card_key(entries: &[(&'static [&'static str], &'static str)]) -> impl IntoView {
+    (entries.iter())
+        .map(|&(colors, label)| {
+            let background = match colors {
+                [one] => one.to_string(),
+                [a, b, ..] => format!("linear-gradient(90deg, {a} 50%, {b} 50%)"),
+                [] => String::new(),
+            };
+            let title = (colors.len() > 1).then_some("two shades tell neighbouring tensors apart");
+            view! {
+                <span class="swatch" title=title>
+                    <i style=format!("background:{background}")></i>
+                    <span>{math_text(label)}</span>
+                </span>
+            }
+        })
+        .collect_view()
+}
+
 #[component]
 pub fn PageLegend(#[prop(into)] parameter_gradients: Signal<bool>) -> impl IntoView {
     view! {

@@ -129,6 +129,6 @@ pub fn ZoomReset(id: &'static str, zoom: TimeZoom) -> impl IntoView {
         <button class="small zoom-reset" id=id disabled=move || !zoom.zoomed()
             title="Show the whole step again"
             on:click=move |_| zoom.reset()>"Reset zoom"</button>
-        <span class="zoom-hint muted">"Ctrl + wheel or a pinch zooms (or click the chart, then the wheel); drag pans"</span>
+        <span class="zoom-hint muted" title="Ctrl + wheel or a pinch zooms (or click the chart, then the wheel); a drag pans">"Ctrl + wheel zooms, drag pans"</span>
     }
 }

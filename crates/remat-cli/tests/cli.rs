@@ -723,6 +723,46 @@ fn export_writes_checkpoint_segments_or_says_why_not() {
         "torch.utils.checkpoint cannot offload",
     );
     refused(&["export", &rotor, "--to", "keras"], "--to");
+    // --code: the Python alone (the explorer's Code card); the segments'
+    // snippet as --json has it, the lowered plan inlined for --to pytorch,
+    // and not both --code and --json. Fails if --code printed the report.
+    let code = remat(&["export", &seq, "--to", "pytorch-segments", "--code"]);
+    let v = export_json(&seq);
+    assert_eq!(
+        String::from_utf8_lossy(&code.stdout),
+        v["snippet"].as_str().unwrap()
+    );
+    let code = remat(&[
+        "export",
+        &rotor,
+        "--to",
+        "pytorch",
+        "--chain",
+        "example:teaching",
+        "--code",
+    ]);
+    let text = String::from_utf8_lossy(&code.stdout);
+    assert!(
+        text.starts_with("# Remat plan for \"teaching chain\": rotor"),
+        "{text}"
+    );
+    assert!(
+        text.contains("applied = remat_torch.apply_plan(model, PLAN, batch)"),
+        "{text}"
+    );
+    refused(
+        &[
+            "export",
+            &rotor,
+            "--to",
+            "pytorch",
+            "--chain",
+            "example:teaching",
+            "--code",
+            "--json",
+        ],
+        "--json",
+    );
 }
 
 #[test]

@@ -119,8 +119,9 @@ pub fn CodeCard() -> impl IntoView {
                     <p id="code-status" data-peak=s.peak_bytes.to_string()>
                         <b>{s.title}</b>
                         {format!(
-                            ": predicted peak {}, step {} ({:+.1} %), {} the plan",
+                            ": predicted peak {}{}, step {} ({:+.1} %), {} the plan",
                             bytes(s.peak_bytes),
+                            if s.fits { "" } else { " (over the budget)" },
                             ms(s.makespan_seconds),
                             100.0 * s.overhead,
                             if s.fidelity == "exact" { "exactly" } else { "differs from" }

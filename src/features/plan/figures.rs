@@ -1,16 +1,18 @@
 //! The three figures of the schedule on screen — the layer chain, memory
 //! over time, the timelines — as cards: each a kit chart fed from the
-//! page's state, under a heading with its options and save menu. The
-//! colours are in the page's legend (the stepper).
+//! page's state, under a heading with its key, options and save menu. The
+//! key is beside each chart (at 1366×768 the page's legend in the stepper
+//! is below the fold); the stepper's names every colour at once.
 
 use crate::io::FigureButtons;
 use crate::kit::chain_chart::ChainChart;
 use crate::kit::figure::Figure;
 use crate::kit::format::ms;
+use crate::kit::legend::{self, card_key};
 use crate::kit::memory_chart::{MeasuredLegend, MemoryChart};
 use crate::kit::notation::{math_text, math_text_with_names};
 use crate::kit::timeline_chart::TimelineChart;
-use crate::kit::widgets::CardHead;
+use crate::kit::widgets::{swatches, CardHead};
 use crate::kit::zoom::ZoomReset;
 use crate::menus;
 use crate::state::use_app;
@@ -36,6 +38,7 @@ pub fn ChainCard(marks: Signal<Vec<usize>>) -> impl IntoView {
     });
     view! {
         <CardHead title="Layer chain">
+            {swatches(legend::CHAIN)}
             <span class="muted">"↻n = recomputations"</span>
             <FigureButtons figure=Figure::Chain />
             <label class="toggle">
@@ -78,7 +81,12 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
     });
     view! {
         <CardHead title="Memory over time">
-            <span class="muted">"stacked by tensor; dashed line: the budget"</span>
+            {card_key(legend::MEMORY_SHADES)}
+            {move || state.loaded.chain.with(|c| c.parameter_gradient_total() > 0).then(|| {
+                let (color, label) = legend::PARAMETER_GRADIENTS;
+                swatches(&[(color, label)])
+            })}
+            <span class="swatch"><i class="dash"></i>"budget"</span>
             <MeasuredLegend shown=Signal::derive(move || measured.with(Option::is_some)) />
             <ZoomReset id="zoom-reset-memory" zoom=axis.zoom />
             <FigureButtons figure=Figure::Memory />
@@ -107,6 +115,8 @@ pub fn TimelinesCard() -> impl IntoView {
     };
     view! {
         <CardHead title="Timelines">
+            {swatches(legend::TIMELINES)}
+            <span class="muted">"striped: recomputed"</span>
             <span class="muted">{idle}</span>
             <ZoomReset id="zoom-reset-timelines" zoom=axis.zoom />
             <FigureButtons figure=Figure::Timelines />

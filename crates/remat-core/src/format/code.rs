@@ -37,6 +37,8 @@ pub struct Snippet {
     pub overhead: f64,
     /// `exact` or `differs` (from the plan).
     pub fidelity: &'static str,
+    /// The peak is within the plan's budget (a lowered form can exceed it).
+    pub fits: bool,
 }
 
 /// The snippet applying a lowered plan (`--to pytorch` or `transformers`)
@@ -52,11 +54,11 @@ pub fn apply_plan_snippet(plan: &LoweredPlan) -> Snippet {
         ),
     };
     let row = judged.form(lowered).or(judged.forms.get(1));
-    let (peak, time, overhead) = row.map_or((0, 0.0, 0.0), |f| {
-        (f.peak_bytes, f.makespan_seconds, f.overhead)
+    let (peak, time, overhead, fits) = row.map_or((0, 0.0, 0.0, false), |f| {
+        (f.peak_bytes, f.makespan_seconds, f.overhead, f.fits)
     });
     let json = serde_json::to_string(plan).expect("a lowered plan serializes");
-    let mut code = header(plan, peak, time, overhead);
+    let mut code = header(plan, peak, fits, time, overhead);
     match plan.format {
         Target::Pytorch => {
             code.push_str(
@@ -106,6 +108,7 @@ pub fn apply_plan_snippet(plan: &LoweredPlan) -> Snippet {
         makespan_seconds: time,
         overhead,
         fidelity: judged.fidelity,
+        fits,
     }
 }
 
@@ -162,19 +165,21 @@ pub fn checkpointed_snippet(
         makespan_seconds,
         overhead,
         fidelity: "exact",
+        fits: peak_bytes <= schedule.budget_bytes,
     }
 }
 
 /// The plan's name and the form's prediction, as comment lines.
-fn header(plan: &LoweredPlan, peak: u64, time: f64, overhead: f64) -> String {
+fn header(plan: &LoweredPlan, peak: u64, fits: bool, time: f64, overhead: f64) -> String {
     format!(
         "# Remat plan for \"{}\": {} at budget {} ({} stages).\n\
-         # Predicted: peak {}, step {} ({:+.1} %).\n",
+         # Predicted: peak {}{}, step {} ({:+.1} %).\n",
         plan.chain,
         plan.algorithm,
         format_bytes(plan.budget_bytes),
         plan.stages,
         format_bytes(peak),
+        if fits { "" } else { ", over the budget" },
         format_seconds(time),
         100.0 * overhead
     )
