@@ -179,3 +179,24 @@ test('a lesson link opens with its card in view', async () => {
     await page.close();
   }
 });
+
+test('every slide of the presentation keys its colours, in type read from the back of a room', async () => {
+  // Issue 45: no slide had a colour legend (step 4's PCIe colours went
+  // unexplained). Could fail if a slide's figures had no key on screen, or
+  // a key in the page's 12.5 px type. Mutation run: the page before this
+  // change (the side-by-side card without its key, the keys at 12.5 px) →
+  // slide 1 fails with no key on screen.
+  const page = await context.newPage();
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  for (const n of [1, 2, 3, 4, 5]) {
+    await page.goto(`${BASE}#lesson=${n}&present=1`);
+    await page.waitForFunction(() => document.querySelector('main')?.classList.contains('presenting'));
+    await waitForPlan(page);
+    const keys = await page.evaluate(() => [...document.querySelectorAll('main .card-head .swatch')]
+      .filter((s) => { const r = s.getBoundingClientRect(); return r.width > 0 && r.bottom > 0; })
+      .map((s) => parseFloat(getComputedStyle(s).fontSize)));
+    assert.ok(keys.length >= 4, `slide ${n}: ${keys.length} keys on screen`);
+    assert.ok(Math.min(...keys) >= 18, `slide ${n}: keys at ${Math.min(...keys)} px`);
+  }
+  await page.close();
+});

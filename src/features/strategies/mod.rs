@@ -7,6 +7,7 @@
 
 use crate::kit::format::{bytes, ms};
 use crate::kit::hover::{Cursor, TimeAxis};
+use crate::kit::legend::{self, card_key};
 use crate::kit::memory_chart::MemoryChart;
 use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
@@ -135,6 +136,9 @@ pub fn SideBySide(#[prop(optional, into)] shown: Option<Signal<bool>>) -> impl I
     view! {
         <section class="card" id="side-by-side">
             <CardHead title="Strategies side by side">
+                // The key of its memory curves, on its slide too (issue 45).
+                {card_key(legend::MEMORY_SHADES)}
+                <span class="swatch"><i class="dash"></i>"budget"</span>
                 <button id="classic-four" on:click=move |_| asked.set(true)
                     disabled=move || asked.get()>"Show the classic four"</button>
                 <button id="side-race" class="primary" disabled=move || !asked.get()
