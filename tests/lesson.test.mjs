@@ -180,12 +180,14 @@ test('a lesson link opens with its card in view', async () => {
   }
 });
 
-test('every slide of the presentation keys its colours, in type read from the back of a room', async () => {
+test('every slide of the presentation keys its colours in type read from the back of a room, and fits 1080 px', async () => {
   // Issue 45: no slide had a colour legend (step 4's PCIe colours went
-  // unexplained). Could fail if a slide's figures had no key on screen, or
-  // a key in the page's 12.5 px type. Mutation run: the page before this
-  // change (the side-by-side card without its key, the keys at 12.5 px) →
-  // slide 1 fails with no key on screen.
+  // unexplained), and slides 1, 4 and 5 ran 100 px past 1080. Could fail if
+  // a slide's figures had no key on screen, a key in the page's 12.5 px
+  // type, or a slide taller than the screen. Mutation runs: the page
+  // before the keys (the side-by-side card without its key) → slide 1
+  // fails with no key on screen; before the presenting heights → slide 1
+  // is 1183 px high.
   const page = await context.newPage();
   await page.setViewportSize({ width: 1920, height: 1080 });
   for (const n of [1, 2, 3, 4, 5]) {
@@ -197,6 +199,9 @@ test('every slide of the presentation keys its colours, in type read from the ba
       .map((s) => parseFloat(getComputedStyle(s).fontSize)));
     assert.ok(keys.length >= 4, `slide ${n}: ${keys.length} keys on screen`);
     assert.ok(Math.min(...keys) >= 18, `slide ${n}: keys at ${Math.min(...keys)} px`);
+    // The slide fits the projector: nothing to scroll to.
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    assert.ok(height <= 1080, `slide ${n} is ${height} px high`);
   }
   await page.close();
 });
