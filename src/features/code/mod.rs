@@ -14,28 +14,49 @@ use leptos::prelude::*;
 use remat_core::format::code::{apply_plan_snippet, checkpointed_snippet, Snippet};
 use remat_core::format::lowered::{lower, Target};
 
-/// The forms, in the order of the card's tabs: (id, tab label).
-const FORMS: [(&str, &str); 3] = [
-    ("pytorch", "PyTorch"),
-    ("transformers", "transformers"),
-    ("remat_torch", "remat_torch"),
-];
+/// The card's tabs: a lowered form, or the runtime that runs the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tab {
+    Lowered(Target),
+    RematTorch,
+}
 
-/// The snippet of `form` for the plan on screen, or why there is none.
-fn snippet(current: &Current, link: Option<f64>, form: &str) -> Result<Snippet, String> {
+impl Tab {
+    const ALL: [Tab; 3] = [
+        Tab::Lowered(Target::Pytorch),
+        Tab::Lowered(Target::Transformers),
+        Tab::RematTorch,
+    ];
+
+    /// Its id in the page (`code-tab-{id}`).
+    fn id(self) -> &'static str {
+        match self {
+            Tab::Lowered(Target::Pytorch) => "pytorch",
+            Tab::Lowered(Target::Transformers) => "transformers",
+            Tab::RematTorch => "remat_torch",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Tab::Lowered(Target::Pytorch) => "PyTorch",
+            _ => self.id(),
+        }
+    }
+}
+
+/// The snippet of `tab` for the plan on screen, or why there is none.
+fn snippet(current: &Current, link: Option<f64>, tab: Tab) -> Result<Snippet, String> {
     let file = schedule_file(current, link)
         .ok_or("No schedule at this budget for the algorithm: nothing to write.")?;
-    let lowered = |target| {
-        lower(&current.chain, &file, target, &[])
+    match tab {
+        Tab::Lowered(target) => lower(&current.chain, &file, target, &[])
             .map(|plan| apply_plan_snippet(&plan))
             .map_err(|e| {
+                let form = tab.id();
                 format!("This plan has no {form} form: {e}. The remat_torch tab runs any plan.")
-            })
-    };
-    match form {
-        "pytorch" => lowered(Target::Pytorch),
-        "transformers" => lowered(Target::Transformers),
-        _ => {
+            }),
+        Tab::RematTorch => {
             let t = current.ok_trace().ok_or("No schedule to run.")?;
             Ok(checkpointed_snippet(
                 &file,
@@ -81,11 +102,11 @@ fn select_code() {
 #[component]
 pub fn CodeCard() -> impl IntoView {
     let state = use_app();
-    let form = RwSignal::new("pytorch");
+    let tab = RwSignal::new(Tab::Lowered(Target::Pytorch));
     let said = RwSignal::new("");
     let current = Memo::new(move |_| {
         let c = state.shown.current.get()?;
-        Some(snippet(&c, state.controls.link(), form.get()))
+        Some(snippet(&c, state.controls.link(), tab.get()))
     });
     Effect::new(move |_| {
         current.track();
@@ -100,10 +121,10 @@ pub fn CodeCard() -> impl IntoView {
             <div class="card-head">
                 <h2>"Code for this plan"</h2>
                 <div class="code-tabs" role="tablist" aria-label="Form of the code">
-                    {FORMS.into_iter().map(|(id, label)| view! {
-                        <button role="tab" id=format!("code-tab-{id}") class="small"
-                            aria-selected=move || (form.get() == id).to_string()
-                            on:click=move |_| form.set(id)>{label}</button>
+                    {Tab::ALL.into_iter().map(|t| view! {
+                        <button role="tab" id=format!("code-tab-{}", t.id()) class="small"
+                            aria-selected=move || (tab.get() == t).to_string()
+                            on:click=move |_| tab.set(t)>{t.label()}</button>
                     }).collect_view()}
                 </div>
             </div>
