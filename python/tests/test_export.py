@@ -270,15 +270,21 @@ def _call(model, batch):
     return model(**batch) if isinstance(batch, dict) else model(batch)
 
 
-def _train_alike(make, plan, steps=3, form=None, counters=()):
-    """Plain training and training with the plan applied, on two copies of
-    one model from the same RNG state, `steps` SGD steps: every loss, every
-    gradient and, at the end, every buffer must be bitwise equal. Returns
-    (what apply_plan applied, forward counts of the `counters` submodules
-    in the planned model's last step)."""
+def _applying(plan, form=None):
+    """How the tests apply `plan` to a model: `apply_plan`, with `form`."""
+    return lambda model, batch: apply_plan(model, plan, batch, form=form)
+
+
+def _train_alike(make, plan, steps=3, form=None, counters=(), apply=None):
+    """Plain training and training with the plan applied (by `apply(model,
+    batch)`, `apply_plan` by default), on two copies of one model from the
+    same RNG state, `steps` SGD steps: every loss, every gradient and, at
+    the end, every buffer must be bitwise equal. Returns (what was applied,
+    forward counts of the `counters` submodules in the planned model's last
+    step)."""
     model, batch, target, loss = make()
     plain, planned = copy.deepcopy(model), copy.deepcopy(model)
-    applied = apply_plan(planned, plan, batch, form=form)
+    applied = (apply or _applying(plan, form))(planned, batch)
     counts = {name: 0 for name in counters}
     for name in counters:
         planned.get_submodule(name).register_forward_hook(
@@ -306,14 +312,14 @@ def _train_alike(make, plan, steps=3, form=None, counters=()):
     return applied, counts
 
 
-def _measured_peak(make, plan, form=None):
-    """The activation peak of one training step with the plan applied, the
-    way `plain_step_peak` measures a plain one: the allocator's live bytes
-    above the start, the parameter gradients the step creates included,
-    plus the batch's and the target's bytes; after one
-    warm-up step. (what apply_plan applied, bytes)."""
+def _measured_peak(make, plan, form=None, apply=None):
+    """The activation peak of one training step with the plan applied (as
+    `_train_alike` applies it), the way `plain_step_peak` measures a plain
+    one: the allocator's live bytes above the start, the parameter
+    gradients the step creates included, plus the batch's and the target's
+    bytes; after one warm-up step. (what was applied, bytes)."""
     model, batch, target, loss = make()
-    applied = apply_plan(model, plan, batch, form=form)
+    applied = (apply or _applying(plan, form))(model, batch)
     step = lambda: loss(_call(model, batch), target).backward()  # noqa: E731
     step()
     for p in model.parameters():
@@ -501,14 +507,15 @@ def test_apply_plan_refuses_what_the_model_cannot_take(described, tmp_path):
         apply_plan(resnet()[0], resnet_plan)
 
 
-def _pasted(make, code: str):
-    """The model after the pasted code ran beside it, as in a user's
-    script: `model` and `batch` defined, the code executed, nothing else.
-    (model, batch, target, loss, the code's scope)."""
-    model, batch, target, loss = make()
-    scope = {"model": model, "batch": batch}
-    exec(compile(code, "<pasted from remat export --code>", "exec"), scope)
-    return model, batch, target, loss, scope
+def _pasting(code: str):
+    """Applies a plan as a user's script does with the pasted code:
+    `model` and `batch` defined, the code executed, nothing else; what it
+    applied is its `applied`."""
+    def paste(model, batch):
+        scope = {"model": model, "batch": batch}
+        exec(compile(code, "<pasted from remat export --code>", "exec"), scope)
+        return scope["applied"]
+    return paste
 
 
 @pytest.mark.parametrize("name,to", [("resnet", "pytorch"), ("gpt2", "transformers")])
@@ -535,35 +542,9 @@ def test_pasted_code_trains_at_its_predicted_peak(described, tmp_path, name, to)
     predicted = next(f for f in plan["forms"] if f["form"] == {"pytorch": "regions", "transformers": "switches"}[to])
     assert f"peak {_mib(predicted['peak_bytes'])}" in header, (header, predicted)
 
-    model, batch, target, loss, scope = _pasted(make, code)
-    applied = scope["applied"]
+    applied, _ = _train_alike(make, None, apply=_pasting(code))
     assert applied.form == predicted["form"], (applied.form, applied.note)
-    plain, *_ = make()
-    opt_a = torch.optim.SGD(plain.parameters(), lr=0.1)
-    opt_b = torch.optim.SGD(model.parameters(), lr=0.1)
-    for step in range(3):
-        opt_a.zero_grad(set_to_none=True)
-        opt_b.zero_grad(set_to_none=True)
-        torch.manual_seed(step)
-        la = loss(_call(plain, batch), target)
-        la.backward()
-        torch.manual_seed(step)
-        lb = loss(_call(model, batch), target)
-        lb.backward()
-        assert torch.equal(la, lb), (step, la, lb)
-        for (n, p), q in zip(plain.named_parameters(), model.parameters()):
-            assert torch.equal(p.grad, q.grad), (step, n)
-        opt_a.step()
-        opt_b.step()
-
-    model, batch, target, loss, _ = _pasted(make, code)
-    step = lambda: loss(_call(model, batch), target).backward()  # noqa: E731
-    step()
-    for p in model.parameters():
-        p.grad = None
-    gc.collect()
-    _, _, peak = Meter(torch.device("cpu")).measure(step)
-    measured = peak + storage_bytes(leaves(batch) + [target])
+    _, measured = _measured_peak(make, None, apply=_pasting(code))
     error = measured / predicted["peak_bytes"] - 1
     print(name, to, measured, predicted["peak_bytes"], f"{100 * error:+.2f} %")
     assert abs(error) <= 0.03, (measured, predicted["peak_bytes"], error)
