@@ -77,7 +77,7 @@ fn save(state: AppState, figures: &[Figure], what: &str, png: bool) {
     let memory = MemoryKeys {
         measured: (state.measured.against.get_untracked()).is_some_and(|m| m.is_ok()),
         parameter_gradients: (state.loaded.chain)
-            .with_untracked(|c| c.parameter_gradient_total() > 0),
+            .with_untracked(|c| c.counts_parameter_gradients()),
     };
     let Some((svg, w, h)) = compose(figures, |f| context_lines(state, f), memory) else {
         state

@@ -100,17 +100,24 @@ pub fn card_key(entries: &[(&'static [&'static str], &'static str)]) -> impl Int
         .collect_view()
 }
 
+/// The key of g^ℓ's band, while `shown` (the chain counts them).
+pub fn parameter_gradients_key(shown: Signal<bool>) -> impl IntoView {
+    move || shown.get().then(|| swatches(&[PARAMETER_GRADIENTS]))
+}
+
+/// The budget's dashed line.
+pub fn budget_key() -> impl IntoView {
+    view! { <span class="swatch"><i class="dash"></i>"budget"</span> }
+}
+
 #[component]
 pub fn PageLegend(#[prop(into)] parameter_gradients: Signal<bool>) -> impl IntoView {
     view! {
         <div id="page-legend" class="legend page-legend" role="group" aria-label="Colours in every chart">
             {swatches(&ENTRIES)}
-            {move || parameter_gradients.get().then(|| {
-                let (color, label) = PARAMETER_GRADIENTS;
-                swatches(&[(color, label)])
-            })}
+            {parameter_gradients_key(parameter_gradients)}
             <span class="swatch"><i class="stripes"></i>"striped: recomputed"</span>
-            <span class="swatch"><i class="dash"></i>"budget"</span>
+            {budget_key()}
             <span class="swatch"><i class="hatch"></i>"GPU idle"</span>
         </div>
     }

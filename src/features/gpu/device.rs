@@ -162,7 +162,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
         let in_chain = state
             .loaded
             .chain
-            .with_untracked(|c| c.parameter_gradient_total() > 0);
+            .with_untracked(|c| c.counts_parameter_gradients());
         let total = Breakdown::of(&inputs.get_untracked(), in_chain).model_total;
         let value = event_target_value(&ev);
         set(&|i| {
@@ -204,12 +204,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
         ),
         ModelState::Entered(_) => String::new(),
     };
-    let in_chain = move || {
-        state
-            .loaded
-            .chain
-            .with(|c| c.parameter_gradient_total() > 0)
-    };
+    let in_chain = move || state.loaded.chain.with(|c| c.counts_parameter_gradients());
     let activations = move || Breakdown::of(&inputs.get(), in_chain()).activations().ok();
     // Below the chain's floor the budget is refused, as a typed one is.
     let use_budget = move |_| {
@@ -279,7 +274,7 @@ pub fn DeviceMemoryCard() -> impl IntoView {
                 </div>
                 <p class="hint">{example_count}{move || if counted() { format!(" · {}", per_parameter()) } else { String::new() }}
                     " · weights and gradients: 4 B each in fp32, 2 B in bf16; the optimizer keeps × 0 (SGD), × 1 (momentum) or × 2 (Adam's two moments) of the weights' size; mixed precision keeps an fp32 master copy (ZeRO's 16 B per parameter with Adam). The margin covers the CUDA context (about 0.5 GiB, outside the allocator) and the caching allocator's fragmentation: 1 % by default, as remat maxbatch (what the reference H100 left unexplained with expandable segments on), about 10 % without them; compare torch.cuda.max_memory_reserved with max_memory_allocated on your run."</p>
-                {move || result(inputs.get(), state.loaded.chain.with(|c| c.parameter_gradient_total() > 0), state.loaded.chain.with(|c| memory_floor(c).bytes), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
+                {move || result(inputs.get(), state.loaded.chain.with(|c| c.counts_parameter_gradients()), state.loaded.chain.with(|c| memory_floor(c).bytes), (state.loaded.m_low.get(), state.loaded.m_high.get()))}
                 <div class="device-actions">
                     <button id="use-device-budget" class="primary" disabled=move || activations().is_none()
                         on:click=use_budget>"Use this budget"</button>

@@ -205,10 +205,7 @@ pub fn MaxBatchPanel() -> impl IntoView {
     let profiled = move || example_batch(&state.loaded.source.get(), &state.loaded.scale.get());
     let batch = move || profiled().or_else(|| typed_batch(&typed.get()));
     let ask = move || -> Result<(BatchDevice, Option<SecondProfile>), String> {
-        let in_chain = state
-            .loaded
-            .chain
-            .with(|c| c.parameter_gradient_total() > 0);
+        let in_chain = state.loaded.chain.with(|c| c.counts_parameter_gradients());
         let b = Breakdown::of(&device.inputs.get(), in_chain);
         let batch = batch()
             .ok_or("batch: type the batch the chain was profiled at (a whole number ≥ 1)")?;

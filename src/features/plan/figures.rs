@@ -82,11 +82,10 @@ pub fn MemoryCard(children: Children) -> impl IntoView {
     view! {
         <CardHead title="Memory over time">
             {card_key(legend::MEMORY_SHADES)}
-            {move || state.loaded.chain.with(|c| c.parameter_gradient_total() > 0).then(|| {
-                let (color, label) = legend::PARAMETER_GRADIENTS;
-                swatches(&[(color, label)])
-            })}
-            <span class="swatch"><i class="dash"></i>"budget"</span>
+            {legend::parameter_gradients_key(Signal::derive(move || {
+                state.loaded.chain.with(|c| c.counts_parameter_gradients())
+            }))}
+            {legend::budget_key()}
             <MeasuredLegend shown=Signal::derive(move || measured.with(Option::is_some)) />
             <ZoomReset id="zoom-reset-memory" zoom=axis.zoom />
             <FigureButtons figure=Figure::Memory />

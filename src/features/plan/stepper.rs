@@ -120,7 +120,7 @@ pub fn Stepper() -> impl IntoView {
                 <SpeedSelect id="step-speed" label="Playback speed" speed=state.view.speed />
             </div>
             <PageLegend parameter_gradients=Signal::derive(move || {
-                state.loaded.chain.with(|c| c.parameter_gradient_total() > 0)
+                state.loaded.chain.with(|c| c.counts_parameter_gradients())
             }) />
             <div id="step-explain" class="step-explain" aria-live="polite">
                 {move || match current() {

@@ -138,7 +138,7 @@ pub fn SideBySide(#[prop(optional, into)] shown: Option<Signal<bool>>) -> impl I
             <CardHead title="Strategies side by side">
                 // The key of its memory curves, on its slide too (issue 45).
                 {card_key(legend::MEMORY_SHADES)}
-                <span class="swatch"><i class="dash"></i>"budget"</span>
+                {legend::budget_key()}
                 <button id="classic-four" on:click=move |_| asked.set(true)
                     disabled=move || asked.get()>"Show the classic four"</button>
                 <button id="side-race" class="primary" disabled=move || !asked.get()

@@ -97,7 +97,7 @@ fn flag_error(e: MaxBatchError) -> CliError {
 fn model_words(model: &BatchModel) -> String {
     match model {
         // `scaled` keeps the gradients a chain counts (g^ℓ) as they are.
-        BatchModel::Linear { batch, .. } if model.profile().parameter_gradient_total() > 0 => format!(
+        BatchModel::Linear { batch, .. } if model.profile().counts_parameter_gradients() => format!(
             "profiled at batch {batch}, sizes and times scaled linearly but the parameter gradients, which stay as profiled (times from a small batch grow less than linearly)"
         ),
         BatchModel::Linear { batch, .. } => format!(

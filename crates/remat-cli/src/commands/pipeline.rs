@@ -240,7 +240,7 @@ fn print_text(
         pipeline.microbatches,
         pipeline.schedule
     );
-    if chain.parameter_gradient_total() > 0 {
+    if chain.counts_parameter_gradients() {
         // `rank_chain` leaves them out: micro-batches sum into them.
         say!(
             "{:<14}not in the ranks' peaks below: add each rank's share to its fixed memory",

@@ -259,7 +259,7 @@ pub fn lower(
             early_stop: false,
         },
         shared_gradients: shared.to_vec(),
-        parameter_gradients_in_chain: chain.parameter_gradient_total() > 0,
+        parameter_gradients_in_chain: chain.counts_parameter_gradients(),
         policies,
         judged,
     })

@@ -650,7 +650,7 @@ pub fn lowered_chain(chain: &Chain, shared: &[SharedGradient]) -> Chain {
 /// adding it again would count it twice (a GPT-2's lowered forms 6–10 %
 /// above their measured peaks).
 fn held_apart<'a>(chain: &Chain, shared: &'a [SharedGradient]) -> &'a [SharedGradient] {
-    if chain.parameter_gradient_total() > 0 {
+    if chain.counts_parameter_gradients() {
         &[]
     } else {
         shared

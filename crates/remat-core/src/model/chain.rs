@@ -298,6 +298,13 @@ impl Chain {
         self.parameter_gradients_after(0)
     }
 
+    /// Whether the chain counts parameter gradients at all (described with
+    /// `zero_grad(set_to_none=True)`, or a tied weight's): what the
+    /// exports, the device budget and the page's keys ask.
+    pub fn counts_parameter_gradients(&self) -> bool {
+        self.stages.iter().any(|s| s.parameter_gradient_bytes > 0)
+    }
+
     /// o_b^{ℓ,k} as the planners count it: B^ℓ's transient less the
     /// parameter gradients Σ_{j≥ℓ} g^j that [`gradient_bytes`]
     /// (Self::gradient_bytes) already counts in δ^{ℓ-1}, so that

@@ -196,30 +196,28 @@ impl Trace {
     /// parameter gradients are one entry, `parameter gradients of B^4…B^9`:
     /// one per stage would crowd out the tensors a plan decides on.
     pub fn peak_named(&self, ops: &[Op]) -> Vec<(String, u64)> {
-        let tensors = self.peak_tensors();
-        let stages: Vec<usize> = (tensors.iter())
-            .filter_map(|r| match r.tensor {
-                TensorId::ParameterGradient(l) => Some(l),
-                _ => None,
-            })
-            .collect();
+        let (gradients, tensors): (Vec<Residency>, Vec<Residency>) = (self.peak_tensors())
+            .into_iter()
+            .partition(|r| matches!(r.tensor, TensorId::ParameterGradient(_)));
         let mut named: Vec<(String, u64)> = (tensors.iter())
-            .filter_map(|r| {
+            .map(|r| {
                 let name = match r.tensor {
-                    TensorId::ParameterGradient(_) => return None,
                     TensorId::Workspace(i) => ops
                         .get(i)
                         .map_or_else(|| r.tensor.to_string(), |op| format!("workspace of {op}")),
                     other => other.to_string(),
                 };
-                Some((name, r.bytes))
+                (name, r.bytes)
+            })
+            .collect();
+        let stages: Vec<usize> = (gradients.iter())
+            .filter_map(|r| match r.tensor {
+                TensorId::ParameterGradient(l) => Some(l),
+                _ => None,
             })
             .collect();
         if let (Some(&low), Some(&high)) = (stages.iter().min(), stages.iter().max()) {
-            let bytes = (tensors.iter())
-                .filter(|r| matches!(r.tensor, TensorId::ParameterGradient(_)))
-                .map(|r| r.bytes)
-                .sum();
+            let bytes = gradients.iter().map(|r| r.bytes).sum();
             let which = if low == high {
                 format!("B^{low}")
             } else {
