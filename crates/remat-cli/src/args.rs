@@ -59,6 +59,8 @@ pub enum ArgError {
         "`{0}`: a margin is bytes (512MiB) or a share of --memory from 0 % to below 100 % (1%)"
     )]
     MarginOutOfRange(String),
+    #[error("`{0}`: seconds from 0 (no refinement) to 3600")]
+    RefineSecondsOutOfRange(String),
     #[error("`{0}` is not a stage number; write the checkpoints as stage numbers separated by commas (3,6,24)")]
     NotAStage(String),
     /// The core's message (the names to choose from), and the name meant.
@@ -329,6 +331,11 @@ pub struct SolveArgs {
     /// `sequential` only: exactly K segments instead of the best K.
     #[arg(long, value_name = "K")]
     pub segments: Option<usize>,
+    /// rotor and revolve on a grid: spend up to this many seconds on finer
+    /// grids until the plan is certified within 0.5 % of the optimum
+    /// (0: answer from the first grid).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = refine_seconds, allow_negative_numbers = true)]
+    pub refine: f64,
     /// Host↔device bandwidth, overriding the chain's (12GB/s, 16GiB/s,
     /// or bits: 100Gbps).
     #[arg(long)]
@@ -339,6 +346,16 @@ pub struct SolveArgs {
     /// Write the schedule (remat-schedule/1) to this file.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+}
+
+/// Seconds of refinement: 0 to an hour.
+fn refine_seconds(text: &str) -> Result<f64, ArgError> {
+    let x: f64 = text.trim().parse()?;
+    if (0.0..=3600.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(ArgError::RefineSecondsOutOfRange(text.trim().to_string()))
+    }
 }
 
 /// The memory model of `checkpoints` (Hong et al., Sections 3 and 4).

@@ -144,6 +144,51 @@ pub struct SolveReport<'a> {
     pub lower_bound_seconds: Option<f64>,
     /// predicted_seconds / lower_bound_seconds − 1 (0: proven optimal).
     pub gap: Option<f64>,
+    /// rotor and revolve on a grid with `--refine`: the finer grids tried
+    /// (absent when none ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refined: Option<RefinedReport>,
+}
+
+/// `"refined"`: each round of finer grids, why it stopped, how long it took.
+#[derive(Clone, Serialize)]
+pub struct RefinedReport {
+    pub rounds: Vec<remat_core::solvers::persistent::refine::Round>,
+    pub stop: remat_core::solvers::persistent::refine::Stop,
+    pub seconds: f64,
+    pub target_gap: f64,
+    /// The gap reached (the same as the report's `gap`).
+    pub gap: f64,
+    #[serde(skip)]
+    line: String,
+}
+
+impl RefinedReport {
+    pub fn new(r: &remat_core::solvers::persistent::refine::Refined) -> RefinedReport {
+        let last = r.rounds.last();
+        RefinedReport {
+            rounds: r.rounds.clone(),
+            stop: r.stop,
+            seconds: r.elapsed_seconds,
+            target_gap: remat_core::solvers::persistent::refine::TARGET_GAP,
+            gap: r.gap(),
+            line: format!(
+                "{} round{} to {} slots of {} in {:.1} s: {}",
+                r.rounds.len(),
+                if r.rounds.len() == 1 { "" } else { "s" },
+                last.map_or(0, |x| x.slots),
+                remat_core::model::units::format_bytes(last.map_or(0, |x| x.slot_bytes)),
+                r.elapsed_seconds,
+                r.stop.words()
+            ),
+        }
+    }
+
+    /// For the text report: "2 rounds to 2000 slots of 10.2 MiB in 4.1 s:
+    /// reached the target gap".
+    pub fn line(&self) -> &str {
+        &self.line
+    }
 }
 
 /// One entry of `"options"`: a stage whose F_all runs a menu option.

@@ -1971,3 +1971,72 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
         "{err}"
     );
 }
+
+/// A chain of `n` stages shaped like VGG blocks (the browser tests'
+/// `syntheticChain`): its sizes share no useful unit, so rotor's
+/// breakpoints fall back to a grid past about 75 stages.
+fn vgg_shaped_chain(dir: &tempfile::TempDir, n: usize) -> String {
+    let stages: Vec<Value> = (0..n)
+        .map(|i| {
+            let scale = 1.0 + (i % 7) as f64 / 3.0;
+            let out = (64.0 * 1048576.0 * scale / (1 + i / 60) as f64).round() as u64;
+            let last = i == n - 1;
+            serde_json::json!({
+                "name": format!("block {}", i + 1),
+                "forward_seconds": 0.001 * (1.0 + (i % 5) as f64 / 4.0),
+                "backward_seconds": 0.002 * (1.0 + (i % 5) as f64 / 4.0),
+                "output_bytes": if last { 4 } else { out },
+                "saved_bytes": if last { 8 } else { 2 * out },
+            })
+        })
+        .collect();
+    let chain = serde_json::json!({
+        "format": "remat-chain/1",
+        "name": format!("vgg-shaped {n}"),
+        "input_bytes": 32u64 << 20,
+        "stages": stages,
+    });
+    let path = dir.path().join(format!("vgg-{n}.json"));
+    std::fs::write(&path, chain.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn refine_narrows_a_grid_answers_gap_and_reports_its_rounds() {
+    // Issue 44, item 2. Could fail if `--refine` were ignored (no rounds,
+    // the same gap), if its plan or bound were not the report's (`gap`
+    // and `refined.gap` differ, or the makespan is the first grid's), if a
+    // refined plan passed the budget, or if a bad number of seconds were
+    // accepted. Mutation run: the solve command dropping the refined plan
+    // and keeping the first grid's (the makespan and gap stayed the first
+    // grid's: this failed).
+    let dir = tempfile::tempdir().unwrap();
+    let chain = vgg_shaped_chain(&dir, 150);
+    let first = solve_json(&chain, &["-a", "rotor", "-b", "60%", "--refine", "0"]);
+    assert!(first.get("refined").is_none(), "{first}");
+    let first_gap = first["gap"].as_f64().unwrap();
+    assert!(first_gap > 0.005, "the 500-slot grid's gap: {first_gap}");
+    let refined = solve_json(&chain, &["-a", "rotor", "-b", "60%", "--refine", "120"]);
+    let r = &refined["refined"];
+    let rounds = r["rounds"].as_array().unwrap();
+    assert!(!rounds.is_empty(), "{r}");
+    let gap = refined["gap"].as_f64().unwrap();
+    assert_eq!(r["gap"].as_f64(), Some(gap));
+    assert!(gap < first_gap, "{gap} vs {first_gap}");
+    assert!(
+        gap <= 0.005 || r["stop"] != "reached",
+        "stopped as reached at {gap}: {r}"
+    );
+    let makespan = |v: &Value| v["makespan_seconds"].as_f64().unwrap();
+    assert!(makespan(&refined) <= makespan(&first));
+    assert!(refined["peak_bytes"].as_u64() <= refined["budget_bytes"].as_u64());
+    assert!(refined["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("refined to "));
+    for bad in ["-1", "NaN", "4000", "soon"] {
+        let out = remat(&["solve", &chain, "-a", "rotor", "-b", "60%", "--refine", bad]);
+        assert_eq!(out.status.code(), Some(2), "--refine {bad}");
+        assert!(stderr(&out).contains("--refine"), "{}", stderr(&out));
+    }
+}

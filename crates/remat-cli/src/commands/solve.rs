@@ -10,6 +10,7 @@ use remat_core::format::{write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::persistent::refine;
 use remat_core::solvers::pofo::Resolution;
 use remat_core::solvers::{
     max_useful_budget, memory_floor, Algorithm, DeltaSettings, Options, Planner, Solution,
@@ -41,6 +42,8 @@ struct Solved {
     /// rotor's and revolve's certificate: no schedule of their class is
     /// faster than this at the budget (issue 44).
     lower_bound: Option<f64>,
+    /// The refinement on finer grids, when one ran (`--refine`).
+    refined: Option<report::RefinedReport>,
 }
 
 pub fn run(a: &SolveArgs) -> Result<()> {
@@ -95,8 +98,17 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
     let mut shown = TerminalProgress::new(format!("solving {algorithm}"));
     let mut planner = Planner::build(chain, algorithm, budget, &opts, &mut |d| shown.report(d))?;
     planner.certify(chain, &mut |d| shown.report(d))?;
-    let solution = planner.plan_with_progress(chain, budget, &mut |d| shown.report(d))?;
+    let mut solution = planner.plan_with_progress(chain, budget, &mut |d| shown.report(d))?;
+    let mut lower_bound = planner.lower_bound_seconds(budget);
     drop(shown);
+    let refined = refine(chain, &planner, budget, &opts, a.refine)?;
+    if let Some(r) = &refined {
+        solution.ops = Some(r.plan.ops.clone());
+        solution.predicted_seconds = Some(r.plan.predicted_seconds);
+        solution.predicted_peak_bytes = Some(r.plan.predicted_peak_bytes);
+        solution.detail = r.detail();
+        lower_bound = Some(r.lower_bound_seconds);
+    }
     let trace = match &solution.ops {
         Some(ops) => Some(
             judge(chain, ops, budget, bandwidth)
@@ -124,8 +136,39 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         own_min,
         delta: (algorithm.is_dynamic() && algorithm != Algorithm::Dtr).then_some(opts.delta),
         offload_grid: planner.offload_grid(),
-        lower_bound: planner.lower_bound_seconds(budget),
+        lower_bound,
+        refined: refined.map(|r| report::RefinedReport::new(&r)),
     })
+}
+
+/// `--refine`: finer grids for up to `seconds` where the answer is on a
+/// grid and its gap is above 0.5 % (None otherwise, or with 0 seconds).
+fn refine(
+    chain: &Chain,
+    planner: &Planner,
+    budget: u64,
+    opts: &Options,
+    seconds: f64,
+) -> Result<Option<refine::Refined>> {
+    if seconds <= 0.0 {
+        return Ok(None);
+    }
+    let limits = refine::Limits {
+        target_gap: refine::TARGET_GAP,
+        max_seconds: seconds,
+        max_table_bytes: opts.max_table_bytes,
+    };
+    let start = std::time::Instant::now();
+    let mut shown = TerminalProgress::new("refining the grid".to_string());
+    let refined = planner.refine(
+        chain,
+        budget,
+        opts,
+        limits,
+        &mut || start.elapsed().as_secs_f64(),
+        &mut |d| shown.report(d),
+    )?;
+    Ok(refined)
 }
 
 fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> SolveReport<'a> {
@@ -165,6 +208,7 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
             .lower_bound
             .zip(s.solution.predicted_seconds)
             .map(|(bound, dp)| remat_core::solvers::persistent::gap(dp, bound)),
+        refined: s.refined.clone(),
         menus_used: !chain.has_menus()
             || algorithm.chooses_options()
             || s.solution
@@ -215,6 +259,9 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
                     if algorithm == Algorithm::Revolve { "revolve-class" } else { "persistent" },
                     format_seconds(bound)
                 );
+            }
+            if let Some(r) = &s.refined {
+                say!("refined    {}", r.line());
             }
             say!("at peak    {}", t.peak_line(ops));
             say!("recomputed {} forward operations", t.recomputations);

@@ -290,6 +290,60 @@ impl Planner {
         }
     }
 
+    /// Refines the answer at `budget_bytes` on finer grids until its gap to
+    /// the optimum is at most `limits.target_gap`, or the time or table
+    /// size `limits` gives is spent ([`persistent::refine`]). None where
+    /// there is nothing to refine: not rotor or revolve, an answer exact in
+    /// bytes (breakpoints, an exact lattice, store-all), no plan at this
+    /// budget, or a gap already within the target. `options` are the ones
+    /// the planner was built with (the first round doubles their slots).
+    pub fn refine(
+        &self,
+        chain: &Chain,
+        budget_bytes: u64,
+        options: &Options,
+        limits: persistent::refine::Limits,
+        clock: &mut dyn FnMut() -> f64,
+        progress: &mut Progress<'_>,
+    ) -> Result<Option<persistent::refine::Refined>, SolveError> {
+        let Planner::Persistent {
+            table, store_all, ..
+        } = self
+        else {
+            return Ok(None);
+        };
+        let Some(grid) = table.grid() else {
+            return Ok(None);
+        };
+        if table.lost_bytes(budget_bytes) == 0 {
+            return Ok(None);
+        }
+        let Some((plan, false)) = table.plan_or_store_all(chain, budget_bytes, *store_all) else {
+            return Ok(None);
+        };
+        let bound = self.lower_bound_seconds(budget_bytes);
+        if bound.is_some_and(|b| persistent::gap(plan.predicted_seconds, b) <= limits.target_gap) {
+            return Ok(None);
+        }
+        let variant = grid.grid().variant;
+        let start = persistent::refine::Start {
+            plan,
+            lower_bound_seconds: bound,
+            slots: options.slots,
+        };
+        persistent::refine::refine(
+            chain,
+            variant,
+            budget_bytes,
+            options.slot_policy,
+            start,
+            limits,
+            clock,
+            progress,
+        )
+        .map(Some)
+    }
+
     /// The smallest budget this algorithm can meet, in exact bytes. For
     /// `rotor` and `revolve` on breakpoints it is the exact M_low, the first
     /// breakpoint of C(1, L) (capped at M_high for rotor); on a grid it is

@@ -70,6 +70,7 @@ use serde::{Deserialize, Serialize};
 
 mod min_budget;
 mod read_out;
+pub mod refine;
 mod steps;
 pub use min_budget::{min_budget, min_budget_met, min_budget_on, MinBudget};
 pub use steps::{StepParts, StepStats, StepTable};
