@@ -50,10 +50,10 @@ def transformer_stack(n):
     a = 4 * 1024 * 768 * 4
     tf = 1e-3  # seconds for one a-sized matmul's share of the layer
     layer = [
-        ("qkv", 3 * a, a, 3 * tf),
-        ("attention", a, 3 * a + a // 8, 2 * tf),
-        ("projection", a, a, 1 * tf),
-        ("mlp", a, a + 8 * a, 8 * tf),
+        ("qkv", 3 * a, 4 * a, 3 * tf),
+        ("attention", a, 4 * a + a // 8, 2 * tf),
+        ("projection", a, 2 * a, 1 * tf),
+        ("mlp", a, 10 * a, 8 * tf),
     ]
     stages = []
     for i in range(n - 1):

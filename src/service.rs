@@ -172,7 +172,7 @@ impl PlannerService {
                     exact,
                     stage,
                 };
-                self.plan(generation, ask, emit)
+                self.plan(generation, ask, now, emit)
             }
             Request::Compare {
                 generation,
@@ -298,7 +298,7 @@ impl PlannerService {
         emit(Response::Built(built));
     }
 
-    fn plan(&mut self, generation: u64, mut ask: Ask, emit: &mut Emit<'_>) {
+    fn plan(&mut self, generation: u64, mut ask: Ask, now: &dyn Fn() -> f64, emit: &mut Emit<'_>) {
         // pofo and offload-only read from their table for every budget;
         // without one (another algorithm, or its build failed) a quick ask
         // is solved whole.
@@ -322,31 +322,23 @@ impl PlannerService {
         let task = Task::Plan { algorithm };
         // Offloading algorithms and exact re-plans solve anew (and may
         // fail); otherwise the built table answers.
-        let fresh;
         let result = if let Some(solution) = quick {
             Ok((solution, Grid::default()))
         } else if algorithm.offloads() {
             let mut progress = reporter(generation, task, emit);
             solve_offloading(chain, algorithm, budget, bandwidth, &mut progress)
                 .map(|s| (s, Grid::default()))
+        } else if exact {
+            replan_exactly(
+                chain,
+                algorithm,
+                budget,
+                now,
+                &mut reporter(generation, task, emit),
+            )
         } else {
-            let planner = if exact {
-                let mut progress = reporter(generation, task, emit);
-                let built = build(chain, algorithm, budget, SlotPolicy::Exact, &mut progress)
-                    .and_then(|mut p| p.certify(chain, &mut progress).map(|()| p));
-                drop(progress);
-                match built {
-                    Ok(p) => {
-                        fresh = p;
-                        &fresh
-                    }
-                    Err(e) => return emit(failed(generation, Some(task), e)),
-                }
-            } else {
-                match self.planners.iter().find(|p| p.algorithm() == algorithm) {
-                    Some(p) => p,
-                    None => return,
-                }
+            let Some(planner) = self.planners.iter().find(|p| p.algorithm() == algorithm) else {
+                return;
             };
             planner
                 .plan(chain, budget)
@@ -726,6 +718,61 @@ fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Soluti
             gap,
         },
     )
+}
+
+/// The most seconds an exact re-plan spends refining a grid answer.
+pub const REFINE_SECONDS: f64 = 20.0;
+
+/// *Re-plan exactly at this budget*: a table for this budget alone (the
+/// exact lattice where the sizes allow), its certificate, and, where it
+/// still falls back to a grid with a gap above 0.5 %, finer grids for up
+/// to [`REFINE_SECONDS`] ([`Planner::refine`]), as `remat solve` does.
+/// `progress` only moves forward: the build to 15 %, the bound to 30 %,
+/// the refinement the rest.
+fn replan_exactly(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget: u64,
+    now: &dyn Fn() -> f64,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(Solution, Grid), SolveError> {
+    let options = Options {
+        slot_policy: SlotPolicy::Exact,
+        ..Options::default()
+    };
+    let mut planner = Planner::build(chain, algorithm, budget, &options, &mut |d| {
+        progress(0.15 * d)
+    })?;
+    planner.certify(chain, &mut |d| progress(0.15 + 0.15 * d))?;
+    let solution = planner.plan(chain, budget)?;
+    let (mut solution, mut grid) = page_words(&planner, budget, solution);
+    let limits = persistent::refine::Limits {
+        target_gap: persistent::refine::TARGET_GAP,
+        max_seconds: REFINE_SECONDS,
+        max_table_bytes: options.max_table_bytes,
+    };
+    let refined = planner.refine(
+        chain,
+        budget,
+        &options,
+        limits,
+        &mut || now() / 1000.0,
+        &mut |d| progress(0.3 + 0.7 * d),
+    )?;
+    if let Some(r) = refined {
+        solution.ops = Some(r.plan.ops.clone());
+        solution.predicted_seconds = Some(r.plan.predicted_seconds);
+        solution.predicted_peak_bytes = Some(r.plan.predicted_peak_bytes);
+        // Keep why the chain is on a grid at all, after the grid's words.
+        let why = solution
+            .detail
+            .find("; this chain's exact table")
+            .map(|at| solution.detail[at..].to_string())
+            .unwrap_or_default();
+        solution.detail = format!("{}{why}", r.detail());
+        grid.gap = Some(r.gap());
+    }
+    Ok((solution, grid))
 }
 
 /// What the page says of a grid answer: the bytes its rounding may hide
