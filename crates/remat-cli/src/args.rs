@@ -411,8 +411,9 @@ pub struct SimulateArgs {
     /// one line per operation in the text.
     #[arg(long)]
     pub states: bool,
-    /// A measured run of this schedule (remat-run/1): predicted against
-    /// measured, op by op, and the peaks and times; `"measured"` in the JSON.
+    /// A measured run of this schedule (remat-run/1), or a PyTorch CUDA
+    /// memory snapshot of its step (a pickle): predicted against measured,
+    /// op by op, and the peaks and times; `"measured"` in the JSON.
     #[arg(long, value_name = "RUN")]
     pub measured: Option<PathBuf>,
 }

@@ -4,7 +4,11 @@
 
 use crate::args::ChainArg;
 use crate::error::{CliError, FileProblem, InFile, Result};
-use remat_core::format::{read_any_chain, read_run, read_schedule, RunFile, ScheduleFile};
+use remat_core::format::cuda_snapshot;
+use remat_core::format::{
+    read_any_chain, read_run, read_schedule, FormatError, RunFile, ScheduleFile,
+};
+use remat_core::measured::{snapshot_run, SnapshotSource};
 use remat_core::{examples, Chain};
 use std::path::Path;
 
@@ -33,9 +37,35 @@ pub fn schedule(path: &Path) -> Result<ScheduleFile> {
     read_schedule(&read_text(path)?).in_file(path)
 }
 
-/// A `remat-run/1` file.
-pub fn run(path: &Path) -> Result<RunFile> {
-    read_run(&read_text(path)?).in_file(path)
+/// The measured run of `--measured`: a `remat-run/1` file, or a PyTorch
+/// CUDA memory snapshot (a pickle) laid over `trace`, the simulation of
+/// `schedule` on `chain` ([`remat_core::measured::snapshot_run`]).
+pub fn measured_run(
+    path: &Path,
+    chain: &Chain,
+    schedule: &ScheduleFile,
+    trace: &remat_core::simulator::Trace,
+) -> Result<RunFile> {
+    let meta = std::fs::metadata(path).in_file(path)?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(FileProblem::TooLarge(meta.len())).in_file(path);
+    }
+    let bytes = std::fs::read(path).in_file(path)?;
+    if !cuda_snapshot::is_pickle(&bytes) {
+        let text = String::from_utf8(bytes)
+            .map_err(|_| FormatError::new("(file)", "neither a remat-run/1 file (JSON, UTF-8) nor a CUDA memory snapshot (a pickle)"))
+            .in_file(path)?;
+        return read_run(&text).in_file(path);
+    }
+    let snapshot = cuda_snapshot::read_cuda_snapshot(&bytes).in_file(path)?;
+    let source = SnapshotSource {
+        file_name: &path.display().to_string(),
+        algorithm: &schedule.algorithm,
+        budget_bytes: schedule.budget_bytes,
+    };
+    snapshot_run(&snapshot, chain, &schedule.ops, trace, source)
+        .map_err(|e| FormatError::new("device_traces", e.to_string()))
+        .in_file(path)
 }
 
 pub fn read_text(path: &Path) -> Result<String> {

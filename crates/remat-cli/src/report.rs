@@ -301,6 +301,8 @@ pub struct SimulateReport<'a> {
     pub run: Run<'a>,
     /// The number of operations.
     pub ops: usize,
+    /// The step's memory before its first operation (a^0 and δ^L).
+    pub initial_bytes: u64,
     /// Where the peak comes from.
     pub at_peak: AtPeakReport,
     /// With `--states` only.
@@ -402,15 +404,31 @@ pub struct StateReport {
     pub host: Vec<String>,
     pub op: usize,
     pub caption: String,
+    /// The operation's span on its lane in the simulated step.
+    pub start_seconds: f64,
+    pub end_seconds: f64,
+    /// The chain's memory once it ended and the highest while it ran
+    /// (`Trace::op_memory`, what `--measured` compares).
+    pub memory_bytes: u64,
+    pub peak_bytes: u64,
 }
 
 impl StateReport {
-    pub fn new(s: &OpState, caption: &str) -> StateReport {
+    pub fn new(
+        s: &OpState,
+        caption: &str,
+        span: &remat_core::simulator::Span,
+        memory: remat_core::simulator::OpMemory,
+    ) -> StateReport {
         StateReport {
             device: tensor_names(&s.device),
             host: tensor_names(&s.host),
             op: s.op,
             caption: caption.to_string(),
+            start_seconds: span.start,
+            end_seconds: span.end,
+            memory_bytes: memory.after_bytes,
+            peak_bytes: memory.peak_bytes,
         }
     }
 }

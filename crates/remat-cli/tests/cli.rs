@@ -2040,3 +2040,62 @@ fn refine_narrows_a_grid_answers_gap_and_reports_its_rounds() {
         assert!(stderr(&out).contains("--refine"), "{}", stderr(&out));
     }
 }
+
+/// The CUDA snapshot fixture (issue 45, item 4) and its schedule: written
+/// by `scripts/snapshot_fixture.py` with PyTorch's snapshot structure,
+/// replaying rotor at 60 % on `example:teaching` with blocks rounded up to
+/// 512 bytes on a clock 1.25× faster than the prediction.
+const SNAPSHOT_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/teaching-rotor-60.snapshot.pickle"
+);
+const SNAPSHOT_SCHEDULE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/teaching-rotor-60.schedule.json"
+);
+
+#[test]
+fn simulate_measured_reads_a_cuda_memory_snapshot_laid_over_the_step() {
+    // Could fail if a pickle were read as a remat-run/1 file (a JSON
+    // error), if Python's protocol or its shared frames were not read, if
+    // the recording's time were not scaled onto the step (the measured
+    // time would not be the recording's 0.8 × the makespan), or if the
+    // initial state were left out of the levels (a^0 and δ^L: 64 MiB short).
+    // Mutation run: the initial state left out → the peak read 768 MiB.
+    let v = simulate_json(
+        "example:teaching",
+        SNAPSHOT_SCHEDULE,
+        &["--measured", SNAPSHOT_FIXTURE],
+    );
+    let m = &v["measured"];
+    let (pp, mp) = (
+        m["predicted_peak_bytes"].as_u64().unwrap(),
+        m["measured_peak_bytes"].as_u64().unwrap(),
+    );
+    // Blocks round up to 512 bytes: a few hundred bytes over, never under.
+    assert!(mp >= pp && mp - pp < 1024, "{mp} vs {pp}");
+    let ratio = m["measured_seconds"].as_f64().unwrap() / m["predicted_seconds"].as_f64().unwrap();
+    assert!((ratio - 0.8).abs() < 1e-3, "{ratio}");
+    assert!(m["source"]
+        .as_str()
+        .unwrap()
+        .starts_with("CUDA memory snapshot"));
+    // A bad snapshot: exit 2, the file and the place named, nothing else.
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(SNAPSHOT_FIXTURE).unwrap();
+    let cut = dir.path().join("cut.pickle");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = remat(&[
+        "simulate",
+        "example:teaching",
+        SNAPSHOT_SCHEDULE,
+        "--measured",
+        cut.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cut.pickle") && err.contains("unreadable pickle"),
+        "{err}"
+    );
+}

@@ -223,5 +223,8 @@ pub fn predicted_run(
     }
 }
 
+mod snapshot;
+pub use snapshot::{snapshot_run, SnapshotError, SnapshotSource};
+
 #[cfg(test)]
 mod tests;

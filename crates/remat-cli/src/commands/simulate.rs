@@ -37,7 +37,7 @@ pub fn run(a: &SimulateArgs) -> Result<()> {
     // The run against the very trace reported above.
     let measured = match &a.measured {
         Some(path) => {
-            let run = input::run(path)?;
+            let run = input::measured_run(path, &chain, &schedule, &trace)?;
             let compared = measured::check_chain(&run, &chain)
                 .and_then(|()| measured::compare_trace(&schedule.ops, &trace, &run));
             let c = compared.map_err(Box::new).in_file(path)?;
@@ -86,11 +86,13 @@ fn json_report<'a>(
             predicted.map(|p| p.peak_bytes),
         ),
         ops: schedule.ops.len(),
+        initial_bytes: trace.memory.first().map_or(0, |m| m.bytes),
         at_peak: AtPeakReport::new(trace, &schedule.ops),
         states: states.map(|s| {
             let captions = captions(&schedule.ops, chain.len());
+            let memory = trace.op_memory();
             (s.iter())
-                .map(|s| StateReport::new(s, &captions[s.op]))
+                .map(|s| StateReport::new(s, &captions[s.op], &trace.spans[s.op], memory[s.op]))
                 .collect()
         }),
         measured: None,

@@ -11,6 +11,7 @@
 
 mod chain_file;
 pub mod code;
+pub mod cuda_snapshot;
 mod json;
 pub mod lowered;
 mod numbers;
