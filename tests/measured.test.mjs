@@ -147,3 +147,40 @@ test('a malformed run file shows the named error and loses nothing loaded', asyn
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+// Issue 45, item 4: a PyTorch CUDA memory snapshot (the pickle
+// torch.cuda.memory._dump_snapshot writes) laid over the plan on screen.
+// The fixture is written by scripts/snapshot_fixture.py with PyTorch's
+// snapshot structure, replaying rotor at 60 % on the teaching chain (blocks
+// rounded up to 512 B, a clock 1.25× faster). Could fail if a pickle were
+// read as text (a JSON error), if the recording were not scaled onto the
+// step (the measured step would not be 0.8 × the predicted one), or if a
+// bad snapshot replaced the one drawn. Mutation run: `read_file` reading
+// text again (no pickle check) → the notice said "Could not import
+// step.pickle" and this failed.
+const SNAPSHOT = readFileSync(new URL('./fixtures/teaching-rotor-60.snapshot.pickle', import.meta.url));
+const SNAPSHOT_SCHEDULE = JSON.parse(readFileSync(new URL('./fixtures/teaching-rotor-60.schedule.json', import.meta.url), 'utf8'));
+
+test('a CUDA memory snapshot of the step is laid over the plan on screen', async () => {
+  const { page, errors } = await open(context, `#chain=teaching&algorithm=rotor&budget=${SNAPSHOT_SCHEDULE.budget_bytes}`);
+  await page.locator('#import-run-input').setInputFiles({
+    name: 'step.pickle', mimeType: 'application/octet-stream', buffer: SNAPSHOT,
+  });
+  await page.locator('#measured-summary').waitFor();
+  const summary = await text(page, '#measured-summary');
+  assert.match(summary, /Measured run step\.pickle: peak predicted 832 MiB, measured 832 MiB \(\+0\.0 %\)/, summary);
+  assert.match(summary, /step predicted 350\.00 ms, measured 280\.00 ms \(−20\.0 %\)/, summary);
+  assert.match(await text(page, '#notice'), /Imported step\.pickle: a CUDA memory snapshot laid over the plan on screen/);
+  assert.ok(await measuredPoints(page) >= SNAPSHOT_SCHEDULE.ops.length * 2, 'a step per operation');
+  // Through the header's Import, a cut snapshot is refused by name and
+  // the one drawn stays.
+  await page.locator('#import-input').setInputFiles({
+    name: 'cut.pickle', mimeType: 'application/octet-stream', buffer: SNAPSHOT.subarray(0, SNAPSHOT.length / 2),
+  });
+  await page.waitForFunction(() => document.querySelector('#notice')?.textContent.includes('cut.pickle'));
+  assert.match(await text(page, '#notice'), /Could not import cut\.pickle: .*unreadable pickle.* Nothing loaded changes\./);
+  assert.equal(await text(page, '#measured-summary'), summary);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+

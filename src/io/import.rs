@@ -1,5 +1,6 @@
 //! Imported files: a chain (kept in localStorage across reloads), a
-//! schedule for the loaded chain, or a measured run of the plan on screen.
+//! schedule for the loaded chain, or a measured run of the plan on screen
+//! (a `remat-run/1` file, or a PyTorch CUDA memory snapshot laid over it).
 
 use crate::current::Current;
 use crate::measured::summary;
@@ -8,8 +9,10 @@ use crate::scaling::ExampleScale;
 use crate::state::{AppState, LoadedRun};
 use leptos::prelude::*;
 use remat_core::format::{
-    read_any_chain, read_run, read_schedule, write_chain, RUN_FORMAT, SCHEDULE_FORMAT,
+    cuda_snapshot, read_any_chain, read_run, read_schedule, write_chain, RUN_FORMAT,
+    SCHEDULE_FORMAT,
 };
+use remat_core::measured::{snapshot_run, SnapshotSource};
 use remat_core::model::units::format_bytes;
 use remat_core::simulator::judge;
 use std::sync::Arc;
@@ -162,13 +165,64 @@ pub fn import_run_file(state: AppState, file: web_sys::File) {
     read_file(state, file, import_run);
 }
 
+/// Reads `file` whole: a pickle (a CUDA memory snapshot) goes to
+/// [`import_snapshot`], any other file to `then` as text.
 fn read_file(state: AppState, file: web_sys::File, then: fn(AppState, &str, &str)) {
     let name = file.name();
-    let promise = file.text();
+    let promise = file.array_buffer();
     leptos::task::spawn_local(async move {
         match wasm_bindgen_futures::JsFuture::from(promise).await {
-            Ok(text) => then(state, &name, &text.as_string().unwrap_or_default()),
+            Ok(buffer) => {
+                let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+                if cuda_snapshot::is_pickle(&bytes) {
+                    import_snapshot(state, &name, &bytes);
+                } else {
+                    then(state, &name, &String::from_utf8_lossy(&bytes));
+                }
+            }
             Err(_) => state.view.error(format!("Could not read {name}.")),
         }
     });
+}
+
+/// Reads a PyTorch CUDA memory snapshot of one step and lays it over the
+/// plan on screen as a measured run ([`snapshot_run`]: its recording
+/// scaled onto the predicted step), drawn as a `remat-run/1` file is. A
+/// bad file, or no plan on screen, changes nothing.
+pub fn import_snapshot(state: AppState, file_name: &str, bytes: &[u8]) {
+    let refuse = |why: String| {
+        state.view.error(format!(
+            "Could not import {file_name}: {} Nothing loaded changes.",
+            crate::words::sentence_end(&why)
+        ))
+    };
+    let snapshot = match cuda_snapshot::read_cuda_snapshot(bytes) {
+        Ok(s) => s,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let Some(current) = state.shown.current.get_untracked() else {
+        return refuse("a snapshot is laid over the plan on screen, and there is none yet".into());
+    };
+    let Some(trace) = current.ok_trace() else {
+        return refuse("the plan on screen has no schedule to lay the snapshot over".into());
+    };
+    let source = SnapshotSource {
+        file_name,
+        algorithm: &current.algorithm,
+        budget_bytes: current.planned.budget,
+    };
+    let run = match snapshot_run(&snapshot, &current.chain, current.ops(), trace, source) {
+        Ok(run) => run,
+        Err(e) => return refuse(e.to_string()),
+    };
+    state.measured.run.set(Some(Arc::new(LoadedRun {
+        file_name: file_name.to_string(),
+        run,
+    })));
+    if let Some(Ok(c)) = state.measured.against.get_untracked() {
+        state.view.info(format!(
+            "Imported {file_name}: a CUDA memory snapshot laid over the plan on screen (its recording scaled onto the predicted step), drawn over the memory curve: {}.",
+            summary(&c)
+        ));
+    }
 }

@@ -43,7 +43,8 @@ pub fn MeasuredStatus() -> impl IntoView {
 }
 
 /// The header's button: a `remat-run/1` file, read as a run whatever it is
-/// (a chain or schedule given here is named by its `format`).
+/// (a chain or schedule given here is named by its `format`), or a PyTorch
+/// CUDA memory snapshot (a pickle) laid over the plan on screen.
 #[component]
 pub fn ImportRunButton() -> impl IntoView {
     let state = use_app();
@@ -51,10 +52,10 @@ pub fn ImportRunButton() -> impl IntoView {
     let open_dialog = move |_| click_input("import-run-input");
     view! {
         <button id="import-run-button" on:click=open_dialog
-            title="A remat-run/1 file: one training step of the plan on screen as remat_torch measured it, drawn over the memory curve">
+            title="A remat-run/1 file (one training step of the plan on screen as remat_torch measured it) or a PyTorch CUDA memory snapshot of that step (torch.cuda.memory._dump_snapshot's pickle), drawn over the memory curve">
             "Import measured run…"
         </button>
-        <input id="import-run-input" type="file" accept=".json,application/json" tabindex="-1"
+        <input id="import-run-input" type="file" accept=".json,application/json,.pickle,.pkl" tabindex="-1"
             aria-hidden="true" on:change=on_file />
     }
 }

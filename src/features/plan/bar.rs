@@ -73,10 +73,10 @@ pub fn Header() -> impl IntoView {
                 </select>
                 // A real button (reachable with Tab) that opens the hidden file input.
                 <button id="import-button" on:click=open_file_dialog aria-label="Import chain or schedule…"
-                    title="A remat-chain/1 or rotor chain file, a remat-schedule/1 schedule for the loaded chain, or a remat-run/1 measured run; you can also drop it on the page">
+                    title="A remat-chain/1 or rotor chain file, a remat-schedule/1 schedule for the loaded chain, a remat-run/1 measured run, or a PyTorch CUDA memory snapshot of the plan's step; you can also drop it on the page">
                     "Import…"
                 </button>
-                <input id="import-input" type="file" accept=".json,application/json" tabindex="-1"
+                <input id="import-input" type="file" accept=".json,application/json,.pickle,.pkl" tabindex="-1"
                     aria-hidden="true" on:change=on_file />
             </div>
         </header>
