@@ -156,8 +156,8 @@ test('a malformed run file shows the named error and loses nothing loaded', asyn
 // read as text (a JSON error), if the recording were not scaled onto the
 // step (the measured step would not be 0.8 × the predicted one), or if a
 // bad snapshot replaced the one drawn. Mutation run: `read_file` reading
-// text again (no pickle check) → the notice said "Could not import
-// step.pickle" and this failed.
+// every file as text again (no pickle check) → no summary came (the
+// pickle read as a broken JSON file) and this failed.
 const SNAPSHOT = readFileSync(new URL('./fixtures/teaching-rotor-60.snapshot.pickle', import.meta.url));
 const SNAPSHOT_SCHEDULE = JSON.parse(readFileSync(new URL('./fixtures/teaching-rotor-60.schedule.json', import.meta.url), 'utf8'));
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { launch, open, waitForPlan } from './helpers.mjs';
+import { launch, open, waitForPlan, text } from './helpers.mjs';
 
 const CLI = process.env.REMAT_CLI ?? new URL('../target/release/remat', import.meta.url).pathname;
 let context;
@@ -96,6 +96,19 @@ test('the race: the strategies on one clock and one time axis, with the exact op
   const ticks = await timeTicks();
   assert.ok(ticks[0].length >= 3, ticks[0].join(' '));
   for (const t of ticks) assert.deepEqual(t, ticks[0]);
+  // Each its own time axis (issue 45): recompute-all's long step no longer
+  // squeezes the others; store-all's ticks end near its own 300 ms. Fails
+  // if the button left the shared axis (mutation run: `end` kept shared
+  // whatever the button: the ticks stayed equal and this failed).
+  await page.locator('#side-own-time').click();
+  assert.equal(await page.locator('#side-own-time').getAttribute('aria-pressed'), 'true');
+  const own = await timeTicks();
+  assert.notDeepEqual(own[0], own[1], `${own[0]} | ${own[1]}`);
+  const last = (t) => Number(t.at(-1).replace(/[^\d.]/g, '')) * (t.at(-1).endsWith(' s') ? 1000 : 1);
+  assert.ok(last(own[0]) <= 300 && last(own[0]) >= 150, own[0].join(' '));
+  assert.match(await text(page, '#side-by-side .hint'), /each chart on its own time axis/);
+  await page.locator('#side-own-time').click();
+  assert.deepEqual(await timeTicks(), ticks);
   // Race them: one cursor, at the same x on every chart at any instant.
   await page.locator('#side-race').click();
   await page.waitForFunction(() => [...document.querySelectorAll('.side-now')].some((p) => p.textContent.startsWith('done at')), null, { timeout: 15000 });

@@ -77,8 +77,12 @@ pub fn SideBySide(#[prop(optional, into)] shown: Option<Signal<bool>>) -> impl I
     };
     let racing = RwSignal::new(false);
     run_race(racing, cursor.time, end);
+    // Issue 45: recompute-all's long step squeezes the others into the left
+    // of a shared time axis; each chart may take its own instead.
+    let own_time = RwSignal::new(false);
     let rows = move || {
         let budget = state.controls.budget.get_untracked();
+        let shared_end = (!own_time.get()).then_some(end);
         strategies.get().map(|four| {
             let four = four.0;
             (0..four.len())
@@ -106,7 +110,7 @@ pub fn SideBySide(#[prop(optional, into)] shown: Option<Signal<bool>>) -> impl I
                         schedule,
                         zoom: TimeZoom::new(),
                         cursor,
-                        end: Some(end),
+                        end: shared_end,
                     };
                     let current = s.current.clone();
                     let now = move || cursor.time.get().map(|t| now_line(&current, t));
@@ -147,9 +151,20 @@ pub fn SideBySide(#[prop(optional, into)] shown: Option<Signal<bool>>) -> impl I
                     on:click=move |_| racing.update(|r| *r = !*r)>
                     {move || if racing.get() { "❚❚ Pause" } else { "▶ Race them" }}
                 </button>
+                <button id="side-own-time" disabled=move || !asked.get()
+                    aria-pressed=move || own_time.get().to_string()
+                    title="One time axis for all (a faster step ends earlier), or each chart on its own step's length (every step fills its chart; compare the times in the headings)"
+                    on:click=move |_| own_time.update(|o| *o = !*o)>
+                    {move || if own_time.get() { "One time axis" } else { "Each its own time axis" }}
+                </button>
             </CardHead>
             <p class="hint">{move || math_text(&format!(
-                "Keep everything, keep only a^0, √n (⌈√L⌉ equal segments: Chen et al.'s answer, which assumes equal layers) and rotor at the budget (chains up to {MAX_ROTOR_STAGES} stages). One memory axis and one time axis for all: the dashed line is the page's budget, and a faster step ends earlier.{}",
+                "Keep everything, keep only a^0, √n (⌈√L⌉ equal segments: Chen et al.'s answer, which assumes equal layers) and rotor at the budget (chains up to {MAX_ROTOR_STAGES} stages). One memory axis for all, the dashed line the page's budget; {}{}",
+                if own_time.get() {
+                    "each chart on its own time axis: every step fills its chart, so compare the step times in the headings."
+                } else {
+                    "one time axis for all: a faster step ends earlier."
+                },
                 optimum_note().unwrap_or_default()
             ))}</p>
             <div class="side-rows">{rows}</div>
