@@ -750,6 +750,8 @@ fn replan_exactly(
         target_gap: persistent::refine::TARGET_GAP,
         max_seconds: REFINE_SECONDS,
         max_table_bytes: options.max_table_bytes,
+        // The worker has one thread (and native tests may have more).
+        two_threads: false,
     };
     let refined = planner.refine(
         chain,

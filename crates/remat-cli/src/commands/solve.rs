@@ -157,6 +157,7 @@ fn refine(
         target_gap: refine::TARGET_GAP,
         max_seconds: seconds,
         max_table_bytes: opts.max_table_bytes,
+        two_threads: true,
     };
     let start = std::time::Instant::now();
     let mut shown = TerminalProgress::new("refining the grid".to_string());

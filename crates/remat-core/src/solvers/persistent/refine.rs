@@ -30,13 +30,15 @@
 //! twice the last) would pass the time given.
 //!
 //! **Complexity.** Round k costs two table builds, O(L³ · S_k) time and
-//! O(L² · S_k) memory (one table alive at a time), and O(log S_k) read-outs
-//! of O(L²); the rounds together cost about twice the last.
+//! O(L² · S_k) memory, and O(log S_k) read-outs of O(L²); the rounds
+//! together cost about twice the last. Natively on two cores a round builds
+//! its two tables at once, on two threads (about one build's time, twice
+//! one table's memory); in wasm one table is alive at a time.
 //!
 //! **Assumptions.** The persistent class, as the tables; the time limit is
 //! the caller's clock (the core has none: wasm32 has no `Instant`).
 
-use super::{PersistentPlan, PersistentTable, SlotPolicy, Variant};
+use super::{PersistentPlan, PersistentTable, SlotPolicy, TableGrid, Variant};
 use crate::model::Chain;
 use crate::solvers::api::{Progress, SolveError};
 
@@ -53,6 +55,10 @@ pub struct Limits {
     pub max_seconds: f64,
     /// Build no table larger than this.
     pub max_table_bytes: u64,
+    /// Build each round's two tables at once, on two threads, where the
+    /// machine has the cores (never in wasm): about half the time, twice
+    /// one table's memory.
+    pub two_threads: bool,
 }
 
 /// What a refinement starts from: the answer already given at the budget
@@ -161,7 +167,8 @@ impl Refined {
 /// let coarse = PersistentTable::build(&chain, Variant::Rotor, budget, 3, 1 << 30, &mut no_progress())
 ///     .unwrap();
 /// let start = refine::Start { plan: coarse.plan(&chain, budget).unwrap(), lower_bound_seconds: None, slots: 3 };
-/// let limits = refine::Limits { target_gap: 0.0, max_seconds: 60.0, max_table_bytes: 1 << 30 };
+/// let limits = refine::Limits { target_gap: 0.0, max_seconds: 60.0, max_table_bytes: 1 << 30,
+///                               two_threads: true };
 /// let refined = refine::refine(&chain, Variant::Rotor, budget, SlotPolicy::Fixed, start.clone(),
 ///                              limits, &mut || 0.0, &mut no_progress()).unwrap();
 /// assert!(refined.plan.predicted_seconds <= start.plan.predicted_seconds);
@@ -194,6 +201,8 @@ pub fn refine(
     let mut done_work = 0u64;
     let mut shown = 0.0f64;
     let mut last_round_seconds = 0.0f64;
+    let mut last_at_once = false;
+    let mut last_lattice_slots = 1usize;
     let stop = loop {
         if super::gap(best.predicted_seconds, bound) <= limits.target_gap {
             break Stop::Reached;
@@ -211,11 +220,23 @@ pub fn refine(
         if PersistentTable::table_bytes(n, next.slots) > limits.max_table_bytes as u128 {
             break Stop::Table;
         }
-        // The next round costs about twice the last (twice the slots).
+        // The next round costs the last's times its lattice's growth (about
+        // twice the slots: the exact policy may pick fewer than asked), and
+        // twice that again where the last built its tables at once and the
+        // next cannot.
         let elapsed = clock() - origin;
-        if !rounds.is_empty() && elapsed + 2.0 * last_round_seconds > limits.max_seconds {
+        let serial = |l: &super::Lattice| !both_at_once(n, l, &limits);
+        let growth = next.slots as f64 / last_lattice_slots as f64;
+        let factor = growth
+            * if last_at_once && serial(&next) {
+                2.0
+            } else {
+                1.0
+            };
+        if !rounds.is_empty() && elapsed + factor * last_round_seconds > limits.max_seconds {
             break Stop::Time;
         }
+        last_at_once = !serial(&next);
         slots = next_slots;
         let weight = 1u64 << rounds.len().min(62);
         let mut inner = |d: f64| {
@@ -232,21 +253,28 @@ pub fn refine(
             policy,
             slots,
             slack,
-            limits.max_table_bytes,
+            &limits,
             &mut inner,
         )?;
         done_work = done_work.saturating_add(weight).min(total_work);
-        let (plan, round_bound, lattice_exact, slot_bytes, anchor) = round;
+        let RoundResult {
+            plan,
+            bound: round_bound,
+            exact: lattice_exact,
+            lattice,
+            top,
+        } = round;
         let round = Round {
             slots,
-            slot_bytes,
-            anchor_bytes: anchor,
+            slot_bytes: lattice.slot_bytes,
+            anchor_bytes: top,
             plan_seconds: plan.as_ref().map_or(f64::INFINITY, |p| p.predicted_seconds),
             plan_peak_bytes: plan.as_ref().map_or(0, |p| p.predicted_peak_bytes),
             bound_seconds: round_bound.unwrap_or(0.0),
             elapsed_seconds: clock() - origin,
         };
         last_round_seconds = clock() - round_start;
+        last_lattice_slots = lattice.slots.max(1);
         rounds.push(round);
         if let Some(p) = plan {
             // Halving the slot about halves what rounding wastes: read
@@ -288,9 +316,17 @@ fn rounds_allowed(n: usize, slots: usize, max_table_bytes: u64) -> u32 {
     }
 }
 
-/// A round's plan (None if none fits), bound, whether its lattice was
-/// exact, its slot and its anchor.
-type RoundResult = (Option<PersistentPlan>, Option<f64>, bool, u64, u64);
+/// What one round found.
+struct RoundResult {
+    /// Its fastest plan that fits (None if none does).
+    plan: Option<PersistentPlan>,
+    bound: Option<f64>,
+    /// Exact at the budget: the plan is the optimum.
+    exact: bool,
+    lattice: super::Lattice,
+    /// The top of its lattice, a^0 included.
+    top: u64,
+}
 
 /// One round: the rounded-up table anchored at `budget + slack` read at the
 /// highest lattice point whose plan fits `budget` in exact bytes, then the
@@ -303,10 +339,21 @@ fn one_round(
     policy: SlotPolicy,
     slots: usize,
     slack: u64,
-    max_table_bytes: u64,
+    limits: &Limits,
     progress: &mut Progress<'_>,
 ) -> Result<RoundResult, SolveError> {
     let anchor = budget_bytes.saturating_add(slack);
+    let lattice =
+        PersistentTable::lattice_for(chain, anchor, policy, slots, limits.max_table_bytes);
+    if both_at_once(chain.len(), &lattice, limits) {
+        return both_tables_at_once(
+            chain,
+            TableGrid { variant, lattice },
+            (anchor, policy, slots, limits.max_table_bytes),
+            budget_bytes,
+            progress,
+        );
+    }
     let mut half = |d: f64| progress(0.5 * d);
     let up = PersistentTable::build_with(
         chain,
@@ -314,7 +361,7 @@ fn one_round(
         anchor,
         policy,
         slots,
-        max_table_bytes,
+        limits.max_table_bytes,
         &mut half,
     )?;
     let plan = best_fitting(&up, chain, budget_bytes);
@@ -334,7 +381,80 @@ fn one_round(
         let mut half = |d: f64| progress(0.5 + 0.5 * d);
         PersistentTable::build_lower_bound(chain, grid, &mut half)?.bound_seconds(budget_bytes)
     };
-    Ok((plan, bound, exact, grid.lattice.slot_bytes, top))
+    Ok(RoundResult {
+        plan,
+        bound,
+        exact,
+        lattice: grid.lattice,
+        top,
+    })
+}
+
+/// Whether a round builds its two tables on two threads at once: natively,
+/// with two cores, where the lattice rounds (so a bound table is needed).
+/// Each table stays within the table limit; together they take twice it.
+fn both_at_once(n: usize, lattice: &super::Lattice, limits: &Limits) -> bool {
+    limits.two_threads
+        && !cfg!(target_arch = "wasm32")
+        && std::thread::available_parallelism().is_ok_and(|c| c.get() >= 2)
+        && !lattice.exact()
+        && PersistentTable::table_bytes(n, lattice.slots) <= limits.max_table_bytes as u128
+}
+
+/// [`one_round`] with the rounded-down table built on a second thread
+/// while this one builds and reads the rounded-up table (the same grid:
+/// `up` is the arguments `build_with` picks it from). The round then takes
+/// about one build instead of two, at twice the memory. Cancelling
+/// through `progress` stops both.
+fn both_tables_at_once(
+    chain: &Chain,
+    grid: TableGrid,
+    up: (u64, SlotPolicy, usize, u64),
+    budget_bytes: u64,
+    progress: &mut Progress<'_>,
+) -> Result<RoundResult, SolveError> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (anchor, policy, slots, max_table_bytes) = up;
+    let cancelled = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let lower = scope.spawn(|| {
+            let mut go_on = |_: f64| !cancelled.load(Ordering::Relaxed);
+            PersistentTable::build_lower_bound(chain, grid, &mut go_on)
+                .map(|t| t.bound_seconds(budget_bytes))
+        });
+        let mut both = |d: f64| {
+            let go_on = progress(d);
+            if !go_on {
+                cancelled.store(true, Ordering::Relaxed);
+            }
+            go_on
+        };
+        let upper = PersistentTable::build_with(
+            chain,
+            grid.variant,
+            anchor,
+            policy,
+            slots,
+            max_table_bytes,
+            &mut both,
+        );
+        if upper.is_err() {
+            cancelled.store(true, Ordering::Relaxed);
+        }
+        let bound = lower.join().expect("the bound's thread does not panic");
+        let up = upper?;
+        debug_assert_eq!(up.grid(), grid, "the same grid on both threads");
+        let plan = best_fitting(&up, chain, budget_bytes);
+        let top = up.budget_bytes();
+        drop(up);
+        Ok(RoundResult {
+            plan,
+            bound: bound?,
+            exact: false,
+            lattice: grid.lattice,
+            top,
+        })
+    })
 }
 
 /// The fastest plan of `table` that fits `budget_bytes` in exact bytes:
