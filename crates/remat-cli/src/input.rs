@@ -46,10 +46,7 @@ pub fn measured_run(
     schedule: &ScheduleFile,
     trace: &remat_core::simulator::Trace,
 ) -> Result<RunFile> {
-    let meta = std::fs::metadata(path).in_file(path)?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(FileProblem::TooLarge(meta.len())).in_file(path);
-    }
+    refuse_if_huge(path)?;
     let bytes = std::fs::read(path).in_file(path)?;
     if !cuda_snapshot::is_pickle(&bytes) {
         let text = String::from_utf8(bytes)
@@ -69,11 +66,17 @@ pub fn measured_run(
 }
 
 pub fn read_text(path: &Path) -> Result<String> {
+    refuse_if_huge(path)?;
+    std::fs::read_to_string(path).in_file(path)
+}
+
+/// Refuses a file over [`MAX_FILE_BYTES`] before it is read.
+fn refuse_if_huge(path: &Path) -> Result<()> {
     let meta = std::fs::metadata(path).in_file(path)?;
     if meta.len() > MAX_FILE_BYTES {
         return Err(FileProblem::TooLarge(meta.len())).in_file(path);
     }
-    std::fs::read_to_string(path).in_file(path)
+    Ok(())
 }
 
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
