@@ -693,10 +693,7 @@ fn page_words(planner: &Planner, budget: u64, mut solution: Solution) -> (Soluti
         remat_core::solvers::Memory::Exact => 0,
     };
     if table.fallback().is_some() {
-        let why = format!(
-            "this chain's exact table would take more than {} (the grid's own size), so it is planned on a grid",
-            format_bytes(grid.memory_bytes() as u64)
-        );
+        let why = planned_on_a_grid(grid);
         solution.detail = if solution.ops.is_some() {
             if solution.detail.starts_with("everything fits") {
                 solution.detail
@@ -765,16 +762,25 @@ fn replan_exactly(
         solution.ops = Some(r.plan.ops.clone());
         solution.predicted_seconds = Some(r.plan.predicted_seconds);
         solution.predicted_peak_bytes = Some(r.plan.predicted_peak_bytes);
-        // Keep why the chain is on a grid at all, after the grid's words.
-        let why = solution
-            .detail
-            .find("; this chain's exact table")
-            .map(|at| solution.detail[at..].to_string())
-            .unwrap_or_default();
-        solution.detail = format!("{}{why}", r.detail());
+        // Why the chain is on a grid at all, after the refinement's words.
+        let fallback = planner
+            .persistent_table()
+            .filter(|t| t.fallback().is_some());
+        solution.detail = match fallback.and_then(|t| t.grid()) {
+            Some(grid) => format!("{}; {}", r.detail(), planned_on_a_grid(grid)),
+            None => r.detail(),
+        };
         grid.gap = Some(r.gap());
     }
     Ok((solution, grid))
+}
+
+/// Why a chain's table fell back to the grid, as the page says it.
+fn planned_on_a_grid(grid: &persistent::PersistentTable) -> String {
+    format!(
+        "this chain's exact table would take more than {} (the grid's own size), so it is planned on a grid",
+        format_bytes(grid.memory_bytes() as u64)
+    )
 }
 
 /// What the page says of a grid answer: the bytes its rounding may hide

@@ -908,6 +908,11 @@ fn an_exact_replan_refines_a_grid_answer_with_progress_that_only_moves_forward()
     assert!(fractions.windows(2).all(|w| w[0] <= w[1]), "{fractions:?}");
     let exact = planned(answers);
     assert!(exact.detail.starts_with("refined to "), "{}", exact.detail);
+    assert!(
+        exact.detail.ends_with("so it is planned on a grid"),
+        "{}",
+        exact.detail
+    );
     let gap = exact.gap.expect("certified");
     assert!(gap < table_gap, "{gap} vs {table_gap}");
     assert!(
