@@ -25,7 +25,8 @@ use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::offload::{TableAnswer, TablePlanner};
 use remat_core::solvers::optimal;
 use remat_core::solvers::{
-    max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy, Solution, SolveError,
+    floor_certificate, max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy,
+    Solution, SolveError,
 };
 use remat_core::sweep::{self as core_sweep, SweepError, SweepRun};
 use remat_core::Chain;
@@ -346,6 +347,8 @@ impl PlannerService {
         };
         match result {
             Ok((solution, grid)) => {
+                let solution =
+                    with_floor_certificate(chain, algorithm, budget, bandwidth, solution);
                 let summaries = self.summaries(algorithm, budget, bandwidth);
                 let mut planned = ask.answer(generation, solution, summaries);
                 planned.grid_loss = grid.loss;
@@ -610,6 +613,35 @@ impl Ask {
             stage: self.stage,
         }
     }
+}
+
+/// An answer of an algorithm without a class bound of its own (all but
+/// rotor and revolve, whose grid answers carry theirs in `gap`), with its
+/// certificate in words (issue 44): how far its simulated makespan may be
+/// from the best schedule at this budget, by the time floor
+/// ([`floor_certificate`]).
+fn with_floor_certificate(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget: u64,
+    bandwidth: Option<f64>,
+    mut solution: Solution,
+) -> Solution {
+    if algorithm.uses_slots() {
+        return solution;
+    }
+    let Some(ops) = solution.ops.as_deref() else {
+        return solution;
+    };
+    // The link the planner used: the asked one, else the chain's.
+    let link = bandwidth.or(chain.bandwidth_bytes_per_s);
+    let Ok(trace) = judge(chain, ops, budget, link) else {
+        return solution;
+    };
+    if let Some(c) = floor_certificate(chain, algorithm, budget, link, trace.makespan_seconds) {
+        solution.detail = format!("{}; {}", solution.detail, c.line());
+    }
+    solution
 }
 
 /// A quick answer in the page's words: which grid it is on, that the

@@ -1040,3 +1040,40 @@ fn menus_and_their_options_cross_between_the_page_and_the_worker() {
     };
     assert_eq!(*back, p);
 }
+
+// Issue 44, item 1: an offloading answer in the page carries its
+// certificate in words, as the CLI prints it — against every schedule at
+// the link, by the time floor, from the simulated makespan. Could fail if
+// the page dropped it, took pofo's DP value for the plan's time, or named
+// the transfer-free class for an algorithm that moves tensors. Mutation
+// run: `with_floor_certificate` not called → no "certified" words (fails).
+#[test]
+fn an_offloading_answer_says_how_far_it_may_be_from_the_optimum() {
+    let chain = examples::by_name("vgg19").unwrap();
+    let mut service = loaded(Role::Worker, &chain);
+    let budget = (max_useful_budget(&chain) as f64 * 0.8) as u64;
+    for (alg, words) in [
+        (Algorithm::Pofo, "no schedule is faster than"),
+        (
+            Algorithm::Sequential,
+            "no transfer-free schedule is faster than",
+        ),
+    ] {
+        if alg == Algorithm::Sequential {
+            assert!(results(ask(&mut service, build(alg, &chain))).len() == 1);
+        }
+        let p = planned(ask(&mut service, plan(alg, budget)));
+        let ops = p.ops.as_deref().expect("a plan at 80 % of M_high");
+        let trace = judge(&chain, ops, budget, Some(12e9)).unwrap();
+        let floor = remat_core::solvers::floor_certificate(
+            &chain,
+            alg,
+            budget,
+            Some(12e9),
+            trace.makespan_seconds,
+        )
+        .unwrap();
+        assert!(p.detail.contains(&floor.line()), "{alg}: {}", p.detail);
+        assert!(p.detail.contains(words), "{alg}: {}", p.detail);
+    }
+}

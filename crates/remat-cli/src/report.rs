@@ -139,10 +139,18 @@ pub struct SolveReport<'a> {
     pub options: Vec<OptionReport>,
     /// False when the chain has menus this algorithm does not choose from.
     pub menus_used: bool,
-    /// rotor and revolve: no schedule of their class is faster at this
-    /// budget (the plan's own time where it is exact); null for the others.
+    /// The certificate (issue 44): no schedule of `lower_bound_class` is
+    /// faster at this budget. rotor and revolve: their class bound (the
+    /// plan's own time where it is exact); optimal: its own time; the
+    /// others: the time floor (`solvers::time_floor`). Null when infeasible.
     pub lower_bound_seconds: Option<f64>,
-    /// predicted_seconds / lower_bound_seconds − 1 (0: proven optimal).
+    /// Whose optimum it bounds: `persistent`, `revolve`,
+    /// `without-transfers` (every schedule that moves nothing to the host)
+    /// or `any` (every schedule).
+    pub lower_bound_class: Option<&'static str>,
+    /// The answer's time / lower_bound_seconds − 1 (0: proven optimal in
+    /// its class); the time is the DP's for rotor and revolve (the
+    /// simulator's to the bit), the simulated makespan for the others.
     pub gap: Option<f64>,
     /// rotor and revolve on a grid with `--refine`: the finer grids tried
     /// (absent when none ran).

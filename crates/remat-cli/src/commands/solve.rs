@@ -13,7 +13,8 @@ use remat_core::simulator::{judge, Trace};
 use remat_core::solvers::persistent::refine;
 use remat_core::solvers::pofo::Resolution;
 use remat_core::solvers::{
-    max_useful_budget, memory_floor, Algorithm, DeltaSettings, Options, Planner, Solution,
+    max_useful_budget, memory_floor, Algorithm, BoundClass, Certificate, DeltaSettings, Options,
+    Planner, Solution,
 };
 use remat_core::sweep::rotor_m_low;
 use remat_core::Chain;
@@ -39,9 +40,9 @@ struct Solved {
     delta: Option<DeltaSettings>,
     /// pofo's and offload-only's grid.
     offload_grid: Option<Resolution>,
-    /// rotor's and revolve's certificate: no schedule of their class is
-    /// faster than this at the budget (issue 44).
-    lower_bound: Option<f64>,
+    /// The answer's certificate (issue 44): no schedule of a class is
+    /// faster than its bound at the budget.
+    certificate: Option<Certificate>,
     /// The refinement on finer grids, when one ran (`--refine`).
     refined: Option<report::RefinedReport>,
 }
@@ -99,7 +100,6 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
     let mut planner = Planner::build(chain, algorithm, budget, &opts, &mut |d| shown.report(d))?;
     planner.certify(chain, &mut |d| shown.report(d))?;
     let mut solution = planner.plan_with_progress(chain, budget, &mut |d| shown.report(d))?;
-    let mut lower_bound = planner.lower_bound_seconds(budget);
     drop(shown);
     let refined = refine(chain, &planner, budget, &opts, a.refine)?;
     if let Some(r) = &refined {
@@ -107,7 +107,6 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         solution.predicted_seconds = Some(r.plan.predicted_seconds);
         solution.predicted_peak_bytes = Some(r.plan.predicted_peak_bytes);
         solution.detail = r.detail();
-        lower_bound = Some(r.lower_bound_seconds);
     }
     let trace = match &solution.ops {
         Some(ops) => Some(
@@ -115,6 +114,28 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
                 .map_err(|source| CliError::InvalidSolution { algorithm, source })?,
         ),
         None => None,
+    };
+    // rotor and revolve: the DP's time (the simulator's to the bit) against
+    // their class bound; the others: the simulated makespan, which for
+    // pofo is not the DP's continuous-transfer value.
+    let certificate = match (&refined, &trace) {
+        (Some(r), _) => Some(Certificate {
+            lower_bound_seconds: r.lower_bound_seconds,
+            seconds: r.plan.predicted_seconds,
+            class: if algorithm == Algorithm::Revolve {
+                BoundClass::Revolve
+            } else {
+                BoundClass::Persistent
+            },
+        }),
+        (None, Some(t)) => {
+            let seconds = match solution.predicted_seconds {
+                Some(dp) if algorithm.uses_slots() => dp,
+                _ => t.makespan_seconds,
+            };
+            planner.certificate(chain, budget, seconds)
+        }
+        (None, None) => None,
     };
     let own_min = planner.min_budget_bytes();
     // Rotor's planner has just computed the chain's M_low (the same O(L³)
@@ -136,7 +157,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         own_min,
         delta: (algorithm.is_dynamic() && algorithm != Algorithm::Dtr).then_some(opts.delta),
         offload_grid: planner.offload_grid(),
-        lower_bound,
+        certificate,
         refined: refined.map(|r| report::RefinedReport::new(&r)),
     })
 }
@@ -204,11 +225,9 @@ fn json_report<'a>(chain: &'a Chain, algorithm: Algorithm, s: &'a Solved) -> Sol
             .as_deref()
             .map(|ops| report::OptionReport::list(chain, ops))
             .unwrap_or_default(),
-        lower_bound_seconds: s.lower_bound,
-        gap: s
-            .lower_bound
-            .zip(s.solution.predicted_seconds)
-            .map(|(bound, dp)| remat_core::solvers::persistent::gap(dp, bound)),
+        lower_bound_seconds: s.certificate.map(|c| c.lower_bound_seconds),
+        lower_bound_class: s.certificate.map(|c| c.class.name()),
+        gap: s.certificate.map(|c| c.gap()),
         refined: s.refined.clone(),
         menus_used: !chain.has_menus()
             || algorithm.chooses_options()
@@ -253,13 +272,8 @@ fn print_text(chain: &Chain, algorithm: Algorithm, s: &Solved) {
                 format_seconds(t.sequential_seconds)
             );
             say!("peak       {}", format_bytes(t.peak_bytes));
-            if let (Some(bound), Some(dp)) = (s.lower_bound, s.solution.predicted_seconds) {
-                say!(
-                    "certified  within {} of the optimum: no {} schedule is faster than {} at this budget",
-                    remat_core::solvers::persistent::format_gap(dp, bound),
-                    if algorithm == Algorithm::Revolve { "revolve-class" } else { "persistent" },
-                    format_seconds(bound)
-                );
+            if let Some(c) = s.certificate {
+                say!("certified  {}", c.line());
             }
             if let Some(r) = &s.refined {
                 say!("refined    {}", r.line());

@@ -32,6 +32,7 @@ pub mod recompute_all;
 pub mod sequential;
 mod slots;
 pub mod store_all;
+pub mod time_floor;
 
 pub use api::{
     no_progress, Algorithm, Candidate, DeltaSettings, LossStep, Options, Problem, Progress,
@@ -39,5 +40,6 @@ pub use api::{
     MAX_RELOAD_LIMIT,
 };
 pub use bounds::{budget_at_ratio, max_useful_budget, memory_floor, BelowFloor, Floor};
-pub use planner::{solve, Planner};
+pub use planner::{floor_certificate, solve, BoundClass, Certificate, Planner};
 pub use slots::{Memory, SlotPolicy};
+pub use time_floor::time_floor;

@@ -19,6 +19,7 @@ use super::api::{
 use super::bounds::{max_useful_budget, memory_floor};
 use super::persistent::{self, Variant};
 use super::slots::Memory;
+use super::time_floor::time_floor;
 use super::{dynamic, hong, offload, optimal, pofo, recompute_all, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
@@ -287,6 +288,42 @@ impl Planner {
                 table.lower_bound_seconds(budget_bytes)
             }
             _ => None,
+        }
+    }
+
+    /// Every answer's certificate (issue 44): a time no schedule of a
+    /// stated class beats at `budget_bytes`, beside the answer's own
+    /// `seconds` (its simulated makespan). rotor and revolve: their class
+    /// bound ([`lower_bound_seconds`](Self::lower_bound_seconds)); `optimal`:
+    /// its own answer (the exact search over every schedule without
+    /// transfers); every other algorithm: the [time floor](super::time_floor)
+    /// — of every schedule for the ones that move tensors to the host (at
+    /// the planner's bandwidth), of every schedule without transfers for the
+    /// others. None where no schedule fits or the bound was not built.
+    pub fn certificate(
+        &self,
+        chain: &Chain,
+        budget_bytes: u64,
+        seconds: f64,
+    ) -> Option<Certificate> {
+        let algorithm = self.algorithm();
+        match self {
+            Planner::Persistent { .. } => Some(Certificate {
+                lower_bound_seconds: self.lower_bound_seconds(budget_bytes)?,
+                seconds,
+                class: if algorithm == Algorithm::Revolve {
+                    BoundClass::Revolve
+                } else {
+                    BoundClass::Persistent
+                },
+            }),
+            Planner::PerBudget { options, .. } => {
+                let bandwidth = options
+                    .bandwidth_bytes_per_s
+                    .or(chain.bandwidth_bytes_per_s);
+                floor_certificate(chain, algorithm, budget_bytes, bandwidth, seconds)
+            }
+            _ => floor_certificate(chain, algorithm, budget_bytes, None, seconds),
         }
     }
 
@@ -648,5 +685,101 @@ fn per_budget(algorithm: Algorithm) -> Option<SolveFn> {
         | Algorithm::OffloadOnly
         | Algorithm::Opportunist
         | Algorithm::Autocapper => Some(offload::solve),
+    }
+}
+
+/// The certificate of an answer of `algorithm` that no class bound of its
+/// own covers (not rotor or revolve), taking `seconds` (its simulated
+/// makespan) at `budget_bytes`: `optimal`'s own answer (the exact search
+/// over every schedule without transfers); the [time floor](super::time_floor)
+/// at `bandwidth` for the algorithms that move tensors to the host (every
+/// schedule), without a link for the others (every schedule without
+/// transfers, theirs). None where no schedule fits.
+pub fn floor_certificate(
+    chain: &Chain,
+    algorithm: Algorithm,
+    budget_bytes: u64,
+    bandwidth: Option<f64>,
+    seconds: f64,
+) -> Option<Certificate> {
+    let (bound, class) = if algorithm == Algorithm::Optimal {
+        (seconds, BoundClass::WithoutTransfers)
+    } else if algorithm.offloads() {
+        (time_floor(chain, budget_bytes, bandwidth)?, BoundClass::Any)
+    } else {
+        (
+            time_floor(chain, budget_bytes, None)?,
+            BoundClass::WithoutTransfers,
+        )
+    };
+    Some(Certificate {
+        lower_bound_seconds: bound,
+        seconds,
+        class,
+    })
+}
+
+/// The schedules a certificate's bound holds for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoundClass {
+    /// Memory-persistent schedules (rotor's class): rotor's DP, sizes
+    /// rounded down where it answers on a grid.
+    Persistent,
+    /// revolve's class (F_all^ℓ only right before B^ℓ).
+    Revolve,
+    /// Every schedule that moves nothing to the host.
+    WithoutTransfers,
+    /// Every schedule, transfers included.
+    Any,
+}
+
+impl BoundClass {
+    /// "no {words} schedule is faster".
+    pub fn words(self) -> &'static str {
+        match self {
+            BoundClass::Persistent => "persistent",
+            BoundClass::Revolve => "revolve-class",
+            BoundClass::WithoutTransfers => "transfer-free",
+            BoundClass::Any => "",
+        }
+    }
+
+    /// The name in JSON (`lower_bound_class`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BoundClass::Persistent => "persistent",
+            BoundClass::Revolve => "revolve",
+            BoundClass::WithoutTransfers => "without-transfers",
+            BoundClass::Any => "any",
+        }
+    }
+}
+
+/// How far an answer may be from the best of a class at its budget.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Certificate {
+    /// No schedule of `class` is faster.
+    pub lower_bound_seconds: f64,
+    /// The answer's time.
+    pub seconds: f64,
+    pub class: BoundClass,
+}
+
+impl Certificate {
+    /// seconds / bound − 1 ([`persistent::gap`]; 0: proven optimal in its class).
+    pub fn gap(&self) -> f64 {
+        persistent::gap(self.seconds, self.lower_bound_seconds)
+    }
+
+    /// "within 0.3 % of the optimum: no persistent schedule is faster than
+    /// 1.20 s at this budget".
+    pub fn line(&self) -> String {
+        let class = self.class.words();
+        let sep = if class.is_empty() { "" } else { " " };
+        format!(
+            "within {} of the optimum: no{sep}{class} schedule is faster than {} at this budget",
+            persistent::format_gap(self.seconds, self.lower_bound_seconds),
+            crate::model::units::format_seconds(self.lower_bound_seconds)
+        )
     }
 }

@@ -1340,7 +1340,9 @@ pub fn gap(seconds: f64, bound: f64) -> f64 {
 /// `seconds` over a lower bound, as people read it: "0.31 %", "0 %".
 pub fn format_gap(seconds: f64, bound: f64) -> String {
     let gap = gap(seconds, bound);
-    if gap == 0.0 {
+    // Below 1e-9 the difference is float rounding (a bound taken a hair
+    // low so that rounding never lifts it above a schedule), not time.
+    if gap < 1e-9 {
         "0 %".to_string()
     } else if gap < 0.0001 {
         "0.01 %".to_string()
