@@ -180,7 +180,7 @@ test('a lesson link opens with its card in view', async () => {
   }
 });
 
-test('every slide of the presentation keys its colours in type read from the back of a room, and fits 1080 px', async () => {
+test('every slide of the presentation keys its colours and writes its charts in type read from the back of a room, and fits 1080 px', async () => {
   // Issue 45: no slide had a colour legend (step 4's PCIe colours went
   // unexplained), and slides 1, 4 and 5 ran 100 px past 1080. Could fail if
   // a slide's figures had no key on screen, a key in the page's 12.5 px
@@ -199,6 +199,16 @@ test('every slide of the presentation keys its colours in type read from the bac
       .map((s) => parseFloat(getComputedStyle(s).fontSize)));
     assert.ok(keys.length >= 4, `slide ${n}: ${keys.length} keys on screen`);
     assert.ok(Math.min(...keys) >= 18, `slide ${n}: keys at ${Math.min(...keys)} px`);
+    // The charts' own words — axis ticks, the budget, the peak — as drawn
+    // on the screen (font size × the SVG's scale), ≥ 18 px too. Mutation
+    // run: the side-by-side charts without their slide_text factor → slide
+    // 1's words at 7.6 px.
+    const words = await page.evaluate(() => [...document.querySelectorAll('main svg text')]
+      .filter((t) => { const r = t.getBoundingClientRect(); return r.width > 0 && r.bottom > 0 && r.top < innerHeight; })
+      .map((t) => ({ px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a, text: t.textContent, chart: t.ownerSVGElement.id })));
+    assert.ok(words.length >= 8, `slide ${n}: ${words.length} chart words on screen`);
+    const smallest = words.reduce((a, b) => (b.px < a.px ? b : a));
+    assert.ok(smallest.px >= 18, `slide ${n}: "${smallest.text}" in #${smallest.chart} at ${smallest.px.toFixed(1)} px`);
     // The slide fits the projector: nothing to scroll to.
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     assert.ok(height <= 1080, `slide ${n} is ${height} px high`);

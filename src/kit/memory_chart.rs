@@ -10,6 +10,7 @@ use super::hover::{tooltip_style, TimeAxis, TimeHover};
 use super::notation::math_text;
 use super::palette;
 use super::scale::{byte_ticks, TimeScale, MARGIN_L, PLOT_W};
+use super::slides::text_factor;
 use super::svg::{clip_to_plot, PathBatch};
 use crate::current::Current;
 use crate::measured::{highest, step_line, Side};
@@ -22,6 +23,12 @@ const H: f64 = 300.0;
 
 const TOP: f64 = 16.0;
 const PLOT_H: f64 = 250.0;
+
+/// The plot's height when the words are `text` times their size: the time
+/// axis's labels below it need that much more room.
+fn plot_height(text: f64) -> f64 {
+    PLOT_H - 13.0 * (text - 1.0).max(0.0)
+}
 
 fn tensor_color(t: &TensorId) -> &'static str {
     match *t {
@@ -48,7 +55,7 @@ fn tensor_kind(t: &TensorId) -> &'static str {
 /// Each tensor is a band whose base drops when a tensor below it is freed
 /// (a stack in allocation order). Checkpointing frees mostly at the top, so
 /// the bands have few corners even at L = 300.
-fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
+fn stacked_paths(trace: &Trace, y_max: f64, plot_h: f64, scale: &TimeScale) -> String {
     let res = &trace.residency;
     let mut events: Vec<(f64, bool, usize)> = Vec::with_capacity(res.len() * 2);
     for (i, r) in res.iter().enumerate() {
@@ -77,7 +84,7 @@ fn stacked_paths(trace: &Trace, y_max: f64, scale: &TimeScale) -> String {
             total -= size;
         }
     }
-    let y = |b: u64| TOP + PLOT_H - b as f64 / y_max * PLOT_H;
+    let y = |b: u64| TOP + plot_h - b as f64 / y_max * plot_h;
     let mut batch = PathBatch::default();
     for (i, r) in res.iter().enumerate() {
         let p = &points[i];
@@ -120,33 +127,55 @@ fn layer(
     scale: TimeScale,
     measured: Option<&Comparison>,
     shared_top: u64,
+    text: f64,
 ) -> String {
     let high = (trace.peak_bytes.max(budget))
         .max(top(measured))
         .max(shared_top);
     let y_max = (high as f64 * 1.08).max(1.0);
-    let y = |b: f64| TOP + PLOT_H - b / y_max * PLOT_H;
+    let plot_h = plot_height(text);
+    let y = |b: f64| TOP + plot_h - b / y_max * plot_h;
     let mut s = String::new();
-    for b in byte_ticks(y_max, 5) {
+    // Larger words (slides): fewer byte ticks, written inside the plot
+    // above their lines, since the margin holds only the page's size (and
+    // so over the memory: drawn after it, on a white halo).
+    let large = text > 1.0;
+    let mut byte_labels = String::new();
+    for b in byte_ticks(y_max, if large { 3 } else { 5 }) {
+        let (x, dy, anchor) = if large {
+            (MARGIN_L + 6.0, -5.0, "start")
+        } else {
+            (MARGIN_L - 8.0, 4.0, "end")
+        };
         s.push_str(&format!(
-            r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">{}</text>"##,
+            r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#e3e7ee"/>"##,
             MARGIN_L + PLOT_W,
-            MARGIN_L - 8.0,
-            y(b) + 4.0,
-            bytes(b as u64),
             yy = y(b)
         ));
+        byte_labels.push_str(&format!(
+            r##"<text x="{x:.1}" y="{:.1}" font-size="{:.1}" text-anchor="{anchor}" fill="#5a6474" stroke="#fff" stroke-width="{:.1}" paint-order="stroke">{}</text>"##,
+            y(b) + dy,
+            12.0 * text,
+            if large { 3.0 * text } else { 0.0 },
+            bytes(b as u64),
+        ));
     }
-    s.push_str(&scale.axis_svg(TOP + PLOT_H, 5.0));
-    s.push_str(&clip_to_plot(H, &stacked_paths(trace, y_max, &scale)));
+    s.push_str(&scale.axis_svg(TOP + plot_h, 5.0, text));
+    s.push_str(&clip_to_plot(
+        H,
+        &stacked_paths(trace, y_max, plot_h, &scale),
+    ));
+    s.push_str(&byte_labels);
     let yb = y(budget as f64);
     s.push_str(&format!(
-        r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yb:.1}" y2="{yb:.1}" stroke="{}" stroke-width="2" stroke-dasharray="7 4"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="{}" font-weight="600">budget {}</text>"##,
+        r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{yb:.1}" y2="{yb:.1}" stroke="{}" stroke-width="2" stroke-dasharray="7 4"/><text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="{}" font-weight="600" stroke="#fff" stroke-width="{:.1}" paint-order="stroke">budget {}</text>"##,
         MARGIN_L + PLOT_W,
         palette::BUDGET,
         MARGIN_L + PLOT_W - 4.0,
         yb - 5.0,
+        12.0 * text,
         palette::BUDGET,
+        if large { 3.0 * text } else { 0.0 },
         bytes(budget)
     ));
     if let Some(c) = measured {
@@ -163,15 +192,19 @@ fn layer(
     let dx = if anchor == "end" { -9.0 } else { 9.0 };
     // At the right end the budget's label sits just above its line: a peak
     // near that line puts its own label under the point instead.
-    let label_y = if anchor == "end" && (py - yb).abs() < 20.0 {
-        py + 20.0
+    // (On slides the larger label reaches the budget's from either side.)
+    let label_y = if (anchor == "end" || large) && (py - yb).abs() < 20.0 * text {
+        py + 20.0 * text
     } else {
-        py - 8.0
+        // Never above the chart's top, where large words would be cut.
+        (py - 8.0).max(12.5 * text)
     };
     s.push_str(&format!(
-        r##"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="#fff" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="12.5" font-weight="700" text-anchor="{anchor}" fill="{c}" stroke="#fff" stroke-width="3" paint-order="stroke">peak {} at {}</text>"##,
+        r##"<circle cx="{px:.1}" cy="{py:.1}" r="5" fill="#fff" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="{:.1}" font-weight="700" text-anchor="{anchor}" fill="{c}" stroke="#fff" stroke-width="{:.1}" paint-order="stroke">peak {} at {}</text>"##,
         px + dx,
         label_y,
+        12.5 * text,
+        3.0 * text,
         bytes(trace.peak_bytes),
         ms(trace.peak_time),
         c = palette::CURSOR
@@ -242,12 +275,17 @@ pub fn MemoryChart(
     measured: Signal<Option<Arc<Comparison>>>,
     #[prop(optional)] id: Option<&'static str>,
     #[prop(optional, into)] shared_top: Option<Signal<u64>>,
+    // How much larger its words are while presenting (1: as on the page):
+    // the caller knows how small the chart is drawn on a slide.
+    #[prop(optional)] slide_text: Option<f64>,
 ) -> impl IntoView {
     let schedule = axis.schedule;
     let hover = TimeHover::new(axis, H);
+    let text = text_factor(slide_text.unwrap_or(1.0));
     let heavy = layer_of("memory", schedule, move |c| {
         let measured = measured.get();
         let shared_top = shared_top.map_or(0, |s| s.get());
+        let text = text.get();
         (c.ok_trace())
             .map(|t| {
                 layer(
@@ -256,6 +294,7 @@ pub fn MemoryChart(
                     TimeScale::new(axis.span(t.makespan_seconds), axis.zoom.get()),
                     measured.as_deref(),
                     shared_top,
+                    text,
                 )
             })
             .unwrap_or_default()

@@ -18,7 +18,8 @@
 //!   hidden file inputs;
 //! - `figure`: a figure for slides, composed from the charts on the page;
 //! - `timing`: the marks `tests/measure-slider.mjs` reads; `scroll`: a
-//!   card brought into view below the sticky bar.
+//!   card brought into view below the sticky bar; `slides`: whether the
+//!   page is presenting, for the charts that write larger on slides.
 
 pub mod algorithm_style;
 pub mod chain_chart;
@@ -34,6 +35,7 @@ pub mod notation;
 pub mod palette;
 pub mod scale;
 pub mod scroll;
+pub mod slides;
 pub mod svg;
 pub mod timeline_chart;
 pub mod timing;

@@ -168,10 +168,13 @@ impl TimeScale {
         self.t0 + ((x - MARGIN_L) / PLOT_W).clamp(0.0, 1.0) * (self.t1 - self.t0)
     }
 
-    /// The time axis over the window: round ticks, grid lines to `y`.
-    pub fn axis_svg(&self, y: f64, tick_h: f64) -> String {
+    /// The time axis over the window: round ticks, grid lines to `y`, its
+    /// words `text` times their size on the page (fewer ticks as they
+    /// grow, so that they never run into each other).
+    pub fn axis_svg(&self, y: f64, tick_h: f64, text: f64) -> String {
         let span = self.t1 - self.t0;
-        let step = match ticks(span, 10).get(1) {
+        let wanted = ((10.0 / text.max(1.0)).round() as usize).max(2);
+        let step = match ticks(span, wanted).get(1) {
             Some(&step) if step > 0.0 => step,
             _ => return String::new(),
         };
@@ -189,7 +192,7 @@ impl TimeScale {
             // A label centred on a tick near an edge would be cut by the
             // chart's frame (issue 26: the last label was): align it inward.
             let label = ms(t);
-            let half = label.chars().count() as f64 * 3.4;
+            let half = label.chars().count() as f64 * 3.4 * text;
             let anchor = if x + half > CHART_W {
                 "end"
             } else if x - half < 0.0 {
@@ -198,9 +201,10 @@ impl TimeScale {
                 "middle"
             };
             s.push_str(&format!(
-                r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="{anchor}" fill="#5a6474">{label}</text>"##,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="0" y2="{y:.1}" stroke="#e3e7ee" stroke-width="1"/><line x1="{x:.1}" x2="{x:.1}" y1="{y:.1}" y2="{:.1}" stroke="#8a94a3"/><text x="{x:.1}" y="{:.1}" font-size="{:.1}" text-anchor="{anchor}" fill="#5a6474">{label}</text>"##,
                 y + tick_h,
-                y + tick_h + 13.0,
+                y + tick_h + 13.0 * text,
+                12.0 * text,
             ));
         }
         s

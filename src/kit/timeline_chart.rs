@@ -55,7 +55,7 @@ fn layer(c: &Current, axis: TimeAxis) -> String {
         MARGIN_L - 8.0,
         copy_y + copy_h / 2.0 + 4.0
     ));
-    s.push_str(&scale.axis_svg(AXIS_Y, 5.0));
+    s.push_str(&scale.axis_svg(AXIS_Y, 5.0, 1.0));
     let label_room = PLOT_W * share / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
     let mut batch = PathBatch::default();
     let mut stripes = PathBatch::default();
