@@ -140,6 +140,7 @@ fn layer(
     // above their lines, since the margin holds only the page's size (and
     // so over the memory: drawn after it, on a white halo).
     let large = text > 1.0;
+    let halo = if large { 3.0 * text } else { 0.0 };
     let mut byte_labels = String::new();
     for b in byte_ticks(y_max, if large { 3 } else { 5 }) {
         let (x, dy, anchor) = if large {
@@ -156,7 +157,7 @@ fn layer(
             r##"<text x="{x:.1}" y="{:.1}" font-size="{:.1}" text-anchor="{anchor}" fill="#5a6474" stroke="#fff" stroke-width="{:.1}" paint-order="stroke">{}</text>"##,
             y(b) + dy,
             12.0 * text,
-            if large { 3.0 * text } else { 0.0 },
+            halo,
             bytes(b as u64),
         ));
     }
@@ -175,7 +176,7 @@ fn layer(
         yb - 5.0,
         12.0 * text,
         palette::BUDGET,
-        if large { 3.0 * text } else { 0.0 },
+        halo,
         bytes(budget)
     ));
     if let Some(c) = measured {

@@ -122,11 +122,7 @@ fn solve(chain: &Chain, a: &SolveArgs) -> Result<Solved> {
         (Some(r), _) => Some(Certificate {
             lower_bound_seconds: r.lower_bound_seconds,
             seconds: r.plan.predicted_seconds,
-            class: if algorithm == Algorithm::Revolve {
-                BoundClass::Revolve
-            } else {
-                BoundClass::Persistent
-            },
+            class: BoundClass::of(algorithm),
         }),
         (None, Some(t)) => {
             let seconds = match solution.predicted_seconds {

@@ -311,11 +311,7 @@ impl Planner {
             Planner::Persistent { .. } => Some(Certificate {
                 lower_bound_seconds: self.lower_bound_seconds(budget_bytes)?,
                 seconds,
-                class: if algorithm == Algorithm::Revolve {
-                    BoundClass::Revolve
-                } else {
-                    BoundClass::Persistent
-                },
+                class: BoundClass::of(algorithm),
             }),
             Planner::PerBudget { options, .. } => {
                 let bandwidth = options
@@ -702,15 +698,16 @@ pub fn floor_certificate(
     bandwidth: Option<f64>,
     seconds: f64,
 ) -> Option<Certificate> {
-    let (bound, class) = if algorithm == Algorithm::Optimal {
-        (seconds, BoundClass::WithoutTransfers)
-    } else if algorithm.offloads() {
-        (time_floor(chain, budget_bytes, bandwidth)?, BoundClass::Any)
+    let class = BoundClass::of(algorithm);
+    let bound = if algorithm == Algorithm::Optimal {
+        seconds
     } else {
-        (
-            time_floor(chain, budget_bytes, None)?,
-            BoundClass::WithoutTransfers,
-        )
+        let link = if class == BoundClass::Any {
+            bandwidth
+        } else {
+            None
+        };
+        time_floor(chain, budget_bytes, link)?
     };
     Some(Certificate {
         lower_bound_seconds: bound,
@@ -734,6 +731,19 @@ pub enum BoundClass {
 }
 
 impl BoundClass {
+    /// The class `algorithm`'s answers are certified against: rotor's and
+    /// revolve's own; every schedule for the algorithms that move tensors
+    /// to the host; every transfer-free schedule for the others (theirs,
+    /// and `optimal`'s search).
+    pub fn of(algorithm: Algorithm) -> BoundClass {
+        match algorithm {
+            Algorithm::Rotor => BoundClass::Persistent,
+            Algorithm::Revolve => BoundClass::Revolve,
+            a if a.offloads() => BoundClass::Any,
+            _ => BoundClass::WithoutTransfers,
+        }
+    }
+
     /// "no {words} schedule is faster".
     pub fn words(self) -> &'static str {
         match self {
