@@ -109,6 +109,20 @@ pub enum Task {
         #[serde(with = "algorithm_name")]
         algorithm: Algorithm,
     },
+    /// pofo's or offload-only's table for every budget, built before its
+    /// first quick answer ([`Stage::Quick`]), once per chain and link.
+    Table {
+        #[serde(with = "algorithm_name")]
+        algorithm: Algorithm,
+    },
+    /// The per-budget solve refining a quick answer ([`Stage::Refine`],
+    /// the refine worker). Its own task, so its progress and the table's,
+    /// made at once in two workers, never share one bar (issue 44: the bar
+    /// ran 84 → 67 → 86 → 71 %).
+    Refine {
+        #[serde(with = "algorithm_name")]
+        algorithm: Algorithm,
+    },
     /// A compare row solved in the worker.
     Compare,
     /// POFO's figures.
@@ -686,6 +700,20 @@ mod tests {
                 generation: 1,
                 task: Task::Sweep,
                 fraction: 0.25,
+            },
+            Response::Progress {
+                generation: 1,
+                task: Task::Table {
+                    algorithm: Algorithm::Pofo,
+                },
+                fraction: 0.5,
+            },
+            Response::Progress {
+                generation: 1,
+                task: Task::Refine {
+                    algorithm: Algorithm::Pofo,
+                },
+                fraction: 0.5,
             },
             Response::Failed {
                 generation: ANY_GENERATION,

@@ -128,6 +128,25 @@ pub fn has_quick_table(algorithm: Algorithm) -> bool {
     matches!(algorithm, Algorithm::Pofo | Algorithm::OffloadOnly)
 }
 
+/// The most memory the table for every budget may take in the page (its
+/// DP's tables, [`offload::grid_for`]): past it the table is built on a
+/// coarser grid, which its answers say. The paper's 50 slots fit it up to
+/// about 100 stages (228 MB at L = 100); at L = 300 they would take
+/// 1.48 GB and 21 s to build on one native thread; this allows 21 slots
+/// there (20 took 232 MB and 7 s).
+///
+/// [`offload::grid_for`]: remat_core::solvers::offload::grid_for
+pub const QUICK_TABLE_BYTES: u64 = 256 << 20;
+
+/// The options the table for every budget is built with at a link.
+fn quick_table_options(bandwidth: Option<f64>) -> Options {
+    Options {
+        bandwidth_bytes_per_s: bandwidth,
+        max_table_bytes: QUICK_TABLE_BYTES,
+        ..Options::default()
+    }
+}
+
 /// Receives the service's progress reports and answers, in order.
 pub type Emit<'a> = dyn FnMut(Response) + 'a;
 
@@ -320,7 +339,13 @@ impl PlannerService {
             exact,
             ..
         } = ask;
-        let task = Task::Plan { algorithm };
+        // A refinement reports as its own task: the plans' worker may be
+        // building the table for every budget at the same time.
+        let task = if ask.stage == Stage::Refine {
+            Task::Refine { algorithm }
+        } else {
+            Task::Plan { algorithm }
+        };
         // Offloading algorithms and exact re-plans solve anew (and may
         // fail); otherwise the built table answers.
         let result = if let Some(solution) = quick {
@@ -370,11 +395,8 @@ impl PlannerService {
         let chain = self.chain.as_ref()?;
         let fits = |t: &OffloadTable| t.algorithm == ask.algorithm && t.bandwidth == ask.bandwidth;
         if !self.offload_table.as_ref().is_some_and(fits) {
-            let options = Options {
-                bandwidth_bytes_per_s: ask.bandwidth,
-                ..Options::default()
-            };
-            let task = Task::Plan {
+            let options = quick_table_options(ask.bandwidth);
+            let task = Task::Table {
                 algorithm: ask.algorithm,
             };
             let mut progress = reporter(generation, task, emit);

@@ -6,6 +6,7 @@ use super::*;
 use crate::protocol::{Envelope, GridNote, ANY_GENERATION};
 use remat_core::examples;
 use remat_core::format::write_chain;
+use remat_core::solvers::pofo::Mode;
 
 fn loaded(role: Role, chain: &Chain) -> PlannerService {
     let mut service = PlannerService::new(role);
@@ -932,9 +933,12 @@ fn an_exact_replan_refines_a_grid_answer_with_progress_that_only_moves_forward()
 /// not say "refining", and no table would be kept), if the table were
 /// rebuilt at every budget (progress reports at the second quick plan),
 /// or kept across links (the DP's times depend on the bandwidth: the
-/// quick answer at 6 GB/s would be the 12 GB/s table's). Mutation tried:
-/// pofo left out of `has_quick_table`: its quick ask is answered whole and
-/// the stage assertion fails.
+/// quick answer at 6 GB/s would be the 12 GB/s table's), or if the
+/// table's and the refinement's progress shared a task (issue 44: one bar
+/// ran 84 → 67 → 86 → 71 %). Mutations tried: pofo left out of
+/// `has_quick_table`: its quick ask is answered whole and the stage
+/// assertion fails; the table's build reporting as `Task::Plan`: "every
+/// report of this stage names it" fails.
 #[test]
 fn pofo_answers_at_once_from_its_table_then_refines() {
     let chain = examples::by_name("vgg19-h100").unwrap();
@@ -959,20 +963,38 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
     };
     let table =
         TablePlanner::build(&chain, Algorithm::Pofo, top, &options(12e9), &mut |_| true).unwrap();
+    // Each stage's progress under its own task, only forward: the table's
+    // and the refinement's are made at once in two workers.
+    let progress_of = |answers: &[Response], task: Task| {
+        let fractions: Vec<f64> = (answers.iter())
+            .filter_map(|r| match r {
+                Response::Progress {
+                    task: t, fraction, ..
+                } => {
+                    assert_eq!(*t, task, "every report of this stage names it");
+                    Some(*fraction)
+                }
+                _ => None,
+            })
+            .collect();
+        assert!(
+            fractions.windows(2).all(|w| w[0] <= w[1]),
+            "{task:?} went back: {fractions:?}"
+        );
+        fractions
+    };
+    let pofo = Algorithm::Pofo;
     for (i, budget) in [top * 75 / 100, top * 80 / 100].into_iter().enumerate() {
         let answers = ask(&mut service, plan_at(budget, 12e9, Stage::Quick));
-        let built = answers
-            .iter()
-            .any(|r| matches!(r, Response::Progress { .. }));
+        let built = !progress_of(&answers, Task::Table { algorithm: pofo }).is_empty();
         assert_eq!(built, i == 0, "the table is built once for this link");
         let quick = planned(only(answers));
         assert_eq!(quick.stage, Stage::Quick);
         assert_eq!(quick.ops, table.plan(&chain, budget).solution.ops);
         assert!(quick.detail.contains("refining"), "{}", quick.detail);
-        let refined = planned(only(ask(
-            &mut service,
-            plan_at(budget, 12e9, Stage::Refine),
-        )));
+        let answers = ask(&mut service, plan_at(budget, 12e9, Stage::Refine));
+        assert!(!progress_of(&answers, Task::Refine { algorithm: pofo }).is_empty());
+        let refined = planned(only(answers));
         let whole = planned(only(ask(&mut service, plan_at(budget, 12e9, Stage::Whole))));
         assert_eq!(refined.stage, Stage::Refine);
         assert_eq!(
@@ -999,6 +1021,51 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
     ask(&mut page, build(Algorithm::Rotor, &chain));
     let answer = planned(only(ask(&mut page, rotor)));
     assert_eq!(answer.stage, Stage::Whole);
+}
+
+// A long chain's table for every budget stays within the page's memory
+// (issue 44: at 300 stages the paper's 50 slots would take 1.48 GB and no
+// quick answer came): on fewer slots, which the quick answer says, with
+// the limit. Could fail if the page built the paper's grid whatever its
+// size (50 slots), or if a coarser grid went unsaid. Mutation tried:
+// `max_table_bytes: QUICK_TABLE_BYTES` left out of the quick table's
+// options: 50 slots at 300 stages, the first assertion fails.
+#[test]
+fn a_long_chains_table_for_every_budget_is_built_on_fewer_slots_and_says_so() {
+    let resolution = |stages: usize, limit: u64| {
+        remat_core::solvers::pofo::resolution(stages, 50, true, Mode::Full, limit, false).unwrap()
+    };
+    assert_eq!(resolution(100, QUICK_TABLE_BYTES).slots, 50);
+    assert_eq!(resolution(300, QUICK_TABLE_BYTES).slots, 21);
+    // The page's table is built on that grid (no table is built here).
+    let long = heterogeneous(300);
+    let grid = |chain: &Chain| {
+        let options = quick_table_options(Some(12e9));
+        remat_core::solvers::offload::grid_for(chain, Mode::Full, &options, Some(12e9)).unwrap()
+    };
+    assert_eq!(grid(&long).slots, 21);
+    assert_eq!(grid(&heterogeneous(100)).slots, 50);
+    // The words, on a chain small enough to build here: a limit that
+    // leaves it fewer slots than the paper's.
+    let chain = heterogeneous(12);
+    let limit = resolution(12, u64::MAX).table_bytes as u64 / 4;
+    let options = Options {
+        bandwidth_bytes_per_s: Some(12e9),
+        max_table_bytes: limit,
+        ..Options::default()
+    };
+    let top = max_useful_budget(&chain);
+    let table = TablePlanner::build(&chain, Algorithm::Pofo, top, &options, &mut |_| true).unwrap();
+    let slots = table.resolution().slots;
+    assert!(slots < 50, "{slots}");
+    let budget = top * 3 / 4;
+    let words = quick_words(&table, budget, table.plan(&chain, budget)).detail;
+    let said = format!(
+        "({slots} slots, not the 50 asked: their tables would need {}, over the limit of {})",
+        format_bytes(resolution(12, u64::MAX).table_bytes as u64),
+        format_bytes(limit)
+    );
+    assert!(words.contains(&said), "{words}");
 }
 
 // Per-stage menus (issue 41) survive the page's protocol: the chain goes

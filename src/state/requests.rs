@@ -296,6 +296,7 @@ impl AppState {
             stage,
         };
         if quick {
+            self.shown.refining.set(Some(0.0));
             r.send(ask(Stage::Refine));
         }
         r.send(ask(if quick { Stage::Quick } else { Stage::Whole }));
@@ -434,10 +435,20 @@ impl AppState {
         self.requests.land_all();
         self.offloading.stop();
         self.shown.replanning.set(None);
+        self.shown.table_build.set(None);
+        self.shown.refining.set(None);
         self.tables.cancel();
         self.shown.cancelled.set(Some(what));
         let chain = write_chain(&self.loaded.chain.get_untracked());
         backend.respawn(self.requests.generation.get_value(), chain);
+    }
+
+    /// Stops the refinement of the quick answer on screen; the quick
+    /// answer stays, the plans' worker and its table go on.
+    pub fn stop_refining(self) {
+        self.requests.backend().cancel_refine();
+        crate::kit::timing::mark("cancelled");
+        self.shown.refining.set(None);
     }
 
     /// Ends the side worker's search or sweep at once; the plans, tables

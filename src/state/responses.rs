@@ -73,6 +73,18 @@ impl AppState {
                     self.shown.replanning.set(Some(fraction));
                 }
             }
+            // Each on its own bar: made at once in two workers, one bar
+            // would run back and forth between them.
+            Task::Table { .. } => {
+                if self.shown.replanning.get_untracked().is_some() {
+                    self.shown.table_build.set(Some(fraction));
+                }
+            }
+            Task::Refine { .. } => {
+                if self.shown.refining.get_untracked().is_some() {
+                    self.shown.refining.set(Some(fraction));
+                }
+            }
         }
     }
 
@@ -122,11 +134,17 @@ impl AppState {
             // An offloading solve failed (too large a chain for its
             // tables): this budget has no answer, shown as an error; the
             // next budget may have one.
-            Some(Task::Build { algorithm } | Task::Plan { algorithm }) if algorithm.offloads() => {
-                self.show_unanswered(algorithm, error)
-            }
-            Some(Task::Build { algorithm } | Task::Plan { algorithm }) => {
-                self.tables.set(algorithm, Build::Failed(error))
+            Some(
+                Task::Build { algorithm } | Task::Plan { algorithm } | Task::Table { algorithm },
+            ) if algorithm.offloads() => self.show_unanswered(algorithm, error),
+            Some(
+                Task::Build { algorithm } | Task::Plan { algorithm } | Task::Table { algorithm },
+            ) => self.tables.set(algorithm, Build::Failed(error)),
+            // The refinement failed (its per-budget table too large, say):
+            // the quick answer stays, the error is said.
+            Some(Task::Refine { .. }) => {
+                self.shown.refining.set(None);
+                self.view.error(error);
             }
             Some(Task::Sweep) => {
                 self.offloading.sweeping.set(None);
@@ -206,6 +224,8 @@ impl AppState {
                 // still builds the table for every budget (its progress is
                 // then not shown; its quick answer lands the flight).
                 self.shown.replanning.set(None);
+                self.shown.table_build.set(None);
+                self.shown.refining.set(None);
                 self.show(planned);
             }
             return;
@@ -213,6 +233,10 @@ impl AppState {
         let offloads = planned.algorithm.offloads();
         if planned.exact || offloads {
             self.shown.replanning.set(None);
+            self.shown.table_build.set(None);
+        }
+        if planned.stage != Stage::Quick {
+            self.shown.refining.set(None);
         }
         if offloads && land(self.requests.plan_flight) {
             self.send_plan(false);

@@ -16,6 +16,12 @@ pub struct Shown {
     /// An exact re-plan building its own table in the worker, or an
     /// offloading algorithm solving this budget there, and how far.
     pub replanning: RwSignal<Option<f64>>,
+    /// pofo's or offload-only's table for every budget being built before
+    /// its first quick answer, and how far (`Task::Table`).
+    pub table_build: RwSignal<Option<f64>>,
+    /// The per-budget solve refining the quick answer on screen, and how
+    /// far (`Task::Refine`); None when none is under way (done, stopped).
+    pub refining: RwSignal<Option<f64>>,
     /// What Cancel stopped last (until the next plan is shown).
     pub cancelled: RwSignal<Option<String>>,
 }
@@ -42,6 +48,8 @@ impl Shown {
         self.current.set(None);
         self.summaries.set(Vec::new());
         self.cancelled.set(None);
+        self.table_build.set(None);
+        self.refining.set(None);
     }
 }
 

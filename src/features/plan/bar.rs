@@ -449,7 +449,14 @@ fn PlanStatus() -> impl IntoView {
             .into_any(),
             Line::Replanning => {
                 let what = move || {
-                    if alg.offloads() {
+                    if state.shown.table_build.get().is_some() {
+                        format!(
+                            "Building the {} table for every budget at {} in a Web Worker (once for this chain and link: each budget is then read from it at once); meanwhile solving {} on the paper's grid…",
+                            alg.name(),
+                            link_text(state.controls.bandwidth.get()),
+                            bytes(state.controls.budget.get()),
+                        )
+                    } else if alg.offloads() {
                         format!(
                             "Solving {} at {} and {} in a Web Worker…",
                             alg.name(),
@@ -461,7 +468,13 @@ fn PlanStatus() -> impl IntoView {
                         bytes(state.controls.budget.get()), alg.name())
                     }
                 };
-                let fraction = move || state.shown.replanning.get().unwrap_or(0.0);
+                // The table's progress while it is built (the quick answer
+                // waits for it), else the solve's: never the two on one bar.
+                let fraction = move || {
+                    (state.shown.table_build.get())
+                        .or(state.shown.replanning.get())
+                        .unwrap_or(0.0)
+                };
                 view! { <Working id="plan-status" what=Signal::derive(what) fraction=Signal::derive(fraction) /> }.into_any()
             }
             Line::Ready { build_ms } => (move || plan_line(state, alg, build_ms)).into_any(),
@@ -590,6 +603,7 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
                 {if exact { " (re-planned exactly at this budget)" } else { "" }}
             </span>
             {trace_err.map(|e| view! { <span class="err">{format!(" simulator: {e}")}</span> })}
+            {quick.then(|| view! { <Refining /> })}
             // Offered where a table for this budget alone may do better,
             // never for its own answer (it cannot improve on itself).
             {(alg.uses_slots() && grid && (loose || !feasible) && !exact).then(|| view! {
@@ -604,6 +618,36 @@ fn plan_line(state: AppState, alg: Algorithm, build_ms: f64) -> AnyView {
         </div>
     }
     .into_any()
+}
+
+/// A quick answer's refinement (the per-budget solve in the refine
+/// worker): how far, and a Stop that keeps the quick answer; once stopped,
+/// said. Its progress is read inside, so a tick does not rebuild the Stop
+/// button under a click.
+#[component]
+fn Refining() -> impl IntoView {
+    let state = use_app();
+    let running = Memo::new(move |_| state.shown.refining.get().is_some());
+    move || {
+        if running.get() {
+            let fraction = Signal::derive(move || state.shown.refining.get().unwrap_or(0.0));
+            view! {
+                <span class="refining">
+                    <ProgressBar id="refine-progress" fraction />
+                    <button id="stop-refining" on:click=move |_| state.stop_refining()
+                        title="Keep the answer from the table for every budget">"Stop refining"</button>
+                </span>
+            }
+            .into_any()
+        } else {
+            view! {
+                <span class="muted" id="refine-stopped">
+                    " Refinement stopped: this is the table's answer; move the slider to solve again."
+                </span>
+            }
+            .into_any()
+        }
+    }
 }
 
 /// Lets the whole page take a dropped chain file.
