@@ -44,6 +44,43 @@ test('on a phone the page fits the screen and its budget is in reach', async () 
   await page.close();
 });
 
+// The figures on a phone (issue 45 item 2: their words were 3 px, drawn
+// 1200 units across 330 px; the sticky bar, wrapped to about 410 px, hid
+// half the screen). Each chart is drawn at least 720 px wide in a card
+// that scrolls sideways, its words 1.55x larger, and nothing covers it.
+// How it could fail: a chart shrunk to the screen again, words not
+// enlarged, the bar sticky. Mutations run: PHONE_TEXT 1.0 → 'chain-svg:
+// "↻1" at 6.6 px'; the bar sticky again → "chain-svg is covered by
+// HEADER top".
+test('on a phone the figures are read without zooming, and nothing covers them', async () => {
+  const { page, errors } = await open(context, '#chain=vgg19');
+  await page.setViewportSize(PHONE);
+  await page.waitForTimeout(800);
+  for (const id of ['chain-svg', 'memory-svg', 'timeline-svg']) {
+    await page.locator(`#${id}`).scrollIntoViewIfNeeded();
+    const words = await page.evaluate((id) => [...document.querySelectorAll(`#${id} text`)]
+      .filter((t) => t.getBoundingClientRect().width > 0)
+      .map((t) => ({ px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a, text: t.textContent })), id);
+    assert.ok(words.length >= 5, `${id}: ${words.length} words`);
+    const smallest = words.reduce((a, b) => (b.px < a.px ? b : a));
+    assert.ok(smallest.px >= 10, `${id}: "${smallest.text}" at ${smallest.px.toFixed(1)} px`);
+    // Scrolled to the top of the screen, the chart's top is the chart,
+    // not a bar over it.
+    const covered = await page.evaluate(async (id) => {
+      const svg = document.getElementById(id);
+      svg.scrollIntoView({ block: 'start' });
+      await new Promise((r) => requestAnimationFrame(r));
+      const r = svg.getBoundingClientRect();
+      const hit = document.elementFromPoint(innerWidth / 2, r.top + 20);
+      return hit && svg.contains(hit) ? null : `${hit?.tagName} ${hit?.className?.baseVal ?? hit?.className}`;
+    }, id);
+    assert.equal(covered, null, `${id} is covered by ${covered}`);
+  }
+  await fitsTheScreen(page, 'the figures');
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test('a lesson link on a phone shows the lesson and fits the screen', async () => {
   const page = await context.newPage();
   await page.setViewportSize(PHONE);

@@ -9,7 +9,7 @@ use crate::features::learn::{LargeType, LargeTypeButton, Lesson};
 use crate::features::min_memory::MinMemory;
 use crate::features::{code, compare, files, gpu, learn, min_memory, pipeline, plan, strategies};
 use crate::io;
-use crate::kit::slides::Presenting;
+use crate::kit::slides::{narrow_window, Narrow, Presenting};
 use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
 
@@ -32,6 +32,7 @@ pub fn App() -> impl IntoView {
     provide_context(large);
     // The charts that write larger on slides read this (kit::slides).
     provide_context(Presenting(lesson.presenting.into()));
+    provide_context(Narrow(narrow_window()));
     plan::install_drop(state);
     let class = move || {
         let mut c = String::from("app");

@@ -7,6 +7,7 @@ use super::hover::{chart_point, tooltip_style};
 use super::notation::math_text_with_names;
 use super::palette;
 use super::scale::{MARGIN_L, PLOT_W};
+use super::slides::text_factor;
 use super::svg::PathBatch;
 use crate::current::Current;
 use crate::menus;
@@ -68,7 +69,9 @@ fn edges(chain: &Chain, uniform: bool) -> Vec<f64> {
     e
 }
 
-fn layer(c: &Current, uniform: bool) -> String {
+/// `text`: how much larger than the geometry the words are written
+/// ([`super::slides::text_factor`]; 1 on the page).
+fn layer(c: &Current, uniform: bool, text: f64) -> String {
     let chain = &c.chain;
     let n = chain.len();
     let fates = fates(chain, c.planned.ops.as_deref());
@@ -93,8 +96,8 @@ fn layer(c: &Current, uniform: bool) -> String {
     let mut recount_y: Vec<f64> = heights.iter().map(|h| BASE_Y - h - 5.0).collect();
     s.push_str(&option_runs(&picks, &heights, &e, gap, &mut recount_y));
     let mut batch = PathBatch::default();
-    let mut outside = OutsideLabels::default();
-    let mut numbers = StageNumbers::new(n);
+    let mut outside = OutsideLabels::new(text);
+    let mut numbers = StageNumbers::new(n, text);
     for l in 1..=n {
         let (fate, recomputed) = fates[l];
         let x = e[l];
@@ -138,12 +141,13 @@ fn layer(c: &Current, uniform: bool) -> String {
                 r##"<rect class="recomputed" data-stage="{l}" data-count="{recomputed}" x="{x:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" fill="transparent"><title>stage {l}: recomputed {recomputed}× in the backward phase</title></rect>"##,
                 BASE_Y - h,
             ));
-            if w >= 14.0 {
+            if w >= 14.0 * text {
                 let label = format!("↻{recomputed}");
                 s.push_str(&format!(
-                    r##"<text class="recompute-label" data-stage="{l}" x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#b4532a" font-weight="700">{label}</text>"##,
+                    r##"<text class="recompute-label" data-stage="{l}" x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle" fill="#b4532a" font-weight="700">{label}</text>"##,
                     x + w / 2.0,
                     recount_y[l],
+                    11.0 * text,
                 ));
             } else {
                 outside.place(l, recomputed, x + w / 2.0, BASE_Y - h);
@@ -157,18 +161,32 @@ fn layer(c: &Current, uniform: bool) -> String {
     let total: usize = fates.iter().skip(1).map(|f| f.1).sum();
     if total > 0 {
         s.push_str(&format!(
-            r##"<text id="chain-recompute-total" data-count="{total}" x="{:.1}" y="25" font-size="11" text-anchor="end" fill="#b4532a" font-weight="700">↻ {total} in all</text>"##,
-            MARGIN_L - 8.0
+            r##"<text id="chain-recompute-total" data-count="{total}" x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="#b4532a" font-weight="700">{}</text>"##,
+            MARGIN_L - 8.0,
+            25.0 * text.min(1.2),
+            11.0 * text,
+            // Larger words take two lines: one would pass the margin.
+            if text > 1.0 {
+                format!(
+                    r##"↻ {total}<tspan x="{:.1}" dy="{:.1}"> in all</tspan>"##,
+                    MARGIN_L - 8.0,
+                    12.0 * text
+                )
+            } else {
+                format!("↻ {total} in all")
+            },
         ));
     }
     s.insert_str(0, &batch.finish(""));
     s.push_str(&format!(
-        r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{BASE_Y}" y2="{BASE_Y}" stroke="#8a94a3"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">stages</text><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end" fill="#5a6474">1 → {n}</text>"##,
+        r##"<line x1="{MARGIN_L}" x2="{:.1}" y1="{BASE_Y}" y2="{BASE_Y}" stroke="#8a94a3"/><text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="#5a6474">stages</text><text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="#5a6474">1 → {n}</text>"##,
         MARGIN_L + PLOT_W,
         MARGIN_L - 8.0,
         BASE_Y - 6.0,
+        12.0 * text,
         MARGIN_L - 8.0,
-        BASE_Y + 10.0
+        BASE_Y + 10.0 * text,
+        12.0 * text,
     ));
     s
 }
@@ -242,8 +260,9 @@ fn option_runs(
 /// 300 stages spilled off the card in a tangle of leader lines, issue 26),
 /// they are aggregated instead: one bar per recomputed stage above the
 /// chain, its height the count against the largest, the numbers on hover.
-#[derive(Default)]
 struct OutsideLabels {
+    /// How much larger than the geometry the words are.
+    text: f64,
     /// Where each row's last label ends (chart units).
     row_end: [f64; 2],
     svg: String,
@@ -256,10 +275,20 @@ struct OutsideLabels {
 impl OutsideLabels {
     const ROW_Y: [f64; 2] = [12.0, 25.0];
 
+    fn new(text: f64) -> OutsideLabels {
+        OutsideLabels {
+            text,
+            row_end: [0.0; 2],
+            svg: String::new(),
+            placed: Vec::new(),
+            overflow: false,
+        }
+    }
+
     fn place(&mut self, stage: usize, count: usize, cx: f64, box_top: f64) {
         let label = format!("↻{count}");
         self.placed.push((stage, count, cx));
-        let width = label.chars().count() as f64 * 7.0 + 4.0;
+        let width = (label.chars().count() as f64 * 7.0 + 4.0) * self.text;
         let want = (cx - width / 2.0).max(MARGIN_L);
         // The first row with room at the box; else the one that frees first.
         let row = (0..2)
@@ -268,13 +297,14 @@ impl OutsideLabels {
         let left = want.max(self.row_end[row]);
         self.row_end[row] = left + width;
         self.overflow |= left + width > MARGIN_L + PLOT_W;
-        let y = Self::ROW_Y[row];
+        let y = Self::ROW_Y[row] * self.text;
         self.svg.push_str(&format!(
-            r##"<line x1="{cx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#b4532a" stroke-width="0.8"/><text class="recompute-label outside" data-stage="{stage}" x="{:.1}" y="{y:.1}" font-size="11" fill="#b4532a" font-weight="700">{label}</text>"##,
+            r##"<line x1="{cx:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" stroke="#b4532a" stroke-width="0.8"/><text class="recompute-label outside" data-stage="{stage}" x="{:.1}" y="{y:.1}" font-size="{:.1}" fill="#b4532a" font-weight="700">{label}</text>"##,
             left + width / 2.0,
             box_top - 1.0,
             y + 2.0,
             left + 2.0,
+            11.0 * self.text,
         ));
     }
 
@@ -287,8 +317,10 @@ impl OutsideLabels {
         let most = self.placed.iter().map(|p| p.1).max().unwrap_or(1).max(1);
         let w = (PLOT_W / n as f64).clamp(1.0, 6.0);
         let mut s = format!(
-            r##"<text id="chain-recompute-most" data-count="{most}" x="{:.1}" y="12" font-size="11" text-anchor="end" fill="#b4532a">bars: ↻ per stage, up to {most}</text>"##,
-            MARGIN_L + PLOT_W
+            r##"<text id="chain-recompute-most" data-count="{most}" x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="#b4532a">bars: ↻ per stage, up to {most}</text>"##,
+            MARGIN_L + PLOT_W,
+            12.0 * self.text,
+            11.0 * self.text,
         );
         for &(stage, count, cx) in &self.placed {
             let h = 3.0 + 14.0 * count as f64 / most as f64;
@@ -308,13 +340,14 @@ impl OutsideLabels {
 struct StageNumbers {
     step: usize,
     room: f64,
+    text: f64,
     last_x: Option<f64>,
     svg: String,
 }
 
 impl StageNumbers {
-    fn new(n: usize) -> StageNumbers {
-        let room = 7.0 * (n.max(1).ilog10() + 1) as f64 + 8.0;
+    fn new(n: usize, text: f64) -> StageNumbers {
+        let room = (7.0 * (n.max(1).ilog10() + 1) as f64 + 8.0) * text;
         let per_stage = PLOT_W / n.max(1) as f64;
         let step = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000]
             .into_iter()
@@ -323,6 +356,7 @@ impl StageNumbers {
         StageNumbers {
             step,
             room,
+            text,
             last_x: None,
             svg: String::new(),
         }
@@ -335,8 +369,9 @@ impl StageNumbers {
         }
         self.last_x = Some(cx);
         self.svg.push_str(&format!(
-            r##"<text class="stage-number" x="{cx:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="#5a6474">{l}</text>"##,
-            BASE_Y + 14.0
+            r##"<text class="stage-number" x="{cx:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle" fill="#5a6474">{l}</text>"##,
+            BASE_Y + 14.0 * self.text,
+            11.0 * self.text,
         ));
     }
 }
@@ -354,7 +389,11 @@ pub fn ChainChart(
     marks: Signal<Vec<usize>>,
 ) -> impl IntoView {
     let hover = RwSignal::new(None::<(usize, f64)>);
-    let heavy = layer_of("chain", schedule, move |c| layer(c, uniform.get()));
+    // No slide draws the chain small.
+    let text = text_factor(1.0);
+    let heavy = layer_of("chain", schedule, move |c| {
+        layer(c, uniform.get(), text.get())
+    });
     let on_move = move |ev: leptos::ev::MouseEvent| {
         let Some((x, _, fx)) = chart_point(&ev, H) else {
             return;

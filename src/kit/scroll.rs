@@ -1,6 +1,7 @@
 //! Scrolling a card into view below the sticky bar: `scroll_into_view`
 //! puts an element's top at the window's, under the bar (`.bar`, sticky at
 //! the top, one to three lines high), where its heading cannot be read.
+//! On a phone the bar scrolls away with the page, and nothing is left.
 
 /// Scrolls the element `id` so that its top sits just below the sticky
 /// bar (or at the top when there is no bar); nothing when it is absent.
@@ -14,11 +15,14 @@ pub fn below_bar(id: &str) {
     let Some(el) = doc.get_element_by_id(id) else {
         return;
     };
-    let bar = doc
-        .query_selector(".bar")
-        .ok()
-        .flatten()
-        .map_or(0.0, |b| b.get_bounding_client_rect().height());
+    // On a phone the bar is not sticky (main.css): nothing covers the top.
+    let phone = (window.inner_width().ok())
+        .and_then(|w| w.as_f64())
+        .is_some_and(|w| w <= super::slides::NARROW_PX);
+    let bar = match doc.query_selector(".bar").ok().flatten() {
+        Some(b) if !phone => b.get_bounding_client_rect().height(),
+        _ => 0.0,
+    };
     let top = el.get_bounding_client_rect().top() + window.scroll_y().unwrap_or(0.0);
     window.scroll_to_with_x_and_y(0.0, (top - bar - 8.0).max(0.0));
 }

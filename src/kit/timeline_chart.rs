@@ -8,6 +8,7 @@ use super::notation::{math_text, svg_math};
 use super::palette;
 use super::palette::{op_color, op_kind};
 use super::scale::{TimeScale, MARGIN_L, PLOT_W};
+use super::slides::text_factor;
 use super::svg::{clip_to_plot, recompute_stripes, PathBatch};
 use crate::current::Current;
 use leptos::prelude::*;
@@ -26,7 +27,9 @@ fn band(lane: Lane) -> (f64, f64) {
     }
 }
 
-fn layer(c: &Current, axis: TimeAxis) -> String {
+/// `text`: how much larger than the geometry the words are written
+/// ([`super::slides::text_factor`]).
+fn layer(c: &Current, axis: TimeAxis, text: f64) -> String {
     let Some(trace) = c.ok_trace() else {
         return String::new();
     };
@@ -49,14 +52,17 @@ fn layer(c: &Current, axis: TimeAxis) -> String {
         r##"<rect x="{MARGIN_L}" y="{compute_y}" width="{PLOT_W}" height="{compute_h}" fill="url(#idle-hatch)"/><rect x="{MARGIN_L}" y="{copy_y}" width="{PLOT_W}" height="{copy_h}" fill="#f3f5f8"/>"##
     ));
     s.push_str(&format!(
-        r##"<text x="{:.1}" y="{:.1}" font-size="12.5" text-anchor="end" fill="#2b3442" font-weight="600">GPU</text><text x="{:.1}" y="{:.1}" font-size="12.5" text-anchor="end" fill="#2b3442" font-weight="600">PCIe</text>"##,
+        r##"<text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="#2b3442" font-weight="600">GPU</text><text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="end" fill="#2b3442" font-weight="600">PCIe</text>"##,
         MARGIN_L - 8.0,
-        compute_y + compute_h / 2.0 + 4.0,
+        compute_y + compute_h / 2.0 + 4.0 * text,
+        12.5 * text,
         MARGIN_L - 8.0,
-        copy_y + copy_h / 2.0 + 4.0
+        copy_y + copy_h / 2.0 + 4.0 * text,
+        12.5 * text,
     ));
-    s.push_str(&scale.axis_svg(AXIS_Y, 5.0, 1.0));
-    let label_room = PLOT_W * share / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0;
+    s.push_str(&scale.axis_svg(AXIS_Y, 5.0, text));
+    let label_room =
+        PLOT_W * share / (ops.len().max(1) as f64 * (window.1 - window.0)) > 26.0 * text;
     let mut batch = PathBatch::default();
     let mut stripes = PathBatch::default();
     let mut labels = String::new();
@@ -86,11 +92,12 @@ fn layer(c: &Current, axis: TimeAxis) -> String {
             continue;
         }
         let label = op.to_string();
-        if w > label.chars().count() as f64 * 6.5 + 6.0 {
+        if w > label.chars().count() as f64 * 6.5 * text + 6.0 {
             labels.push_str(&format!(
-                r##"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" fill="{}">{}</text>"##,
+                r##"<text x="{:.1}" y="{:.1}" font-size="{:.1}" text-anchor="middle" fill="{}">{}</text>"##,
                 x0 + w / 2.0,
-                y + h / 2.0 + 4.0,
+                y + h / 2.0 + 4.0 * text,
+                11.0 * text,
                 palette::label_on(op_color(op)),
                 svg_math(&label)
             ));
@@ -124,7 +131,9 @@ fn release_mark(x: f64, y: f64, h: f64, op: &str) -> String {
 pub fn TimelineChart(axis: TimeAxis) -> impl IntoView {
     let schedule = axis.schedule;
     let hover = TimeHover::new(axis, H);
-    let heavy = layer_of("timeline", schedule, move |c| layer(c, axis));
+    // No slide draws these timelines small (slide 4's are full width).
+    let text = text_factor(1.0);
+    let heavy = layer_of("timeline", schedule, move |c| layer(c, axis, text.get()));
     // The step-through's op, outlined.
     let highlight = move || {
         let i = axis.cursor.step.get()?;
