@@ -107,5 +107,10 @@ def main(rank: int, ranks: int, port: int, setup: dict, plan, out: str) -> None:
             "reserve": measured_reserve,
             "one_block": one_block,
         }))
+        # Every rank done with the group before any tears it down: a rank
+        # that destroys it while another's gloo threads still talk to it
+        # can abort ("terminate called without an active exception",
+        # SIGABRT in one CI run of test_fsdp).
+        dist.barrier()
     finally:
         dist.destroy_process_group()
