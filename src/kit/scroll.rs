@@ -16,11 +16,8 @@ pub fn below_bar(id: &str) {
         return;
     };
     // On a phone the bar is not sticky (main.css): nothing covers the top.
-    let phone = (window.inner_width().ok())
-        .and_then(|w| w.as_f64())
-        .is_some_and(|w| w <= super::slides::NARROW_PX);
     let bar = match doc.query_selector(".bar").ok().flatten() {
-        Some(b) if !phone => b.get_bounding_client_rect().height(),
+        Some(b) if !super::slides::window_is_narrow() => b.get_bounding_client_rect().height(),
         _ => 0.0,
     };
     let top = el.get_bounding_client_rect().top() + window.scroll_y().unwrap_or(0.0);

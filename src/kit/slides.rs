@@ -37,19 +37,18 @@ pub fn text_factor(on_slides: f64) -> Signal<f64> {
     })
 }
 
-/// Whether the window is [`NARROW_PX`] wide or less, followed as it is
-/// resized or turned.
+/// Whether the window is [`NARROW_PX`] wide or less now.
+pub fn window_is_narrow() -> bool {
+    (window().inner_width().ok())
+        .and_then(|w| w.as_f64())
+        .is_some_and(|w| w <= NARROW_PX)
+}
+
+/// [`window_is_narrow`], followed as the window is resized or turned.
 pub fn narrow_window() -> Signal<bool> {
-    let is_narrow = || {
-        window()
-            .inner_width()
-            .ok()
-            .and_then(|w| w.as_f64())
-            .is_some_and(|w| w <= NARROW_PX)
-    };
-    let narrow = RwSignal::new(is_narrow());
+    let narrow = RwSignal::new(window_is_narrow());
     let handle = window_event_listener(leptos::ev::resize, move |_| {
-        let now = is_narrow();
+        let now = window_is_narrow();
         if narrow.get_untracked() != now {
             narrow.set(now);
         }
