@@ -68,9 +68,10 @@ def fsdp_budget(device_memory: int, model: nn.Module, reserve: int, *, optimizer
     shards (weights, their gradients and `optimizer_states` tensors per
     weight, Adam: 2), the measured `reserve` (`fsdp_reserve`),
     `recompute_blocks` more gathered blocks for a plan that recomputes (a
-    recomputed block is gathered again while the next one is prefetched:
-    measured up to 1.5 blocks above the plain step's reserve, so 2 by
-    default; 0 for a plan that recomputes nothing) and `margin` of the
+    recomputed block is gathered again while the next one is prefetched;
+    2 by default, as a step's reading on the CPU under gloo can hold up to
+    two whole blocks more than the same step's lowest (docs/pytorch.md,
+    "FSDP2"); 0 for a plan that recomputes nothing) and `margin` of the
     device."""
     shards = sum(_local_bytes(p) for p in model.parameters())
     block = max((sum(_local_bytes(p) for p in b.parameters()) for b in _blocks(model)), default=0)
