@@ -214,6 +214,7 @@ test('sweep and compare curves: a marker at the budget, a dash per algorithm, ho
   await page.mouse.move(sb.x + sb.width * 0.9, sb.y + sb.height * 0.5);
   const sweepRows = await page.locator('#sweep-alpha-readout .readout-row').allTextContents();
   assert.equal(sweepRows.length, 5, sweepRows.join(' | '));
+  await algorithmsInAPaletteOfTheirOwn(page);
   assert.match(await page.locator('#sweep-alpha-readout text').first().textContent(), /α = 0\.9/);
   // The sweep's figure saves too, both panels and its legend.
   const svg = await download(page, '#export-sweep-svg');
@@ -224,6 +225,69 @@ test('sweep and compare curves: a marker at the budget, a dash per algorithm, ho
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+/// A colour's coordinates in OKLab (Björn Ottosson's), where the distance
+/// between two colours is about how different a reader sees them.
+function oklab(hex) {
+  const lin = (c) => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+  const [r, g, b] = [1, 3, 5].map((i) => lin(parseInt(hex.slice(i, i + 2), 16) / 255));
+  const [l, m, s] = [
+    0.4122214708 * r + 0.5363325363 * g + 0.0514459929 * b,
+    0.2119034982 * r + 0.6806995451 * g + 0.1073969566 * b,
+    0.0883024619 * r + 0.2817188376 * g + 0.6299787005 * b,
+  ].map(Math.cbrt);
+  return [
+    0.2104542553 * l + 0.793617785 * m - 0.0040720468 * s,
+    1.9779984951 * l - 2.428592205 * m + 0.4505937099 * s,
+    0.0259040371 * l + 0.7827717662 * m - 0.808675766 * s,
+  ];
+}
+const deltaE = (a, b) => Math.hypot(...oklab(a).map((x, i) => x - oklab(b)[i]));
+
+// Algorithms in a palette of their own (issue 45: "Compare and Max batch
+// reuse the operation colours for algorithms" — pofo's orange was 0.036
+// from F_∅'s vermilion, hong-chen's gold from F_ck's orange). Fails if an
+// algorithm's line (the curves and the sweep draw all sixteen) is closer
+// than 0.12 in OKLab to a colour of the page's legend (the ops and
+// tensors) or to the budget marker's red, or two algorithms closer than
+// 0.11 to each other. Mutation tried: pofo back to #e8590c — "pofo
+// #e8590c is 0.036 from the legend's F∅ nothing kept #d55e00".
+async function algorithmsInAPaletteOfTheirOwn(page) {
+  const lines = await page.$$eval('#curves-svg path.alg-line, #sweep-alpha path.alg-line',
+    (ps) => ps.map((p) => [p.dataset.algorithm, p.getAttribute('stroke').toLowerCase()]));
+  const algs = new Map(lines);
+  // The dynamic runtimes draw no curve: their colour is the Compare
+  // table's dot, which must be the line's where both are drawn.
+  const dots = await page.$$eval('#compare-table tr', (rows) => rows
+    .map((r) => [r.querySelector('td')?.textContent.trim(), r.querySelector('i.dot')])
+    .filter(([, i]) => i)
+    .map(([name, i]) => [name, '#' + getComputedStyle(i).backgroundColor.match(/\d+/g).slice(0, 3)
+      .map((x) => Number(x).toString(16).padStart(2, '0')).join('')]));
+  for (const [alg, c] of dots) {
+    if (algs.has(alg)) assert.equal(c, algs.get(alg), `${alg}: the table's dot and its line`);
+    algs.set(alg, c);
+  }
+  assert.deepEqual([...algs.keys()].sort(), algorithmNames().sort(), 'every algorithm drawn');
+  const others = await page.evaluate(() => {
+    const hex = (css) => '#' + css.match(/\d+/g).slice(0, 3).map((x) => Number(x).toString(16).padStart(2, '0')).join('');
+    const out = [...document.querySelectorAll('#page-legend .swatch')]
+      .map((s) => [s.textContent.trim(), s.querySelector('i')])
+      .filter(([, i]) => i && !i.className)
+      .map(([label, i]) => [`the legend's ${label}`, hex(getComputedStyle(i).backgroundColor)]);
+    out.push(['the budget marker', document.querySelector('#curves-budget-marker').getAttribute('stroke').toLowerCase()]);
+    return out;
+  });
+  assert.ok(others.length >= 8, `the legend's colours: ${others}`);
+  for (const [alg, c] of algs) {
+    for (const [what, o] of others) {
+      const d = deltaE(c, o);
+      assert.ok(d >= 0.12, `${alg} ${c} is ${d.toFixed(3)} from ${what} ${o}`);
+    }
+    for (const [alg2, c2] of algs) {
+      if (alg < alg2) assert.ok(deltaE(c, c2) >= 0.11, `${alg} ${c} and ${alg2} ${c2}: ${deltaE(c, c2).toFixed(3)}`);
+    }
+  }
+}
 
 /// The time window a chart shows, from its data attributes (seconds).
 async function windowOf(page, sel) {

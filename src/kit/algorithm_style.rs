@@ -7,25 +7,36 @@ use super::widgets::LineSwatch;
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 
-/// Each algorithm's colour in the figures of lines.
+/// Each algorithm's colour in the figures of lines: a palette of its own
+/// (issue 45), apart from the operations' and tensors' colours
+/// (`palette.rs`: F_all blue, F_ck orange, F_∅ vermilion, B green,
+/// offload pink, prefetch sky, release black, the budget's red) by at
+/// least 0.12 in OKLab (ΔE_ok, where 0.02 is about the least a reader
+/// sees), and from each other by at least 0.11. Chosen by a maximin search
+/// over OKLCH (L 0.35–0.75, chroma ≤ 0.18, so no neon), then given out by
+/// family: rotor, the reference, the deepest indigo; pofo and the
+/// offloading heuristics violets to lilac; hong's two browns; the dynamic
+/// runtimes dark olive, maroon, salmon and plum; optimal, the truth, a
+/// dark wine (black is release's). figures.test.mjs checks the distances
+/// on the page.
 pub fn alg_color(a: Algorithm) -> &'static str {
     match a {
-        Algorithm::StoreAll => "#7b8594",
-        Algorithm::RecomputeAll => "#74b816",
-        Algorithm::Sequential => "#0f9fb0",
-        Algorithm::Revolve => "#b0469c",
-        Algorithm::Rotor => "#1f5fbf",
-        Algorithm::Pofo => "#e8590c",
-        Algorithm::OffloadOnly => "#7048e8",
-        Algorithm::Opportunist => "#2f9e44",
-        Algorithm::Autocapper => "#c2255c",
-        Algorithm::Hong => "#a0522d",
-        Algorithm::HongChen => "#d4a017",
-        Algorithm::Dtr => "#862e9c",
-        Algorithm::Delta => "#087f5b",
-        Algorithm::DeltaLru => "#5f3dc4",
-        Algorithm::DeltaGreedy => "#495057",
-        Algorithm::Optimal => "#000000",
+        Algorithm::StoreAll => "#8279a1",
+        Algorithm::RecomputeAll => "#87c334",
+        Algorithm::Sequential => "#767700",
+        Algorithm::Revolve => "#b53989",
+        Algorithm::Rotor => "#1d2496",
+        Algorithm::Pofo => "#5e4bc3",
+        Algorithm::OffloadOnly => "#a15acf",
+        Algorithm::Opportunist => "#d887fb",
+        Algorithm::Autocapper => "#488bfb",
+        Algorithm::Hong => "#7f5944",
+        Algorithm::HongChen => "#a78967",
+        Algorithm::Dtr => "#443a10",
+        Algorithm::Delta => "#861118",
+        Algorithm::DeltaLru => "#fe8674",
+        Algorithm::DeltaGreedy => "#6b4474",
+        Algorithm::Optimal => "#680252",
     }
 }
 
