@@ -662,7 +662,7 @@ impl Pofo {
             if beaten(g.rest[i] + f) {
                 break;
             }
-            let eps_f = g.idle(super::case2_excess(reach, mfx, big_n as f64));
+            let eps_f = g.idle(super::grid::case2_excess(reach, mfx, big_n as f64));
             let back = self.c(i, last, free, db);
             if !back.is_finite() || beaten(f + g.rest[last + 1] + back + eps_f) {
                 continue;
@@ -777,7 +777,7 @@ impl Pofo {
                     reach = reach.max(g.m_fnone(i, k, n) as f64 - g.beta * f);
                     f += g.ufn[k];
                 }
-                let eps_f = g.idle(super::case2_excess(reach, mfx, big_n as f64));
+                let eps_f = g.idle(super::grid::case2_excess(reach, mfx, big_n as f64));
                 let back = self.c(i, last, free, db);
                 let sent = (f + eps_f) * g.beta;
                 let fetched = back * g.beta;
