@@ -6,7 +6,7 @@ use super::*;
 use crate::protocol::{Envelope, GridNote, ANY_GENERATION};
 use remat_core::examples;
 use remat_core::format::write_chain;
-use remat_core::solvers::pofo::Mode;
+use remat_core::solvers::offload::pofo::Mode;
 
 fn loaded(role: Role, chain: &Chain) -> PlannerService {
     let mut service = PlannerService::new(role);
@@ -1033,7 +1033,8 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
 #[test]
 fn a_long_chains_table_for_every_budget_is_built_on_fewer_slots_and_says_so() {
     let resolution = |stages: usize, limit: u64| {
-        remat_core::solvers::pofo::resolution(stages, 50, true, Mode::Full, limit, false).unwrap()
+        remat_core::solvers::offload::pofo::resolution(stages, 50, true, Mode::Full, limit, false)
+            .unwrap()
     };
     assert_eq!(resolution(100, QUICK_TABLE_BYTES).slots, 50);
     assert_eq!(resolution(300, QUICK_TABLE_BYTES).slots, 21);

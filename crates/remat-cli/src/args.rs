@@ -11,7 +11,7 @@ use remat_core::format::pytorch::SharedGradient;
 use remat_core::maxbatch::Margin;
 use remat_core::model::units::{parse_rate, parse_size};
 use remat_core::solvers::hong::Model;
-use remat_core::solvers::pofo::LossStep;
+use remat_core::solvers::offload::pofo::LossStep;
 use remat_core::solvers::{Algorithm, MAX_RELOAD_LIMIT};
 use std::ffi::OsStr;
 use std::path::PathBuf;

@@ -288,8 +288,8 @@ pub struct OffloadGrid {
     pub max_table_bytes: u64,
 }
 
-impl From<remat_core::solvers::pofo::Resolution> for OffloadGrid {
-    fn from(r: remat_core::solvers::pofo::Resolution) -> OffloadGrid {
+impl From<remat_core::solvers::offload::pofo::Resolution> for OffloadGrid {
+    fn from(r: remat_core::solvers::offload::pofo::Resolution) -> OffloadGrid {
         let bytes = |b: u128| b.min(u64::MAX as u128) as u64;
         OffloadGrid {
             slots: r.slots,

@@ -18,10 +18,10 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::synthetic;
+use remat_core::solvers::offload::pofo::{reference, Mode, Pofo, PofoPlan};
 use remat_core::solvers::offload::TablePlanner;
 use remat_core::solvers::parallel::Workers;
 use remat_core::solvers::persistent::{min_budget, Variant};
-use remat_core::solvers::pofo::{reference, Mode, Pofo, PofoPlan};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
 use remat_core::Chain;
 use std::hint::black_box;

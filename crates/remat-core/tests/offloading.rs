@@ -11,9 +11,9 @@ use common::{integer_chain, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::judge;
 use remat_core::simulator::Trace;
+use remat_core::solvers::offload::pofo::{LossStep, Mode, Pofo};
 use remat_core::solvers::offload::{self, with_prefetches};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
-use remat_core::solvers::pofo::{LossStep, Mode, Pofo};
 use remat_core::solvers::{
     max_useful_budget, memory_floor, no_progress, Algorithm, Options, Problem, Solution, SolveError,
 };
@@ -580,7 +580,7 @@ fn pofo_options_out_of_range_are_errors() {
             "{grid:?}"
         );
         assert!(grid.table_bytes <= 8 << 20 && grid.requested_bytes > 8 << 20);
-        let one_more = remat_core::solvers::pofo::table_bytes(
+        let one_more = remat_core::solvers::offload::pofo::table_bytes(
             chain.len(),
             grid.slots + 1,
             true,

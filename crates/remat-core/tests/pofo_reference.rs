@@ -22,8 +22,8 @@ mod common;
 
 use common::{integer_chain, real_chain};
 use proptest::prelude::*;
+use remat_core::solvers::offload::pofo::{reference, LossStep, Mode, Pofo, PofoPlan};
 use remat_core::solvers::persistent::{min_budget, Variant};
-use remat_core::solvers::pofo::{reference, LossStep, Mode, Pofo, PofoPlan};
 use remat_core::solvers::{max_useful_budget, no_progress};
 use remat_core::Chain;
 

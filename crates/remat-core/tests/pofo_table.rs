@@ -29,8 +29,8 @@ use proptest::prelude::*;
 use remat_core::simulator::{simulate_with, SimOptions};
 use remat_core::solvers::offload::TablePlanner;
 
+use remat_core::solvers::offload::pofo::{LossStep, Mode, Pofo, PofoPlan, Table};
 use remat_core::solvers::persistent::{min_budget, Variant};
-use remat_core::solvers::pofo::{LossStep, Mode, Pofo, PofoPlan, Table};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
 use remat_core::Chain;
 

@@ -10,8 +10,8 @@ use remat_core::format::{write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
+use remat_core::solvers::offload::pofo::Resolution;
 use remat_core::solvers::persistent::refine;
-use remat_core::solvers::pofo::Resolution;
 use remat_core::solvers::{
     max_useful_budget, memory_floor, Algorithm, BoundClass, Certificate, DeltaSettings, Options,
     Planner, Solution,

@@ -165,7 +165,7 @@ pub enum SolveError {
 }
 
 /// How OC times the loss step (F_all^L, B^L) when transfers are left over;
-/// see [`pofo`](super::pofo)'s module doc.
+/// see [`pofo`](super::offload::pofo)'s module doc.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LossStep {
     /// POFO Appendix B.2: ε_G = (Δ_F' + Δ_B') / β between F_all^L and B^L.
@@ -188,7 +188,7 @@ pub struct Options {
     /// Whether `offload_slots` was asked for (the CLI's `--slots`): then
     /// POFO's tables over `max_table_bytes` are an error naming it;
     /// otherwise the DP runs on the most slots whose tables fit, and says so
-    /// ([`pofo::resolution`](super::pofo::resolution)).
+    /// ([`pofo::resolution`](super::offload::pofo::resolution)).
     pub offload_slots_explicit: bool,
     /// Overrides the chain's bandwidth for offloading algorithms.
     pub bandwidth_bytes_per_s: Option<f64>,

@@ -27,7 +27,6 @@ pub mod optimal;
 pub mod parallel;
 pub mod persistent;
 pub mod planner;
-pub mod pofo;
 pub mod recompute_all;
 pub mod sequential;
 mod slots;

@@ -17,10 +17,11 @@ use super::api::{
     no_progress, Algorithm, Candidate, Options, Problem, Progress, Solution, SolveError, SolveFn,
 };
 use super::bounds::{max_useful_budget, memory_floor};
+use super::offload::pofo;
 use super::persistent::{self, Variant};
 use super::slots::Memory;
 use super::time_floor::time_floor;
-use super::{dynamic, hong, offload, optimal, pofo, recompute_all, sequential, store_all};
+use super::{dynamic, hong, offload, optimal, recompute_all, sequential, store_all};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::{simulate_with, SimOptions};

@@ -1,4 +1,4 @@
-//! `pofo` and `offload-only`: the DP's plan ([`super::super::pofo`]) turned
+//! `pofo` and `offload-only`: the DP's plan ([`super::pofo`]) turned
 //! into a schedule of at-once transfers, judged, and compared with rotor's
 //! schedule (pofo's class holds rotor's).
 
@@ -9,8 +9,8 @@ use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::Trace;
 use crate::solvers::api::{Algorithm, Options, Problem, Progress, Solution, SolveError};
+use crate::solvers::offload::pofo::{self, Mode, Pofo, PofoPlan};
 use crate::solvers::persistent::{self, Variant};
-use crate::solvers::pofo::{self, Mode, Pofo, PofoPlan};
 use crate::solvers::store_all;
 
 /// `pofo` or `offload-only` for one budget.

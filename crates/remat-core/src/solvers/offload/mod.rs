@@ -31,6 +31,8 @@
 //! memory limit (transfers at once: memory is freed when an offload ends and
 //! taken when a prefetch starts).
 
+pub mod pofo;
+
 use super::api::{Algorithm, Options, Problem, Progress, Solution, SolveError};
 use super::persistent::{self, Variant};
 use crate::model::units::format_bytes;

@@ -5,7 +5,7 @@ use super::run;
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
 use crate::simulator::Trace;
-use crate::solvers::pofo::PofoPlan;
+use crate::solvers::offload::pofo::PofoPlan;
 
 /// Inserts one prefetch per entry of `needs` ((deadline index, stage, tensor),
 /// in deadline order) after `first` and before its deadline: each at the

@@ -730,7 +730,7 @@ unsafe fn try_split_avx2(t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &
 mod tests {
     use super::*;
 
-    use crate::solvers::pofo::tests::Rng;
+    use crate::solvers::offload::pofo::tests::Rng;
 
     /// A table's value: ∞ (one in eight), 0 (one in eight) or in [0, 1).
     fn value(rng: &mut Rng) -> f64 {

@@ -31,7 +31,7 @@
 //!   max(compute, copy). Never slower than `Paper`, but not the paper's DP.
 //!
 //! Memory is counted
-//! as in [`persistent`](super::persistent), δ^{ℓ-1} included, so with no
+//! as in [`persistent`](crate::solvers::persistent), δ^{ℓ-1} included, so with no
 //! bandwidth every Δ is 0 and the recursion is exactly rotor's (Theorem 1 of
 //! the rotor report): same value, bit for bit. States where the un-offloaded
 //! data A + I + Δ exceed the budget are infeasible (the paper's formulas
@@ -135,7 +135,7 @@
 //! answers every budget up to the top, each a read-out of O(L) states
 //! (2.4 µs at L = 100, N = 50; a judged answer — prefetches placed, the
 //! DP's and rotor's schedules simulated — in 4.1 ms:
-//! [`offload::TablePlanner`](super::offload::TablePlanner)). The one
+//! [`offload::TablePlanner`](super::TablePlanner)). The one
 //! budget-dependent part of the per-budget DP is its cut (a bound from
 //! *its* budget's transfer-free optimum), which may not be carried to other
 //! budgets: the table has its own, per A kept slots, from the largest
@@ -175,10 +175,10 @@ use limits::{filled, too_large, within_split_limit};
 pub use limits::{resolution, table_bytes, validate, Resolution, MAX_SPLIT_STEPS};
 pub use table::Table;
 
-use super::api::{Progress, SolveError};
-use super::parallel::Workers;
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
+use crate::solvers::api::{Progress, SolveError};
+use crate::solvers::parallel::Workers;
 
 /// Which forward operations the DP may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,13 +189,13 @@ pub enum Mode {
     OffloadOnly,
 }
 
-pub use super::api::LossStep;
+pub use crate::solvers::api::LossStep;
 
 /// What the DP returns for one budget.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PofoPlan {
     /// Compute operations and offloads; prefetches are placed by
-    /// [`super::offload::place_prefetches`] (their deadlines are in `needs`).
+    /// [`super::place_prefetches`] (their deadlines are in `needs`).
     pub ops: Vec<Op>,
     /// (index in `ops`, stage, tensor): the offloaded tensor must be back on
     /// the device before `ops[index]` runs.
