@@ -51,7 +51,12 @@ Rules:
      through other files; nor does the kit reach the app state (src/state/):
      its charts and widgets get what they show as props;
   3. explorer: no file under src/features/<a>/ imports one under
-     src/features/<b>/ (b ≠ a).
+     src/features/<b>/ (b ≠ a);
+  4. explorer: the pure folders (PLANNING) reach none of the kit, the
+     app state, `io` or the app (WEB): they build and test on the host;
+  5. explorer: no file at src/ but lib.rs and main.rs (every concept in a
+     named folder), and no two modules with one name (a file's stem, a
+     mod.rs by its folder's; `tests` aside), so a name says one place.
 Only the explorer has an allow-list (EXPLORER_ALLOWED_EDGES): edges that
 close cycles still there until its files are reorganised by feature. An
 allowed edge that is gone or no longer on a cycle fails too, so the list
@@ -90,9 +95,14 @@ SOURCE_DIRS = {
     "explorer": "src",
 }
 
-# The explorer's planning protocol and service: web-free, they import no
-# feature (rule 2). Prefixes of paths relative to the repository root.
-PLANNING = ("src/protocol.rs", "src/protocol/", "src/service.rs", "src/service/", "src/planning/")
+# The explorer's pure folders (the planning protocol and service, a
+# measured run, what the page teaches, sizing, text): they reach no
+# feature (rule 2), nor the kit, the app state, `io` or the app (rule 4).
+# Prefixes of paths relative to the repository root.
+PLANNING = ("src/planning/", "src/measurement/", "src/teaching/", "src/sizing/", "src/text/")
+WEB = ("src/kit/", "src/state/", "src/io/", "src/app/")
+# Files that may sit at the explorer's root (rule 5).
+ROOT_FILES = ("src/lib.rs", "src/main.rs")
 KIT = ("src/kit/",)
 FEATURES = "src/features/"
 STATE = "src/state/"
@@ -766,6 +776,30 @@ def check_part(name, roots, read, allowed=None, out=print, src_dir=None):
                 if fa and fb and fa != fb:
                     out(f"[{name}] {a}:{line}: the feature {fa} imports the feature {fb} ({text} → {b})")
                     bad += 1
+        # Rule 4. Fails if a pure folder reaches the web side. Mutation
+        # run: the test replaced by `if False:` failed the self-test.
+        for f in sorted(reached):
+            if f.startswith(PLANNING):
+                p = reach_path(f, lambda g: g.startswith(WEB), edges)
+                if p:
+                    out(f"[{name}] {f} is pure but reaches {p[-1]}:")
+                    out(show_path(p, edges))
+                    bad += 1
+        # Rule 5. Fails on a loose file at src/ or two modules of one
+        # name. Mutations run: each test replaced by `if False:` failed the
+        # self-test.
+        by_name = defaultdict(list)
+        for f in sorted(reached):
+            if f.startswith("src/") and f.count("/") == 1 and f not in ROOT_FILES and not f.startswith("src/bin/"):
+                out(f"[{name}] {f}: a loose file at src/; put it in the folder of its concept")
+                bad += 1
+            stem = os.path.basename(os.path.dirname(f)) if f.endswith("/mod.rs") else os.path.basename(f)[:-3]
+            if stem not in ("tests", "lib", "main"):
+                by_name[stem].append(f)
+        for stem, fs in sorted(by_name.items()):
+            if len(fs) > 1:
+                out(f"[{name}] two modules named `{stem}`: {', '.join(fs)}")
+                bad += 1
     return bad
 
 
@@ -902,32 +936,52 @@ def self_test():
     # Explorer rules: the kit reaching a feature (through another file), a
     # feature importing another. Fails if either rule were not checked.
     files = {
-        "src/lib.rs": "mod kit; mod features; mod protocol;",
+        "src/lib.rs": "mod kit; mod features; mod planning;",
         "src/kit/mod.rs": "mod chart; ",
-        "src/kit/chart.rs": "use crate::protocol::Plan;",
-        "src/protocol.rs": "pub struct Plan; fn f() { crate::features::compare::x(); }",
+        "src/kit/chart.rs": "use crate::planning::protocol::Plan;",
+        "src/planning/mod.rs": "pub mod protocol;",
+        "src/planning/protocol.rs": "pub struct Plan; fn f() { crate::features::compare::x(); }",
         "src/features/mod.rs": "pub mod compare; pub mod learn;",
         "src/features/compare/mod.rs": "pub fn x() {}",
         "src/features/learn/mod.rs": "use crate::features::compare::x;",
     }
     bad, text = run(files, name="explorer")
     assert "src/kit/chart.rs reaches the feature compare" in text, text
-    assert "src/protocol.rs reaches the feature compare" in text, text
+    assert "src/planning/protocol.rs reaches the feature compare" in text, text
     assert "the feature learn imports the feature compare" in text, text
     assert bad == 3, text
 
     # The kit reading the app state, through another file. Fails if the
     # kit's state rule were not checked.
     files = {
-        "src/lib.rs": "mod kit; mod state; mod current;",
+        "src/lib.rs": "mod kit; mod state; mod shown;",
         "src/kit/mod.rs": "mod hover; ",
-        "src/kit/hover.rs": "use crate::current::Current;",
-        "src/current.rs": "pub struct Current; fn f() { crate::state::use_app(); }",
+        "src/kit/hover.rs": "use crate::shown::current::Current;",
+        "src/shown/mod.rs": "pub mod current;",
+        "src/shown/current.rs": "pub struct Current; fn f() { crate::state::use_app(); }",
         "src/state/mod.rs": "pub fn use_app() {}",
     }
     bad, text = run(files, name="explorer")
     assert "src/kit/hover.rs reaches the app state (src/state/mod.rs)" in text, text
     assert bad == 1, text
+
+    # A pure folder reaching the web side, a loose file at src/, two
+    # modules of one name. Fails if rule 4 or 5 were not checked.
+    files = {
+        "src/lib.rs": "mod kit; mod planning; mod stray; mod features;",
+        "src/kit/mod.rs": "pub fn chart() {}",
+        "src/planning/mod.rs": "pub mod current; fn f() { crate::kit::chart(); }",
+        "src/planning/current.rs": "pub struct C;",
+        "src/stray.rs": "",
+        "src/features/mod.rs": "pub mod plan;",
+        "src/features/plan/mod.rs": "pub mod current;",
+        "src/features/plan/current.rs": "",
+    }
+    bad, text = run(files, name="explorer")
+    assert "src/planning/mod.rs is pure but reaches src/kit/mod.rs" in text, text
+    assert "src/stray.rs: a loose file at src/" in text, text
+    assert "two modules named `current`: src/features/plan/current.rs, src/planning/current.rs" in text, text
+    assert bad == 3, text
 
     # The allow-list: an allowed edge hides its cycle; a stale one fails.
     files = {

@@ -2,7 +2,7 @@
 // it was measured for, it is drawn with a summary; for another plan the page
 // names the plan it belongs to; a bad file names its field and changes
 // nothing. The fixture is rotor at 30 MB on example:gpt2-cpu-torch, the
-// simulator's prediction perturbed (peaks + 5 %); src/measured/tests.rs
+// simulator's prediction perturbed (peaks + 5 %); src/measurement/tests.rs
 // holds it to the page's own plan.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

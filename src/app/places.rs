@@ -56,7 +56,7 @@ pub fn PlaceSection(id: &'static str, children: Children) -> impl IntoView {
 }
 
 /// The bar's way to the places. Buttons, not `#anchor` links: the URL's
-/// hash holds the view (`crate::link`), and an anchor would replace it.
+/// hash holds the view (`crate::text::link`), and an anchor would replace it.
 #[component]
 pub fn PlacesNav() -> impl IntoView {
     view! {

@@ -8,12 +8,12 @@
 use crate::features::learn::{step_link, Lesson};
 use crate::features::min_memory::MinMemory;
 use crate::io::{load_stored, read_url, UrlState, DEFAULT_EXAMPLE};
-use crate::lesson::STEPS;
-use crate::link::{
+use crate::sizing::scaling::{kept_scale, ExampleScale};
+use crate::state::{AppState, ChainSource, DeviceMemory};
+use crate::teaching::lesson_steps::STEPS;
+use crate::text::link::{
     format_hash, parse_hash, with_extras, with_lesson, with_min_memory, HistoryPen, Write,
 };
-use crate::scaling::{kept_scale, ExampleScale};
-use crate::state::{AppState, ChainSource, DeviceMemory};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;

@@ -7,8 +7,8 @@
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
-    use remat_explorer::protocol::{Envelope, Request, Response};
-    use remat_explorer::service::{PlannerService, Role};
+    use remat_explorer::planning::protocol::{Envelope, Request, Response};
+    use remat_explorer::planning::service::{PlannerService, Role};
     use std::cell::RefCell;
     use wasm_bindgen::prelude::*;
     use wasm_bindgen::JsCast;

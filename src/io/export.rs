@@ -1,9 +1,9 @@
 //! Downloads: the schedule, its Chrome trace, the chain, the charts.
 
 use super::raster;
-use crate::current::Current;
-use crate::file_name::file_name;
+use crate::planning::current::Current;
 use crate::state::AppState;
+use crate::text::file_name::file_name;
 use leptos::prelude::*;
 use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
 use remat_core::simulator::chrome_trace_json;

@@ -9,14 +9,16 @@
 //! stops at the next one.
 
 use super::export::download_blob;
-use super::figures::context_lines;
 use super::raster::{describe, draw_svg, offscreen_canvas};
-use crate::animated_gif::{frame_delay_cs, last_delay_cs, FramePlan, GifWriter, MAX_FRAMES};
-use crate::file_name::file_name;
+use super::saved_figures::context_lines;
 use crate::kit::figure::Figure;
 use crate::kit::graph_chart::{caption_rows, frame_svg};
 use crate::state::AppState;
-use crate::step_graph::StepGraph;
+use crate::teaching::animated_gif::{
+    frame_delay_cs, last_delay_cs, FramePlan, GifWriter, MAX_FRAMES,
+};
+use crate::teaching::step_graph::StepGraph;
+use crate::text::file_name::file_name;
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;

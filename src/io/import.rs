@@ -2,10 +2,10 @@
 //! schedule for the loaded chain, or a measured run of the plan on screen
 //! (a `remat-run/1` file, or a PyTorch CUDA memory snapshot laid over it).
 
-use crate::current::Current;
-use crate::measured::summary;
-use crate::protocol::Planned;
-use crate::scaling::ExampleScale;
+use crate::measurement::summary;
+use crate::planning::current::Current;
+use crate::planning::protocol::Planned;
+use crate::sizing::scaling::ExampleScale;
 use crate::state::{AppState, LoadedRun};
 use leptos::prelude::*;
 use remat_core::format::{
@@ -54,7 +54,7 @@ pub fn import_text(state: AppState, file_name: &str, text: &str) {
         }
         Err(e) => state.view.error(format!(
             "Could not import {file_name}: {} The previous chain stays loaded.",
-            crate::words::sentence_end(&e.to_string())
+            crate::text::words::sentence_end(&e.to_string())
         )),
     }
 }
@@ -134,7 +134,7 @@ pub fn import_run(state: AppState, file_name: &str, text: &str) {
         Err(e) => {
             return state.view.error(format!(
                 "Could not import {file_name}: {} Nothing loaded changes.",
-                crate::words::sentence_end(&e.to_string())
+                crate::text::words::sentence_end(&e.to_string())
             ))
         }
     };
@@ -193,7 +193,7 @@ pub fn import_snapshot(state: AppState, file_name: &str, bytes: &[u8]) {
     let refuse = |why: String| {
         state.view.error(format!(
             "Could not import {file_name}: {} Nothing loaded changes.",
-            crate::words::sentence_end(&why)
+            crate::text::words::sentence_end(&why)
         ))
     };
     let snapshot = match cuda_snapshot::read_cuda_snapshot(bytes) {

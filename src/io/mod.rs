@@ -3,18 +3,18 @@
 //! downloads, the figures saved for slides, and Learn's graph as a GIF.
 
 mod export;
-mod figures;
 mod gif;
 mod import;
 mod raster;
+mod saved_figures;
 
-pub use crate::link::UrlState;
+pub use crate::text::link::UrlState;
 pub use export::{
     export_chain, export_png, export_schedule, export_svg_text, export_trace, schedule_file,
 };
-pub use figures::{DashboardButtons, FigureButtons};
 pub use gif::{export_gif, gif_plan};
 pub use import::{import_file, import_run, import_run_file, import_text, load_stored, storage};
+pub use saved_figures::{DashboardButtons, FigureButtons};
 
 /// The example the page opens with.
 pub const DEFAULT_EXAMPLE: &str = "vgg19-h100";
@@ -29,5 +29,5 @@ pub fn read_url() -> UrlState {
     let hash = web_sys::window()
         .and_then(|w| w.location().hash().ok())
         .unwrap_or_default();
-    crate::link::parse_hash(&hash)
+    crate::text::link::parse_hash(&hash)
 }

@@ -2,14 +2,14 @@
 //! PNG drawn from it) that stands on its own — a title, the chain, the
 //! algorithm and the budget, and the legend drawn inside the image. The
 //! charts are read from the page by their ids; each figure's context lines
-//! come from the caller (`io::figures` writes them from the page's state).
+//! come from the caller (`io::saved_figures` writes them from the page's state).
 
 use super::algorithm_style::{alg_color, alg_dash, alg_marker};
 use super::legend;
 use super::notation::svg_math;
 use super::palette;
 use super::svg::line_key_svg;
-use crate::service::SWEEP_ALGORITHMS;
+use crate::planning::service::SWEEP_ALGORITHMS;
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 

@@ -3,7 +3,7 @@
 
 use remat_core::model::units::{format_bytes, format_seconds};
 
-pub use crate::words::pct;
+pub use crate::text::words::pct;
 
 pub fn ms(seconds: f64) -> String {
     format_seconds(seconds)

@@ -6,7 +6,7 @@ use super::hover::{frame_x, TimeAxis, TimeHover};
 use super::scale::{Frame, CHART_W, PLOT_W};
 use super::timing::mark;
 use super::zoom::listen_wheel;
-use crate::current::Current;
+use crate::planning::current::Current;
 use leptos::prelude::*;
 use std::sync::Arc;
 

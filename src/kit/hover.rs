@@ -3,7 +3,7 @@
 
 use super::scale::{Frame, TimeScale, CHART_W, MARGIN_L, PLOT_W};
 use super::zoom::TimeZoom;
-use crate::current::Current;
+use crate::planning::current::Current;
 use leptos::prelude::*;
 use std::sync::Arc;
 

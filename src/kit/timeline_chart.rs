@@ -10,7 +10,7 @@ use super::palette::{op_color, op_kind};
 use super::scale::{TimeScale, MARGIN_L, PLOT_W};
 use super::slides::text_factor;
 use super::svg::{clip_to_plot, recompute_stripes, PathBatch};
-use crate::current::Current;
+use crate::planning::current::Current;
 use leptos::prelude::*;
 use remat_core::schedule::recompute_flags;
 use remat_core::simulator::Lane;

@@ -1,6 +1,6 @@
 //! Timestamps for measuring a slider move.
 
-use crate::backend::now_ms;
+use crate::planning::backend::now_ms;
 use std::sync::OnceLock;
 use wasm_bindgen::JsValue;
 

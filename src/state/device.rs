@@ -1,9 +1,9 @@
 //! The device-memory view's inputs (GPU memory, the model's state, the
 //! allocator's margin) and whether the view is open; its own context beside
-//! [`AppState`](super::AppState). The arithmetic is `crate::device_memory`;
+//! [`AppState`](super::AppState). The arithmetic is `crate::sizing::device_memory`;
 //! the URL holds the inputs while the view is open.
 
-use crate::device_memory::{DeviceInputs, ModelState};
+use crate::sizing::device_memory::{DeviceInputs, ModelState};
 use leptos::prelude::*;
 use remat_core::examples;
 

@@ -1,6 +1,6 @@
 //! The chain on the page and its budget range.
 
-use crate::scaling::ExampleScale;
+use crate::sizing::scaling::ExampleScale;
 use leptos::prelude::*;
 use remat_core::Chain;
 use std::sync::Arc;

@@ -1,12 +1,12 @@
 //! An imported measured run (`remat-run/1`) and how it stands against the
-//! plan on screen ([`crate::measured::against_plan`]): drawn over the
+//! plan on screen ([`crate::measurement::against_plan`]): drawn over the
 //! memory curve while the plan has the run's operations, else a sentence
 //! naming the plan it was measured for. It stays loaded across plans and
 //! chains until another run replaces it or it is removed, so that picking
 //! its plan brings it back.
 
 use super::Shown;
-use crate::measured::against_plan;
+use crate::measurement::against_plan;
 use leptos::prelude::*;
 use remat_core::format::RunFile;
 use remat_core::measured::Comparison;

@@ -38,8 +38,8 @@ pub use shown::{Shown, StalePlan};
 pub use tables::{Build, Tables};
 pub use view::{Notice, ViewState, DEFAULT_SPEED};
 
-use crate::backend::Backend;
 use crate::kit::hover::{Cursor, TimeAxis};
+use crate::planning::backend::Backend;
 use leptos::prelude::*;
 use remat_core::Chain;
 use requests::Requests;

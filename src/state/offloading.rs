@@ -2,7 +2,7 @@
 //! (the offloading algorithms, and the exact optimum) at the current
 //! budget, one at a time and each cancellable; POFO's sweep; max batch.
 
-use crate::protocol::{MaxBatch, Summary, Sweep};
+use crate::planning::protocol::{MaxBatch, Summary, Sweep};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 

@@ -2,11 +2,11 @@
 //! while, so at most one of a kind is in flight and the latest one waits.
 
 use super::{AppState, Build, ChainSource};
-use crate::backend::Backend;
-use crate::optimality::optimum_searched;
-use crate::protocol::{Request, Stage};
-use crate::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
-use crate::service::{budget_range, compared_in_worker, has_quick_table, wants_worker};
+use crate::planning::backend::Backend;
+use crate::planning::optimality::optimum_searched;
+use crate::planning::protocol::{Request, Stage};
+use crate::planning::service::{budget_range, compared_in_worker, has_quick_table, wants_worker};
+use crate::sizing::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::write_chain;
@@ -407,8 +407,8 @@ impl AppState {
     /// fitted through `second` too when there is one.
     pub fn send_max_batch(
         self,
-        device: crate::protocol::BatchDevice,
-        second: Option<crate::protocol::SecondProfile>,
+        device: crate::planning::protocol::BatchDevice,
+        second: Option<crate::planning::protocol::SecondProfile>,
     ) {
         self.ensure_worker();
         self.offloading.max_batching.set(Some(0.0));

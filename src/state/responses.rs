@@ -2,8 +2,8 @@
 
 use super::requests::land;
 use super::{AppState, Build};
-use crate::current::Current;
-use crate::protocol::{
+use crate::planning::current::Current;
+use crate::planning::protocol::{
     Built, MaxBatch, Planned, Response, Stage, Summary, Sweep, Task, ANY_GENERATION,
 };
 use leptos::prelude::*;

@@ -1,8 +1,8 @@
 //! The schedule on screen, what the simulator measured for it, and every
 //! table-built algorithm at the same budget.
 
-use crate::current::Current;
-use crate::protocol::Summary;
+use crate::planning::current::Current;
+use crate::planning::protocol::Summary;
 use leptos::prelude::*;
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Where each algorithm's table stands.
 
-use crate::protocol::{CurvePoint, GridNote};
+use crate::planning::protocol::{CurvePoint, GridNote};
 use leptos::prelude::*;
 use remat_core::solvers::Algorithm;
 

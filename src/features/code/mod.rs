@@ -6,9 +6,9 @@
 //! same to the byte as `remat export --code` for the schedule the page
 //! exports (tests/code.test.mjs).
 
-use crate::current::Current;
 use crate::io::schedule_file;
 use crate::kit::format::{bytes, ms};
+use crate::planning::current::Current;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::format::code::{apply_plan_snippet, checkpointed_snippet, Snippet};

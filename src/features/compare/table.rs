@@ -1,5 +1,7 @@
 //! Every algorithm at the current budget, and overhead-vs-budget curves.
 
+use super::overhead_axis::{overhead_axis, OverheadAxis};
+use super::peers;
 use crate::io::FigureButtons;
 use crate::kit::algorithm_style::{alg_color, alg_keys, alg_marker, alg_path};
 use crate::kit::figure::Figure;
@@ -7,11 +9,9 @@ use crate::kit::format::{bytes, ms, pct};
 use crate::kit::frames::CurveSvg;
 use crate::kit::scale::{byte_ticks, Frame};
 use crate::kit::svg::{marker_svg, readout_svg};
-use crate::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
-use crate::overhead_axis::{overhead_axis, OverheadAxis};
-use crate::peers;
-use crate::protocol::Summary;
-use crate::service::solved_in_worker;
+use crate::planning::optimality::{gap_cell, optimal_at, optimum_searched, Standing};
+use crate::planning::protocol::Summary;
+use crate::planning::service::solved_in_worker;
 use crate::state::{use_app, AppState, Build, RowStatus};
 use leptos::prelude::*;
 use remat_core::solvers::optimal::Limits;
@@ -82,7 +82,7 @@ fn curves_readout(state: AppState, px: f64) -> String {
     )
 }
 
-/// The overhead axis of the built curves (`crate::overhead_axis`).
+/// The overhead axis of the built curves (`super::overhead_axis`).
 fn curve_axis(state: AppState, seq: f64) -> OverheadAxis {
     let highest: Vec<(Algorithm, f64)> = state.tables.builds.with(|builds| {
         Algorithm::ALL

@@ -1,7 +1,7 @@
 //! The *Code & files* place: the loaded chain in words, where its numbers
 //! come from, and every import and export.
 
-use super::measured::ImportRunButton;
+use super::measured_run::ImportRunButton;
 use crate::io::{self, DashboardButtons};
 use crate::kit::format::{bytes, ms};
 use crate::state::use_app;

@@ -2,7 +2,7 @@
 //! export) and a measured run's import and status.
 
 mod chain_files;
-mod measured;
+mod measured_run;
 
 pub use chain_files::ChainFiles;
-pub use measured::MeasuredStatus;
+pub use measured_run::MeasuredStatus;

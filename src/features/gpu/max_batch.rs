@@ -6,16 +6,16 @@
 //! profiled batch, or, given a second profile of the same stages at another
 //! batch, follow the core's affine fit through both (`--second-profile`).
 
-use crate::device_memory::Breakdown;
 use crate::io::FigureButtons;
 use crate::kit::algorithm_style::alg_color;
 use crate::kit::figure::Figure;
 use crate::kit::scale::CHART_W;
 use crate::kit::widgets::TaskControl;
-use crate::protocol::{BatchDevice, MaxBatch, SecondProfile};
-use crate::scaling::ExampleScale;
+use crate::planning::protocol::{BatchDevice, MaxBatch, SecondProfile};
+use crate::sizing::device_memory::Breakdown;
+use crate::sizing::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, ChainSource};
-use crate::words::{budget_line, grouped, model_words};
+use crate::text::words::{grouped, model_words};
 use leptos::prelude::*;
 use remat_core::examples;
 use remat_core::format::read_any_chain;
@@ -81,7 +81,7 @@ fn bars(found: &MaxBatch) -> String {
 fn caption(found: &MaxBatch) -> String {
     format!(
         "{} (fixed: weights, gradients, optimizer state). {}",
-        budget_line(found),
+        found.budget_line(),
         crate::kit::legend::MAX_BATCH
     )
 }
@@ -107,7 +107,7 @@ fn read_second(file: &str, text: String) -> Result<Second, String> {
             text,
         }),
         Err(e) => Err(format!(
-            "Could not import {file} as the second profile: {} The max-batch panel stays as it was.", crate::words::sentence_end(&e.to_string())
+            "Could not import {file} as the second profile: {} The max-batch panel stays as it was.", crate::text::words::sentence_end(&e.to_string())
         )),
     }
 }

@@ -1,10 +1,10 @@
 //! Your GPUs: the example at another batch, sequence or precision; the
 //! device's memory as the activation budget; the largest batch that fits.
 
-mod device;
+mod device_budget;
 mod max_batch;
-mod scale;
+mod scale_example;
 
-pub use device::DeviceMemoryCard;
+pub use device_budget::DeviceMemoryCard;
 pub use max_batch::MaxBatchPanel;
-pub use scale::ScaleControls;
+pub use scale_example::ScaleControls;

@@ -8,7 +8,7 @@ use crate::io::{export_gif, gif_plan};
 use crate::kit::graph_chart::GraphChart;
 use crate::kit::widgets::{SpeedSelect, Switch};
 use crate::state::use_app;
-use crate::step_graph::StepGraph;
+use crate::teaching::step_graph::StepGraph;
 use leptos::prelude::*;
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! The lesson, in the *Learn* place (issue 27, point 3; the steps are
-//! `crate::lesson`), and the presentation that shows it to a room: figures
+//! `crate::teaching::lesson_steps`), and the presentation that shows it to a room: figures
 //! only, large type, the keys of a clicker or a keyboard to advance.
 //!
 //! A step is a link: going to it writes its view into the URL's hash
@@ -9,10 +9,10 @@
 
 use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
-use crate::lesson::{answer, view_of, Figures, ShownPlan, STEPS};
-use crate::link::{format_hash, with_lesson};
-use crate::protocol::Stage;
+use crate::planning::protocol::Stage;
 use crate::state::use_app;
+use crate::teaching::lesson_steps::{answer, view_of, Figures, ShownPlan, STEPS};
+use crate::text::link::{format_hash, with_lesson};
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;

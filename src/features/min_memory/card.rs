@@ -3,13 +3,13 @@
 //! phase index). Its marks on the layer chain are the kit chain chart's
 //! `marks`, which the shell passes from [`MinMemory::marked`](super::MinMemory::marked).
 
-use super::state::use_min_memory;
+use super::context::use_min_memory;
+use super::model::{set_text, summary, Comparison, SetCurve};
 use crate::kit::format::bytes;
 use crate::kit::notation::math_text;
 use crate::kit::palette::OPTIMAL;
 use crate::kit::scale::{byte_ticks, ticks, CHART_W, MARGIN_L, MARGIN_R};
 use crate::kit::widgets::{CardHead, Switch};
-use crate::min_memory::{set_text, summary, Comparison, SetCurve};
 use leptos::prelude::*;
 use remat_core::solvers::hong::Model;
 use std::fmt::Write;

@@ -1,8 +1,15 @@
-//! The "minimum memory" mode (Hong et al.): its context (`state`, the
-//! numbers of [`crate::min_memory`] for the chain on the page) and its card.
+//! The "minimum memory" mode (Hong et al.): its numbers for the chain on
+//! the page (`model`, pure, on the host too), its context (`context`) and
+//! its card.
 
+pub mod model;
+
+#[cfg(target_arch = "wasm32")]
 mod card;
-mod state;
+#[cfg(target_arch = "wasm32")]
+mod context;
 
+#[cfg(target_arch = "wasm32")]
 pub use card::MinMemoryCard;
-pub use state::{use_min_memory, MinMemory};
+#[cfg(target_arch = "wasm32")]
+pub use context::{use_min_memory, MinMemory};

@@ -3,8 +3,8 @@
 //! (`remat_core::pipeline`, the CLI's `remat pipeline`), beside one plan
 //! for all ranks, and each rank's memory over its step: where rank 0's
 //! peak comes from. Computed in the page (the per-rank plans of a chain of
-//! up to [`card::MAX_STAGES`] stages take milliseconds).
+//! up to [`ranks_card::MAX_STAGES`] stages take milliseconds).
 
-mod card;
+mod ranks_card;
 
-pub use card::PipelineCard;
+pub use ranks_card::PipelineCard;

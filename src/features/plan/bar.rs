@@ -5,9 +5,9 @@ use crate::io;
 use crate::kit::file_input::{click_input, on_file_chosen};
 use crate::kit::format::{bytes, ms, pct};
 use crate::kit::widgets::ProgressBar;
-use crate::menus;
-use crate::protocol::Stage;
-use crate::scaling::ExampleScale;
+use crate::planning::menus;
+use crate::planning::protocol::Stage;
+use crate::sizing::scaling::ExampleScale;
 use crate::state::{use_app, use_device_memory, AppState, Build, ChainSource, Notice};
 use leptos::prelude::*;
 use remat_core::examples::{self, Provenance};
@@ -190,7 +190,7 @@ fn link_text(rate: f64) -> String {
     if rate > 0.0 {
         format_rate(rate)
     } else {
-        crate::link::NO_LINK.to_string()
+        crate::text::link::NO_LINK.to_string()
     }
 }
 
@@ -275,7 +275,7 @@ pub fn BudgetPanel() -> impl IntoView {
         }
     };
 
-    let stat = move |f: fn(&crate::current::Current) -> Option<String>| {
+    let stat = move |f: fn(&crate::planning::current::Current) -> Option<String>| {
         move || {
             state
                 .shown
@@ -510,7 +510,7 @@ fn LiveStatus() -> impl IntoView {
 }
 
 /// One sentence about the plan shown, for the live region.
-fn live_summary(c: &crate::current::Current) -> String {
+fn live_summary(c: &crate::planning::current::Current) -> String {
     let at = format!("{} at {}", c.algorithm, bytes(c.planned.budget));
     if let Some(e) = &c.planned.error {
         return format!("Error: {e}");

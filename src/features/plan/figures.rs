@@ -14,7 +14,7 @@ use crate::kit::notation::{math_text, math_text_with_names};
 use crate::kit::timeline_chart::TimelineChart;
 use crate::kit::widgets::{swatches, CardHead};
 use crate::kit::zoom::ZoomReset;
-use crate::menus;
+use crate::planning::menus;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::model::units::format_bytes;

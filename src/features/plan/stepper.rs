@@ -4,7 +4,7 @@ use crate::kit::format::ms;
 use crate::kit::legend::PageLegend;
 use crate::kit::notation::math_text;
 use crate::kit::widgets::SpeedSelect;
-use crate::menus;
+use crate::planning::menus;
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::schedule::captions;

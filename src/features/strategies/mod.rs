@@ -1,5 +1,5 @@
 //! Strategies side by side, in the *Learn* place: the classic four
-//! (`crate::strategies`) on the chain on the page, each with its peak and
+//! (`crate::teaching::classics`) on the chain on the page, each with its peak and
 //! time and its memory over time, all on one memory axis and against the
 //! page's budget, one cursor shared by the four charts; and *Your guess*:
 //! pick the stages to keep, then reveal its peak and time against rotor's
@@ -13,7 +13,7 @@ use crate::kit::notation::math_text;
 use crate::kit::widgets::CardHead;
 use crate::kit::zoom::TimeZoom;
 use crate::state::use_app;
-use crate::strategies::{
+use crate::teaching::classics::{
     guess, now_line, race_step, shared_end, shared_top, Classic, Doubling, RotorTable,
     MAX_OPTIMAL_STAGES, MAX_ROTOR_STAGES,
 };

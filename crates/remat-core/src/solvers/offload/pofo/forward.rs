@@ -7,8 +7,7 @@ use super::grid::{case2_excess, largest, least, Grid};
 #[cfg(target_arch = "x86_64")]
 use super::kernel::Avx2;
 use super::kernel::{self, leftover, Kernel, Loops, Portable, Terms};
-use super::limits::filled;
-use super::{LossStep, Mode, Pofo, PofoPlan};
+use super::{filled, LossStep, Mode, Pofo, PofoPlan};
 use crate::schedule::{Op, TensorKind};
 use crate::solvers::api::SolveError;
 

@@ -31,19 +31,6 @@ pub fn validate(stages: usize, slots: usize) -> Result<(), SolveError> {
     Ok(())
 }
 
-/// A vector of `len` copies of `value`, or [`SolveError::TooLarge`] when the
-/// memory cannot be had (sizes were checked against the limit before).
-pub(super) fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| {
-        SolveError::TooLarge(format!(
-            "max_table_bytes: not enough memory for pofo's table of {len} entries; use fewer --slots"
-        ))
-    })?;
-    v.resize(len, value);
-    Ok(v)
-}
-
 /// Bytes of pofo's tables: C_Δ (value and choice per entry) for `Full`, and
 /// OC's dense memo — an upper bound. It counts C_Δ's pairs as whole
 /// (N + 1)² squares, as the resolution has always been chosen; the DP

@@ -171,8 +171,8 @@ use backward::{Backward, PairLayout};
 use forward::{Forward, OcState};
 use grid::Grid;
 use kernel::Kernel;
-use limits::{filled, too_large, within_split_limit};
 pub use limits::{resolution, table_bytes, validate, Resolution, MAX_SPLIT_STEPS};
+use limits::{too_large, within_split_limit};
 pub use table::Table;
 
 use crate::model::Chain;
@@ -452,4 +452,17 @@ impl Pofo {
     fn reached_at(&self, i: usize) -> usize {
         self.grid.reached(i)
     }
+}
+
+/// A vector of `len` copies of `value`, or [`SolveError::TooLarge`] when the
+/// memory cannot be had (sizes were checked against the limit before).
+fn filled<T: Clone>(len: usize, value: T) -> Result<Vec<T>, SolveError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| {
+        SolveError::TooLarge(format!(
+            "max_table_bytes: not enough memory for pofo's table of {len} entries; use fewer --slots"
+        ))
+    })?;
+    v.resize(len, value);
+    Ok(v)
 }

@@ -7,6 +7,8 @@
 //! takes them out of [`Built`] when encoding and puts them back when
 //! decoding; in the browser they move as a transferred `Float64Array`.
 
+use crate::text::words::{grouped, model_words};
+use remat_core::model::units::format_bytes;
 use remat_core::schedule::Op;
 use remat_core::solvers::persistent::{StepParts, TableGrid, TableParts, Variant};
 use remat_core::solvers::Algorithm;
@@ -180,6 +182,22 @@ pub struct MaxBatch {
     /// The largest batch tried.
     pub max_batch: u64,
     pub rows: Vec<BatchRow>,
+}
+
+impl MaxBatch {
+    /// The device, the batch model and the batches searched, in one line.
+    pub fn budget_line(&self) -> String {
+        let second = self.second_batch.map(|b| b.to_string());
+        format!(
+            "{} GPU − {} fixed − {} margin = {} for activations · {} · tried up to {}",
+            format_bytes(self.device.memory_bytes),
+            format_bytes(self.device.fixed_bytes),
+            format_bytes(self.device.margin_bytes),
+            format_bytes(self.budget_bytes),
+            model_words(&self.device.batch.to_string(), second.as_deref()),
+            grouped(self.max_batch),
+        )
+    }
 }
 
 /// One method's largest batch and its throughput there.

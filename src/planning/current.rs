@@ -2,7 +2,7 @@
 //! state holds and every chart of a schedule draws (pure data, so that the
 //! kit's charts take it as a prop without reading the state).
 
-use crate::protocol::Planned;
+use crate::planning::protocol::Planned;
 use remat_core::simulator::Trace;
 use remat_core::Chain;
 use std::sync::Arc;

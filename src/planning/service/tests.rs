@@ -3,7 +3,7 @@
 //! built there.
 
 use super::*;
-use crate::protocol::{Envelope, GridNote, ANY_GENERATION};
+use crate::planning::protocol::{Envelope, GridNote, ANY_GENERATION};
 use remat_core::examples;
 use remat_core::format::write_chain;
 use remat_core::solvers::offload::pofo::Mode;

@@ -27,8 +27,8 @@
 //! care where a request ran. The [`Backend`] is owned by the app state (a
 //! cheap handle; the worker's callbacks hold a weak one).
 
-use crate::protocol::{Envelope, Request, Response, Stage, ANY_GENERATION};
-use crate::service::{runs_in_worker, PlannerService, Role};
+use crate::planning::protocol::{Envelope, Request, Response, Stage, ANY_GENERATION};
+use crate::planning::service::{runs_in_worker, PlannerService, Role};
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 use wasm_bindgen::prelude::*;
@@ -117,7 +117,7 @@ impl Backend {
         algorithm: remat_core::solvers::Algorithm,
         budget: u64,
         bandwidth: Option<f64>,
-    ) -> Option<crate::protocol::Summary> {
+    ) -> Option<crate::planning::protocol::Summary> {
         self.0.local.borrow().summary(algorithm, budget, bandwidth)
     }
 

@@ -1,14 +1,14 @@
 //! The device-memory view: from a GPU's memory to the activation budget
 //! (GPU memory − weights − gradients − optimizer state − margin), with
 //! "Use this budget" for the slider. The arithmetic is
-//! `crate::device_memory`, tested on the host.
+//! `crate::sizing::device_memory`, tested on the host.
 
-use crate::device_memory::{
+use crate::kit::format::bytes;
+use crate::kit::widgets::{preset_value, CardHead, ChoiceSelect, Switch};
+use crate::sizing::device_memory::{
     against_range, bytes_per_parameter, format_count, parse_count, parse_margin, Breakdown,
     DeviceInputs, ModelState, Optimizer, Weights, GPU_PRESETS,
 };
-use crate::kit::format::bytes;
-use crate::kit::widgets::{preset_value, CardHead, ChoiceSelect, Switch};
 use crate::state::{use_app, use_device_memory};
 use leptos::prelude::*;
 use remat_core::examples;
@@ -118,7 +118,7 @@ fn result(
         Err(e) => view! {
             <p class="device-eq">{head}</p>
             {bar}
-            <p class="err" id="device-budget-error" role="alert">{format!("No activation budget: {}", crate::words::sentence_end(&e.to_string()))}</p>
+            <p class="err" id="device-budget-error" role="alert">{format!("No activation budget: {}", crate::text::words::sentence_end(&e.to_string()))}</p>
         }
         .into_any(),
     }

@@ -5,7 +5,7 @@
 //! time, beside the planners' predicted curves — what a user's own knob
 //! costs against what Remat plans at the same memory.
 
-use crate::words::pct;
+use crate::text::words::pct;
 use remat_core::model::units::{format_bytes as bytes, format_seconds as ms};
 use remat_core::model::Peer;
 

@@ -5,8 +5,8 @@
 //! answer, which assumes equal layers) and the optimum among persistent
 //! schedules at the budget (`rotor`). Pure: plain Rust, tested on the host.
 
-use crate::current::Current;
-use crate::protocol::Planned;
+use crate::planning::current::Current;
+use crate::planning::protocol::Planned;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::simulator::{simulate, Lane};
 use remat_core::solvers::{
@@ -27,7 +27,7 @@ pub const MAX_ROTOR_STAGES: usize = 60;
 /// up to 18 stages, but at seconds a budget (gpt2, 14 stages: 4 s) it
 /// would freeze the slider; there the lesson says rotor is the optimum
 /// among persistent schedules, and Compare searches it when asked.
-pub const MAX_OPTIMAL_STAGES: usize = crate::optimality::AUTO_OPTIMAL_STAGES;
+pub const MAX_OPTIMAL_STAGES: usize = crate::planning::optimality::AUTO_OPTIMAL_STAGES;
 
 /// One strategy: what to call it, how `remat solve` asks for it, and its
 /// schedule on the chain (drawn against the page's budget).

@@ -6,7 +6,7 @@
 //! figures a presentation shows) and one question, whose answer is computed
 //! from the chain, never written by hand. Plain Rust, tested on the host.
 
-use crate::strategies::{sqrt_segments, Classic, Strategy, MAX_OPTIMAL_STAGES};
+use crate::teaching::classics::{sqrt_segments, Classic, Strategy, MAX_OPTIMAL_STAGES};
 use remat_core::examples;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::solvers::{memory_floor, solve, Algorithm, Options};

@@ -1,9 +1,6 @@
 //! Messages for people (pure): an error's text set into a sentence, the
 //! max-batch search in one line, an overhead as a percentage.
 
-use crate::protocol::MaxBatch;
-use remat_core::model::units::format_bytes;
-
 /// "+12.3 %", "0 %" or "-4.0 %": an overhead or a gap, as the page writes it.
 pub fn pct(x: f64) -> String {
     if x.abs() < 0.0005 {
@@ -45,20 +42,6 @@ pub fn model_words(first: &str, second: Option<&str>) -> String {
         None => format!("linear in the batch from one profile at batch {first}"),
         Some(second) => format!("affine from two profiles at batch {first} and {second}: sizes and times a + b·batch; reproduces both profiles exactly"),
     }
-}
-
-/// The device, the batch model and the batches searched, in one line.
-pub fn budget_line(found: &MaxBatch) -> String {
-    let second = found.second_batch.map(|b| b.to_string());
-    format!(
-        "{} GPU − {} fixed − {} margin = {} for activations · {} · tried up to {}",
-        format_bytes(found.device.memory_bytes),
-        format_bytes(found.device.fixed_bytes),
-        format_bytes(found.device.margin_bytes),
-        format_bytes(found.budget_bytes),
-        model_words(&found.device.batch.to_string(), second.as_deref()),
-        grouped(found.max_batch),
-    )
 }
 
 #[cfg(test)]

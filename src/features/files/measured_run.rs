@@ -5,7 +5,7 @@
 
 use crate::io;
 use crate::kit::file_input::{click_input, on_file_chosen};
-use crate::measured::summary;
+use crate::measurement::summary;
 use crate::state::use_app;
 use leptos::prelude::*;
 

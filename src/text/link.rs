@@ -2,8 +2,8 @@
 //! and how the browser's history follows the view. Plain Rust, tested on
 //! the host; `io::url` wires it to `location` and `history`.
 
-use crate::device_memory::{parse_margin, DeviceInputs, ModelState, Optimizer, Weights};
-use crate::scaling::ExampleScale;
+use crate::sizing::device_memory::{parse_margin, DeviceInputs, ModelState, Optimizer, Weights};
+use crate::sizing::scaling::ExampleScale;
 use remat_core::examples::Precision;
 use remat_core::solvers::hong::Model;
 use remat_core::solvers::Algorithm;
@@ -133,7 +133,7 @@ struct DevicePairs {
     weights: Option<Weights>,
     optimizer: Option<Optimizer>,
     state: Option<u64>,
-    margin: Option<crate::device_memory::Margin>,
+    margin: Option<crate::sizing::device_memory::Margin>,
 }
 
 impl DevicePairs {
@@ -342,7 +342,7 @@ impl HistoryPen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scaling::ImportedProfile;
+    use crate::sizing::scaling::ImportedProfile;
 
     fn view(chain: &str, alg: Algorithm, budget: u64, bw: f64) -> UrlState {
         parse_hash(&format_hash(chain, alg, budget, bw))
@@ -427,12 +427,12 @@ mod tests {
                     weights: Weights::Mixed,
                     optimizer: Optimizer::Momentum,
                 },
-                margin: crate::device_memory::Margin::Percent(7.5),
+                margin: crate::sizing::device_memory::Margin::Percent(7.5),
             },
             DeviceInputs {
                 gpu_bytes: 24 << 30,
                 model: ModelState::Entered(3_000_000_000),
-                margin: crate::device_memory::Margin::Bytes(1 << 30),
+                margin: crate::sizing::device_memory::Margin::Bytes(1 << 30),
             },
         ];
         for device in devices {
@@ -457,7 +457,7 @@ mod tests {
             parse_hash("#gpu=1000&batch=0&precision=fp8&profiled-batch=0&profiled-precision=fp64");
         assert_eq!(
             url.device.map(|d| d.margin),
-            Some(crate::device_memory::DEFAULT_MARGIN)
+            Some(crate::sizing::device_memory::DEFAULT_MARGIN)
         );
         assert_eq!(url.scale, ExampleScale::default());
         assert_eq!(parse_hash("#params=5&optimizer=sgd").device, None);

@@ -2,11 +2,11 @@
 //! screen (`kit::figure`); here is what each figure's context lines say
 //! about the page's state, and the save buttons that download them.
 
-use crate::file_name::file_name;
 use crate::io::{export_png, export_svg_text};
 use crate::kit::figure::{compose, Figure, MemoryKeys, SaveMenu};
 use crate::kit::format::{bytes, ms, pct};
 use crate::state::{use_app, AppState};
+use crate::text::file_name::file_name;
 use leptos::prelude::*;
 
 /// What the figure shows: chain, algorithm and budget; then, on a line of
@@ -47,7 +47,7 @@ pub(super) fn context_lines(state: AppState, figure: Figure) -> (String, String)
         if let Some(caption) = state
             .offloading
             .max_batch
-            .with_untracked(|f| f.as_ref().map(crate::words::budget_line))
+            .with_untracked(|f| f.as_ref().map(|m| m.budget_line()))
         {
             result.push_str(&caption);
         }

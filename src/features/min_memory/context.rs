@@ -1,11 +1,11 @@
 //! The "minimum memory" mode (Hong et al.): whether it is on, in which of
 //! the paper's memory models, and its numbers for the chain on the page
-//! ([`crate::min_memory::compare`], O(n), computed here in the page). Its
+//! ([`super::model::compare`], O(n), computed here in the page). Its
 //! own context beside [`AppState`](crate::state::AppState): the chain view
 //! marks the set, the mode's card draws the curves, the URL keeps
 //! `min=MODEL`.
 
-use crate::min_memory::{compare, Comparison};
+use super::model::{compare, Comparison};
 use crate::state::Loaded;
 use leptos::prelude::*;
 use remat_core::solvers::hong::Model;

@@ -3,8 +3,8 @@
 //! the code it catches.
 
 use super::*;
-use crate::protocol::{Request, Response};
-use crate::service::{PlannerService, Role};
+use crate::planning::protocol::{Request, Response};
+use crate::planning::service::{PlannerService, Role};
 use remat_core::examples;
 use remat_core::format::{read_run, write_chain};
 use remat_core::simulator::judge;
@@ -36,7 +36,7 @@ fn page_plan(chain: &Chain, budget: u64) -> Vec<Op> {
             budget,
             bandwidth: Some(12e9),
             exact: false,
-            stage: crate::protocol::Stage::Whole,
+            stage: crate::planning::protocol::Stage::Whole,
         },
     ] {
         service.handle(request, &|| 0.0, &mut |r| answers.push(r));

@@ -2,8 +2,8 @@
 //! the exact search's (`optimal`) at the same budget, or why there is none;
 //! and when that search runs at all. Pure, so that it is tested on the host.
 
-use crate::protocol::Summary;
-use crate::words::pct;
+use crate::planning::protocol::Summary;
+use crate::text::words::pct;
 use remat_core::model::units::format_seconds;
 use remat_core::solvers::optimal::Limits;
 

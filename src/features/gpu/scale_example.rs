@@ -2,9 +2,9 @@
 //! precision of a built-in example, or batch and precision of an imported
 //! chain (with the batch and precision it was profiled at, which a
 //! remat-chain/1 file does not record), rescaled by the core's linear rule
-//! (`crate::scaling`); the page says what that rule leaves out.
+//! (`crate::sizing::scaling`); the page says what that rule leaves out.
 
-use crate::scaling::{imported_profile, ExampleScale, MAX_BATCH, MAX_SEQUENCE};
+use crate::sizing::scaling::{imported_profile, ExampleScale, MAX_BATCH, MAX_SEQUENCE};
 use crate::state::{use_app, ChainSource};
 use leptos::prelude::*;
 use remat_core::examples::{self, Precision, Profile};

@@ -14,7 +14,7 @@
 //!
 //! [`receive`]: PlannerService::receive
 
-use crate::protocol::{
+use crate::planning::protocol::{
     BatchDevice, BatchRow, Built, CurvePoint, GridNote, MaxBatch, Planned, Request, Response,
     SecondProfile, Stage, Summary, Sweep, SweepPoint, Table, Task,
 };
