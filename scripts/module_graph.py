@@ -811,6 +811,90 @@ def disk_reader(path):
         return f.read()
 
 
+# ---------------------------------------------------------------- python
+
+# The Python package: its modules import one another without a cycle, and
+# no module imports another's private name (`_x`): what crosses a module is
+# named as part of it. `_solver` is the compiled extension (a module, not a
+# name inside one).
+PYTHON_PACKAGE = "python/remat_torch"
+PYTHON_PRIVATE_OK = {"_solver"}
+
+
+def python_edges(files):
+    """{module: {imported module: [(line, names)]}} from every `from .x
+    import …` and `from . import x`, at any depth (function-level imports
+    included), read with `ast`."""
+    import ast
+
+    mods = {os.path.basename(f)[:-3] for f in files}
+    edges = defaultdict(lambda: defaultdict(list))
+    for f, text in files.items():
+        a = os.path.basename(f)[:-3]
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                names = [n.name for n in node.names]
+                if node.module:
+                    edges[a][node.module.split(".")[0]].append((node.lineno, names))
+                else:
+                    for n in names:
+                        if n in mods:
+                            edges[a][n].append((node.lineno, [n]))
+    return edges
+
+
+def check_python(files, out=print):
+    """Fails on an import cycle between the package's modules or a private
+    name imported from another module; returns the number of violations."""
+    bad = 0
+    edges = python_edges(files)
+    # Mutation run: `if n.startswith("_")` replaced by `if False` failed
+    # the self-test.
+    for a, d in sorted(edges.items()):
+        for b, uses in sorted(d.items()):
+            for line, names in uses:
+                for n in names:
+                    if n.startswith("_") and n not in PYTHON_PRIVATE_OK and n != "__version__":
+                        out(f"[python] {a}.py:{line}: imports the private name {n} of {b}.py")
+                        bad += 1
+    # A cycle: a module that reaches itself. Mutation run: the search's
+    # `return path` replaced by `return None` failed the self-test.
+    def find(start):
+        stack, seen = [(start, [start])], set()
+        while stack:
+            m, path = stack.pop()
+            for n in sorted(edges.get(m, {})):
+                if n == start:
+                    return path + [n]
+                if n not in seen:
+                    seen.add(n)
+                    stack.append((n, path + [n]))
+        return None
+
+    reported = set()
+    for m in sorted(edges):
+        path = find(m)
+        if path and frozenset(path) not in reported:
+            reported.add(frozenset(path))
+            steps = " → ".join(f"{x}.py" for x in path)
+            out(f"[python] cycle: {steps}")
+            for x, y in zip(path, path[1:]):
+                line, names = edges[x][y][0]
+                out(f"    {x}.py:{line}  from .{y} import {', '.join(names)}")
+            bad += 1
+    return bad
+
+
+def python_files():
+    d = os.path.join(ROOT, PYTHON_PACKAGE)
+    out = {}
+    for fn in sorted(os.listdir(d)):
+        if fn.endswith(".py"):
+            with open(os.path.join(d, fn), encoding="utf-8") as f:
+                out[os.path.join(PYTHON_PACKAGE, fn)] = f.read()
+    return out
+
+
 def main(argv):
     only = None
     if "--only" in argv:
@@ -822,6 +906,10 @@ def main(argv):
         allowed = EXPLORER_ALLOWED_EDGES if name == "explorer" else None
         bad = check_part(name, roots, disk_reader, allowed, src_dir=SOURCE_DIRS[name])
         print(f"[{name}] {'ok' if not bad else f'{bad} violation(s)'}")
+        total += bad
+    if not only or only == "python":
+        bad = check_python(python_files())
+        print(f"[python] {'ok' if not bad else f'{bad} violation(s)'}")
         total += bad
     return 1 if total else 0
 
@@ -1004,6 +1092,19 @@ def self_test():
         "src/b.rs": "pub fn h() {}",
     })
     assert set(g["src/lib.rs"]) == {"src/a.rs", "src/b.rs"}, g
+    # The Python package: a cycle through a function-level import and a
+    # private name crossing modules. Fails if either were not checked.
+    lines = []
+    bad = check_python({
+        "p/measure.py": "from .batch import leaves\ndef f():\n    from .runtime import _host_buffer\n",
+        "p/runtime.py": "from .measure import Meter\nfrom . import _solver\n",
+        "p/batch.py": "",
+    }, out=lines.append)
+    text = "\n".join(lines)
+    assert "imports the private name _host_buffer of runtime.py" in text, text
+    assert "cycle: measure.py → runtime.py → measure.py" in text, text
+    assert bad == 2, text
+
     print("module_graph self-test: ok")
     return 0
 

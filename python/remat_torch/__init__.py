@@ -15,7 +15,8 @@ from .chain import describe_chain
 from .export import ExportError, apply_plan, export_plan
 from .frozen import FrozenStateError
 from .fsdp import fsdp_budget, fsdp_reserve
-from .measure import Meter, host_bandwidth, plain_step_peak
+from .measure import Meter
+from .probes import host_bandwidth, plain_step_peak
 from .planning import algorithms, solve
 from .pipeline import PipelineError, PipelinePlans, describe_pipeline, plan_pipeline
 from .policies import POLICIES

@@ -51,7 +51,7 @@ from .compiled import MENU_BUDGETS, CompiledProgram, budget_of, compile_budget, 
 from .policies import POLICIES, check_policies, run_option
 from .rng import current as current_rng
 from .rng import restore as restore_rng
-from .runtime import (StepInputs, _Entry, backward_handing_over, booked_outside, fixed_tensors, foreign_storages,
+from .runtime import (StepInputs, Entry, backward_handing_over, booked_outside, fixed_tensors, foreign_storages,
                       needs_input_gradient, owned)
 from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss
 
@@ -88,7 +88,7 @@ class _Pipeline:
         if inp is None:
             x = None
         elif l > 1 or self.input_gradient:
-            x = _Entry.apply(inp.detach(), self.anchor, box)
+            x = Entry.apply(inp.detach(), self.anchor, box)
         else:
             x = inp.detach()
 

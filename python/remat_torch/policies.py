@@ -184,11 +184,11 @@ class _Recomputation:
 
     @contextlib.contextmanager
     def again(self):
-        from .runtime import _host_copy
+        from .host import host_copy
 
         # Host copies, outside the device's count (on the CPU a pool outside
         # PyTorch's allocator), as `replay` keeps them.
-        kept = [(b, _host_copy(b)) for b in self.buffers]
+        kept = [(b, host_copy(b)) for b in self.buffers]
         with self.outside():
             now = self._states()
             self._set(self.cpu, self.cuda)

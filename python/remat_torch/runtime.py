@@ -39,6 +39,7 @@ from torch import nn
 
 from . import rng
 from .batch import device_of
+from .host import host_buffer, host_copy
 from .compiled import budget_of, compile_budget, compiled_program
 from .policies import check_policies, run_option
 from .schedule import (FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule,
@@ -49,28 +50,6 @@ def _storage_key(st: torch.UntypedStorage) -> int:
     # One StorageImpl may be seen through many Python storage objects;
     # `_cdata` is its address, stable while the storage lives.
     return st._cdata
-
-
-def _host_copy(t: torch.Tensor) -> torch.Tensor:
-    """A copy of `t` in host memory outside the device's count: on CUDA a
-    CPU tensor, on the CPU one over a `_host_buffer`."""
-    if t.device.type != "cpu":
-        return t.detach().to("cpu")
-    out = _host_buffer(t.numel() * t.element_size()).view(t.dtype).view(t.shape)
-    out.copy_(t.detach())
-    return out
-
-
-def _host_buffer(nbytes: int) -> torch.Tensor:
-    """Host memory for an offload from the CPU "device": a Python bytearray
-    seen as a tensor, from the C allocator rather than PyTorch's CPU
-    allocator. On the CPU the device's memory *is* that allocator (what
-    `remat_torch.measure` counts), so a host copy taken from it would make
-    an offload free nothing — as pinned memory on CUDA lies outside the
-    device's count, this pool lies outside the CPU's, and offloading plans
-    can be run and measured on a machine without a GPU. (The copies stay
-    synchronous: times are not those of a PCIe link.)"""
-    return torch.frombuffer(bytearray(nbytes), dtype=torch.uint8)
 
 
 class _Moved:
@@ -117,7 +96,7 @@ class _Moved:
         for st, n in zip(self.storages, self.sizes):
             dev = self._bytes(st)
             if copy_stream is None:
-                host = _host_buffer(n)
+                host = host_buffer(n)
                 host.copy_(dev)
             else:
                 host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
@@ -238,7 +217,7 @@ class _InputView:
         return out.set_(now.untyped_storage(), self.offset, self.size, self.stride)
 
 
-class _Entry(torch.autograd.Function):
+class Entry(torch.autograd.Function):
     """The input of a recording forward: a view of the stage's input whose
     gradient is handed to the caller as autograd computed it. A leaf with
     `requires_grad` would do the same through `.grad`, but AccumulateGrad
@@ -303,7 +282,7 @@ class _Saved:
         self.out = out
         self.alias = alias
         self.stage_input = stage_input
-        # δ^{ℓ-1} lands here when B^ℓ runs (`_Entry`).
+        # δ^{ℓ-1} lands here when B^ℓ runs (`Entry`).
         self.grad_box = grad_box
         self.moved = _Moved([out.untyped_storage(), *storages])
         # Not taken apart: its graph may be joined by stage ℓ+1's.
@@ -624,9 +603,9 @@ class Checkpointed:
         the model (once per shape, then reused)."""
         if self.program is not None:
             return self.program
-        from .staging import _signature, make_program
+        from .staging import make_program, signature
 
-        key = _signature(batch, target)
+        key = signature(batch, target)
         program = self._programs.get(key)
         if program is None:
             program = self._compiled(make_program(self.model, batch, target, self.loss, self.granularity,
@@ -798,9 +777,9 @@ def _load_chain(chain) -> Dict:
 
 def _chain_inputs(chain: Dict) -> Optional[List[Dict]]:
     """The `inputs` of a decoded chain."""
-    from .schedule import _parse_inputs
+    from .schedule import parse_inputs
 
-    return _parse_inputs(chain.get("inputs"))
+    return parse_inputs(chain.get("inputs"))
 
 
 def _menu(stages: List, l: int) -> List[Dict]:
@@ -850,7 +829,7 @@ class _Step:
             self.input_gradient = needs_input_gradient(program.modules[0], first)
         else:
             self.input_gradient = False
-        # A 0-d leaf so that every recorded input has a graph (`_Entry`).
+        # A 0-d leaf so that every recorded input has a graph (`Entry`).
         self.anchor = torch.zeros((), device=self.device, requires_grad=True)
         # Storages that are never part of ā^ℓ: parameters and buffers (the
         # model's, outside the chain's memory), the target and the step
@@ -1002,7 +981,7 @@ class _Step:
         if self.rng[l] is None:
             raise RuntimeError(f"stage {l} runs more forwards than its schedule lists")
         cpu_state, cuda_state = self.rng[l]
-        buffers = [(b, _host_copy(b)) for b in self.program.buffers(l)]
+        buffers = [(b, host_copy(b)) for b in self.program.buffers(l)]
         with self.outside():
             now = rng.current(self.device)
             rng.restore(cpu_state, cuda_state, self.device)
@@ -1059,7 +1038,7 @@ class _Step:
                     alias = inp
                 elif l > 1 or self.input_gradient:
                     # The graph of stage ℓ stops at this view; B^ℓ's δ^{ℓ-1} lands in `box`.
-                    alias = _Entry.apply(inp.detach(), self.anchor, box)
+                    alias = Entry.apply(inp.detach(), self.anchor, box)
                 else:
                     alias = inp.detach()
                 if policy is not None:

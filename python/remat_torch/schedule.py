@@ -161,7 +161,7 @@ def parse_schedule(doc: Dict[str, Any]) -> Schedule:
         budget_bytes=doc.get("budget_bytes"),
         predicted_peak_bytes=predicted.get("peak_bytes") if isinstance(predicted, dict) else None,
         chain_digest=doc.get("chain_digest") if isinstance(doc.get("chain_digest"), str) else None,
-        inputs=_parse_inputs(doc.get("inputs")),
+        inputs=parse_inputs(doc.get("inputs")),
         model_fingerprint=_optional_string(doc, "model_fingerprint"),
     )
 
@@ -173,7 +173,7 @@ def _optional_string(doc: Dict[str, Any], field: str) -> Optional[str]:
     return value
 
 
-def _parse_inputs(raw: Any) -> Optional[List[Dict[str, Any]]]:
+def parse_inputs(raw: Any) -> Optional[List[Dict[str, Any]]]:
     if raw is None:
         return None
     if not isinstance(raw, list):

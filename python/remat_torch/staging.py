@@ -752,7 +752,7 @@ def _distinct(items) -> list:
 _FOUND: "weakref.WeakKeyDictionary[nn.Module, Dict[Tuple, StagedProgram]]" = weakref.WeakKeyDictionary()
 
 
-def _signature(batch, target) -> Tuple:
+def signature(batch, target) -> Tuple:
     leaves = sorted(batch.items()) if isinstance(batch, dict) else [("", batch)]
     leaves = leaves + [("target", target)]
     return tuple(
@@ -782,7 +782,7 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
     autocast = tuple(
         (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")
     )
-    key = (_signature(batch, target), loss, granularity, merge, model.training, autocast)
+    key = (signature(batch, target), loss, granularity, merge, model.training, autocast)
     found = _FOUND.setdefault(model, {})
     if key not in found:
         # What capture would freeze (remat_torch.frozen): hooks refused
