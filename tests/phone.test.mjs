@@ -52,15 +52,22 @@ test('on a phone the page fits the screen and its budget is in reach', async () 
 // enlarged, the bar sticky. Mutations run: PHONE_TEXT 1.0 → 'chain-svg:
 // "↻1" at 6.6 px'; the bar sticky again → "chain-svg is covered by
 // HEADER top".
+//
+// The other figures (Compare's curves, the pipeline, Learn's graph) were
+// drawn to the screen's width: words of 2.7–7.8 px. Mutation run: their
+// phone rules in main.css removed → 'curves-svg: "0 %" at 6.1 px'.
 test('on a phone the figures are read without zooming, and nothing covers them', async () => {
   const { page, errors } = await open(context, '#chain=vgg19');
   await page.setViewportSize(PHONE);
   await page.waitForTimeout(800);
-  for (const id of ['chain-svg', 'memory-svg', 'timeline-svg']) {
+  for (const id of ['chain-svg', 'memory-svg', 'timeline-svg', 'curves-svg', 'pipeline-svg', 'graph-svg']) {
     await page.locator(`#${id}`).scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    // A word's size on screen: its font size times the scale the figure
+    // is drawn at (rotated words too: the scale is the transform's norm).
     const words = await page.evaluate((id) => [...document.querySelectorAll(`#${id} text`)]
       .filter((t) => t.getBoundingClientRect().width > 0)
-      .map((t) => ({ px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a, text: t.textContent })), id);
+      .map((t) => { const m = t.getScreenCTM(); return { px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b), text: t.textContent }; }), id);
     assert.ok(words.length >= 5, `${id}: ${words.length} words`);
     const smallest = words.reduce((a, b) => (b.px < a.px ? b : a));
     assert.ok(smallest.px >= 10, `${id}: "${smallest.text}" at ${smallest.px.toFixed(1)} px`);

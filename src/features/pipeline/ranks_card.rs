@@ -387,12 +387,14 @@ pub fn PipelineCard() -> impl IntoView {
                                 {swatches(&[(HELD, "micro-batches waiting for their backward"), (FORWARD, "a forward running"), (BACKWARD, "a backward running (with its recomputations)")])}
                                 <span class="swatch"><i style="background:repeating-linear-gradient(90deg,#b00020 0 6px,transparent 6px 9px)"></i><span>"budget per rank"</span></span>
                             </div>
-                            <svg id="pipeline-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {CHART_W} {h}")
-                                font-family="Inter, system-ui, sans-serif" role="img"
-                                aria-label="each rank's memory over its step with the per-rank plans">
-                                <rect x="0" y="0" width=CHART_W height=h fill="#ffffff" />
-                                <g inner_html=fig></g>
-                            </svg>
+                            <div class="chart-wrap pipeline-chart">
+                                <svg id="pipeline-svg" xmlns="http://www.w3.org/2000/svg" viewBox=format!("0 0 {CHART_W} {h}")
+                                    font-family="Inter, system-ui, sans-serif" role="img"
+                                    aria-label="each rank's memory over its step with the per-rank plans">
+                                    <rect x="0" y="0" width=CHART_W height=h fill="#ffffff" />
+                                    <g inner_html=fig></g>
+                                </svg>
+                            </div>
                             {table(&p)}
                             <p class="hint">"Times from the chain, transfers between ranks not counted; the CLI's `remat pipeline` gives the same plans, and `remat_torch.plan_pipeline` applies them under torch.distributed.pipelining (docs/pytorch.md, \"Pipelines\")."</p>
                         </div>
