@@ -7,7 +7,7 @@
 //! `sequential`) is checked by the command, first.
 
 use clap::{Args, ValueEnum};
-use remat_core::format::pytorch::SharedGradient;
+use remat_core::lowering::pytorch::SharedGradient;
 use remat_core::maxbatch::Margin;
 use remat_core::model::units::{parse_rate, parse_size};
 use remat_core::solvers::hong::Model;

@@ -2,8 +2,8 @@
 //! `error: <message>` and exits with [`CliError::exit_code`]. Flags that do
 //! not parse never get here: clap refuses them first (also exit 2).
 
-use remat_core::format::pytorch::{LowerError, SegmentsError};
 use remat_core::format::{FormatError, ScheduleError};
+use remat_core::lowering::pytorch::{LowerError, SegmentsError};
 use remat_core::solvers::hong::CheckpointError;
 use remat_core::solvers::{Algorithm, SolveError};
 use remat_core::SimError;

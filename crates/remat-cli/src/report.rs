@@ -484,7 +484,7 @@ pub struct ExportReport<'a> {
     pub snippet: &'a str,
     /// With --chain: the fidelity and the forms, as for --to pytorch.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub judged: Option<remat_core::format::lowered::Fidelity>,
+    pub judged: Option<remat_core::lowering::lowered::Fidelity>,
 }
 
 /// `remat checkpoints --json`: a checkpoint set in one of Hong et al.'s

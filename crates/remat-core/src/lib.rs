@@ -26,6 +26,7 @@
 
 pub mod examples;
 pub mod format;
+pub mod lowering;
 pub mod maxbatch;
 pub mod measured;
 pub mod model;

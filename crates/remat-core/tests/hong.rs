@@ -258,7 +258,7 @@ fn any_set_becomes_a_schedule_the_simulator_accepts() {
         let ops = hong::schedule(&chain, &set).unwrap();
         simulate(&chain, &ops).unwrap_or_else(|e| panic!("set {set:?} on n = {n}: {e}"));
         // `remat export --to pytorch-segments` reads the same segments back.
-        assert_eq!(remat_core::format::pytorch::segments(&ops).unwrap(), segs);
+        assert_eq!(remat_core::lowering::pytorch::segments(&ops).unwrap(), segs);
     }
 }
 

@@ -2,7 +2,7 @@
 //! the plan on screen, in three forms — stock checkpoint regions, the
 //! transformers switches, `remat_torch.checkpointed` — each with its
 //! predicted peak, step time and fidelity, copied with one click. The text
-//! is remat-core's (`format::code`, from `format::lowered::lower`), the
+//! is remat-core's (`lowering::code`, from `lowering::lowered::lower`), the
 //! same to the byte as `remat export --code` for the schedule the page
 //! exports (tests/code.test.mjs).
 
@@ -11,8 +11,8 @@ use crate::kit::format::{bytes, ms};
 use crate::planning::current::Current;
 use crate::state::use_app;
 use leptos::prelude::*;
-use remat_core::format::code::{apply_plan_snippet, checkpointed_snippet, Snippet};
-use remat_core::format::lowered::{lower, Target};
+use remat_core::lowering::code::{apply_plan_snippet, checkpointed_snippet, Snippet};
+use remat_core::lowering::lowered::{lower, Target};
 
 /// The card's tabs: a lowered form, or the runtime that runs the plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

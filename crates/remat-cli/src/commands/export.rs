@@ -1,16 +1,16 @@
 //! `remat export SCHEDULE --to pytorch|transformers|pytorch-segments`: a
 //! schedule written in a form a training script runs without Remat's
-//! runtime (see `remat_core::format::pytorch` for what can be expressed,
+//! runtime (see `remat_core::lowering::pytorch` for what can be expressed,
 //! and why), with the simulator's verdict on each form next to the plan's.
 
 use crate::args::{ExportArgs, ExportTarget};
 use crate::error::{CliError, FileProblem, InFile, Result};
 use crate::input;
 use crate::report::{self, ExportReport};
-use remat_core::format::code;
-use remat_core::format::lowered::{self, Fidelity, LowerFailure, Target};
-use remat_core::format::pytorch;
 use remat_core::format::ScheduleFile;
+use remat_core::lowering::code;
+use remat_core::lowering::lowered::{self, Fidelity, LowerFailure, Target};
+use remat_core::lowering::pytorch;
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::Chain;
 

@@ -1,6 +1,7 @@
 //! File formats: `remat-chain/1`, rotor's chain layout, `remat-schedule/1`,
-//! `remat-run/1` (a measured step), and the export of a schedule as
-//! `torch.utils.checkpoint` segments.
+//! `remat-run/1` (a measured step). A plan lowered to what stock PyTorch
+//! runs is `crate::lowering`'s: it judges each form with the simulator, so
+//! it sits above it, not here.
 //!
 //! Each format is a serde file struct (`deny_unknown_fields`: a misspelt
 //! field is an error, not a default); `serde_path_to_error` names the field
@@ -10,12 +11,9 @@
 //! output_bytes`). Readers never panic.
 
 mod chain_file;
-pub mod code;
 pub mod cuda_snapshot;
 mod json;
-pub mod lowered;
 mod numbers;
-pub mod pytorch;
 mod rotor;
 mod run_file;
 mod schedule_file;

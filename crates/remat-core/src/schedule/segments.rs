@@ -2,7 +2,7 @@
 //! run under `torch.utils.checkpoint` or stored, and the one schedule
 //! PyTorch runs for them. Hong et al.'s checkpoint sets
 //! ([`hong`](crate::solvers::hong)) are built as segments, and the export
-//! to PyTorch ([`format::pytorch`](crate::format::pytorch)) reads them off
+//! to PyTorch ([`lowering::pytorch`](crate::lowering::pytorch)) reads them off
 //! a schedule; both sit above the schedule layer, where the type lives.
 
 use super::Op;

@@ -10,7 +10,7 @@
 //! form (six at most), O(n) each for n operations.
 
 use super::pytorch::{self, LowerError, Region, SharedGradient};
-use super::ScheduleFile;
+use crate::format::ScheduleFile;
 use crate::model::units::{format_bytes, format_seconds};
 use crate::model::Chain;
 use crate::simulator::{judge, SimError, Trace};
@@ -162,7 +162,7 @@ pub fn algorithm_of(schedule: &ScheduleFile) -> &str {
 /// PyTorch's one backward holds apart (`--shared-gradient`).
 ///
 /// ```
-/// use remat_core::format::lowered::{lower, Target};
+/// use remat_core::lowering::lowered::{lower, Target};
 /// use remat_core::format::{Predicted, ScheduleFile};
 /// use remat_core::simulator::simulate;
 ///

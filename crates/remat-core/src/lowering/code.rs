@@ -17,7 +17,7 @@
 //! `json.loads` untouched in a raw string.
 
 use super::lowered::{Fidelity, LoweredPlan, Target};
-use super::ScheduleFile;
+use crate::format::ScheduleFile;
 use crate::model::units::{format_bytes, format_seconds};
 
 /// One snippet and what it is predicted to do.
@@ -202,8 +202,8 @@ fn fidelity_lines(code: &mut String, judged: &Fidelity) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::lowered::lower;
     use crate::format::Predicted;
+    use crate::lowering::lowered::lower;
     use crate::simulator::simulate;
 
     fn plan(algorithm: &str, ops: Vec<crate::Op>) -> (crate::Chain, ScheduleFile) {
