@@ -107,8 +107,7 @@ def export_plan(schedule: Union[dict, str, Path], chain: Union[dict, str, Path],
         args = [binary, "export", paths[0], "--to", to, "--chain", paths[1], "--json"]
         if model is not None:
             doc = chain if isinstance(chain, dict) else _chain_doc(paths[1])
-            for g in shared_gradients(model, [s.get("module") for s in doc["stages"]]):
-                args += ["--shared-gradient", f"{g['first']}:{g['last']}:{g['bytes']}"]
+            args += shared_gradient_args(model, doc)
         p = subprocess.run(args, capture_output=True, text=True)
     if p.returncode != 0:
         raise ExportError(p.stderr.strip().removeprefix("error: "))
@@ -119,6 +118,15 @@ def _chain_doc(path: str) -> dict:
     if path.startswith("example:"):
         return {"stages": []}
     return json.loads(Path(path).read_text())
+
+
+def shared_gradient_args(model: nn.Module, chain: dict) -> List[str]:
+    """`remat export`'s `--shared-gradient FIRST:LAST:BYTES` arguments for
+    the tied weights of `model` across the stages of `chain` (a chain
+    document): what `export_plan(model=...)` passes, and what a user who
+    runs `remat export` by hand passes too."""
+    return [a for g in shared_gradients(model, [s.get("module") for s in chain["stages"]])
+            for a in ("--shared-gradient", f"{g['first']}:{g['last']}:{g['bytes']}")]
 
 
 def shared_gradients(model: nn.Module, modules: Sequence[Optional[str]]) -> List[dict]:

@@ -46,6 +46,7 @@ import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
 from . import rng
+from .host import host_copy
 
 # In the order `describe_chain(menu=True)` measures them and writes them.
 POLICIES: Tuple[str, ...] = ("save_mm_attention", "save_every_other_mm", "save_attention", "save_nothing")
@@ -184,8 +185,6 @@ class _Recomputation:
 
     @contextlib.contextmanager
     def again(self):
-        from .host import host_copy
-
         # Host copies, outside the device's count (on the CPU a pool outside
         # PyTorch's allocator), as `replay` keeps them.
         kept = [(b, host_copy(b)) for b in self.buffers]

@@ -83,7 +83,6 @@ def host_bandwidth(device, nbytes: int = 256 << 20, repeat: int = 5) -> float:
     import statistics
     import time
 
-
     device = torch.device(device)
     times = []
     if device.type == "cuda":

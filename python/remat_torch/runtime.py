@@ -39,8 +39,8 @@ from torch import nn
 
 from . import rng
 from .batch import device_of
-from .host import host_buffer, host_copy
 from .compiled import budget_of, compile_budget, compiled_program
+from .host import host_buffer, host_copy
 from .policies import check_policies, run_option
 from .schedule import (FORWARDS, Op, Schedule, ScheduleError, ScheduleLike, check, joined_forwards, load_schedule,
                        taken_apart_by, tracked_forwards)

@@ -1,8 +1,8 @@
 """A Remat plan under FSDP2 (`fully_shard`), tested for real: gloo, 2
 processes started here, a transformers GPT-2 sharded per block and at the
-root after the plan is applied (torchtitan's order). Each rank trains two
-three AdamW steps without the plan and three with it, from the same weights and
-RNG; the full parameters must be bitwise equal."""
+root after the plan is applied (torchtitan's order). Each rank trains
+three AdamW steps without the plan and three with it, from the same weights
+and RNG; the full parameters must be bitwise equal."""
 
 from __future__ import annotations
 

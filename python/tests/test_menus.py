@@ -29,6 +29,7 @@ import torch
 
 import remat_torch
 from remat_torch import ScheduleError
+from remat_torch.export import shared_gradient_args
 from remat_torch.policies import POLICIES
 from remat_torch.schedule import load_schedule, parse_schedule, validate
 
@@ -436,24 +437,23 @@ def _blocks_under_save_mm_attention(chain: dict) -> dict:
     return doc
 
 
-@pytest.fixture(scope="module")
-def applied_with_options(gpt2_chain, tmp_path_factory):
-    """The plan above exported (`remat export --to pytorch`, told of the
-    tied embedding) and applied to a copy of the GPT-2 with `apply_plan`;
-    two SGD steps of the user's own loop beside plain training; then one
-    step's measured peak, as test_export.py measures lowered forms."""
+def _beside_plain(model, apply):
+    """`apply(copy, batch)` on a copy of `model` (the GPT-2), then two SGD
+    steps of the user's own loop (model(...), loss.backward()) on it beside
+    plain training of another copy, from the same RNG; then one step's
+    measured peak of the applied copy, as test_export.py measures lowered
+    forms: every byte, the gradients the step creates included, as the
+    chain counts them (set_to_none=True). Returns (applied, steps, params,
+    peak): per step both losses and each parameter's two gradients, and
+    both copies' parameters after."""
     import gc
 
     from remat_torch import Meter
     from remat_torch.measure import storage_bytes
 
-    model, chain, path = gpt2_chain
-    plan_path = tmp_path_factory.mktemp("applied") / "plan.json"
-    plan_path.write_text(json.dumps(_blocks_under_save_mm_attention(chain)))
-    exported = remat_torch.export_plan(plan_path, path, model=model)
     plain = copy.deepcopy(model)
     twin = copy.deepcopy(model)
-    applied = remat_torch.apply_plan(twin, exported, {"input_ids": token_ids(1), "use_cache": False})
+    applied = apply(twin, {"input_ids": token_ids(1), "use_cache": False})
     opt_plain = torch.optim.SGD(plain.parameters(), lr=0.1)
     opt_twin = torch.optim.SGD(twin.parameters(), lr=0.1)
     steps = []
@@ -477,12 +477,34 @@ def applied_with_options(gpt2_chain, tmp_path_factory):
     ids = token_ids(1)
     batch = {"input_ids": ids, "use_cache": False}
     gc.collect()
-    # Every byte, the gradients the step creates included, as the chain
-    # counts them (set_to_none=True; zero_grad above).
     _, _, peak = Meter(torch.device("cpu")).measure(
         lambda: lm_loss(twin(**batch), ids).backward())
+    return applied, steps, params, peak + storage_bytes([ids, ids])
+
+
+def _assert_bitwise(steps, params):
+    """Both copies of `_beside_plain`: the same losses, gradients and
+    parameters, bit for bit."""
+    for losses, grads in steps:
+        assert torch.equal(losses[0], losses[1]), losses
+        for n, a, b in grads:
+            assert torch.equal(a, b), n
+    for n, a, b in params:
+        assert torch.equal(a, b), n
+
+
+@pytest.fixture(scope="module")
+def applied_with_options(gpt2_chain, tmp_path_factory):
+    """The plan above exported (`remat export --to pytorch`, told of the
+    tied embedding) and applied to a copy of the GPT-2 with `apply_plan`,
+    trained and measured beside plain training (`_beside_plain`)."""
+    model, chain, path = gpt2_chain
+    plan_path = tmp_path_factory.mktemp("applied") / "plan.json"
+    plan_path.write_text(json.dumps(_blocks_under_save_mm_attention(chain)))
+    exported = remat_torch.export_plan(plan_path, path, model=model)
+    applied, steps, params, peak = _beside_plain(model, lambda m, batch: remat_torch.apply_plan(m, exported, batch))
     store_all = json.loads(remat("solve", str(path), "-a", "store-all", "-b", "100%", "--json").stdout)
-    return applied, steps, params, peak + storage_bytes([ids, ids]), store_all["predicted_peak_bytes"]
+    return applied, steps, params, peak, store_all["predicted_peak_bytes"]
 
 
 def test_apply_plan_runs_menu_options_bitwise(applied_with_options):
@@ -498,12 +520,7 @@ def test_apply_plan_runs_menu_options_bitwise(applied_with_options):
     assert applied.form == "regions" and applied.regions == []
     assert [(p["stage"], p["policy"]) for p in applied.policies] == [(2, "save_mm_attention"),
                                                                     (3, "save_mm_attention")]
-    for losses, grads in steps:
-        assert torch.equal(losses[0], losses[1]), losses
-        for n, a, b in grads:
-            assert torch.equal(a, b), n
-    for n, a, b in params:
-        assert torch.equal(a, b), n
+    _assert_bitwise(steps, params)
     assert peak < 0.8 * store_all, (peak, store_all)
 
 
@@ -531,19 +548,12 @@ def test_pasted_code_with_menu_options_trains_at_its_predicted_peak(gpt2_chain, 
     every activation: mutation run, `apply_plan` installing no policy —
     measured 2,834,152 B against the header's 1.75 MiB, +54 %). Measured
     here: 1,838,392 B, the prediction to the byte."""
-    import gc
-
-    from remat_torch import Meter
-    from remat_torch.export import shared_gradients
-    from remat_torch.measure import storage_bytes
-
     model, chain, path = gpt2_chain
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(_blocks_under_save_mm_attention(chain)))
-    # The tied embedding's gradient, as `export_plan(model=...)` tells the
-    # CLI (a user's `remat export` is told the same way).
-    told = [a for g in shared_gradients(model, [s.get("module") for s in chain["stages"]])
-            for a in ("--shared-gradient", f"{g['first']}:{g['last']}:{g['bytes']}")]
+    # The tied embedding's gradient, told as `export_plan(model=...)` tells
+    # the CLI (and a user running `remat export` by hand).
+    told = shared_gradient_args(model, chain)
     code = remat("export", str(plan_path), "--to", "pytorch", "--chain", str(path), "--code", *told).stdout
     plan = json.loads(code.split('r"""', 1)[1].split('"""', 1)[0])
     assert [(p["stage"], p["policy"]) for p in plan["policies"]] == [(2, "save_mm_attention"),
@@ -556,28 +566,8 @@ def test_pasted_code_with_menu_options_trains_at_its_predicted_peak(gpt2_chain, 
         exec(compile(code, "<pasted from remat export --code>", "exec"), scope)
         return scope["applied"]
 
-    plain, twin = copy.deepcopy(model), copy.deepcopy(model)
-    applied = pasted(twin, {"input_ids": token_ids(1), "use_cache": False})
+    applied, steps, params, measured = _beside_plain(model, pasted)
     assert applied.form == "regions" and len(applied.policies) == 2, (applied.form, applied.note)
-    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (plain, twin)]
-    for k in range(2):
-        ids = token_ids(30 + k)
-        losses = []
-        for m, opt in zip((plain, twin), opts):
-            opt.zero_grad()
-            torch.manual_seed(SEED)
-            loss = lm_loss(m(input_ids=ids, use_cache=False), ids)
-            loss.backward()
-            losses.append(loss.detach())
-        assert torch.equal(losses[0], losses[1]), losses
-        for (n, p), q in zip(plain.named_parameters(), twin.parameters()):
-            assert torch.equal(p.grad, q.grad), n
-        for opt in opts:
-            opt.step()
-    twin.zero_grad(set_to_none=True)
-    ids = token_ids(1)
-    gc.collect()
-    _, _, peak = Meter(torch.device("cpu")).measure(lambda: lm_loss(twin(input_ids=ids, use_cache=False), ids).backward())
-    measured = peak + storage_bytes([ids, ids])
+    _assert_bitwise(steps, params)
     print("pasted with options:", measured, predicted, header, f"{100 * (measured / predicted - 1):+.2f} %")
     assert abs(measured / predicted - 1) <= 0.03, (measured, predicted, header)
