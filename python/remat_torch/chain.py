@@ -51,8 +51,9 @@ from .compiled import MENU_BUDGETS, CompiledProgram, budget_of, compile_budget, 
 from .policies import POLICIES, check_policies, run_option
 from .rng import current as current_rng
 from .rng import restore as restore_rng
-from .runtime import (StepInputs, Entry, backward_handing_over, booked_outside, fixed_tensors, foreign_storages,
-                      needs_input_gradient, owned)
+from .records import Entry, backward_handing_over
+from .step_inputs import (StepInputs, booked_outside, fixed_tensors, foreign_storages, needs_input_gradient,
+                          owned)
 from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss
 
 

@@ -26,7 +26,7 @@ first three. The input of the stage is not part of what an option keeps
 a^ℓ always is.
 
 RNG and buffers are handled here rather than by `checkpoint`, the way the
-runtime handles a recomputed forward (`runtime._Step.replay`): the RNG state
+runtime handles a recomputed forward (`step.Step.replay`): the RNG state
 of the forward is kept as Python bytes (host memory, outside the count a
 GPU's or the CPU allocator's measurement makes; `checkpoint`'s own
 `preserve_rng_state` keeps a 5 KiB tensor from the CPU allocator per

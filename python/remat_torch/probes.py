@@ -15,7 +15,7 @@ from torch import nn
 from .batch import device_of
 from .host import host_buffer
 from .measure import Meter, TrainingState
-from .runtime import StepInputs, booked_outside, fixed_tensors
+from .step_inputs import StepInputs, booked_outside, fixed_tensors
 from .staging import StageList, make_program, model_loss
 
 
@@ -64,7 +64,7 @@ def plain_step_peak(
     finally:
         state.restore()
     # In the chain's terms: a^0 is the batch's movable part, the step
-    # constants are outside (`remat_torch.runtime.StepInputs`); the plain
+    # constants are outside (`remat_torch.step_inputs.StepInputs`); the plain
     # forward makes its masks and position ids inside the count, as the
     # staged step makes its constants.
     return {"peak_bytes": peak + inputs.offset_bytes, "batch_bytes": inputs.input_bytes,

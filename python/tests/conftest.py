@@ -1,15 +1,13 @@
 """What every test process shares.
 
-Each process compiles into an inductor cache of its own. pytest-xdist runs
+Each process compiles into an inductor cache of its own (pytest-xdist runs
 the test files in two or more processes at once, and by default they share
-`/tmp/torchinductor_<user>`. One CI run (2026-11-29) found a compiled plan
-off the same compiled graphs run in one autograd graph in one gradient
-(`test_rotor_plans_over_compiled_stages_equal_their_compiled_run_bitwise`,
-`transformer.wte.weight`), while the file passed alone, twice. Shared
-caches are the one state those processes have in common: kernels another
-process compiled (some tests run torch on one thread, and inductor's CPU
-reductions are cut by the thread count) are never reused here. A cache the
-user sets is kept.
+`/tmp/torchinductor_<user>`): kernels another process compiled with another
+thread count are never reused here. A cache the user sets is kept. (This
+was first thought to be why a compiled plan's `transformer.wte.weight`
+gradient sometimes differed from its reference under `-n 2`; the cause was
+inductor's atomic adds in the embedding backward, see test_compiled.py's
+`deterministic` fixture.)
 """
 
 import os

@@ -246,7 +246,7 @@ def test_plans_hold_in_the_real_step(which, set_to_none, tmp_path):
     else:
         # Only a tied weight's (GPT-2's embedding), held to the step's end.
         program = make_program(model, batch, target, loss)
-        tied = remat_torch.runtime.shared_parameters(program, len(program))
+        tied = remat_torch.step_inputs.shared_parameters(program, len(program))
         assert g == sum(p.numel() * p.element_size() for p in tied), (g, [p.shape for p in tied])
     chain_path = tmp_path / "chain.json"
     chain_path.write_text(json.dumps(chain))
@@ -308,7 +308,7 @@ def test_transformers_own_loss_with_labels_in_the_batch(tmp_path):
     assert [s["name"] for s in chain["stages"]][-1] == "transformer.ln_f+lm_head+loss"
     assert {i["name"] for i in chain["inputs"]} == {"input_ids", "labels"}  # use_cache is no tensor
     program = make_program(model, batch, None, hf_loss)
-    step_inputs = remat_torch.runtime.StepInputs(program, batch, None, program.constants(batch, None), [])
+    step_inputs = remat_torch.step_inputs.StepInputs(program, batch, None, program.constants(batch, None), [])
     assert chain["input_bytes"] == step_inputs.input_bytes
     assert f"step constants ({step_inputs.constant_bytes} B" in chain["source"]
     (tmp_path / "c.json").write_text(json.dumps(chain))

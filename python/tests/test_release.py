@@ -111,7 +111,7 @@ def test_release_schedules_give_plain_gradients(files, name, algorithm):
     reading a storage resized to 0, or stale memory), or if a recomputation
     after a release uses another dropout mask. Mutations tried: the graph
     keeping the input tensor it ran on (pack not turning it into an
-    `_InputView`, the behaviour before release) → every case fails in B^ℓ
+    `InputView`, the behaviour before release) → every case fails in B^ℓ
     ("The tensor has a non-zero number of elements, but its data is not
     allocated yet"); release a no-op in `validate` → every case is refused
     before it runs (the recomputing F_all: "is already resident"). A
@@ -138,7 +138,7 @@ def test_release_states_equal_the_simulator(files, name, algorithm):
     (mutations tried: release a no-op in `validate` → the validator's states
     keep ā^ℓ after the R op, and the schedule is then refused at the
     recomputing F_all ("is already resident"); release a no-op in the
-    runtime (`_Step.release` not popping the record) → the runtime's states
+    runtime (`Step.release` not popping the record) → the runtime's states
     keep ā^ℓ on the device, all 8 cases fail), or if it forgets something
     else."""
     path = _schedule(files, name, algorithm)
@@ -201,7 +201,7 @@ def test_released_saved_is_freed_and_recomputed(files, tmp_path, offload_first):
     the storage stage 3 ran on holds 0 bytes when stage 4 runs (a
     pre-hook; after the release, or with offload_first after the offload).
     Fails if the release only drops the wrapper's reference (mutation
-    tried: `_Moved.release` not resizing the storages → the device-copy
+    tried: `Moved.release` not resizing the storages → the device-copy
     case sees the storage still holding its bytes when stage 4 runs), or
     if a host copy's release leaves it on the host (mutation tried: the
     validator's release ignoring host copies → the host-copy case is
@@ -437,7 +437,7 @@ def test_backward_reads_the_input_resident_then(files, tmp_path):
     at B^3 with a RuntimeError (its graph held the offloaded storage); the
     same mechanism now serves releases, and this list must run with the
     plain step's gradients and the simulator's states. Mutation tried: the
-    graph keeping the input tensor it ran on (no `_InputView`) → B^3 fails
+    graph keeping the input tensor it ran on (no `InputView`) → B^3 fails
     reading the storage the offload resized to 0."""
     name, k = "mlp", 3
     net, x, target = NETWORKS[name]()
