@@ -1,4 +1,5 @@
-//! With feature `torch`: compiles the C++ shim (src/shim.cpp) against
+//! With feature `torch`: compiles the C++ shim (src/shim/, its C API in
+//! src/shim/remat_shim.h) against
 //! $LIBTORCH and puts $LIBTORCH/lib on the binary's rpath, so it runs without
 //! LD_LIBRARY_PATH (scripts/setup-libtorch.sh installs that libtorch).
 //! With feature `cuda` as well: the shim's CUDA section (REMAT_CUDA), the
@@ -11,10 +12,20 @@ fn main() {
     torch_shim();
 }
 
+/// The shim's files, one concern each (src/shim/remat_shim.h says which).
+#[cfg(feature = "torch")]
+const SHIM: [&str; 6] = [
+    "memory.cpp",
+    "autograd.cpp",
+    "saved.cpp",
+    "storages.cpp",
+    "cuda.cpp",
+    "torchscript.cpp",
+];
+
 #[cfg(feature = "torch")]
 fn torch_shim() {
-    println!("cargo:rerun-if-changed=src/shim.cpp");
-    println!("cargo:rerun-if-changed=src/torchscript.cpp");
+    println!("cargo:rerun-if-changed=src/shim");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     let libtorch = std::env::var("LIBTORCH").unwrap_or_else(|_| {
         panic!("feature `torch` needs LIBTORCH set to a libtorch 2.13 folder (scripts/setup-libtorch.sh)")
@@ -23,8 +34,8 @@ fn torch_shim() {
     let mut build = cc::Build::new();
     build
         .cpp(true)
-        .file("src/shim.cpp")
-        .file("src/torchscript.cpp")
+        .files(SHIM.iter().map(|f| format!("src/shim/{f}")))
+        .include("src/shim")
         .include(root.join("include"))
         .include(root.join("include/torch/csrc/api/include"))
         .flag("-std=c++17")

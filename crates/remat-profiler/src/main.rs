@@ -238,7 +238,7 @@ fn cuda_device() -> Result<DeviceArg, Failure> {
     ))
 }
 
-/// TorchScript models load on the CPU (src/torchscript.cpp): not on a GPU yet.
+/// TorchScript models load on the CPU (src/shim/torchscript.cpp): not on a GPU yet.
 fn check_torchscript_device(device: DeviceArg, torchscript: bool) -> Result<(), Failure> {
     if torchscript && device != DeviceArg::Cpu {
         return Err(Failure::BadInput(

@@ -405,7 +405,7 @@ mod torch {
     /// the stage's input, parameters, the targets — or missing some saved
     /// tensor (measured moved bytes ≠ the simulator's); a prefetch that
     /// restores the wrong bytes (gradients_match false). Mutations tried,
-    /// each failed this test: (1) in shim.cpp's move_storage, keeping the
+    /// each failed this test: (1) in src/shim/storages.cpp's move_storage, keeping the
     /// old device DataPtr alive instead of freeing it → resident bytes
     /// differ after O(a^0); (2) dropping the allocation-serial filter in
     /// SavedStorages::add → the stage input a^0 and the weights move with
@@ -518,7 +518,7 @@ mod torch {
     /// failed this test: (1) the runner's `Exec::discard` dropping the
     /// handle only (the old behaviour) — dtr at 70 %: resident bytes differ
     /// after R(ā^1), peak 281 312 B against 248 544 predicted; (2) no
-    /// `repoint` after move_storage in src/shim.cpp — "borrow, then offload
+    /// `repoint` after move_storage in src/shim/storages.cpp — "borrow, then offload
     /// and prefetch": B^3 reads the freed block, gradients_match false.
     #[test]
     fn dtr_releases_free_storage_under_live_graphs_as_predicted() {

@@ -226,23 +226,13 @@ impl Default for Timeline {
     }
 }
 
-/// The shim's CUDA section (src/shim.cpp, `REMAT_CUDA`).
+/// The shim's CUDA section (src/shim/cuda.cpp, `REMAT_CUDA`).
 #[cfg(feature = "cuda")]
 mod cuda {
     use super::DeviceError;
     use std::ffi::{c_int, c_void, CStr};
 
-    extern "C" {
-        fn remat_cuda_init() -> c_int;
-        fn remat_cuda_synchronize() -> c_int;
-        fn remat_cuda_op_boundary() -> c_int;
-        fn remat_cuda_reserved_peak_bytes() -> i64;
-        fn remat_cuda_mark() -> *mut c_void;
-        fn remat_cuda_elapsed(a: *mut c_void, b: *mut c_void) -> f64;
-        fn remat_cuda_event_free(e: *mut c_void);
-        fn remat_cuda_bandwidth(bytes: i64, reps: c_int) -> f64;
-        fn remat_last_error() -> *const std::ffi::c_char;
-    }
+    use crate::torch::c_api::*;
 
     fn last_error() -> String {
         // SAFETY: a NUL-terminated thread-local string owned by the shim.

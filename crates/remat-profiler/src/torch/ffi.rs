@@ -1,4 +1,5 @@
-//! The C++ shim (src/shim.cpp): the counting CPU allocator, backward from a
+//! Safe wrappers over the C++ shim (src/shim/, its C API in
+//! src/shim/remat_shim.h, declared for Rust in `c_api`): the counting CPU allocator, backward from a
 //! given gradient, taking a leaf's gradient out of it, and the storages a
 //! stage's graph saved (moved to host memory and back for offload /
 //! prefetch), and a^ℓ's storage released under every alias and restored.
@@ -6,30 +7,7 @@
 use std::ffi::{c_int, c_void, CStr};
 use tch::Tensor;
 
-extern "C" {
-    fn remat_install_allocator();
-    fn remat_current_bytes() -> i64;
-    fn remat_peak_bytes() -> i64;
-    fn remat_reset_peak();
-    fn remat_total_bytes() -> i64;
-    fn remat_total_peak_bytes() -> i64;
-    fn remat_book_outside(bytes: i64);
-    fn remat_storage_bytes(t: *mut c_void) -> i64;
-    fn remat_set_host_mode(on: c_int);
-    fn remat_last_error() -> *const std::ffi::c_char;
-    fn remat_backward(out: *mut c_void, grad: *mut c_void) -> c_int;
-    fn remat_take_grad(leaf: *mut c_void) -> *mut c_void;
-    fn remat_install_saved_hooks();
-    fn remat_storages_new() -> *mut c_void;
-    fn remat_storages_free(set: *mut c_void);
-    fn remat_storages_record_begin(set: *mut c_void);
-    fn remat_storages_record_end();
-    fn remat_storages_add(set: *mut c_void, t: *mut c_void);
-    fn remat_storages_move(set: *mut c_void, to_host: c_int) -> i64;
-    fn remat_storage_discard(t: *mut c_void) -> i64;
-    fn remat_storage_restore(old: *mut c_void, fresh: *mut c_void, allow_move: c_int) -> c_int;
-    fn remat_same_storage(a: *mut c_void, b: *mut c_void) -> c_int;
-}
+use super::c_api::*;
 
 /// Installs the counting allocator, with oneDNN on (its memory goes through
 /// c10, so it is counted) and NNPACK off (a workspace outside c10).
@@ -128,7 +106,7 @@ pub fn take_grad(leaf: &mut Tensor) -> Option<Tensor> {
 }
 
 /// Makes autograd report every tensor it saves while a [`Storages`] set
-/// records (an engine with default saved-tensor hooks; see src/shim.cpp).
+/// records (an engine with default saved-tensor hooks; see src/shim/saved.cpp).
 /// Idempotent; outside a recording autograd behaves as before.
 pub fn install_saved_hooks() {
     // SAFETY: plain C call, idempotent.
@@ -216,7 +194,7 @@ impl Drop for Storages {
 /// R(a^ℓ) / R(ā^ℓ) at the storage level: frees the bytes of `t`'s storage
 /// under every alias (the graph of stage ℓ+1 that saved a^ℓ included),
 /// keeping the storage itself; returns the bytes freed. Nothing may read it
-/// until [`restore`] puts values back (src/shim.cpp, "Releasing a^ℓ at the
+/// until [`restore`] puts values back (src/shim/storages.cpp, "Releasing a^ℓ at the
 /// storage level").
 pub fn discard(t: &Tensor) -> Result<u64, String> {
     // SAFETY: `t` is a live at::Tensor*; the shim swaps its storage's DataPtr.

@@ -1,5 +1,6 @@
 //! Everything that needs libtorch (feature `torch`).
 
+pub mod c_api;
 pub mod device;
 pub mod ffi;
 pub mod net;

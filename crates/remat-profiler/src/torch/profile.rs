@@ -1,6 +1,6 @@
 //! `remat-profile profile`: a network measured stage by stage into a chain.
 //!
-//! Sizes are allocator deltas (the counting CPU allocator, src/shim.cpp),
+//! Sizes are allocator deltas (the counting CPU allocator, src/shim/memory.cpp),
 //! never numel × element size, with the stage's input held apart:
 //! - ω_a^ℓ: what a no-grad forward leaves allocated;
 //! - ω_ā^ℓ: what a recording forward leaves allocated (output and graph);
@@ -277,6 +277,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
             forward_nograd_seconds: Some(median(nograd[i].clone())),
             forward_nograd_overhead_bytes: Some(s.forward_nograd_overhead),
             module: None,
+            parameters: Vec::new(),
             menu: Vec::new(),
         })
         .collect();

@@ -13,7 +13,7 @@
 //!   (`Net::backward_stage`).
 //! - offload / prefetch move a^ℓ, or ā^ℓ (every tensor autograd saved for
 //!   B^ℓ that F_all^ℓ allocated, and the output), into memory the counting
-//!   allocator books as host, and back (`ffi::Storages`; src/shim.cpp says
+//!   allocator books as host, and back (`ffi::Storages`; src/shim/saved.cpp says
 //!   why the storages move in place under their aliases).
 //! - R(a^ℓ) / R(ā^ℓ) free a^ℓ's storage under every alias, as DTR evicts
 //!   storages: the graph of stage ℓ+1 saved its input, so dropping the
@@ -29,7 +29,7 @@
 //!
 //! On a GPU (feature `cuda`) the same code runs on the CUDA device: memory
 //! from the caching allocator's statistics, op times between CUDA events,
-//! offload / prefetch to pinned host memory on a side stream (src/shim.cpp;
+//! offload / prefetch to pinned host memory on a side stream (src/shim/cuda.cpp;
 //! `device` has the device-specific parts).
 
 use super::device::{self, Timeline};
@@ -109,7 +109,7 @@ impl<'n> Exec<'n> {
     }
 
     /// [`new`](Self::new), registering every ā^ℓ's saved tensors when
-    /// `record_saved` (autograd saves through hooks then; see src/shim.cpp).
+    /// `record_saved` (autograd saves through hooks then; see src/shim/saved.cpp).
     pub fn with_recording(net: &'n Net, record_saved: bool) -> Exec<'n> {
         if record_saved {
             ffi::install_saved_hooks();

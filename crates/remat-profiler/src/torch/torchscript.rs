@@ -1,4 +1,4 @@
-//! The user's own network from TorchScript (src/torchscript.cpp): a scripted
+//! The user's own network from TorchScript (src/shim/torchscript.cpp): a scripted
 //! `nn.Sequential` whose children are the stages, or one file per stage.
 //! The conventions are in `user_model`; the parameters go into the net's
 //! VarStore so that gradients are zeroed and compared as for built-in nets.
@@ -6,29 +6,11 @@
 use super::net::{Net, StageFn};
 use crate::arg_error::ArgError;
 use crate::user_model::{Target, TorchScript};
-use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::ffi::{c_int, c_void, CStr, CString};
 use std::rc::Rc;
 use tch::{nn, Device, Kind, Tensor};
 
-extern "C" {
-    fn remat_ts_last_error() -> *const c_char;
-    fn remat_ts_new() -> *mut c_void;
-    fn remat_ts_free(s: *mut c_void);
-    fn remat_ts_add(
-        s: *mut c_void,
-        path: *const c_char,
-        split: c_int,
-        prefix: *const c_char,
-    ) -> c_int;
-    fn remat_ts_len(s: *mut c_void) -> i64;
-    fn remat_ts_name(s: *mut c_void, i: i64) -> *const c_char;
-    fn remat_ts_num_params(s: *mut c_void) -> i64;
-    fn remat_ts_param_name(s: *mut c_void, k: i64) -> *const c_char;
-    fn remat_ts_param(s: *mut c_void, k: i64) -> *mut c_void;
-    fn remat_ts_forward(s: *mut c_void, i: i64, x: *mut c_void, target: *mut c_void)
-        -> *mut c_void;
-    fn remat_ts_write_example(path: *const c_char, dir: c_int) -> c_int;
-}
+use super::c_api::*;
 
 fn ts_error() -> String {
     // SAFETY: a NUL-terminated thread-local string owned by the shim.
