@@ -442,7 +442,7 @@ pub struct SweepPoint {
 /// How an offloading plan is asked for and answered (issue 25, item 3).
 /// pofo's and offload-only's DP on the paper's grid (N slots of ⌊B / N⌋)
 /// is a solve of its own for every budget (seconds at L = 100); one table
-/// on the grid of the top budget (`offload::TablePlanner`) answers every
+/// on the grid of the top budget (`offload::Tables`) answers every
 /// budget in an O(L) read-out, on a coarser grid below the top. So a
 /// budget is answered at once from that table, said as such, and refined
 /// by the per-budget solve in a worker of its own, which a newer budget

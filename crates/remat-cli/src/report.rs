@@ -534,7 +534,7 @@ pub struct BenchReport {
     /// Empty, and null, with `--no-pofo`.
     pub pofo_dp_seconds: Vec<PofoDpTime>,
     pub pofo_solve_50_stages_seconds: Option<f64>,
-    /// pofo's tables for every budget at L = 100 (`offload::TablePlanner`,
+    /// pofo's tables for every budget at L = 100 (`offload::Tables`,
     /// 50 slots at M_high): median seconds to build them and to answer a
     /// new budget from them (judged). Null with `--no-pofo`.
     pub pofo_table_100_stages: Option<PofoTableTime>,

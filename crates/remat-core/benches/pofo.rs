@@ -10,7 +10,7 @@
 //!
 //! `pofo_table`: offloading at slider speed, L = 100 on pofo's grid of 50
 //! slots at M_high (one absolute grid): `build` the tables for every budget
-//! (`offload::TablePlanner`: pofo's `Table` and rotor's), then a new budget
+//! (`offload::Tables`: pofo's `Table` and rotor's), then a new budget
 //! answered from them — `dp_read_out` (the DP's plan, `Table::plan`) and
 //! `answer` (the judged schedule: prefetches placed, the DP's and rotor's
 //! schedules simulated, as `remat solve` answers), budgets cycling over
@@ -19,7 +19,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::synthetic;
 use remat_core::solvers::offload::pofo::{reference, Mode, Pofo, PofoPlan};
-use remat_core::solvers::offload::TablePlanner;
+use remat_core::solvers::offload::Tables;
 use remat_core::solvers::parallel::Workers;
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
@@ -114,9 +114,8 @@ fn table(c: &mut Criterion) {
         bandwidth_bytes_per_s: Some(BANDWIDTH),
         ..Options::default()
     };
-    let build = || {
-        TablePlanner::build(&chain, Algorithm::Pofo, high, &options, &mut no_progress()).unwrap()
-    };
+    let build =
+        || Tables::build(&chain, Algorithm::Pofo, high, &options, &mut no_progress()).unwrap();
     g.bench_function("build/L100_N50", |b| b.iter(build));
     let planner = build();
     let table = planner.table().expect("a link: the DP's tables");

@@ -180,6 +180,7 @@ fn reload_or_recompute_chain() -> Chain {
         forward_nograd_seconds: nograd,
         forward_nograd_overhead_bytes: None,
         module: None,
+        parameters: Vec::new(),
         menu: Vec::new(),
     };
     Chain {

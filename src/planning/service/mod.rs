@@ -22,7 +22,7 @@ use remat_core::format::read_any_chain;
 use remat_core::model::units::format_bytes;
 use remat_core::model::{AffineFit, BatchModel};
 use remat_core::simulator::{judge, Trace};
-use remat_core::solvers::offload::{TableAnswer, TablePlanner};
+use remat_core::solvers::offload::{TableAnswer, Tables};
 use remat_core::solvers::optimal;
 use remat_core::solvers::{
     floor_certificate, max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy,
@@ -119,11 +119,12 @@ pub struct PlannerService {
 struct OffloadTable {
     algorithm: Algorithm,
     bandwidth: Option<f64>,
-    planner: TablePlanner,
+    planner: Planner,
 }
 
 /// Whether `algorithm` answers quick plans from a table for every budget
-/// ([`Stage::Quick`]): pofo and offload-only, the DP `TablePlanner` serves.
+/// ([`Stage::Quick`]): pofo and offload-only, whose planner holds their
+/// tables ([`Planner::build_every_budget`]).
 pub fn has_quick_table(algorithm: Algorithm) -> bool {
     matches!(algorithm, Algorithm::Pofo | Algorithm::OffloadOnly)
 }
@@ -400,7 +401,7 @@ impl PlannerService {
                 algorithm: ask.algorithm,
             };
             let mut progress = reporter(generation, task, emit);
-            let built = TablePlanner::build(
+            let built = Planner::build_every_budget(
                 chain,
                 ask.algorithm,
                 max_useful_budget(chain),
@@ -413,9 +414,9 @@ impl PlannerService {
                 planner: built.ok()?,
             });
         }
-        let table = &self.offload_table.as_ref()?.planner;
-        let answer = table.plan(chain, ask.budget);
-        Some(quick_words(table, ask.budget, answer))
+        let tables = self.offload_table.as_ref()?.planner.offload_tables()?;
+        let answer = tables.plan(chain, ask.budget);
+        Some(quick_words(tables, ask.budget, answer))
     }
 
     /// One compare row: `algorithm` solved at `budget`.
@@ -668,7 +669,7 @@ fn with_floor_certificate(
 
 /// A quick answer in the page's words: which grid it is on, that the
 /// per-budget solve follows.
-fn quick_words(table: &TablePlanner, budget: u64, answer: TableAnswer) -> Solution {
+fn quick_words(table: &Tables, budget: u64, answer: TableAnswer) -> Solution {
     let mut solution = answer.solution;
     let grid = table.resolution();
     let slot = table.table().map(|t| t.slot_bytes());

@@ -961,8 +961,7 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
         bandwidth_bytes_per_s: Some(bandwidth),
         ..Options::default()
     };
-    let table =
-        TablePlanner::build(&chain, Algorithm::Pofo, top, &options(12e9), &mut |_| true).unwrap();
+    let table = Tables::build(&chain, Algorithm::Pofo, top, &options(12e9), &mut |_| true).unwrap();
     // Each stage's progress under its own task, only forward: the table's
     // and the refinement's are made at once in two workers.
     let progress_of = |answers: &[Response], task: Task| {
@@ -1003,8 +1002,7 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
         );
     }
     let budget = top * 75 / 100;
-    let slow =
-        TablePlanner::build(&chain, Algorithm::Pofo, top, &options(6e9), &mut |_| true).unwrap();
+    let slow = Tables::build(&chain, Algorithm::Pofo, top, &options(6e9), &mut |_| true).unwrap();
     let quick = planned(only(ask(&mut service, plan_at(budget, 6e9, Stage::Quick))));
     assert_eq!(quick.ops, slow.plan(&chain, budget).solution.ops);
     // rotor has no such table: a quick ask is answered whole (in the page).
@@ -1056,7 +1054,7 @@ fn a_long_chains_table_for_every_budget_is_built_on_fewer_slots_and_says_so() {
         ..Options::default()
     };
     let top = max_useful_budget(&chain);
-    let table = TablePlanner::build(&chain, Algorithm::Pofo, top, &options, &mut |_| true).unwrap();
+    let table = Tables::build(&chain, Algorithm::Pofo, top, &options, &mut |_| true).unwrap();
     let slots = table.resolution().slots;
     assert!(slots < 50, "{slots}");
     let budget = top * 3 / 4;

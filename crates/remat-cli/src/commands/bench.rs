@@ -77,7 +77,7 @@ fn pofo_solve(stages: usize, reps: usize) -> Result<f64> {
 }
 
 /// pofo's tables for every budget of the synthetic chain of `stages`
-/// (`offload::TablePlanner`, the default 50 slots at M_high, 12 GB/s):
+/// (`offload::Tables`, the default 50 slots at M_high, 12 GB/s):
 /// the median seconds to build them, and to answer (judged) each of 20
 /// budgets from M_low to M_high from them.
 fn pofo_table(stages: usize, reps: usize) -> Result<PofoTableTime> {
@@ -89,7 +89,7 @@ fn pofo_table(stages: usize, reps: usize) -> Result<PofoTableTime> {
         ..Options::default()
     };
     let (build_seconds, planner) = timed(reps, || {
-        Ok(offload::TablePlanner::build(
+        Ok(offload::Tables::build(
             &chain,
             Algorithm::Pofo,
             high,

@@ -103,6 +103,9 @@ struct StageFile {
     /// Absent or `null`: not described.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     module: Option<String>,
+    /// Absent or `[]`: not described.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    parameters: Vec<String>,
     /// Absent, `null` or `[]`: only the classic F_all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(deserialize_with = "optional_objects")]
@@ -170,6 +173,7 @@ impl From<StageFile> for Stage {
             forward_nograd_seconds: f.forward_nograd_seconds.map(|t| t.0),
             forward_nograd_overhead_bytes: f.forward_nograd_overhead_bytes.map(|b| b.0),
             module: f.module,
+            parameters: f.parameters,
             menu: f
                 .menu
                 .unwrap_or_default()
@@ -243,6 +247,7 @@ impl From<&Stage> for StageFile {
             forward_nograd_seconds: s.forward_nograd_seconds.map(Seconds),
             forward_nograd_overhead_bytes: s.forward_nograd_overhead_bytes.map(SignedBytes),
             module: s.module.clone(),
+            parameters: s.parameters.clone(),
             menu: (!s.menu.is_empty()).then(|| {
                 s.menu
                     .iter()

@@ -120,6 +120,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
                 forward_nograd_seconds: None,
                 forward_nograd_overhead_bytes: None,
                 module: None,
+                parameters: Vec::new(),
                 menu: Vec::new(),
             }
         })

@@ -52,6 +52,13 @@ pub struct Stage {
     /// (`transformer.h.3`, `conv1+bn1+relu+maxpool`), for people; None when
     /// not known. Outside the digest, like `name`.
     pub module: Option<String>,
+    /// The qualified names of the trainable parameters the stage reads, as
+    /// the model names them (`classifier.3.weight`); empty when not known.
+    /// `module` may name a whole parent of which the stage runs a part (a
+    /// classifier cut in two), so this, not `module`, says which weights
+    /// two stages share (the export's tied-weight bookkeeping). Outside the
+    /// digest, like `module`.
+    pub parameters: Vec<String>,
     /// Other ways to run F_all^ℓ that keep less than ā^ℓ and recompute the
     /// rest inside B^ℓ (selective checkpointing policies, a compiled
     /// stage's partitions; Rockmate's per-block options). Option 0 is
@@ -118,6 +125,7 @@ impl Stage {
             forward_nograd_seconds: None,
             forward_nograd_overhead_bytes: None,
             module: None,
+            parameters: Vec::new(),
             menu: Vec::new(),
         }
     }

@@ -365,6 +365,7 @@ impl Line {
             forward_nograd_seconds: nograd,
             forward_nograd_overhead_bytes: nograd_overhead,
             module: x.module.clone(),
+            parameters: x.parameters.clone(),
             menu: self.menu(l, x, y)?,
         })
     }

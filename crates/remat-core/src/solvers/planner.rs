@@ -9,9 +9,13 @@
 //! Offloading algorithms depend on the budget throughout: their planner
 //! solves each budget anew with the function `per_budget` gives them,
 //! e.g. [`offload::solve`]. That dispatch lives here, not in the
-//! vocabulary (`api.rs`), which the algorithm modules import.
+//! vocabulary (`api.rs`), which the algorithm modules import. pofo and
+//! offload-only can also answer every budget from one build, on the grid
+//! of the top budget ([`Planner::build_every_budget`], the page's quick
+//! answers): the same planner, holding [`offload::Tables`].
 //!
 //! [`offload::solve`]: super::offload::solve
+//! [`offload::Tables`]: super::offload::Tables
 
 use super::api::{
     no_progress, Algorithm, Candidate, Options, Problem, Progress, Solution, SolveError, SolveFn,
@@ -65,6 +69,15 @@ pub enum Planner {
         /// pofo's and offload-only's grid ([`offload::grid_for`]): the slots
         /// asked for, or fewer where their tables would pass the limit.
         offload_grid: Option<pofo::Resolution>,
+    },
+    /// pofo and offload-only for every budget up to a top from one build
+    /// ([`build_every_budget`](Self::build_every_budget)): the DP's tables
+    /// on the top's grid, each answer judged by the simulator. Coarser than
+    /// [`PerBudget`](Self::PerBudget)'s paper grid below the top (each
+    /// answer says on how many slots).
+    Offload {
+        tables: Box<offload::Tables>,
+        min_budget: u64,
     },
 }
 
@@ -205,6 +218,51 @@ impl Planner {
         }
     }
 
+    /// As [`build`](Self::build), except that pofo and offload-only build
+    /// their tables for every budget up to `max_budget_bytes` once
+    /// ([`offload::Tables`], `options`' grid at that top) instead of
+    /// solving each budget anew: every later [`plan`](Self::plan) is a
+    /// read-out (O(L) DP states and a few simulations), on the top's grid.
+    /// The other algorithms build as [`build`](Self::build) does.
+    ///
+    /// ```
+    /// use remat_core::examples::teaching;
+    /// use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner};
+    ///
+    /// let mut chain = teaching();
+    /// chain.bandwidth_bytes_per_s = Some(12e9); // a link to the host
+    /// let high = max_useful_budget(&chain);
+    /// let pofo = Planner::build_every_budget(&chain, Algorithm::Pofo, high, &Options::default(),
+    ///                                        &mut no_progress()).unwrap();
+    /// assert!(pofo.offload_tables().is_some());
+    /// assert!(pofo.plan(&chain, high * 6 / 10).unwrap().feasible());
+    /// ```
+    pub fn build_every_budget(
+        chain: &Chain,
+        algorithm: Algorithm,
+        max_budget_bytes: u64,
+        options: &Options,
+        progress: &mut Progress<'_>,
+    ) -> Result<Planner, SolveError> {
+        if !matches!(algorithm, Algorithm::Pofo | Algorithm::OffloadOnly) {
+            return Planner::build(chain, algorithm, max_budget_bytes, options, progress);
+        }
+        let tables = offload::Tables::build(chain, algorithm, max_budget_bytes, options, progress)?;
+        Ok(Planner::Offload {
+            tables: Box::new(tables),
+            min_budget: memory_floor(chain).bytes,
+        })
+    }
+
+    /// pofo's or offload-only's tables for every budget, where
+    /// [`build_every_budget`](Self::build_every_budget) built them.
+    pub fn offload_tables(&self) -> Option<&offload::Tables> {
+        match self {
+            Planner::Offload { tables, .. } => Some(tables),
+            _ => None,
+        }
+    }
+
     /// Takes a rotor/revolve planner apart into its table (breakpoints or
     /// grid, [`persistent::TableParts`]) and its least budget, to move it
     /// between threads; None for other planners.
@@ -254,6 +312,7 @@ impl Planner {
             Planner::Persistent { algorithm, .. } | Planner::PerBudget { algorithm, .. } => {
                 *algorithm
             }
+            Planner::Offload { tables, .. } => tables.algorithm(),
         }
     }
 
@@ -319,6 +378,9 @@ impl Planner {
                     .bandwidth_bytes_per_s
                     .or(chain.bandwidth_bytes_per_s);
                 floor_certificate(chain, algorithm, budget_bytes, bandwidth, seconds)
+            }
+            Planner::Offload { tables, .. } => {
+                floor_certificate(chain, algorithm, budget_bytes, tables.bandwidth(), seconds)
             }
             _ => floor_certificate(chain, algorithm, budget_bytes, None, seconds),
         }
@@ -394,9 +456,9 @@ impl Planner {
                 candidates.iter().map(|c| c.peak_bytes).min().unwrap_or(0)
             }
             Planner::Hong(plan) => plan.trace.peak_bytes,
-            Planner::Persistent { min_budget, .. } | Planner::PerBudget { min_budget, .. } => {
-                *min_budget
-            }
+            Planner::Persistent { min_budget, .. }
+            | Planner::PerBudget { min_budget, .. }
+            | Planner::Offload { min_budget, .. } => *min_budget,
         }
     }
 
@@ -447,6 +509,7 @@ impl Planner {
                 };
                 solve(&problem, progress)
             }
+            Planner::Offload { tables, .. } => Ok(tables.plan(chain, budget_bytes).solution),
             _ => Ok(self.read_out(chain, budget_bytes)),
         }
     }
@@ -464,7 +527,9 @@ impl Planner {
             detail,
         };
         match self {
-            Planner::PerBudget { .. } => unreachable!("offloading planners solve each budget"),
+            Planner::PerBudget { .. } | Planner::Offload { .. } => {
+                unreachable!("offloading planners answer in plan_with_progress")
+            }
             Planner::Hong(plan) => plan.answer(budget_bytes),
             Planner::Fixed {
                 ops,
@@ -559,6 +624,7 @@ impl Planner {
     pub fn offload_grid(&self) -> Option<pofo::Resolution> {
         match self {
             Planner::PerBudget { offload_grid, .. } => *offload_grid,
+            Planner::Offload { tables, .. } => Some(tables.resolution()),
             _ => None,
         }
     }
@@ -605,6 +671,11 @@ impl Planner {
                     lost_bytes: None,
                 }
             }
+            // The top's grid: one slot size for every budget.
+            Planner::Offload { tables, .. } => Memory::Grid {
+                slot_bytes: tables.table().map_or(1, |t| t.slot_bytes()),
+                lost_bytes: None,
+            },
         }
     }
 }

@@ -55,6 +55,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
                         .map(|t| t.min(f) as f64),
                     forward_nograd_overhead_bytes: of_nograd.filter(|_| with_overheads),
                     module: None,
+                    parameters: Vec::new(),
                     menu: Vec::new(),
                 }
             },
@@ -113,6 +114,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
                 forward_nograd_seconds: nograd.map(|r| f * r),
                 forward_nograd_overhead_bytes: of_nograd.map(|o| o as i64),
                 module: None,
+                parameters: Vec::new(),
                 menu: Vec::new(),
             },
         );

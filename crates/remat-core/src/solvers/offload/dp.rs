@@ -212,8 +212,10 @@ fn convert(
 /// slot, so a budget B below the top has ⌊B / u⌋ slots, not [`solve_dp`]'s
 /// N slots of ⌊B / N⌋ (coarser: [`TableAnswer::slots`] says how many). A
 /// caller that wants the paper's grid shows this answer at once, says so,
-/// and refines it with [`solve_dp`] in the background.
-pub struct TablePlanner {
+/// and refines it with [`solve_dp`] in the background. The
+/// [`Planner`](crate::solvers::Planner) holds one where it was built for
+/// every budget ([`Planner::build_every_budget`](crate::solvers::Planner::build_every_budget)).
+pub struct Tables {
     algorithm: Algorithm,
     bandwidth: Option<f64>,
     linked: bool,
@@ -227,7 +229,7 @@ pub struct TablePlanner {
     top_bytes: u64,
 }
 
-/// One budget's answer from a [`TablePlanner`].
+/// One budget's answer from a [`Tables`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableAnswer {
     /// As [`solve_dp`] phrases it: `predicted_seconds` is the DP's time with
@@ -243,7 +245,7 @@ pub struct TableAnswer {
     pub slots: usize,
 }
 
-impl TablePlanner {
+impl Tables {
     /// The tables for every budget up to `max_budget_bytes` (capped at
     /// M_high: above it store-all fits), on `options`' grid at that top
     /// ([`grid_for`]: `offload_slots`, or fewer where the tables would pass
@@ -254,7 +256,7 @@ impl TablePlanner {
         max_budget_bytes: u64,
         options: &Options,
         progress: &mut Progress<'_>,
-    ) -> Result<TablePlanner, SolveError> {
+    ) -> Result<Tables, SolveError> {
         let mode = match algorithm {
             Algorithm::Pofo => Mode::Full,
             Algorithm::OffloadOnly => Mode::OffloadOnly,
@@ -306,7 +308,7 @@ impl TablePlanner {
         } else {
             None
         };
-        Ok(TablePlanner {
+        Ok(Tables {
             algorithm,
             bandwidth,
             linked,
@@ -315,6 +317,16 @@ impl TablePlanner {
             resolution,
             top_bytes,
         })
+    }
+
+    /// pofo or offload-only.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The link's bandwidth the tables were built for (None: no link).
+    pub fn bandwidth(&self) -> Option<f64> {
+        self.bandwidth
     }
 
     /// The DP's tables (None for pofo without a link).

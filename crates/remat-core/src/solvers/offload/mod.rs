@@ -46,7 +46,7 @@ mod opportunist;
 mod prefetch;
 
 pub use autocapper::{autocapper, AUTOCAPPER_TRIES};
-pub use dp::{grid_for, solve_dp, TableAnswer, TablePlanner};
+pub use dp::{grid_for, solve_dp, TableAnswer, Tables};
 pub use opportunist::opportunist;
 pub use prefetch::{place_prefetches, with_prefetches};
 

@@ -135,7 +135,7 @@
 //! answers every budget up to the top, each a read-out of O(L) states
 //! (2.4 µs at L = 100, N = 50; a judged answer — prefetches placed, the
 //! DP's and rotor's schedules simulated — in 4.1 ms:
-//! [`offload::TablePlanner`](super::TablePlanner)). The one
+//! [`offload::Tables`](super::Tables)). The one
 //! budget-dependent part of the per-budget DP is its cut (a bound from
 //! *its* budget's transfer-free optimum), which may not be carried to other
 //! budgets: the table has its own, per A kept slots, from the largest

@@ -89,6 +89,7 @@ fn chain(rng: &mut Rng, unit: u64) -> Chain {
                 forward_nograd_overhead_bytes: (rng.below(2) == 0)
                     .then(|| (rng.below(7) * unit) as i64),
                 module: None,
+                parameters: Vec::new(),
                 menu: Vec::new(),
             }
         })
