@@ -512,6 +512,12 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
         module = program.module_names[l - 1]
         if module:
             stage["module"] = module
+        # Which weights the stage reads, by name: `module` may name a whole
+        # parent the stage runs a part of (a classifier cut in two), which
+        # would make its weights look shared with the next stage.
+        parameters = program.parameter_names(l)
+        if parameters:
+            stage["parameters"] = parameters
         if r["gradient_bytes"] != out_b:
             stage["gradient_bytes"] = r["gradient_bytes"]
         # F_all's transient and F_ck/F_∅'s apart: without autograd PyTorch

@@ -125,30 +125,48 @@ def shared_gradient_args(model: nn.Module, chain: dict) -> List[str]:
     the tied weights of `model` across the stages of `chain` (a chain
     document): what `export_plan(model=...)` passes, and what a user who
     runs `remat export` by hand passes too."""
-    return [a for g in shared_gradients(model, [s.get("module") for s in chain["stages"]])
+    stages = chain["stages"]
+    named = [s.get("parameters") for s in stages] if any("parameters" in s for s in stages) else None
+    return [a for g in shared_gradients(model, [s.get("module") for s in stages], named)
             for a in ("--shared-gradient", f"{g['first']}:{g['last']}:{g['bytes']}")]
 
 
-def shared_gradients(model: nn.Module, modules: Sequence[Optional[str]]) -> List[dict]:
+def shared_gradients(model: nn.Module, modules: Sequence[Optional[str]],
+                     parameters: Optional[Sequence[Optional[Sequence[str]]]] = None) -> List[dict]:
     """The parameters that several stages use (tied weights), as
     `{"first", "last", "bytes"}`: stock PyTorch's one backward keeps the
     gradient B^last computes in autograd's buffer until B^first adds its
-    own. `modules` is each stage's `module` (a chain's, `+`-joined)."""
+    own. `parameters` is each stage's `parameters` (the qualified names of
+    the weights it reads, as `describe_chain` writes them); without it,
+    `modules`, each stage's `module` (`+`-joined), names them — a guess
+    where a stage runs part of the module it names (a classifier cut in
+    two: its last layer's weight then looks shared)."""
     stages: Dict[int, List[int]] = {}
     params: Dict[int, nn.Parameter] = {}
-    for l, name in enumerate(modules, 1):
-        if not name:
-            continue
-        for part in name.split("+"):
-            try:
-                mod = model.get_submodule(part)
-            except AttributeError:
+    by_name = dict(model.named_parameters())
+
+    def read(l: int, p: nn.Parameter) -> None:
+        if p.requires_grad:
+            params[id(p)] = p
+            if l not in stages.setdefault(id(p), []):
+                stages[id(p)].append(l)
+
+    if parameters is not None:
+        for l, names in enumerate(parameters, 1):
+            for name in names or []:
+                if name in by_name:
+                    read(l, by_name[name])
+    else:
+        for l, name in enumerate(modules, 1):
+            if not name:
                 continue
-            for p in mod.parameters():
-                if p.requires_grad:
-                    params[id(p)] = p
-                    if l not in stages.setdefault(id(p), []):
-                        stages[id(p)].append(l)
+            for part in name.split("+"):
+                try:
+                    mod = model.get_submodule(part)
+                except AttributeError:
+                    continue
+                for p in mod.parameters():
+                    read(l, p)
     out = []
     for key, ls in stages.items():
         if len(ls) > 1:
@@ -620,7 +638,7 @@ def apply_plan(model: nn.Module, plan: Union[dict, str, Path], batch: Any = None
     # A chain that counts the parameter gradients has a tied weight's in it
     # already (its later stage's g^ℓ): nothing to be told of.
     counted = plan.get("parameter_gradients_in_chain", False)
-    found = [] if counted else shared_gradients(model, plan.get("modules", []))
+    found = [] if counted else shared_gradients(model, plan.get("modules", []), plan.get("parameters"))
     if not counted and sorted(told) != [(g["first"], g["last"], g["bytes"]) for g in found]:
         missing = ", ".join(f"stages {g['first']} and {g['last']} ({g['bytes']} B)" for g in found) or "none"
         applied.note = (applied.note + "; " if applied.note else "") + (

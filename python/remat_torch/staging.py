@@ -37,7 +37,7 @@ import operator
 import sys
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import fx, nn
@@ -666,6 +666,11 @@ class StageList:
     def parameters(self, l: int) -> List[nn.Parameter]:
         return list(self.modules[l - 1].parameters())
 
+    def parameter_names(self, l: int) -> List[str]:
+        """The trainable parameters stage l reads, named as in an
+        `nn.Sequential` of the stages (`3.weight`)."""
+        return _named(nn.ModuleList(self.modules), self.parameters(l))
+
     def buffers(self, l: int) -> List[torch.Tensor]:
         return list(self.modules[l - 1].buffers())
 
@@ -712,6 +717,11 @@ class StagedProgram:
     def parameters(self, l: int) -> List[nn.Parameter]:
         return list(self.staged.stages[l - 1].parameters)
 
+    def parameter_names(self, l: int) -> List[str]:
+        """The trainable parameters stage l reads, by their qualified names
+        in the model (`classifier.3.weight`; a tied weight by its first)."""
+        return _named(self.staged.model, self.parameters(l))
+
     def buffers(self, l: int) -> List[torch.Tensor]:
         return list(self.staged.stages[l - 1].buffers)
 
@@ -737,6 +747,18 @@ def _attribute_tensors(modules: Sequence[nn.Module]) -> List[torch.Tensor]:
         for sub in m.modules():
             out.extend(v for v in vars(sub).values() if isinstance(v, torch.Tensor))
     return _distinct(out)
+
+
+def _named(root: nn.Module, params: Iterable[nn.Parameter]) -> List[str]:
+    """The qualified names under `root` of the trainable `params`, once each,
+    in their order (a parameter `root` does not hold is left out)."""
+    names = {id(p): n for n, p in root.named_parameters()}
+    out: List[str] = []
+    for p in params:
+        n = names.get(id(p))
+        if p.requires_grad and n is not None and n not in out:
+            out.append(n)
+    return out
 
 
 def _distinct(items) -> list:

@@ -554,3 +554,49 @@ def _mib(n: int) -> str:
     """remat's format_bytes for sizes in MiB (the headers' peaks here)."""
     v = n / 2**20
     return f"{v:.0f} MiB" if v >= 100 else f"{v:.1f} MiB" if v >= 10 else f"{v:.2f} MiB"
+
+
+def test_a_classifier_cut_across_stages_shares_no_weight(tmp_path):
+    """MobileNetV3-small's classifier (Linear, Hardswish, Dropout, Linear)
+    is cut in two stages: one runs `classifier.0`–`.2` and is named
+    `classifier` (the parent), the next `classifier.3`. The export's
+    tied-weight bookkeeping reads each stage's `parameters` (the weights it
+    really reads), so `export_plan(model=)` tells of no shared gradient,
+    the plan's predicted peak is not raised by one, and `apply_plan` adds
+    no note. Mutation tried, the bookkeeping by `module` (the code before,
+    `shared_gradients` ignoring `parameters`): `export_plan(model=)` told
+    of `[{'bytes': 40, 'first': 17, 'last': 18}, {'bytes': 40960, ...}]`,
+    `classifier.3`'s bias and weight as if stages 17 and 18 shared them,
+    and the test fails there."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v3_small(num_classes=10)
+    x, y = torch.randn(2, 3, 64, 64), torch.randint(0, 10, (2,))
+    chain = describe_chain(model, x, y, loss=lambda out, t: F.cross_entropy(out, t))
+    stages = chain["stages"]
+    modules = [s.get("module") for s in stages]
+    cut = modules.index("classifier")
+    assert modules[cut + 1] == "classifier.3", modules
+    assert stages[cut]["parameters"] == ["classifier.0.weight", "classifier.0.bias"], stages[cut]
+    assert stages[cut + 1]["parameters"] == ["classifier.3.weight", "classifier.3.bias"], stages[cut + 1]
+    # The guess by module would have found the classifier's last layer shared.
+    by_module = remat_torch.export.shared_gradients(model, modules)
+    assert by_module == [{"first": cut + 1, "last": cut + 2, "bytes": 40},
+                         {"first": cut + 1, "last": cut + 2, "bytes": 40960}], by_module
+    chain_path = tmp_path / "chain.json"
+    chain_path.write_text(json.dumps(chain))
+    plan_path = tmp_path / "rotor.json"
+    ref = solve(chain_path, tmp_path / "ref.json", "-a", "rotor", "-b", "100%")
+    low, high = ref["m_low_bytes"], ref["m_high_bytes"]
+    solve(chain_path, plan_path, "-a", "rotor", "-b", str((low + high) // 2))
+    told = export_plan(plan_path, chain_path, to="pytorch", remat=remat_bin(), model=model)
+    assert told.get("shared_gradients", []) == [], told.get("shared_gradients")
+    plain = export_plan(plan_path, chain_path, to="pytorch", remat=remat_bin())
+    assert told == plain  # nothing shared: the same forms, peaks and times
+    assert plain["parameters"][cut] == stages[cut]["parameters"]
+    applied = apply_plan(model, plain, x)
+    try:
+        assert "share parameters" not in applied.note, applied.note
+    finally:
+        applied.remove()

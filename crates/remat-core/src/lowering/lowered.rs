@@ -59,6 +59,12 @@ pub struct LoweredPlan {
     pub budget_bytes: u64,
     /// Each stage's `module` from the chain (null where it names none).
     pub modules: Vec<Option<String>>,
+    /// Each stage's `parameters` from the chain (the trainable parameters
+    /// it reads, by qualified name): which weights two stages share, where
+    /// `modules` may name a whole parent a stage runs a part of. Absent
+    /// when the chain lists none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Vec<Vec<String>>>,
     /// The plan's regions, nested (1-based stages).
     pub regions: Vec<Region>,
     /// `pytorch`: the stages the one-stage form checkpoints alone (those in
@@ -184,6 +190,8 @@ pub fn lower(
     let n = chain.len();
     let tree = pytorch::regions(&schedule.ops, n)?;
     let modules: Vec<Option<String>> = (chain.stages.iter()).map(|s| s.module.clone()).collect();
+    let parameters = (chain.stages.iter().any(|s| !s.parameters.is_empty()))
+        .then(|| chain.stages.iter().map(|s| s.parameters.clone()).collect());
     let options = crate::schedule::menu_choices(&schedule.ops);
     if let (Target::Transformers, Some(&(stage, option))) = (target, options.first()) {
         let policy = (chain.stages.get(stage - 1)).map_or("?", |s| s.policy(option as usize));
@@ -251,6 +259,7 @@ pub fn lower(
         algorithm: algorithm_of(schedule).to_string(),
         budget_bytes: schedule.budget_bytes,
         modules,
+        parameters,
         regions: tree,
         one_stage,
         layers,
