@@ -8,8 +8,14 @@ cd "$ROOT"
 export TRUNK_SKIP_VERSION_CHECK=true
 export PATH="$HOME/.cargo/bin:$ROOT/.tools/node_modules/.bin:$PATH"
 
-echo "== trunk build --release"
-trunk build --release || { echo "BROWSER TESTS: FAIL (trunk build)"; exit 1; }
+# In the `ci` profile the lints and the core's wasm tests use (release
+# without its link-time optimization and single codegen unit: the same
+# code; the proc-macros and build scripts the lints compiled serve it
+# too); scripts/explorer.sh serves the release build, which
+# REMAT_TRUNK_PROFILE=release tests.
+PROFILE="${REMAT_TRUNK_PROFILE:-ci}"
+echo "== trunk build --release --cargo-profile $PROFILE"
+trunk build --release --cargo-profile "$PROFILE" || { echo "BROWSER TESTS: FAIL (trunk build)"; exit 1; }
 # scripts/test.sh has built the CLI already (REMAT_CLI); alone, build it.
 if [ -z "${REMAT_CLI:-}" ] || [ ! -x "$REMAT_CLI" ]; then
   echo "== cargo build --release -p remat-cli"

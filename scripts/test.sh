@@ -42,14 +42,17 @@ step "module graph: no cycle between modules; the explorer's layers import one w
 python3 scripts/module_graph.py --self-test
 python3 scripts/module_graph.py
 
+# The lints run in the `ci` profile the tests are built in (below): the
+# build scripts and proc-macros they compile (torch-sys's and the shim's
+# C++ among them) are then built once, not once per profile.
 step "cargo clippy (core, CLI, the Python extension) -D warnings"
-cargo clippy -p remat-core -p remat-cli -p remat-py --all-targets -- -D warnings
+cargo clippy --profile ci -p remat-core -p remat-cli -p remat-py --all-targets -- -D warnings
 
 step "remat-core builds for wasm32-unknown-unknown"
 cargo build -p remat-core --target wasm32-unknown-unknown
 
 step "cargo clippy (explorer, wasm32) -D warnings"
-cargo clippy -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
+cargo clippy --profile ci -p remat-explorer --target wasm32-unknown-unknown -- -D warnings
 
 step "explorer: protocol and planning service, natively (no browser)"
 cargo test -p remat-explorer --lib
@@ -71,9 +74,9 @@ fi
 
 step "profiler (remat-profile with libtorch, CPU): setup, then clippy with and without --features torch"
 bash scripts/setup-libtorch.sh
-cargo clippy -p remat-profiler --all-targets -- -D warnings
+cargo clippy --profile ci -p remat-profiler --all-targets -- -D warnings
 LIBTORCH="$PWD/.tools/libtorch/torch" \
-  cargo clippy -p remat-profiler --features torch --all-targets -- -D warnings
+  cargo clippy --profile ci -p remat-profiler --features torch --all-targets -- -D warnings
 
 # One cargo invocation for the three crates: built apart, their features
 # unify differently and remat-core is compiled twice.
@@ -87,13 +90,14 @@ LIBTORCH="$PWD/.tools/libtorch/torch" \
   cargo test --profile ci -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
 
 step "remat_torch (python/): setup (torch 2.13 importable), then its tests against the remat binary"
-# The CLI the Python and browser tests use. Not a no-op, though the Rust
-# tests above built it: their dev-dependencies unify other features into
-# the shared crates, so remat-core compiles again here (54–66 s on the
-# 2-core machine); reusing the tests' target/ci/remat is the next step.
-LIBTORCH="$PWD/.tools/libtorch/torch" \
-  cargo build --profile ci -p remat-core -p remat-cli -p remat-profiler --features remat-profiler/torch
+# The CLI and the profiler the Python and browser tests use: the binaries
+# `cargo test` built above for the CLI's and the profiler's own tests.
+# (Built apart, with `cargo build`, remat-core compiled again: the tests'
+# dev-dependencies unify other features into it — 33–66 s on this 2-core
+# machine for the same program; the tests' build only adds the slow test
+# oracle, feature `reference`, to the library, which the CLI never calls.)
 export REMAT_CLI="$PWD/target/ci/remat"
+test -x "$REMAT_CLI" && test -x "$PWD/target/ci/remat-profile"
 bash scripts/setup-python.sh
 # From the repository root, so remat_torch is imported from what
 # `pip install ./python` installed in .tools/pydeps, not from the source tree.
