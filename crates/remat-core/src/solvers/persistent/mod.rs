@@ -762,77 +762,39 @@ impl PersistentTable {
             predicted_peak_bytes: chain.output_bytes(0) + peak,
         })
     }
-
-    /// Which case of Theorem 1 reached C_BP(s, t, m). It recomputes each
-    /// candidate with the same arithmetic as `fill`, so equality is exact.
-    fn decide(&self, s: usize, t: usize, m: usize) -> Decision {
-        let value = self.table[self.row(s, t) + m];
-        if s == t {
-            // The first option, in the fill's order, that fits and gives it.
-            let option = leaf_option(
-                self.forward[s],
-                (m >= self.m_all(s, s)).then_some(self.backward[s]),
-                &self.menu[s],
-                |o| m >= self.m_all_with(s, o),
-                value,
-            );
-            return Decision::Leaf { option };
-        }
-        // The first candidate equal to the stored minimum is the one `fill`
-        // kept; the nearest one is a fallback that exact arithmetic never needs.
-        let mut nearest = (f64::INFINITY, Decision::All { option: 0 });
-        let mut consider = |c: f64, d: Decision| -> Option<Decision> {
-            if c == value {
-                return Some(d);
-            }
-            if (c - value).abs() < nearest.0 {
-                nearest = ((c - value).abs(), d);
-            }
-            None
-        };
-        if self.all_allowed(s, t) {
-            let w = self.saved[s];
-            if m >= self.m_all(s, t).max(w) {
-                let c =
-                    (self.forward[s] + self.backward[s]) + self.table[self.row(s + 1, t) + m - w];
-                if let Some(d) = consider(c, Decision::All { option: 0 }) {
-                    return d;
-                }
-            }
-            for o in &self.menu[s] {
-                let w = o.held;
-                if m >= self.m_all_with(t, o).max(w) {
-                    let c = (self.forward[s] + o.backward) + self.table[self.row(s + 1, t) + m - w];
-                    if let Some(d) = consider(c, Decision::All { option: o.option }) {
-                        return d;
-                    }
-                }
-            }
-        }
-        let mut f = 0.0;
-        let mut inner = 0u64;
-        for next in s + 1..=t {
-            f += self.forward_nograd[next - 1];
-            if next >= s + 2 {
-                inner = inner.max(self.none_term(next - 1));
-            }
-            let w = self.act[next - 1];
-            if m >= self.m_none(s, t, inner).max(w) {
-                let c = (f + self.table[self.row(next, t) + m - w])
-                    + self.table[self.row(s, next - 1) + m];
-                if let Some(d) = consider(c, Decision::Checkpoint { next }) {
-                    return d;
-                }
-            }
-        }
-        nearest.1
-    }
 }
 
 impl read_out::Cells for PersistentTable {
     type Memory = usize;
-    fn decide(&self, s: usize, t: usize, m: usize) -> Decision {
-        PersistentTable::decide(self, s, t, m)
+    fn value(&self, s: usize, t: usize, m: usize) -> f64 {
+        self.table[self.row(s, t) + m]
+    }
+    fn forward(&self, s: usize) -> f64 {
+        self.forward[s]
+    }
+    fn forward_nograd(&self, s: usize) -> f64 {
+        self.forward_nograd[s]
+    }
+    fn backward(&self, s: usize) -> f64 {
+        self.backward[s]
+    }
+    fn menu(&self, s: usize) -> &[AllOption] {
+        &self.menu[s]
+    }
+    fn m_all(&self, s: usize, t: usize) -> usize {
+        PersistentTable::m_all(self, s, t)
+    }
+    fn m_all_with(&self, t: usize, o: &AllOption) -> usize {
+        PersistentTable::m_all_with(self, t, o)
+    }
+    fn none_term(&self, j: usize) -> u64 {
+        PersistentTable::none_term(self, j)
+    }
+    fn m_none(&self, s: usize, t: usize, inner: u64) -> usize {
+        PersistentTable::m_none(self, s, t, inner)
+    }
+    fn all_allowed(&self, s: usize, t: usize) -> bool {
+        PersistentTable::all_allowed(self, s, t)
     }
     fn held_by_forward_all(&self, _chain: &Chain, s: usize, k: usize) -> usize {
         match k {

@@ -6,10 +6,13 @@
 //! peak it predicts are this one function's, so the two cannot drift apart
 //! (they were written twice and kept equal to the bit by hand).
 //!
-//! **Complexity.** O(L) decisions, each as costly as the table's `decide`
-//! (O(L) candidates in the worst case).
+//! Which case of Theorem 1 reached a cell ([`decide`]) is written once
+//! too, over the same trait: each table says how its cells, its
+//! stages' times and its memory needs read on its axis.
+//!
+//! **Complexity.** O(L) decisions, each O(L) candidates in the worst case.
 
-use super::Decision;
+use super::{leaf_option, AllOption, Decision};
 use crate::model::Chain;
 use crate::schedule::Op;
 use std::ops::Sub;
@@ -17,14 +20,99 @@ use std::ops::Sub;
 /// A filled persistent table as the read-out sees it.
 pub(super) trait Cells {
     /// The memory axis: slots (the grid) or bytes (the breakpoints).
-    type Memory: Copy + Sub<Output = Self::Memory>;
-    /// Which case of Theorem 1 reached C_BP(s, t, m).
-    fn decide(&self, s: usize, t: usize, m: Self::Memory) -> Decision;
+    type Memory: Copy + Ord + Sub<Output = Self::Memory>;
+    /// C_BP(s, t, m), as the fill stored it.
+    fn value(&self, s: usize, t: usize, m: Self::Memory) -> f64;
+    /// u_f^s, u_f∅^s (no graph recorded) and u_b^s.
+    fn forward(&self, s: usize) -> f64;
+    fn forward_nograd(&self, s: usize) -> f64;
+    fn backward(&self, s: usize) -> f64;
+    /// F_all^s's menu options (k ≥ 1).
+    fn menu(&self, s: usize) -> &[AllOption];
+    /// m_all^{s,t}, classic and under option `o`, on the table's axis.
+    fn m_all(&self, s: usize, t: usize) -> Self::Memory;
+    fn m_all_with(&self, t: usize, o: &AllOption) -> Self::Memory;
+    /// One F_∅^j term in bytes, and m_∅ of a split of (s, t) whose F_∅
+    /// terms peak at `inner` bytes, on the table's axis.
+    fn none_term(&self, j: usize) -> u64;
+    fn m_none(&self, s: usize, t: usize, inner: u64) -> Self::Memory;
+    /// Whether F_all^s may start a sub-chain longer than one (rotor).
+    fn all_allowed(&self, s: usize, t: usize) -> bool;
     /// What F_all^s under option `k` (0: the classic one) holds while
     /// s+1 … t run: ā^s[k], on the table's axis.
     fn held_by_forward_all(&self, chain: &Chain, s: usize, k: usize) -> Self::Memory;
     /// What the checkpoint a^{next−1} holds while next … t run.
     fn held_by_checkpoint(&self, chain: &Chain, next: usize) -> Self::Memory;
+}
+
+/// Which case of Theorem 1 reached C_BP(s, t, m): the first candidate, in
+/// the fill's order, equal to the stored value. Each is recomputed with the
+/// fill's arithmetic (the same operands added in the same order on both
+/// tables), so equality is exact; the nearest one is a fallback that exact
+/// arithmetic never needs.
+pub(super) fn decide<T: Cells>(
+    table: &T,
+    chain: &Chain,
+    s: usize,
+    t: usize,
+    m: T::Memory,
+) -> Decision {
+    let value = table.value(s, t, m);
+    if s == t {
+        // The first option, in the fill's order, that fits and gives it.
+        let option = leaf_option(
+            table.forward(s),
+            (m >= table.m_all(s, s)).then_some(table.backward(s)),
+            table.menu(s),
+            |o| m >= table.m_all_with(s, o),
+            value,
+        );
+        return Decision::Leaf { option };
+    }
+    let mut nearest = (f64::INFINITY, Decision::All { option: 0 });
+    let mut consider = |c: f64, d: Decision| -> Option<Decision> {
+        if c == value {
+            return Some(d);
+        }
+        if (c - value).abs() < nearest.0 {
+            nearest = ((c - value).abs(), d);
+        }
+        None
+    };
+    if table.all_allowed(s, t) {
+        let w = table.held_by_forward_all(chain, s, 0);
+        if m >= table.m_all(s, t).max(w) {
+            let c = (table.forward(s) + table.backward(s)) + table.value(s + 1, t, m - w);
+            if let Some(d) = consider(c, Decision::All { option: 0 }) {
+                return d;
+            }
+        }
+        for o in table.menu(s) {
+            let w = table.held_by_forward_all(chain, s, o.option as usize);
+            if m >= table.m_all_with(t, o).max(w) {
+                let c = (table.forward(s) + o.backward) + table.value(s + 1, t, m - w);
+                if let Some(d) = consider(c, Decision::All { option: o.option }) {
+                    return d;
+                }
+            }
+        }
+    }
+    let mut f = 0.0;
+    let mut inner = 0u64;
+    for next in s + 1..=t {
+        f += table.forward_nograd(next - 1);
+        if next >= s + 2 {
+            inner = inner.max(table.none_term(next - 1));
+        }
+        let w = table.held_by_checkpoint(chain, next);
+        if m >= table.m_none(s, t, inner).max(w) {
+            let c = (f + table.value(next, t, m - w)) + table.value(s, next - 1, m);
+            if let Some(d) = consider(c, Decision::Checkpoint { next }) {
+                return d;
+            }
+        }
+    }
+    nearest.1
 }
 
 /// Appends the ops of OptRec(s, t, m) and returns their peak in bytes,
@@ -40,7 +128,7 @@ pub(super) fn read_out<T: Cells>(
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
     let st = chain.stage(s);
-    match table.decide(s, t, m) {
+    match decide(table, chain, s, t, m) {
         Decision::Leaf { option } => {
             let k = option as usize;
             let c = st.choice(k);

@@ -35,7 +35,7 @@
 //! of the cells of its length so far, or of the longest so far): the
 //! caller then builds the grid and says so.
 
-use super::{all_options, leaf_option, AllOption, Decision, PersistentPlan, Variant};
+use super::{all_options, AllOption, PersistentPlan, Variant};
 use crate::model::{Chain, Stage};
 use crate::solvers::api::{Progress, SolveError};
 use serde::{Deserialize, Serialize};
@@ -460,80 +460,50 @@ impl StepTable {
             .map(|(&m, &v)| (add(m, self.act_bytes[0]), v))
             .collect()
     }
-
-    /// Which case reached C_BP(s, t, m): the first candidate, in the grid
-    /// table's order, equal to the stored value (each recomputed with the
-    /// fill's arithmetic, so equality is exact).
-    fn decide(&self, s: usize, t: usize, m: u64) -> Decision {
-        let value = self.value(s, t, m);
-        if s == t {
-            // The first option, in the fill's order, that fits and gives it.
-            let option = leaf_option(
-                self.forward[s],
-                (m >= self.m_all(s, s)).then_some(self.backward[s]),
-                &self.menu[s],
-                |o| m >= self.m_all_with(s, o),
-                value,
-            );
-            return Decision::Leaf { option };
-        }
-        let mut nearest = (f64::INFINITY, Decision::All { option: 0 });
-        let mut consider = |c: f64, d: Decision| -> Option<Decision> {
-            if c == value {
-                return Some(d);
-            }
-            if (c - value).abs() < nearest.0 {
-                nearest = ((c - value).abs(), d);
-            }
-            None
-        };
-        if self.all_allowed(s, t) {
-            let w = self.saved_bytes[s];
-            if m >= self.m_all(s, t).max(w) {
-                let c = (self.forward[s] + self.backward[s]) + self.value(s + 1, t, m - w);
-                if let Some(d) = consider(c, Decision::All { option: 0 }) {
-                    return d;
-                }
-            }
-            for o in &self.menu[s] {
-                let w = o.saved_bytes;
-                if m >= self.m_all_with(t, o).max(w) {
-                    let c = (self.forward[s] + o.backward) + self.value(s + 1, t, m - w);
-                    if let Some(d) = consider(c, Decision::All { option: o.option }) {
-                        return d;
-                    }
-                }
-            }
-        }
-        let mut f = 0.0;
-        let mut inner = 0u64;
-        for next in s + 1..=t {
-            f += self.forward_nograd[next - 1];
-            if next >= s + 2 {
-                inner = inner.max(self.none_term(next - 1));
-            }
-            let w = self.act_bytes[next - 1];
-            if m >= self.m_none(s, t, inner).max(w) {
-                let c = (f + self.value(next, t, m - w)) + self.value(s, next - 1, m);
-                if let Some(d) = consider(c, Decision::Checkpoint { next }) {
-                    return d;
-                }
-            }
-        }
-        nearest.1
-    }
 }
 
 impl super::read_out::Cells for StepTable {
     type Memory = u64;
-    fn decide(&self, s: usize, t: usize, m: u64) -> Decision {
-        StepTable::decide(self, s, t, m)
+    fn value(&self, s: usize, t: usize, m: u64) -> f64 {
+        StepTable::value(self, s, t, m)
     }
-    fn held_by_forward_all(&self, chain: &Chain, s: usize, k: usize) -> u64 {
-        chain.stage(s).choice(k).saved_bytes
+    fn forward(&self, s: usize) -> f64 {
+        self.forward[s]
     }
-    fn held_by_checkpoint(&self, chain: &Chain, next: usize) -> u64 {
-        chain.output_bytes(next - 1)
+    fn forward_nograd(&self, s: usize) -> f64 {
+        self.forward_nograd[s]
+    }
+    fn backward(&self, s: usize) -> f64 {
+        self.backward[s]
+    }
+    fn menu(&self, s: usize) -> &[AllOption] {
+        &self.menu[s]
+    }
+    fn m_all(&self, s: usize, t: usize) -> u64 {
+        StepTable::m_all(self, s, t)
+    }
+    fn m_all_with(&self, t: usize, o: &AllOption) -> u64 {
+        StepTable::m_all_with(self, t, o)
+    }
+    fn none_term(&self, j: usize) -> u64 {
+        StepTable::none_term(self, j)
+    }
+    fn m_none(&self, s: usize, t: usize, inner: u64) -> u64 {
+        StepTable::m_none(self, s, t, inner)
+    }
+    fn all_allowed(&self, s: usize, t: usize) -> bool {
+        StepTable::all_allowed(self, s, t)
+    }
+    // The table's own copies of the chain's sizes (`build`), as the fill
+    // read them.
+    fn held_by_forward_all(&self, _chain: &Chain, s: usize, k: usize) -> u64 {
+        match k {
+            0 => self.saved_bytes[s],
+            _ => self.menu[s][k - 1].saved_bytes,
+        }
+    }
+    fn held_by_checkpoint(&self, _chain: &Chain, next: usize) -> u64 {
+        self.act_bytes[next - 1]
     }
 }
 
