@@ -796,13 +796,13 @@ impl read_out::Cells for PersistentTable {
     fn all_allowed(&self, s: usize, t: usize) -> bool {
         PersistentTable::all_allowed(self, s, t)
     }
-    fn held_by_forward_all(&self, _chain: &Chain, s: usize, k: usize) -> usize {
+    fn held_by_forward_all(&self, s: usize, k: usize) -> usize {
         match k {
             0 => self.saved[s],
             _ => self.menu[s][k - 1].held,
         }
     }
-    fn held_by_checkpoint(&self, _chain: &Chain, next: usize) -> usize {
+    fn held_by_checkpoint(&self, next: usize) -> usize {
         self.act[next - 1]
     }
 }

@@ -40,9 +40,9 @@ pub(super) trait Cells {
     fn all_allowed(&self, s: usize, t: usize) -> bool;
     /// What F_all^s under option `k` (0: the classic one) holds while
     /// s+1 … t run: ā^s[k], on the table's axis.
-    fn held_by_forward_all(&self, chain: &Chain, s: usize, k: usize) -> Self::Memory;
+    fn held_by_forward_all(&self, s: usize, k: usize) -> Self::Memory;
     /// What the checkpoint a^{next−1} holds while next … t run.
-    fn held_by_checkpoint(&self, chain: &Chain, next: usize) -> Self::Memory;
+    fn held_by_checkpoint(&self, next: usize) -> Self::Memory;
 }
 
 /// Which case of Theorem 1 reached C_BP(s, t, m): the first candidate, in
@@ -50,13 +50,7 @@ pub(super) trait Cells {
 /// fill's arithmetic (the same operands added in the same order on both
 /// tables), so equality is exact; the nearest one is a fallback that exact
 /// arithmetic never needs.
-pub(super) fn decide<T: Cells>(
-    table: &T,
-    chain: &Chain,
-    s: usize,
-    t: usize,
-    m: T::Memory,
-) -> Decision {
+pub(super) fn decide<T: Cells>(table: &T, s: usize, t: usize, m: T::Memory) -> Decision {
     let value = table.value(s, t, m);
     if s == t {
         // The first option, in the fill's order, that fits and gives it.
@@ -80,7 +74,7 @@ pub(super) fn decide<T: Cells>(
         None
     };
     if table.all_allowed(s, t) {
-        let w = table.held_by_forward_all(chain, s, 0);
+        let w = table.held_by_forward_all(s, 0);
         if m >= table.m_all(s, t).max(w) {
             let c = (table.forward(s) + table.backward(s)) + table.value(s + 1, t, m - w);
             if let Some(d) = consider(c, Decision::All { option: 0 }) {
@@ -88,7 +82,7 @@ pub(super) fn decide<T: Cells>(
             }
         }
         for o in table.menu(s) {
-            let w = table.held_by_forward_all(chain, s, o.option as usize);
+            let w = table.held_by_forward_all(s, o.option as usize);
             if m >= table.m_all_with(t, o).max(w) {
                 let c = (table.forward(s) + o.backward) + table.value(s + 1, t, m - w);
                 if let Some(d) = consider(c, Decision::All { option: o.option }) {
@@ -104,7 +98,7 @@ pub(super) fn decide<T: Cells>(
         if next >= s + 2 {
             inner = inner.max(table.none_term(next - 1));
         }
-        let w = table.held_by_checkpoint(chain, next);
+        let w = table.held_by_checkpoint(next);
         if m >= table.m_none(s, t, inner).max(w) {
             let c = (f + table.value(next, t, m - w)) + table.value(s, next - 1, m);
             if let Some(d) = consider(c, Decision::Checkpoint { next }) {
@@ -128,7 +122,7 @@ pub(super) fn read_out<T: Cells>(
     let a = |l: usize| chain.output_bytes(l);
     let d = |l: usize| chain.gradient_bytes(l);
     let st = chain.stage(s);
-    match decide(table, chain, s, t, m) {
+    match decide(table, s, t, m) {
         Decision::Leaf { option } => {
             let k = option as usize;
             let c = st.choice(k);
@@ -140,7 +134,7 @@ pub(super) fn read_out<T: Cells>(
             let k = option as usize;
             let c = st.choice(k);
             ops.push(Op::ForwardAll { stage: s, option });
-            let held = table.held_by_forward_all(chain, s, k);
+            let held = table.held_by_forward_all(s, k);
             let sub = read_out(table, chain, s + 1, t, m - held, ops);
             ops.push(Op::Backward { stage: s });
             (d(t) + c.saved_bytes + c.forward_overhead)
@@ -155,7 +149,7 @@ pub(super) fn read_out<T: Cells>(
                 let of = chain.stage(j).nograd_forward_overhead();
                 peak = peak.max(d(t) + a(j - 1) + a(j) + of);
             }
-            let held = table.held_by_checkpoint(chain, next);
+            let held = table.held_by_checkpoint(next);
             let right = read_out(table, chain, next, t, m - held, ops);
             let left = read_out(table, chain, s, next - 1, m, ops);
             peak.max(a(next - 1) + right).max(left)

@@ -496,13 +496,13 @@ impl super::read_out::Cells for StepTable {
     }
     // The table's own copies of the chain's sizes (`build`), as the fill
     // read them.
-    fn held_by_forward_all(&self, _chain: &Chain, s: usize, k: usize) -> u64 {
+    fn held_by_forward_all(&self, s: usize, k: usize) -> u64 {
         match k {
             0 => self.saved_bytes[s],
             _ => self.menu[s][k - 1].saved_bytes,
         }
     }
-    fn held_by_checkpoint(&self, _chain: &Chain, next: usize) -> u64 {
+    fn held_by_checkpoint(&self, next: usize) -> u64 {
         self.act_bytes[next - 1]
     }
 }
