@@ -66,11 +66,14 @@ pub use super::slots::{Lattice, SlotPolicy};
 use super::store_all;
 use crate::model::Chain;
 use crate::schedule::Op;
+use read_out::Cells;
 use serde::{Deserialize, Serialize};
+use sizes::Sizes;
 
 mod min_budget;
 mod read_out;
 pub mod refine;
+mod sizes;
 mod steps;
 pub use min_budget::{min_budget, min_budget_met, min_budget_on, MinBudget};
 pub use steps::{StepParts, StepStats, StepTable};
@@ -114,31 +117,19 @@ pub enum Rounding {
 
 /// The table C_BP(s, t, m) for one chain and every budget up to `budget_bytes`.
 pub struct PersistentTable {
-    variant: Variant,
     rounding: Rounding,
     n: usize,
     lattice: Lattice,
     /// M: the number of slots of the largest budget.
     max_slots: usize,
-    /// Held sizes in slots, rounded up (capped at M+1, already infeasible).
+    /// Held sizes in slots, rounded as `rounding` says (capped at M+1,
+    /// already infeasible).
     act: Vec<usize>,
     saved: Vec<usize>,
-    /// Exact bytes, for each operation's own need: ω_a, ω_ā, ω_δ, o_f
-    /// (F_all's transient) and o_f∅ (F_ck's and F_∅'s).
-    act_bytes: Vec<u64>,
-    saved_bytes: Vec<u64>,
-    grad: Vec<u64>,
-    fwd_over: Vec<u64>,
-    fwd_over_nograd: Vec<u64>,
-    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ in bytes ([`Chain::backward_bytes`]:
-    /// o_b may be negative).
-    bwd_need: Vec<u64>,
-    forward: Vec<f64>,
-    /// u_f^ℓ under no-grad (F_ck, F_∅).
-    forward_nograd: Vec<f64>,
-    backward: Vec<f64>,
-    /// The menu's options of each F_all^s (k ≥ 1; option 0 is the arrays
-    /// above), empty for stages without one.
+    /// Exact bytes and times, for each operation's own need.
+    sizes: Sizes,
+    /// The menu's options of each F_all^s (k ≥ 1; option 0 is `sizes`),
+    /// empty for stages without one.
     menu: Vec<Vec<AllOption>>,
     row_start: Vec<usize>,
     table: Vec<f64>,
@@ -361,48 +352,22 @@ impl PersistentTable {
     fn empty(chain: &Chain, grid: TableGrid, rounding: Rounding) -> PersistentTable {
         let n = chain.len();
         let lattice = grid.lattice;
-        // Index 0 is the input batch: a^0 and δ^0, no ā, no time.
-        let per_stage = |f: fn(&crate::model::Stage) -> u64| -> Vec<u64> {
-            (0..=n)
-                .map(|l| if l == 0 { 0 } else { f(chain.stage(l)) })
-                .collect()
+        let sizes = Sizes::of(chain, grid.variant);
+        let on_grid = |bytes: &[u64]| -> Vec<usize> {
+            bytes.iter().map(|&x| held(&lattice, rounding, x)).collect()
         };
-        let times = |f: fn(&crate::model::Stage) -> f64| -> Vec<f64> {
-            (0..=n)
-                .map(|l| if l == 0 { 0.0 } else { f(chain.stage(l)) })
-                .collect()
-        };
-        let act_bytes: Vec<u64> = (0..=n).map(|l| chain.output_bytes(l)).collect();
-        let saved_bytes = per_stage(|s| s.saved_bytes);
         let mut row_start = vec![0usize; n + 2];
         for s in 1..=n {
             row_start[s + 1] = row_start[s] + (n - s + 1);
         }
         PersistentTable {
-            variant: grid.variant,
             rounding,
             n,
             lattice,
             max_slots: lattice.slots,
-            act: act_bytes
-                .iter()
-                .map(|&x| held(&lattice, rounding, x))
-                .collect(),
-            saved: saved_bytes
-                .iter()
-                .map(|&x| held(&lattice, rounding, x))
-                .collect(),
-            act_bytes,
-            saved_bytes,
-            grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
-            fwd_over: per_stage(|s| s.forward_overhead()),
-            fwd_over_nograd: per_stage(|s| s.nograd_forward_overhead()),
-            bwd_need: (0..=n)
-                .map(|l| if l == 0 { 0 } else { chain.backward_bytes(l) })
-                .collect(),
-            forward: times(|s| s.forward_seconds),
-            forward_nograd: times(|s| s.forward_nograd_seconds.unwrap_or(s.forward_seconds)),
-            backward: times(|s| s.backward_seconds),
+            act: on_grid(&sizes.act_bytes),
+            saved: on_grid(&sizes.saved_bytes),
+            sizes,
             menu: all_options(chain, Some((&lattice, rounding))),
             row_start,
             table: Vec::new(),
@@ -417,7 +382,7 @@ impl PersistentTable {
 
     pub fn grid(&self) -> TableGrid {
         TableGrid {
-            variant: self.variant,
+            variant: self.sizes.variant,
             lattice: self.lattice,
         }
     }
@@ -456,47 +421,6 @@ impl PersistentTable {
 
     fn row(&self, s: usize, t: usize) -> usize {
         (self.row_start[s] + (t - s)) * (self.max_slots + 1)
-    }
-
-    /// m_all^{s,t}: the first index whose bytes hold it (exact bytes).
-    fn m_all(&self, s: usize, t: usize) -> usize {
-        let (d, abar) = (&self.grad, self.saved_bytes[s]);
-        let forward = d[t].saturating_add(abar).saturating_add(self.fwd_over[s]);
-        self.lattice.need(forward.max(self.bwd_need[s]))
-    }
-
-    /// m_all^{s,t} of menu option `o` as an index (its ā, o_f and B^s).
-    fn m_all_with(&self, t: usize, o: &AllOption) -> usize {
-        let forward = self.grad[t]
-            .saturating_add(o.saved_bytes)
-            .saturating_add(o.fwd_over);
-        self.lattice.need(forward.max(o.bwd_need))
-    }
-
-    /// One term of m_∅ in bytes: running F_∅^j with a^{j-1} and a^j resident.
-    fn none_term(&self, j: usize) -> u64 {
-        let a = &self.act_bytes;
-        a[j - 1]
-            .saturating_add(a[j])
-            .saturating_add(self.fwd_over_nograd[j])
-    }
-
-    /// m_∅ of the split at s' as an index, given `inner`, the max of the
-    /// F_∅^j terms in bytes over the F_∅ the split runs, s < j < s'. (The
-    /// rotor report takes s < j < t: with one o_f the terms j ≥ s' are
-    /// implied by the sub-chain s'..t, which must run F^j; with o_f∅ apart
-    /// that sub-chain may run it as an F_all with a smaller o_f, and the
-    /// report's form misses such schedules.)
-    fn m_none(&self, s: usize, t: usize, inner: u64) -> usize {
-        let d = self.grad[t];
-        let first = d
-            .saturating_add(self.act_bytes[s])
-            .saturating_add(self.fwd_over_nograd[s]);
-        self.lattice.need(first.max(d.saturating_add(inner)))
-    }
-
-    fn all_allowed(&self, s: usize, t: usize) -> bool {
-        s == t || self.variant == Variant::Rotor
     }
 
     /// Fills the table (Algorithm 1).
@@ -540,7 +464,7 @@ impl PersistentTable {
                 // max over the F_∅^j of this split, s < j < next.
                 let mut inner = 0u64;
                 for next in s + 1..=t1 {
-                    f += self.forward_nograd[next - 1];
+                    f += self.sizes.forward_nograd[next - 1];
                     if next >= s + 2 {
                         inner = inner.max(self.none_term(next - 1));
                     }
@@ -603,8 +527,8 @@ impl PersistentTable {
     ) -> usize {
         let width = self.max_slots + 1;
         let here = self.row_start[s] + (t - s);
-        let fb = self.forward[s] + self.backward[s];
-        if self.variant == Variant::Rotor {
+        let fb = self.sizes.forward[s] + self.sizes.backward[s];
+        if self.sizes.variant == Variant::Rotor {
             let (p, v) = if s == t {
                 (self.m_all(s, s), fb)
             } else {
@@ -637,7 +561,7 @@ impl PersistentTable {
             // The menu's options: the same case with another ā^s and B^s.
             // They never beat the tail (u_b^{s,k} ≥ u_b^s), so only below hi.
             for o in &self.menu[s] {
-                let fb = self.forward[s] + o.backward;
+                let fb = self.sizes.forward[s] + o.backward;
                 let held = if s == t { 0 } else { o.held };
                 let lo = self.m_all_with(t, o).max(held).min(hi);
                 if s == t {
@@ -668,7 +592,7 @@ impl PersistentTable {
 
     /// The largest budget this table answers (its lattice's top, a^0 included).
     pub fn budget_bytes(&self) -> u64 {
-        self.lattice.free_bytes + self.act_bytes[0]
+        self.lattice.free_bytes + self.sizes.act_bytes[0]
     }
 
     pub fn slot_bytes(&self) -> u64 {
@@ -683,7 +607,7 @@ impl PersistentTable {
     /// waste: the lattice's rounding plus the budget's distance down to the
     /// nearest lattice point. 0 means the answer is exact.
     pub fn lost_bytes(&self, budget_bytes: u64) -> u64 {
-        let free = budget_bytes.saturating_sub(self.act_bytes[0]);
+        let free = budget_bytes.saturating_sub(self.sizes.act_bytes[0]);
         match self.lattice.index_for(free) {
             Some(m) => self.lattice.lost_bytes + (free - self.lattice.bytes_at(m).min(free)),
             None => self.lattice.lost_bytes + free,
@@ -702,7 +626,7 @@ impl PersistentTable {
     /// The lattice index for `budget_bytes`: a^0 taken off exactly, then
     /// the highest lattice point at most the bytes left.
     fn top_slots(&self, budget_bytes: u64) -> Option<usize> {
-        let free = budget_bytes.checked_sub(self.act_bytes[0])?;
+        let free = budget_bytes.checked_sub(self.sizes.act_bytes[0])?;
         self.lattice.index_for(free)
     }
 
@@ -737,7 +661,7 @@ impl PersistentTable {
     /// [`Rounding::Down`] table on this table's grid, as
     /// [`bound_seconds`](Self::bound_seconds) reads its own.
     pub fn read_bound(&self, row: &[f64], budget_bytes: u64) -> Option<f64> {
-        let free = budget_bytes.checked_sub(self.act_bytes[0])?;
+        let free = budget_bytes.checked_sub(self.sizes.act_bytes[0])?;
         let v = *row.get(self.lattice.index_at_least(free))?;
         v.is_finite().then_some(v)
     }
@@ -769,32 +693,15 @@ impl read_out::Cells for PersistentTable {
     fn value(&self, s: usize, t: usize, m: usize) -> f64 {
         self.table[self.row(s, t) + m]
     }
-    fn forward(&self, s: usize) -> f64 {
-        self.forward[s]
-    }
-    fn forward_nograd(&self, s: usize) -> f64 {
-        self.forward_nograd[s]
-    }
-    fn backward(&self, s: usize) -> f64 {
-        self.backward[s]
+    fn sizes(&self) -> &Sizes {
+        &self.sizes
     }
     fn menu(&self, s: usize) -> &[AllOption] {
         &self.menu[s]
     }
-    fn m_all(&self, s: usize, t: usize) -> usize {
-        PersistentTable::m_all(self, s, t)
-    }
-    fn m_all_with(&self, t: usize, o: &AllOption) -> usize {
-        PersistentTable::m_all_with(self, t, o)
-    }
-    fn none_term(&self, j: usize) -> u64 {
-        PersistentTable::none_term(self, j)
-    }
-    fn m_none(&self, s: usize, t: usize, inner: u64) -> usize {
-        PersistentTable::m_none(self, s, t, inner)
-    }
-    fn all_allowed(&self, s: usize, t: usize) -> bool {
-        PersistentTable::all_allowed(self, s, t)
+    /// The first index whose bytes hold it (exact bytes).
+    fn on_axis(&self, bytes: u64) -> usize {
+        self.lattice.need(bytes)
     }
     fn held_by_forward_all(&self, s: usize, k: usize) -> usize {
         match k {

@@ -12,37 +12,62 @@
 //!
 //! **Complexity.** O(L) decisions, each O(L) candidates in the worst case.
 
+use super::sizes::Sizes;
 use super::{leaf_option, AllOption, Decision};
 use crate::model::Chain;
 use crate::schedule::Op;
 use std::ops::Sub;
 
-/// A filled persistent table as the read-out sees it.
+/// A filled persistent table as the read-out sees it: its cells, its
+/// chain's sizes, and how bytes read on its memory axis; the rest are
+/// [`Sizes`]' needs put on that axis, the same for both tables.
 pub(super) trait Cells {
     /// The memory axis: slots (the grid) or bytes (the breakpoints).
     type Memory: Copy + Ord + Sub<Output = Self::Memory>;
     /// C_BP(s, t, m), as the fill stored it.
     fn value(&self, s: usize, t: usize, m: Self::Memory) -> f64;
-    /// u_f^s, u_f∅^s (no graph recorded) and u_b^s.
-    fn forward(&self, s: usize) -> f64;
-    fn forward_nograd(&self, s: usize) -> f64;
-    fn backward(&self, s: usize) -> f64;
-    /// F_all^s's menu options (k ≥ 1).
+    /// The sizes and times the fill read.
+    fn sizes(&self) -> &Sizes;
+    /// F_all^s's menu options (k ≥ 1), as the fill read them.
     fn menu(&self, s: usize) -> &[AllOption];
-    /// m_all^{s,t}, classic and under option `o`, on the table's axis.
-    fn m_all(&self, s: usize, t: usize) -> Self::Memory;
-    fn m_all_with(&self, t: usize, o: &AllOption) -> Self::Memory;
-    /// One F_∅^j term in bytes, and m_∅ of a split of (s, t) whose F_∅
-    /// terms peak at `inner` bytes, on the table's axis.
-    fn none_term(&self, j: usize) -> u64;
-    fn m_none(&self, s: usize, t: usize, inner: u64) -> Self::Memory;
-    /// Whether F_all^s may start a sub-chain longer than one (rotor).
-    fn all_allowed(&self, s: usize, t: usize) -> bool;
+    /// A need of `bytes` on the table's axis (the first slot that holds it).
+    fn on_axis(&self, bytes: u64) -> Self::Memory;
     /// What F_all^s under option `k` (0: the classic one) holds while
-    /// s+1 … t run: ā^s[k], on the table's axis.
+    /// s+1 … t run: ā^s[k], on the table's axis (the grid rounds it as
+    /// the table does, which `on_axis` need not).
     fn held_by_forward_all(&self, s: usize, k: usize) -> Self::Memory;
     /// What the checkpoint a^{next−1} holds while next … t run.
     fn held_by_checkpoint(&self, next: usize) -> Self::Memory;
+
+    /// u_f^s, u_f∅^s (no graph recorded) and u_b^s.
+    fn forward(&self, s: usize) -> f64 {
+        self.sizes().forward[s]
+    }
+    fn forward_nograd(&self, s: usize) -> f64 {
+        self.sizes().forward_nograd[s]
+    }
+    fn backward(&self, s: usize) -> f64 {
+        self.sizes().backward[s]
+    }
+    /// m_all^{s,t}, classic and under option `o`, on the table's axis.
+    fn m_all(&self, s: usize, t: usize) -> Self::Memory {
+        self.on_axis(self.sizes().m_all(s, t))
+    }
+    fn m_all_with(&self, t: usize, o: &AllOption) -> Self::Memory {
+        self.on_axis(self.sizes().m_all_with(t, o))
+    }
+    /// One F_∅^j term in bytes, and m_∅ of a split of (s, t) whose F_∅
+    /// terms peak at `inner` bytes, on the table's axis.
+    fn none_term(&self, j: usize) -> u64 {
+        self.sizes().none_term(j)
+    }
+    fn m_none(&self, s: usize, t: usize, inner: u64) -> Self::Memory {
+        self.on_axis(self.sizes().m_none(s, t, inner))
+    }
+    /// Whether F_all^s may start a sub-chain longer than one (rotor).
+    fn all_allowed(&self, s: usize, t: usize) -> bool {
+        self.sizes().all_allowed(s, t)
+    }
 }
 
 /// Which case of Theorem 1 reached C_BP(s, t, m): the first candidate, in

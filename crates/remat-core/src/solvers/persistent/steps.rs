@@ -35,8 +35,10 @@
 //! of the cells of its length so far, or of the longest so far): the
 //! caller then builds the grid and says so.
 
+use super::read_out::Cells;
+use super::sizes::{add, Sizes};
 use super::{all_options, AllOption, PersistentPlan, Variant};
-use crate::model::{Chain, Stage};
+use crate::model::Chain;
 use crate::solvers::api::{Progress, SolveError};
 use serde::{Deserialize, Serialize};
 
@@ -73,7 +75,6 @@ pub struct StepParts {
 
 /// C_BP(s, t, ·) for every 1 ≤ s ≤ t ≤ L, as breakpoints in exact bytes.
 pub struct StepTable {
-    variant: Variant,
     n: usize,
     row_start: Vec<usize>,
     /// Cell r (= row_start[s] + t − s) is mem/val[start[r]..start[r] + len[r]].
@@ -82,22 +83,9 @@ pub struct StepTable {
     /// Breakpoints: from mem[i] bytes on (until the next), the value val[i].
     mem: Vec<u64>,
     val: Vec<f64>,
-    act_bytes: Vec<u64>,
-    saved_bytes: Vec<u64>,
-    grad: Vec<u64>,
-    fwd_over: Vec<u64>,
-    fwd_over_nograd: Vec<u64>,
-    bwd_need: Vec<u64>,
-    forward: Vec<f64>,
-    forward_nograd: Vec<f64>,
-    backward: Vec<f64>,
+    sizes: Sizes,
     /// The menu's options of each F_all^s (k ≥ 1), in bytes.
     menu: Vec<Vec<AllOption>>,
-}
-
-/// `a + b`, or u64::MAX (no budget reaches it).
-fn add(a: u64, b: u64) -> u64 {
-    a.saturating_add(b)
 }
 
 impl StepTable {
@@ -119,39 +107,18 @@ impl StepTable {
 
     fn empty(chain: &Chain, variant: Variant) -> StepTable {
         let n = chain.len();
-        let per_stage = |f: fn(&Stage) -> u64| -> Vec<u64> {
-            (0..=n)
-                .map(|l| if l == 0 { 0 } else { f(chain.stage(l)) })
-                .collect()
-        };
-        let times = |f: fn(&Stage) -> f64| -> Vec<f64> {
-            (0..=n)
-                .map(|l| if l == 0 { 0.0 } else { f(chain.stage(l)) })
-                .collect()
-        };
         let mut row_start = vec![0usize; n + 2];
         for s in 1..=n {
             row_start[s + 1] = row_start[s] + (n - s + 1);
         }
         StepTable {
-            variant,
             n,
             row_start,
             start: Vec::new(),
             len: Vec::new(),
             mem: Vec::new(),
             val: Vec::new(),
-            act_bytes: (0..=n).map(|l| chain.output_bytes(l)).collect(),
-            saved_bytes: per_stage(|s| s.saved_bytes),
-            grad: (0..=n).map(|l| chain.gradient_bytes(l)).collect(),
-            fwd_over: per_stage(|s| s.forward_overhead()),
-            fwd_over_nograd: per_stage(|s| s.nograd_forward_overhead()),
-            bwd_need: (0..=n)
-                .map(|l| if l == 0 { 0 } else { chain.backward_bytes(l) })
-                .collect(),
-            forward: times(|s| s.forward_seconds),
-            forward_nograd: times(|s| s.forward_nograd_seconds.unwrap_or(s.forward_seconds)),
-            backward: times(|s| s.backward_seconds),
+            sizes: Sizes::of(chain, variant),
             menu: all_options(chain, None),
         }
     }
@@ -163,36 +130,6 @@ impl StepTable {
     fn slices(&self, r: usize) -> (&[u64], &[f64]) {
         let (a, l) = (self.start[r] as usize, self.len[r] as usize);
         (&self.mem[a..a + l], &self.val[a..a + l])
-    }
-
-    /// m_all^{s,t} in bytes.
-    fn m_all(&self, s: usize, t: usize) -> u64 {
-        let forward = add(add(self.grad[t], self.saved_bytes[s]), self.fwd_over[s]);
-        forward.max(self.bwd_need[s])
-    }
-
-    /// m_all^{s,t} of menu option `o` in bytes.
-    fn m_all_with(&self, t: usize, o: &AllOption) -> u64 {
-        add(add(self.grad[t], o.saved_bytes), o.fwd_over).max(o.bwd_need)
-    }
-
-    /// One F_∅^j term in bytes: a^{j−1} and a^j resident, o_f∅^j.
-    fn none_term(&self, j: usize) -> u64 {
-        add(
-            add(self.act_bytes[j - 1], self.act_bytes[j]),
-            self.fwd_over_nograd[j],
-        )
-    }
-
-    /// m_∅ of a split of (s, t) whose F_∅ terms peak at `inner`.
-    fn m_none(&self, s: usize, t: usize, inner: u64) -> u64 {
-        let d = self.grad[t];
-        let first = add(add(d, self.act_bytes[s]), self.fwd_over_nograd[s]);
-        first.max(add(d, inner))
-    }
-
-    fn all_allowed(&self, s: usize, t: usize) -> bool {
-        s == t || self.variant == Variant::Rotor
     }
 
     /// Fills every cell, s descending and t ascending (both sub-cells of a
@@ -220,14 +157,16 @@ impl StepTable {
         for s in (1..=n).rev() {
             for t in s..=n {
                 let r = self.cell(s, t);
-                let fb = self.forward[s] + self.backward[s];
-                if self.variant == Variant::Rotor {
+                let fb = self.sizes.forward[s] + self.sizes.backward[s];
+                if self.sizes.variant == Variant::Rotor {
                     if s == t {
                         sat[r] = self.m_all(s, s);
                         tail[r] = fb;
                     } else {
                         let below = self.cell(s + 1, t);
-                        sat[r] = self.m_all(s, t).max(add(self.saved_bytes[s], sat[below]));
+                        sat[r] = self
+                            .m_all(s, t)
+                            .max(add(self.sizes.saved_bytes[s], sat[below]));
                         tail[r] = fb + tail[below];
                     }
                 }
@@ -240,14 +179,14 @@ impl StepTable {
                     }
                     // The menu's options: a constant f from their own need.
                     for o in &self.menu[s] {
-                        let f = self.forward[s] + o.backward;
+                        let f = self.sizes.forward[s] + o.backward;
                         let lo = self.m_all_with(s, o);
                         let one = (&[0u64][..], &[0.0][..], 0, 0.0);
                         relax::<false>(&mut env, &mut out, one, (&[], &[], 0.0), f, lo, hi);
                     }
                 } else {
                     if self.all_allowed(s, t) {
-                        let w = self.saved_bytes[s];
+                        let w = self.sizes.saved_bytes[s];
                         let lo = self.m_all(s, t).max(w);
                         let below = self.cell(s + 1, t);
                         let (am, av) = self.slices(below);
@@ -268,7 +207,7 @@ impl StepTable {
                                 &mut out,
                                 (am, av, w, least[below]),
                                 (&[], &[], 0.0),
-                                self.forward[s] + o.backward,
+                                self.sizes.forward[s] + o.backward,
                                 lo,
                                 hi,
                             );
@@ -277,11 +216,11 @@ impl StepTable {
                     let mut f = 0.0;
                     let mut inner = 0u64;
                     for next in s + 1..=t {
-                        f += self.forward_nograd[next - 1];
+                        f += self.sizes.forward_nograd[next - 1];
                         if next >= s + 2 {
                             inner = inner.max(self.none_term(next - 1));
                         }
-                        let w = self.act_bytes[next - 1];
+                        let w = self.sizes.act_bytes[next - 1];
                         let lo = self.m_none(s, t, inner).max(w);
                         if lo >= hi {
                             continue;
@@ -301,7 +240,7 @@ impl StepTable {
                         );
                     }
                 }
-                if self.variant == Variant::Rotor && hi < u64::MAX {
+                if self.sizes.variant == Variant::Rotor && hi < u64::MAX {
                     push(&mut env, hi, tail[r]);
                 }
                 while env.last().is_some_and(|&(_, v)| v == f64::INFINITY) {
@@ -344,19 +283,19 @@ impl StepTable {
     /// the first breakpoint of C_BP(1, L, ·); None when there is none.
     pub fn min_budget(&self) -> Option<u64> {
         let (mem, _) = self.slices(self.cell(1, self.n));
-        mem.first().map(|&m| add(m, self.act_bytes[0]))
+        mem.first().map(|&m| add(m, self.sizes.act_bytes[0]))
     }
 
     /// The DP's best time for `budget_bytes`, or None if no schedule meets it.
     pub fn best_seconds(&self, budget_bytes: u64) -> Option<f64> {
-        let m = budget_bytes.checked_sub(self.act_bytes[0])?;
+        let m = budget_bytes.checked_sub(self.sizes.act_bytes[0])?;
         let v = self.value(1, self.n, m);
         v.is_finite().then_some(v)
     }
 
     /// Algorithm 2 in bytes: the optimal persistent schedule at `budget_bytes`.
     pub fn plan(&self, chain: &Chain, budget_bytes: u64) -> Option<PersistentPlan> {
-        let m = budget_bytes.checked_sub(self.act_bytes[0])?;
+        let m = budget_bytes.checked_sub(self.sizes.act_bytes[0])?;
         let predicted_seconds = self.value(1, self.n, m);
         if !predicted_seconds.is_finite() {
             return None;
@@ -384,7 +323,7 @@ impl StepTable {
             }
         }
         StepParts {
-            variant: self.variant,
+            variant: self.sizes.variant,
             stages: self.n,
             len,
             mem: self.mem,
@@ -457,53 +396,35 @@ impl StepTable {
         let (mem, val) = self.slices(self.cell(1, self.n));
         mem.iter()
             .zip(val)
-            .map(|(&m, &v)| (add(m, self.act_bytes[0]), v))
+            .map(|(&m, &v)| (add(m, self.sizes.act_bytes[0]), v))
             .collect()
     }
 }
 
-impl super::read_out::Cells for StepTable {
+impl Cells for StepTable {
     type Memory = u64;
     fn value(&self, s: usize, t: usize, m: u64) -> f64 {
         StepTable::value(self, s, t, m)
     }
-    fn forward(&self, s: usize) -> f64 {
-        self.forward[s]
-    }
-    fn forward_nograd(&self, s: usize) -> f64 {
-        self.forward_nograd[s]
-    }
-    fn backward(&self, s: usize) -> f64 {
-        self.backward[s]
+    fn sizes(&self) -> &Sizes {
+        &self.sizes
     }
     fn menu(&self, s: usize) -> &[AllOption] {
         &self.menu[s]
     }
-    fn m_all(&self, s: usize, t: usize) -> u64 {
-        StepTable::m_all(self, s, t)
-    }
-    fn m_all_with(&self, t: usize, o: &AllOption) -> u64 {
-        StepTable::m_all_with(self, t, o)
-    }
-    fn none_term(&self, j: usize) -> u64 {
-        StepTable::none_term(self, j)
-    }
-    fn m_none(&self, s: usize, t: usize, inner: u64) -> u64 {
-        StepTable::m_none(self, s, t, inner)
-    }
-    fn all_allowed(&self, s: usize, t: usize) -> bool {
-        StepTable::all_allowed(self, s, t)
+    fn on_axis(&self, bytes: u64) -> u64 {
+        bytes
     }
     // The table's own copies of the chain's sizes (`build`), as the fill
     // read them.
     fn held_by_forward_all(&self, s: usize, k: usize) -> u64 {
         match k {
-            0 => self.saved_bytes[s],
+            0 => self.sizes.saved_bytes[s],
             _ => self.menu[s][k - 1].saved_bytes,
         }
     }
     fn held_by_checkpoint(&self, next: usize) -> u64 {
-        self.act_bytes[next - 1]
+        self.sizes.act_bytes[next - 1]
     }
 }
 
