@@ -37,10 +37,8 @@ pub fn random_chain(stages: usize) -> Chain {
         input_bytes: draw(1, 4),
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 

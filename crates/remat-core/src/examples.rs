@@ -277,10 +277,8 @@ pub fn teaching() -> Chain {
         input_bytes: mib(64),
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 
@@ -343,10 +341,8 @@ pub fn nonpersistent_chain(n: usize) -> Chain {
         input_bytes: 0,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 
@@ -476,10 +472,8 @@ pub fn vgg19() -> Chain {
         input_bytes: batch * 3 * 224 * 224 * F32,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 
@@ -554,10 +548,8 @@ pub fn resnet50() -> Chain {
         input_bytes: batch * 3 * 224 * 224 * F32,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 
@@ -602,10 +594,8 @@ pub fn gpt2() -> Chain {
         input_bytes: s * b * 8,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(PCIE3_X16),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 
@@ -700,10 +690,8 @@ pub fn synthetic(n: usize) -> Chain {
         input_bytes: mib(64),
         input_gradient_bytes: mib(64),
         bandwidth_bytes_per_s: Some(PCIE3_X16),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 

@@ -273,10 +273,8 @@ fn persistent_schedules_outside_rotor_s_dp() {
         input_bytes: 0,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: None,
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages: vec![a, b],
+        ..Chain::default()
     };
     let c = compare(&chain, 9);
     assert_eq!(c.rotor, None);

@@ -81,9 +81,7 @@ fn two_stages_with_menus() -> Chain {
         input_gradient_bytes: 10,
         bandwidth_bytes_per_s: None,
         stages: vec![a, b, Stage::new("loss", 1.0, 1.0, 1, 2)],
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
+        ..Chain::default()
     }
 }
 

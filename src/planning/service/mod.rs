@@ -123,10 +123,10 @@ struct OffloadTable {
 }
 
 /// Whether `algorithm` answers quick plans from a table for every budget
-/// ([`Stage::Quick`]): pofo and offload-only, whose planner holds their
-/// tables ([`Planner::build_every_budget`]).
+/// ([`Stage::Quick`]): the ones whose planner holds such tables
+/// ([`Algorithm::plans_every_budget`], [`Planner::build_every_budget`]).
 pub fn has_quick_table(algorithm: Algorithm) -> bool {
-    matches!(algorithm, Algorithm::Pofo | Algorithm::OffloadOnly)
+    algorithm.plans_every_budget()
 }
 
 /// The most memory the table for every budget may take in the page (its

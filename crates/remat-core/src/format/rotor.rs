@@ -137,10 +137,8 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
         input_bytes: f.cw[0].0,
         input_gradient_bytes: f.cw[0].0,
         bandwidth_bytes_per_s: None,
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 

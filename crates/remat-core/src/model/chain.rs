@@ -201,7 +201,7 @@ impl Stage {
 ///
 /// Memory accounting starts with a^0 (the input batch) and δ^L (the seed of
 /// the backward pass) resident; both count against the budget.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Chain {
     pub name: String,
     /// Where the numbers come from ("analytic", "measured on …", "rotor import").

@@ -249,9 +249,7 @@ mod tests {
             input_gradient_bytes: 1,
             bandwidth_bytes_per_s: None,
             stages: vec![stage(1.0, 2.0, 2, 3, 1), stage(3.0, 4.0, 1, 4, 1)],
-            inputs: None,
-            model_fingerprint: None,
-            peers: Vec::new(),
+            ..Chain::default()
         };
         let cost = MicrobatchCost::of(&chain, &store_all::schedule(&chain)).unwrap();
         assert_eq!(cost.held_bytes, 8);

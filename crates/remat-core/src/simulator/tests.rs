@@ -42,10 +42,8 @@ fn chain() -> Chain {
         input_bytes: 100,
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(10.0),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 

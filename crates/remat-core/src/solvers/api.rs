@@ -113,6 +113,14 @@ impl Algorithm {
         Algorithm::OFFLOADING.contains(&self)
     }
 
+    /// Whether its planner can hold a table for every budget
+    /// ([`Planner::build_every_budget`](super::Planner::build_every_budget)):
+    /// pofo's DP and its offload-only variant, whose tables answer any
+    /// budget in milliseconds once built.
+    pub fn plans_every_budget(self) -> bool {
+        matches!(self, Algorithm::Pofo | Algorithm::OffloadOnly)
+    }
+
     pub fn from_name(name: &str) -> Result<Algorithm, SolveError> {
         Algorithm::ALL
             .into_iter()

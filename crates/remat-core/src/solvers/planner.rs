@@ -244,7 +244,7 @@ impl Planner {
         options: &Options,
         progress: &mut Progress<'_>,
     ) -> Result<Planner, SolveError> {
-        if !matches!(algorithm, Algorithm::Pofo | Algorithm::OffloadOnly) {
+        if !algorithm.plans_every_budget() {
             return Planner::build(chain, algorithm, max_budget_bytes, options, progress);
         }
         let tables = offload::Tables::build(chain, algorithm, max_budget_bytes, options, progress)?;

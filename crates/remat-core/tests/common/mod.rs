@@ -71,10 +71,8 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
             input_bytes: input,
             input_gradient_bytes: input_grad,
             bandwidth_bytes_per_s: None,
-            inputs: None,
-            model_fingerprint: None,
-            peers: Vec::new(),
             stages,
+            ..Chain::default()
         })
 }
 
@@ -125,10 +123,8 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
             input_bytes: input,
             input_gradient_bytes: input,
             bandwidth_bytes_per_s: None,
-            inputs: None,
-            model_fingerprint: None,
-            peers: Vec::new(),
             stages,
+            ..Chain::default()
         }
     })
 }

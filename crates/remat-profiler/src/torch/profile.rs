@@ -311,10 +311,8 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
         // The input batch needs no gradient: PyTorch never computes δ^0.
         input_gradient_bytes: 0,
         bandwidth_bytes_per_s: Some(bandwidth),
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     };
     chain
         .validate()

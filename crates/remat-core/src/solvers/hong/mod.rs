@@ -69,10 +69,8 @@
 //!     input_bytes: 4,
 //!     input_gradient_bytes: 4,
 //!     bandwidth_bytes_per_s: None,
-//!     inputs: None,
-//!     model_fingerprint: None,
-//!     peers: Vec::new(),
 //!     stages,
+//!     ..Chain::default()
 //! };
 //! let best = hong::optimal(&chain, Model::PyTorch).unwrap();
 //! assert_eq!(best.checkpoints, vec![2, 4, 5]); // keep the small tensors

@@ -105,10 +105,8 @@ pub(super) fn sub_chain(chain: &Chain, s: usize, e: usize, input_bytes: u64) -> 
         input_bytes,
         input_gradient_bytes: chain.activation_gradient_bytes(s - 1),
         bandwidth_bytes_per_s: None,
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 

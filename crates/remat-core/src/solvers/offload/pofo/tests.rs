@@ -100,10 +100,8 @@ fn chain(rng: &mut Rng, unit: u64) -> Chain {
         input_bytes: rng.below(9) * unit,
         input_gradient_bytes: rng.below(9) * unit,
         bandwidth_bytes_per_s: None,
-        inputs: None,
-        model_fingerprint: None,
-        peers: Vec::new(),
         stages,
+        ..Chain::default()
     }
 }
 
