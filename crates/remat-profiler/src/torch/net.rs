@@ -20,6 +20,24 @@ pub struct Net {
     created: RefCell<Vec<Option<u64>>>,
     /// Bytes now booked outside the device count.
     booked: Cell<u64>,
+    /// Where the parameter gradients a backward creates are counted.
+    pub gradients: Gradients,
+}
+
+/// Where a step's parameter gradients are counted ([`Net::backward_stage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gradients {
+    /// In the chain, as the allocator sees them under PyTorch's
+    /// `zero_grad(set_to_none=True)`: B^ℓ's g^ℓ in its o_b^ℓ while it runs
+    /// (from each gradient's allocation), then g^ℓ
+    /// (`parameter_gradient_bytes`) to the step's end — what
+    /// `remat_torch.describe_chain` counts. Chains remat-profile writes.
+    InChain,
+    /// Booked outside the device count from the start of B^ℓ: chains
+    /// remat-profile wrote before 2026-11-30, whose stages carry no
+    /// `parameter_gradient_bytes` (`remat-profile run` picks this for
+    /// them, so their predictions still hold to the byte).
+    OutsideFromBackward,
 }
 
 impl Net {
@@ -38,6 +56,7 @@ impl Net {
             params,
             created: RefCell::new(vec![None; n]),
             booked: Cell::new(0),
+            gradients: Gradients::InChain,
         }
     }
 
@@ -69,15 +88,15 @@ impl Net {
             .collect()
     }
 
-    /// B^ℓ: back-propagates `grad` (δ^ℓ) through `out` (ā^ℓ) and books the
-    /// parameter gradients it creates outside the device count. They are
-    /// outside the chain (docs/model.md: weights, their gradients and the
-    /// optimizer state are not in a budget), and booked from the start of
-    /// B^ℓ: the memory a training step needs is the budget plus Σ parameter
-    /// gradients, which must fit at the end of the backward anyway. A stage
-    /// whose parameters already have a gradient (a weight shared with a later
-    /// stage) adds into it, and that temporary stays in o_b^ℓ.
-    pub fn backward_stage(&self, l: usize, out: Tensor, grad: Tensor) -> Result<(), String> {
+    /// B^ℓ: back-propagates `grad` (δ^ℓ) through `out` (ā^ℓ); returns the
+    /// bytes of parameter gradients it created. Under
+    /// [`Gradients::InChain`] they stay in the device count (the chain's
+    /// g^ℓ); under [`Gradients::OutsideFromBackward`] they are booked
+    /// outside from the start of B^ℓ (the step's memory is then the budget
+    /// plus Σ parameter gradients). A stage whose parameters already have
+    /// a gradient (a weight shared with a later stage) adds into it, and
+    /// that temporary stays in o_b^ℓ either way.
+    pub fn backward_stage(&self, l: usize, out: Tensor, grad: Tensor) -> Result<u64, String> {
         if !out.requires_grad() {
             // A first stage without parameters (a reshape, a pooling) reads
             // an input that needs no gradient: its B^1 has nothing to do.
@@ -85,7 +104,7 @@ impl Net {
             // such a network before measuring).
             if l == 1 {
                 self.created.borrow_mut()[0].get_or_insert(0);
-                return Ok(());
+                return Ok(0);
             }
             return Err(format!(
                 "stage {l}: its output does not require grad, so B^{l} cannot propagate δ^{l}"
@@ -93,7 +112,10 @@ impl Net {
         }
         let had: Vec<bool> = self.params.iter().map(|p| p.grad().defined()).collect();
         let expected = self.created.borrow()[l - 1];
-        ffi::book_outside(expected.unwrap_or(0) as i64);
+        let outside = self.gradients == Gradients::OutsideFromBackward;
+        if outside {
+            ffi::book_outside(expected.unwrap_or(0) as i64);
+        }
         ffi::backward(out, grad)?;
         let created: u64 = self
             .params
@@ -102,10 +124,17 @@ impl Net {
             .filter(|(_, &had)| !had)
             .map(|(p, _)| ffi::storage_bytes(&p.grad()))
             .sum();
+        let book = |bytes: i64| {
+            if outside {
+                ffi::book_outside(bytes);
+            }
+        };
         match expected {
             Some(e) if e != created => {
-                ffi::book_outside(created as i64 - e as i64);
-                self.booked.set(self.booked.get() + created);
+                book(created as i64 - e as i64);
+                if outside {
+                    self.booked.set(self.booked.get() + created);
+                }
                 return Err(format!(
                     "stage {l}: its backward created {created} bytes of parameter gradients, {e} in the first step; \
                      parameter gradients must be none when a step starts"
@@ -113,12 +142,14 @@ impl Net {
             }
             Some(_) => {}
             None => {
-                ffi::book_outside(created as i64);
+                book(created as i64);
                 self.created.borrow_mut()[l - 1] = Some(created);
             }
         }
-        self.booked.set(self.booked.get() + created);
-        Ok(())
+        if outside {
+            self.booked.set(self.booked.get() + created);
+        }
+        Ok(created)
     }
 
     /// The parameter gradients, by name, copied (into host memory when

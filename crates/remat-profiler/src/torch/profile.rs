@@ -15,9 +15,10 @@
 //!
 //! Parameter gradients are set to none before each step, as PyTorch's
 //! `optimizer.zero_grad()` does by default since 2.0: AccumulateGrad keeps
-//! the gradient a backward creates (no temporary). They are outside the
-//! chain, like the weights, and booked outside the counts from the start of
-//! their stage's backward (`Net::backward_stage`); their sum is in `source`.
+//! the gradient a backward creates (no temporary). They are in the chain as
+//! the allocator sees them (`Gradients::InChain`, `remat_torch`'s
+//! convention): in o_b^ℓ while B^ℓ creates them, then g^ℓ
+//! (`parameter_gradient_bytes`) to the step's end.
 //!
 //! On a GPU (feature `cuda`, `--device cuda`) the same measurements read the
 //! CUDA caching allocator's allocated bytes instead of the counting
@@ -102,13 +103,14 @@ fn measure_sizes(net: &mut Net) -> Result<(u64, Vec<Sizes>), String> {
             Tensor::randn_like(&y)
         };
         let d = ffi::current() - before_g;
-        // B^ℓ as autograd runs it, its parameter gradients booked outside.
+        // B^ℓ as autograd runs it, the parameter gradients it creates
+        // counted as they are allocated (they stay: g^ℓ).
         ffi::reset_peak();
-        net.backward_stage(l, y, g)?;
+        let created = net.backward_stage(l, y, g)? as i64;
         let peak_b = ffi::peak();
         let d_prev = if l > 1 {
             let gx = ffi::take_grad(&mut x);
-            let s = ffi::current() - base1;
+            let s = ffi::current() - base1 - created;
             drop(gx);
             s
         } else {
@@ -271,7 +273,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
             output_bytes: s.output,
             saved_bytes: s.saved,
             gradient_bytes: s.gradient,
-            parameter_gradient_bytes: 0,
+            parameter_gradient_bytes: net.parameter_gradient_bytes()[i],
             forward_overhead_bytes: s.forward_overhead,
             backward_overhead_bytes: s.backward_overhead,
             forward_nograd_seconds: Some(median(nograd[i].clone())),
@@ -326,8 +328,8 @@ fn cpu_source(spec: &ModelSpec, net: &Net, steps: usize, threads: usize) -> Stri
         "remat-profile {}: {}; device=cpu ({threads} threads) threads={threads} cores={}; libtorch {} via tch 0.26, fp32, train mode, oneDNN on (its memory counted through c10), NNPACK off; measured {}; \
          method: counting CPU allocator deltas with the input held apart, ā = allocated after a recording forward, \
          o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
-         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
-         (sum {} bytes, not in any size here), \
+         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and counted in the chain from their allocation in their stage's backward \
+         (parameter_gradient_bytes, sum {} bytes), \
          times = median of {steps} store-all steps after warm-up, each followed by a no-grad pass (no-grad forward: median of those), \
          bandwidth = host copy rate",
         env!("CARGO_PKG_VERSION"),
@@ -346,8 +348,8 @@ fn cuda_source(spec: &ModelSpec, net: &Net, steps: usize, reserved_gap: i64) -> 
         "remat-profile {}: {}; device=cuda:0; libtorch {} via tch 0.26, fp32, train mode, PyTorch's cuDNN defaults; measured {}; \
          method: CUDA caching allocator deltas (allocated bytes, device statistics) with the input held apart, ā = allocated after a recording forward, \
          o_f = max transient of recording and no-grad forwards, o_b signed (output and δ handed to autograd), \
-         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and booked outside the chain from the start of their stage's backward \
-         (sum {} bytes, not in any size here), \
+         parameter gradients set to none before the step (PyTorch >= 2 zero_grad) and counted in the chain from their allocation in their stage's backward \
+         (parameter_gradient_bytes, sum {} bytes), \
          times = median of {steps} store-all steps after warm-up, between CUDA events at op boundaries (no-grad forward: median of {steps} no-grad passes, likewise), \
          bandwidth = pinned host<->device copy rate (64 MiB round trips on a side stream); \
          caching allocator: reserved peak exceeds the allocated peak by {reserved_gap} bytes in a store-all step (a budget in device memory must leave room for it)",

@@ -9,8 +9,9 @@
 //!   checkpoint.
 //! - B^ℓ hands the output and δ^ℓ to autograd (freed as autograd goes), takes
 //!   δ^{ℓ-1} out of the input's `.grad`, and drops a plain a^{ℓ-1}; the
-//!   parameter gradients it creates are booked outside the chain
-//!   (`Net::backward_stage`).
+//!   parameter gradients it creates are counted as the chain counts them
+//!   (`Net::backward_stage`: in it, g^ℓ, for chains that carry
+//!   `parameter_gradient_bytes`; booked outside for older ones).
 //! - offload / prefetch move a^ℓ, or ā^ℓ (every tensor autograd saved for
 //!   B^ℓ that F_all^ℓ allocated, and the output), into memory the counting
 //!   allocator books as host, and back (`ffi::Storages`; src/shim/saved.cpp says
@@ -34,7 +35,7 @@
 
 use super::device::{self, Timeline};
 use super::ffi;
-use super::net::Net;
+use super::net::{Gradients, Net};
 use super::timing;
 use crate::models::ModelSpec;
 use crate::Failure;
@@ -373,14 +374,16 @@ impl<'n> Exec<'n> {
     }
 
     /// What the chain model says is on the device now: ω_a^ℓ for each a^ℓ,
-    /// ω_ā^ℓ for each ā^ℓ, ω_δ^ℓ for each δ^ℓ (host copies count nothing).
+    /// ω_ā^ℓ for each ā^ℓ, ω_δ^ℓ for each δ^ℓ alone (host copies count
+    /// nothing); the parameter gradients the backwards left are the
+    /// caller's to add (`measure`), as they outlive the last δ.
     pub fn resident_bytes(&self, chain: &Chain) -> u64 {
         fn sum<T>(v: &[Option<T>], size: impl Fn(usize) -> u64) -> u64 {
             (0..v.len()).filter(|&l| v[l].is_some()).map(size).sum()
         }
         sum(&self.act, |l| chain.output_bytes(l))
             + sum(&self.saved, |l| chain.saved_bytes(l))
-            + sum(&self.grad, |l| chain.gradient_bytes(l))
+            + sum(&self.grad, |l| chain.activation_gradient_bytes(l))
     }
 
     pub fn run(&mut self, ops: &[Op]) -> Result<(), String> {
@@ -398,8 +401,9 @@ pub fn store_all(n: usize) -> Vec<Op> {
 
 /// What one measured step did.
 pub struct StepMeasure {
-    /// Peak device bytes above the level before the step, parameter
-    /// gradients booked outside (the chain's accounting).
+    /// Peak device bytes above the level before the step, as the chain
+    /// counts them (the parameter gradients in it, or booked outside:
+    /// `Net::gradients`).
     pub peak: u64,
     /// Peak of every device byte above the level before the step,
     /// parameter gradients included.
@@ -432,12 +436,17 @@ pub fn measure(net: &mut Net, ops: &[Op], chain: Option<&Chain>) -> Result<StepM
     ffi::reset_peak();
     let start = Instant::now();
     let mut resident = Vec::new();
+    let mut gradients = 0u64;
     let (offloaded, prefetched) = {
         let mut e = Exec::with_recording(net, offloads_saved(ops));
         for &op in ops {
             e.step(op)?;
             if let Some(c) = chain {
-                resident.push((ffi::current() - base, e.resident_bytes(c)));
+                if let Op::Backward { stage } = op {
+                    // g^ℓ stays to the step's end (0 in chains without it).
+                    gradients += c.stage(stage).parameter_gradient_bytes;
+                }
+                resident.push((ffi::current() - base, e.resident_bytes(c) + gradients));
             }
         }
         (e.offloaded_bytes, e.prefetched_bytes)
@@ -462,8 +471,12 @@ pub struct Report {
     pub budget_bytes: u64,
     pub measured_peak_bytes: u64,
     pub predicted_peak_bytes: u64,
-    /// Σ parameter-gradient bytes the step creates (outside the chain).
+    /// Σ parameter-gradient bytes the step creates: in the measured and
+    /// predicted peaks when the chain carries them (remat-profile's chains
+    /// since 2026-11-30, `remat_torch`'s), outside both for older chains.
     pub parameter_gradient_bytes: u64,
+    /// Whether they are in the chain (and so in both peaks).
+    pub parameter_gradients_in_chain: bool,
     /// The step's peak with the parameter gradients counted: at most
     /// measured_peak_bytes + parameter_gradient_bytes.
     pub measured_total_peak_bytes: u64,
@@ -533,16 +546,27 @@ impl Report {
             ),
             None => String::new(),
         };
+        let gradients = if self.parameter_gradients_in_chain {
+            format!(
+                "the parameter gradients ({:.3} MiB) in both",
+                mib(self.parameter_gradient_bytes)
+            )
+        } else {
+            format!(
+                "{:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)",
+                mib(self.measured_total_peak_bytes),
+                mib(self.parameter_gradient_bytes)
+            )
+        };
         format!(
-            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {:.3} MiB with the parameter gradients ({:.3} MiB, outside the chain)\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps, {} threads)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}{}{}",
+            "{} {} at budget {:.2} MiB\n  peak:  measured {:.3} MiB, predicted {:.3} MiB ({:+.2} %); {}\n  time:  measured {:.4} s, predicted {:.4} s (median of {} steps, {} threads)\n  gradients match a plain store-all step: {} (max difference {:.3e}){}{}{}{}",
             self.model,
             self.algorithm,
             mib(self.budget_bytes),
             mib(self.measured_peak_bytes),
             mib(self.predicted_peak_bytes),
             100.0 * self.peak_error,
-            mib(self.measured_total_peak_bytes),
-            mib(self.parameter_gradient_bytes),
+            gradients,
             self.measured_seconds,
             self.predicted_seconds,
             self.steps,
@@ -604,6 +628,12 @@ pub fn run(
     )
     .map_err(|e| Failure::BadInput(format!("--schedule: {e}")))?;
     let mut net = super::nets::build(spec);
+    let in_chain = chain.stages.iter().any(|s| s.parameter_gradient_bytes > 0);
+    net.gradients = if in_chain {
+        Gradients::InChain
+    } else {
+        Gradients::OutsideFromBackward
+    };
     if net.stages.len() != chain.len() {
         return Err(Failure::BadInput(format!(
             "--chain: {} stages, but {} has {}",
@@ -614,8 +644,7 @@ pub fn run(
     }
     let plain = store_all(chain.len());
     let rt = Failure::Runtime;
-    // Warm-up: learns each stage's parameter-gradient bytes (booked outside
-    // the chain), warms caches.
+    // Warm-up: learns each stage's parameter-gradient bytes, warms caches.
     measured_step(&mut net, &plain).map_err(rt)?;
     measured_step(&mut net, &plain).map_err(rt)?;
     let reference = ffi::on_host(|| net.gradients());
@@ -662,6 +691,7 @@ pub fn run(
         measured_peak_bytes: first.peak,
         predicted_peak_bytes: predicted_peak,
         parameter_gradient_bytes: net.parameter_gradient_bytes().iter().sum(),
+        parameter_gradients_in_chain: in_chain,
         measured_total_peak_bytes: first.total_peak,
         peak_error: first.peak as f64 / predicted_peak.max(1) as f64 - 1.0,
         measured_seconds: median(times),
