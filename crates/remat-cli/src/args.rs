@@ -472,6 +472,10 @@ pub enum PipelineScheduleFlag {
     /// holds min(p − r, m).
     #[value(name = "1f1b")]
     OneFOneB,
+    /// Interleaved 1F1B (PyTorch's ScheduleInterleaved1F1B): each rank
+    /// holds --chunks pieces of the model, piece k on rank k mod p.
+    #[value(name = "interleaved-1f1b")]
+    Interleaved1F1B,
 }
 
 #[derive(Args)]
@@ -481,13 +485,18 @@ pub struct PipelineArgs {
     /// micro-batch size.
     pub chain: ChainArg,
     /// Stages per rank, rank 0 first: 4,4,3,3 (they must add up to the
-    /// chain's length).
+    /// chain's length); with --chunks V, stages per piece, p·V of them
+    /// (piece k on rank k mod p, PyTorch's stage index k).
     #[arg(long, value_delimiter = ',', value_parser = count(1, MAX_PIPELINE_STAGES as u64))]
     pub split: Vec<usize>,
     /// P ranks, the stages cut as evenly as they go (the first ranks take
-    /// one more).
+    /// one more; with --chunks V, into P·V pieces).
     #[arg(long, value_parser = count(1, MAX_PIPELINE_STAGES as u64))]
     pub ranks: Option<usize>,
+    /// V, the chunks (virtual stages) each rank holds under
+    /// --schedule interleaved-1f1b (1 to 64).
+    #[arg(long, default_value = "1", value_parser = count(1, remat_core::pipeline::MAX_CHUNKS as u64))]
+    pub chunks: usize,
     /// m, micro-batches per step (1 to 100000).
     #[arg(long, short, value_parser = count(1, remat_core::pipeline::MAX_MICROBATCHES as u64))]
     pub microbatches: usize,

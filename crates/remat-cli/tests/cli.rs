@@ -1972,6 +1972,103 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
     );
 }
 
+/// `remat pipeline --schedule interleaved-1f1b --chunks 2`: one plan per
+/// piece, each with its rank and chunk, the rank's peak within its budget
+/// and each piece's schedule written as rankR.chunkC and running on its
+/// piece; --chunks without the interleaved schedule and micro-batches that
+/// PyTorch's schedule refuses are refused naming their flag. How it could
+/// fail: pieces assigned to ranks another way than PyTorch's stage index
+/// (piece k on rank k mod p: rank 0 would run stages 1–4 and 5–8), a
+/// chunk's schedule written for another piece (`remat simulate` refuses
+/// its digest), or the rank's step judged with one chunk in flight.
+#[test]
+fn pipeline_plans_interleaved_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = remat(&[
+        "pipeline",
+        "example:gpt2-h200-torch",
+        "--ranks",
+        "2",
+        "--chunks",
+        "2",
+        "--schedule",
+        "interleaved-1f1b",
+        "-m",
+        "8",
+        "-b",
+        "4GiB",
+        "--json",
+        "-o",
+        dir.path().to_str().unwrap(),
+    ]);
+    let v = json(&out);
+    assert_eq!(v["chunks"], 2);
+    let plans = v["per_rank"]["ranks"].as_array().unwrap();
+    let who: Vec<(u64, u64, u64)> = plans
+        .iter()
+        .map(|r| {
+            (
+                r["rank"].as_u64().unwrap(),
+                r["chunk"].as_u64().unwrap(),
+                r["first_stage"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // 14 stages in 4 pieces (4, 4, 3, 3): pieces 0 and 2 on rank 0.
+    assert_eq!(who, [(0, 0, 1), (1, 0, 5), (0, 1, 9), (1, 1, 12)]);
+    for r in plans {
+        // m = 8 in 4 rounds of m_r = 2: rank 0 warms up with
+        // (v − 1)·m_r + 2(p − 1) = 4 forwards and holds a fifth in its
+        // first 1F1B step; rank 1 warms up with 2 and holds 3.
+        let expected = if r["rank"] == 0 { 5 } else { 3 };
+        assert_eq!(r["in_flight"], expected, "{r}");
+        assert!(r["judged"]["peak_bytes"].as_u64().unwrap() <= r["budget_bytes"].as_u64().unwrap());
+        let name = format!("rank{}.chunk{}", r["rank"], r["chunk"]);
+        let chain = dir.path().join(format!("{name}.chain.json"));
+        let schedule = dir.path().join(format!("{name}.schedule.json"));
+        let sim = json(&remat(&[
+            "simulate",
+            chain.to_str().unwrap(),
+            schedule.to_str().unwrap(),
+            "--json",
+        ]));
+        let seconds = r["cost"]["forward_seconds"].as_f64().unwrap()
+            + r["cost"]["backward_seconds"].as_f64().unwrap();
+        assert!(
+            (sim["makespan_seconds"].as_f64().unwrap() - seconds).abs() < 1e-12 * seconds.max(1.0)
+        );
+    }
+    assert!(v["per_rank"]["makespan_seconds"].as_f64().unwrap() > 0.0);
+    for (args, says) in [
+        (
+            &["--chunks", "2"][..],
+            "--chunks: 2 chunks per rank need the interleaved-1f1b schedule",
+        ),
+        (
+            &["--chunks", "2", "--schedule", "interleaved-1f1b", "-m", "5"][..],
+            "--microbatches: 5 is not a multiple of the interleaved schedule's 2 rounds",
+        ),
+        (&["--chunks", "0"][..], "--chunks"),
+    ] {
+        let mut all = vec![
+            "pipeline",
+            "example:gpt2-h200-torch",
+            "--ranks",
+            "2",
+            "-b",
+            "4GiB",
+        ];
+        if !args.contains(&"-m") {
+            all.extend(["-m", "8"]);
+        }
+        all.extend(args);
+        let bad = remat(&all);
+        assert_eq!(bad.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
 /// A chain of `n` stages shaped like VGG blocks (the browser tests'
 /// `syntheticChain`): its sizes share no useful unit, so rotor's
 /// breakpoints fall back to a grid past about 75 stages.

@@ -51,6 +51,9 @@ fn compute(
         split: Pipeline::even_split(chain.len(), ranks.clamp(1, chain.len())),
         microbatches: m,
         schedule,
+        // The page plans one stage module per rank (interleaved chunks are
+        // the CLI's and remat_torch's: docs/cli.md).
+        chunks: 1,
     };
     let err = |e: remat_core::pipeline::PlanError| e.to_string();
     let roomy = plan(chain, &pipeline, &[u64::MAX / 4], false, &mut |_| true).map_err(err)?;
@@ -92,6 +95,7 @@ fn sentence(p: &Planned) -> String {
         match p.pipeline.schedule {
             PipelineSchedule::OneFOneB => "1F1B",
             PipelineSchedule::GPipe => "GPipe",
+            PipelineSchedule::Interleaved1F1B => "interleaved 1F1B",
         },
         first.in_flight,
         ranks - 1,

@@ -21,6 +21,9 @@ struct Report<'a> {
     chain: &'a str,
     schedule: PipelineSchedule,
     microbatches: usize,
+    /// v, the chunks per rank (per_rank lists one plan per piece, each
+    /// with its rank and chunk).
+    chunks: usize,
     split: &'a [usize],
     per_rank: &'a PipelinePlan,
     /// With --compare-uniform: every rank planned as rank 0.
@@ -41,8 +44,9 @@ struct Nearest<'a> {
 
 pub fn run(a: &PipelineArgs) -> Result<()> {
     let chain = input::chain(&a.chain)?;
-    let split = match a.ranks {
-        Some(p) => Pipeline::even_split(chain.len(), p),
+    let pieces = a.ranks.map(|p| p.saturating_mul(a.chunks));
+    let split = match pieces {
+        Some(k) => Pipeline::even_split(chain.len(), k),
         None => a.split.clone(),
     };
     let pipeline = Pipeline {
@@ -51,15 +55,27 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
         schedule: match a.schedule {
             PipelineScheduleFlag::Gpipe => PipelineSchedule::GPipe,
             PipelineScheduleFlag::OneFOneB => PipelineSchedule::OneFOneB,
+            PipelineScheduleFlag::Interleaved1F1B => PipelineSchedule::Interleaved1F1B,
         },
+        chunks: a.chunks,
     };
-    if let (Some(p), true) = (a.ranks, a.ranks.unwrap_or(0) > chain.len()) {
+    if let (Some(k), true) = (pieces, pieces.unwrap_or(0) > chain.len()) {
         return Err(CliError::BadValue {
             flag: "--ranks",
             message: format!(
-                "{p} ranks for {} stages; every rank needs a stage",
+                "{k} pieces ({} ranks × {} chunks) for {} stages; every piece needs a stage",
+                a.ranks.unwrap_or(0),
+                a.chunks,
                 chain.len()
             ),
+        });
+    }
+    if a.frameworks && a.chunks > 1 {
+        return Err(CliError::BadValue {
+            flag: "--frameworks",
+            message: "the frameworks' settings are judged for one stage module per rank, not \
+                      interleaved chunks; leave out --frameworks or --chunks"
+                .into(),
         });
     }
     let budgets: Vec<u64> = a.budget.iter().map(|b| b.0).collect();
@@ -93,6 +109,7 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             chain: &chain.name,
             schedule: pipeline.schedule,
             microbatches: pipeline.microbatches,
+            chunks: pipeline.chunks,
             split: &pipeline.split,
             per_rank: &per_rank,
             uniform: uniform.as_ref(),
@@ -112,8 +129,13 @@ fn plan_error(e: PlanError) -> CliError {
     match e {
         PlanError::Pipeline(e) => {
             let flag = match e {
-                PipelineError::Microbatches { .. } => "--microbatches",
+                PipelineError::Microbatches { .. } | PipelineError::Rounds { .. } => {
+                    "--microbatches"
+                }
                 PipelineError::Budgets { .. } => "--budget",
+                PipelineError::Chunks { .. } | PipelineError::ChunksNeedInterleaved { .. } => {
+                    "--chunks"
+                }
                 _ => "--split",
             };
             let text = e.to_string();
@@ -137,9 +159,15 @@ fn write_files(
         message: format!("{}: {e}", dir.display()),
     })?;
     for r in &plan.ranks {
-        let piece = rank_chain(chain, pipeline.stages(r.rank));
+        let piece = rank_chain(chain, r.stages());
+        // rank0.*, or rank0.chunk1.* under an interleaved schedule.
+        let name = if pipeline.chunks > 1 {
+            format!("rank{}.chunk{}", r.rank, r.chunk)
+        } else {
+            format!("rank{}", r.rank)
+        };
         input::write_text(
-            &dir.join(format!("rank{}.chain.json", r.rank)),
+            &dir.join(format!("{name}.chain.json")),
             &write_chain(&piece),
         )?;
         match (&r.ops, r.judged) {
@@ -157,24 +185,26 @@ fn write_files(
                     ops.clone(),
                 );
                 input::write_text(
-                    &dir.join(format!("rank{}.schedule.json", r.rank)),
+                    &dir.join(format!("{name}.schedule.json")),
                     &write_schedule(&file),
                 )?;
             }
-            _ => eprintln!(
-                "note: rank {}: no schedule fits its budget; none written",
-                r.rank
-            ),
+            _ => eprintln!("note: {name}: no schedule fits its budget; none written"),
         }
     }
     Ok(())
 }
 
-fn row(r: &RankPlan) -> String {
+fn row(r: &RankPlan, chunked: bool) -> String {
     let stages = format!("{}–{}", r.first_stage, r.last_stage);
+    let rank = if chunked {
+        format!("{}.{}", r.rank, r.chunk)
+    } else {
+        r.rank.to_string()
+    };
     let head = format!(
         "{:>4}  {:<9} {:>3}  {:>10}",
-        r.rank,
+        rank,
         stages,
         r.in_flight,
         format_bytes(r.budget_bytes)
@@ -233,10 +263,16 @@ fn print_text(
     uniform: Option<&PipelinePlan>,
 ) {
     say_chain(chain, 14);
+    let chunked = pipeline.chunks > 1;
     say!(
-        "{:<14}{} ranks, {} micro-batches, {}",
+        "{:<14}{} ranks{}, {} micro-batches, {}",
         "pipeline",
         pipeline.ranks(),
+        if chunked {
+            format!(" × {} chunks", pipeline.chunks)
+        } else {
+            String::new()
+        },
         pipeline.microbatches,
         pipeline.schedule
     );
@@ -252,8 +288,10 @@ fn print_text(
         say!("");
         say!("{title}");
         say!("{header}");
-        for r in &p.ranks {
-            say!("{}", row(r));
+        let mut rows: Vec<&RankPlan> = p.ranks.iter().collect();
+        rows.sort_by_key(|r| (r.rank, r.chunk));
+        for r in rows {
+            say!("{}", row(r, chunked));
         }
         match p.makespan_seconds {
             Some(t) => say!(
@@ -277,6 +315,10 @@ fn print_text(
     say!("m/r: micro-batches in flight on the rank; held: what each waiting micro-batch keeps;");
     say!("gap: to the certificate (no persistent schedule that fits is faster per micro-batch);");
     say!("exact: the optimum over persistent schedules (pieces of up to 12 stages).");
+    if chunked {
+        say!("rank r.c: chunk c of rank r (piece c·p + r); peak and rank step are the rank's, every chunk");
+        say!("in flight; gap: to rotor's optimum of the piece alone at the whole budget.");
+    }
 }
 
 fn print_frameworks(n: &Nearest, plans: Option<f64>) {

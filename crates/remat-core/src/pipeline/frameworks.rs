@@ -147,6 +147,11 @@ pub fn settings(
     budgets: &[u64],
     is_layer: &dyn Fn(usize) -> bool,
 ) -> Vec<Setting> {
+    // A setting applies per rank's one stage module; interleaved ranks
+    // hold several (their chunks), which this does not judge.
+    if pipeline.chunks > 1 {
+        return Vec::new();
+    }
     let most = (0..pipeline.ranks())
         .map(|r| pipeline.stages(r).filter(|&s| is_layer(s)).count())
         .max()

@@ -144,31 +144,43 @@ pub struct RankJudgement {
 
 /// Runs `order` with every micro-batch costing `cost`.
 pub fn judge(cost: &MicrobatchCost, order: &[Slot]) -> RankJudgement {
-    let mut held = 0usize;
+    judge_chunks(std::slice::from_ref(cost), order)
+}
+
+/// Runs `order`, a micro-batch of chunk c costing `costs[c]`: the level
+/// at a phase is its own peak plus h of its chunk for every other
+/// micro-batch of that chunk in flight, and h of each other chunk for
+/// each of theirs.
+pub fn judge_chunks(costs: &[MicrobatchCost], order: &[Slot]) -> RankJudgement {
+    let mut held = vec![0usize; costs.len()];
     let mut best = (0u64, 0usize, 0usize);
     let mut seconds = 0.0;
     for (i, slot) in order.iter().enumerate() {
-        let (peak, others) = match slot.phase {
+        let cost = &costs[slot.chunk];
+        // The micro-batch itself is one of those in flight in its B phase.
+        let own = usize::from(slot.phase == Phase::Backward);
+        let peak = match slot.phase {
             Phase::Forward => {
                 seconds += cost.forward_seconds;
-                (cost.forward_peak_bytes, held)
+                cost.forward_peak_bytes
             }
             Phase::Backward => {
-                // The micro-batch itself is one of those in flight.
-                let others = held - 1;
                 seconds += cost.backward_seconds;
-                (cost.backward_peak_bytes, others)
+                cost.backward_peak_bytes
             }
         };
-        let level = (others as u64)
-            .saturating_mul(cost.held_bytes)
-            .saturating_add(peak);
+        let (mut level, mut others) = (peak, 0usize);
+        for (c, (&n, k)) in held.iter().zip(costs).enumerate() {
+            let n = if c == slot.chunk { n - own } else { n };
+            others += n;
+            level = level.saturating_add((n as u64).saturating_mul(k.held_bytes));
+        }
         if level > best.0 {
             best = (level, i, others);
         }
         match slot.phase {
-            Phase::Forward => held += 1,
-            Phase::Backward => held -= 1,
+            Phase::Forward => held[slot.chunk] += 1,
+            Phase::Backward => held[slot.chunk] -= 1,
         }
     }
     RankJudgement {
@@ -181,14 +193,17 @@ pub fn judge(cost: &MicrobatchCost, order: &[Slot]) -> RankJudgement {
 }
 
 /// The pipeline's step time: every rank runs its order; a forward starts
-/// after the previous rank's forward of its micro-batch, a backward after
-/// the next rank's backward of it (the last rank's after its own forward).
-/// Transfers between ranks take no time.
+/// after the previous piece's forward of its micro-batch, a backward after
+/// the next piece's backward of it (the last piece's after its own
+/// forward). `costs` has one entry per piece: rank r's chunk c is piece
+/// c·p + r (with one chunk per rank, piece r). Transfers between ranks
+/// take no time.
 pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost]) -> f64 {
     let p = orders.len();
-    let m = orders.first().map_or(0, |o| o.len() / 2);
-    // end[r][phase][j]: when rank r finished that phase of micro-batch j.
-    let mut end = vec![[vec![f64::NAN; m], vec![f64::NAN; m]]; p];
+    let pieces = costs.len();
+    let m = orders.first().map_or(0, |o| o.len() / 2) * p / pieces.max(1);
+    // end[k][phase][j]: when piece k finished that phase of micro-batch j.
+    let mut end = vec![[vec![f64::NAN; m], vec![f64::NAN; m]]; pieces];
     let mut next = vec![0usize; p];
     let mut free = vec![0.0f64; p];
     let mut left: usize = orders.iter().map(Vec::len).sum();
@@ -197,21 +212,22 @@ pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost]) -> f64 {
         for r in 0..p {
             while let Some(slot) = orders[r].get(next[r]) {
                 let j = slot.microbatch;
+                let k = slot.chunk * p + r;
                 let ready = match slot.phase {
-                    Phase::Forward if r == 0 => 0.0,
-                    Phase::Forward => end[r - 1][0][j],
-                    Phase::Backward if r + 1 == p => end[r][0][j],
-                    Phase::Backward => end[r + 1][1][j],
+                    Phase::Forward if k == 0 => 0.0,
+                    Phase::Forward => end[k - 1][0][j],
+                    Phase::Backward if k + 1 == pieces => end[k][0][j],
+                    Phase::Backward => end[k + 1][1][j],
                 };
                 if ready.is_nan() {
                     break;
                 }
-                let (k, took) = match slot.phase {
-                    Phase::Forward => (0, costs[r].forward_seconds),
-                    Phase::Backward => (1, costs[r].backward_seconds),
+                let (phase, took) = match slot.phase {
+                    Phase::Forward => (0, costs[k].forward_seconds),
+                    Phase::Backward => (1, costs[k].backward_seconds),
                 };
                 free[r] = free[r].max(ready) + took;
-                end[r][k][j] = free[r];
+                end[k][phase][j] = free[r];
                 next[r] += 1;
                 left -= 1;
             }
@@ -260,6 +276,7 @@ mod tests {
             split: vec![1, 1],
             microbatches: 3,
             schedule: PipelineSchedule::OneFOneB,
+            chunks: 1,
         };
         let j = judge(&cost, &pipeline.order(0));
         assert_eq!((j.peak_bytes, j.peak_slot, j.held_at_peak), (18, 2, 1));
@@ -271,5 +288,43 @@ mod tests {
         // rank 0's last backward (6 s): 4 + 3·(4 + 6) + 6 = 40.
         let m = makespan(&[pipeline.order(0), pipeline.order(1)], &[cost, cost]);
         assert_eq!(m, 40.0);
+    }
+
+    fn cost(f: f64, b: f64, forward_peak: u64, backward_peak: u64, held: u64) -> MicrobatchCost {
+        MicrobatchCost {
+            forward_seconds: f,
+            backward_seconds: b,
+            forward_peak_bytes: forward_peak,
+            backward_peak_bytes: backward_peak,
+            held_bytes: held,
+        }
+    }
+
+    /// Counted by hand on rank 0 of PyTorch's interleaved order for p = 2,
+    /// v = 2, m = 4 (`F0.0 F0.1 F1.0 F1.1 F0.2 B1.0 …`, checked against
+    /// PyTorch in order.rs): chunk 0 peaks at 10 / 20 and holds 3, chunk 1
+    /// at 100 / 200 and holds 30. At B1.0 three micro-batches of chunk 0
+    /// and one other of chunk 1 are in flight: 200 + 3·3 + 30 = 239, the
+    /// highest (F1.3: 100 + 9 + 30 = 139; B1.2: 200 + 6 + 30 = 236).
+    /// Mutation tried: the running micro-batch of a B phase counted as
+    /// held too (269 at B1.0).
+    #[test]
+    fn chunked_levels_counted_by_hand() {
+        let pipeline = Pipeline {
+            split: vec![1, 1, 1, 1],
+            microbatches: 4,
+            schedule: PipelineSchedule::Interleaved1F1B,
+            chunks: 2,
+        };
+        let costs = [cost(1.0, 2.0, 10, 20, 3), cost(10.0, 20.0, 100, 200, 30)];
+        let j = judge_chunks(&costs, &pipeline.order(0));
+        assert_eq!((j.peak_bytes, j.peak_slot, j.held_at_peak), (239, 5, 4));
+        assert_eq!(j.compute_seconds, 4.0 * 3.0 + 4.0 * 30.0);
+        // Four pieces, all costing 1 s forward and 2 s backward: the
+        // orders run without deadlock, the last piece's backward after its
+        // own forward.
+        let unit = [cost(1.0, 2.0, 0, 0, 0); 4];
+        let m = makespan(&[pipeline.order(0), pipeline.order(1)], &unit);
+        assert!(m >= 4.0 * 2.0 * 3.0 && m.is_finite(), "{m}");
     }
 }

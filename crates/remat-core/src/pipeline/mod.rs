@@ -65,7 +65,9 @@ mod order;
 mod plan;
 
 pub use exact::EXACT_MAX_STAGES;
-pub use judge::{judge, makespan, rank_curve, CurvePoint, MicrobatchCost, RankJudgement};
+pub use judge::{
+    judge, judge_chunks, makespan, rank_curve, CurvePoint, MicrobatchCost, RankJudgement,
+};
 pub use order::{Phase, PipelineSchedule, Slot};
 pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search};
 
@@ -76,14 +78,22 @@ use std::ops::RangeInclusive;
 /// the orders are O(m) per rank).
 pub const MAX_MICROBATCHES: usize = 100_000;
 
+/// The most chunks (virtual stages) a rank may hold.
+pub const MAX_CHUNKS: usize = 64;
+
 /// A pipeline: how the chain is cut and how micro-batches flow.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pipeline {
-    /// Stages per rank, rank 0 first (the chain's first stages).
+    /// Stages per piece, the chain's first stages first: one piece per
+    /// rank, or under an interleaved schedule p·v pieces, piece k on rank
+    /// k mod p as its chunk ⌊k / p⌋ (PyTorch's stage index k).
     pub split: Vec<usize>,
     /// m, the micro-batches of one step.
     pub microbatches: usize,
     pub schedule: PipelineSchedule,
+    /// v, the chunks (virtual stages) each rank holds: 1 but under
+    /// [`PipelineSchedule::Interleaved1F1B`].
+    pub chunks: usize,
 }
 
 /// Why a pipeline cannot be planned, naming the field.
@@ -99,6 +109,22 @@ pub enum PipelineError {
     Microbatches { given: usize, max: usize },
     #[error("budget: {given} budgets for {ranks} ranks; give one for all or one per rank")]
     Budgets { given: usize, ranks: usize },
+    #[error("chunks: {given} is not between 1 and {max}")]
+    Chunks { given: usize, max: usize },
+    #[error("chunks: {chunks} chunks per rank need the interleaved-1f1b schedule, not {schedule}")]
+    ChunksNeedInterleaved {
+        chunks: usize,
+        schedule: PipelineSchedule,
+    },
+    #[error(
+        "split: {pieces} pieces do not make {chunks} chunks on each rank; give ranks × chunks pieces"
+    )]
+    Pieces { pieces: usize, chunks: usize },
+    #[error(
+        "microbatches: {given} is not a multiple of the interleaved schedule's {rounds} rounds \
+         (max(1, microbatches / ranks)), which PyTorch's ScheduleInterleaved1F1B requires"
+    )]
+    Rounds { given: usize, rounds: usize },
 }
 
 impl Pipeline {
@@ -123,23 +149,65 @@ impl Pipeline {
                 max: MAX_MICROBATCHES,
             });
         }
+        if self.chunks == 0 || self.chunks > MAX_CHUNKS {
+            return Err(PipelineError::Chunks {
+                given: self.chunks,
+                max: MAX_CHUNKS,
+            });
+        }
+        if self.schedule != PipelineSchedule::Interleaved1F1B {
+            if self.chunks > 1 {
+                return Err(PipelineError::ChunksNeedInterleaved {
+                    chunks: self.chunks,
+                    schedule: self.schedule,
+                });
+            }
+            return Ok(());
+        }
+        if !self.split.len().is_multiple_of(self.chunks) {
+            return Err(PipelineError::Pieces {
+                pieces: self.split.len(),
+                chunks: self.chunks,
+            });
+        }
+        let rounds = order::interleaved_rounds(self.ranks(), self.microbatches);
+        if !self.microbatches.is_multiple_of(rounds) {
+            return Err(PipelineError::Rounds {
+                given: self.microbatches,
+                rounds,
+            });
+        }
         Ok(())
     }
 
     /// p, the number of ranks.
     pub fn ranks(&self) -> usize {
-        self.split.len()
+        self.split.len() / self.chunks.max(1)
     }
 
-    /// The chain's stages (1-based, as in the papers) rank `rank` runs.
-    pub fn stages(&self, rank: usize) -> RangeInclusive<usize> {
-        let first = 1 + self.split[..rank].iter().sum::<usize>();
-        first..=first + self.split[rank] - 1
+    /// The chain's stages (1-based, as in the papers) piece `piece` runs:
+    /// rank `piece`'s, with one chunk per rank.
+    pub fn stages(&self, piece: usize) -> RangeInclusive<usize> {
+        let first = 1 + self.split[..piece].iter().sum::<usize>();
+        first..=first + self.split[piece] - 1
+    }
+
+    /// The pieces rank `rank` holds, its chunk 0 first.
+    pub fn pieces_of(&self, rank: usize) -> Vec<usize> {
+        (0..self.chunks.max(1))
+            .map(|c| c * self.ranks() + rank)
+            .collect()
     }
 
     /// The order in which rank `rank` runs the phases of its micro-batches.
     pub fn order(&self, rank: usize) -> Vec<Slot> {
-        order::order(self.schedule, rank, self.ranks(), self.microbatches)
+        order::order(
+            self.schedule,
+            rank,
+            self.ranks(),
+            self.microbatches,
+            self.chunks.max(1),
+        )
     }
 
     /// An even split of `stages` stages over `ranks` ranks, the first ranks
@@ -198,6 +266,7 @@ mod tests {
             split,
             microbatches: m,
             schedule: PipelineSchedule::OneFOneB,
+            chunks: 1,
         };
         assert_eq!(p(vec![], 4).validate(3), Err(PipelineError::NoRanks));
         assert_eq!(
@@ -216,6 +285,40 @@ mod tests {
             .starts_with("microbatches: 0"));
         assert!(p(vec![usize::MAX, 2], 4).validate(3).is_err());
         assert_eq!(p(vec![2, 1], 4).validate(3), Ok(()));
+        // Chunks: only interleaved, a whole number per rank, and PyTorch's
+        // rounds dividing the micro-batches.
+        let mut two = p(vec![1, 1, 1, 1], 4);
+        two.chunks = 2;
+        assert!(two
+            .validate(4)
+            .unwrap_err()
+            .to_string()
+            .starts_with("chunks: 2 chunks per rank need"));
+        two.schedule = PipelineSchedule::Interleaved1F1B;
+        assert_eq!(two.validate(4), Ok(()));
+        assert_eq!((two.ranks(), two.pieces_of(1)), (2, vec![1, 3]));
+        two.split = vec![1, 1, 2];
+        assert_eq!(
+            two.validate(4),
+            Err(PipelineError::Pieces {
+                pieces: 3,
+                chunks: 2
+            })
+        );
+        two.split = vec![1, 1, 1, 1];
+        two.microbatches = 5; // rounds = max(1, 5 / 2) = 2
+        assert!(two
+            .validate(4)
+            .unwrap_err()
+            .to_string()
+            .starts_with("microbatches: 5 is not a multiple"));
+        two.microbatches = 4;
+        two.chunks = 0;
+        assert!(two
+            .validate(4)
+            .unwrap_err()
+            .to_string()
+            .starts_with("chunks: 0"));
     }
 
     #[test]
@@ -224,6 +327,7 @@ mod tests {
             split: Pipeline::even_split(7, 3),
             microbatches: 2,
             schedule: PipelineSchedule::GPipe,
+            chunks: 1,
         };
         assert_eq!(p.split, vec![3, 2, 2]);
         assert_eq!(p.stages(0), 1..=3);

@@ -3,7 +3,7 @@
 //! (module doc of [`super`]).
 
 use super::exact::{self, EXACT_MAX_STAGES};
-use super::judge::{judge, makespan, MicrobatchCost, RankJudgement};
+use super::judge::{judge, judge_chunks, makespan, MicrobatchCost, RankJudgement};
 use super::order::{in_flight, others_held, Slot};
 use super::{rank_chain, Pipeline, PipelineError};
 use crate::model::Chain;
@@ -27,6 +27,10 @@ pub enum PlanError {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RankPlan {
     pub rank: usize,
+    /// Which of the rank's chunks this plan is for (0 but under an
+    /// interleaved schedule, where each chunk, piece c·p + r, has a plan
+    /// of its own and all of the rank's share `judged`).
+    pub chunk: usize,
     /// The chain's stages this rank runs (1-based).
     pub first_stage: usize,
     pub last_stage: usize,
@@ -228,6 +232,7 @@ pub fn plan_rank(
     };
     Ok(RankPlan {
         rank,
+        chunk: 0,
         first_stage: *stages.start(),
         last_stage: *stages.end(),
         in_flight: in_flight(&order),
@@ -260,6 +265,9 @@ pub fn plan(
         }
         .into());
     }
+    if pipeline.chunks > 1 {
+        return plan_interleaved(chain, pipeline, budgets, uniform, progress);
+    }
     let mut ranks = Vec::with_capacity(p);
     for rank in 0..p {
         let budget = budgets[if budgets.len() == 1 { 0 } else { rank }];
@@ -274,4 +282,183 @@ pub fn plan(
         makespan_seconds: costs.map(|c| makespan(&orders, &c)),
         ranks,
     })
+}
+
+/// The most combinations of its chunks' candidates one rank's search may
+/// judge (each O(v·m)); past it the rank's pieces are too long for it.
+pub const MAX_COMBINATIONS: u128 = 1_000_000;
+
+/// Every rank's chunks, each piece c·p + r planned with the others of its
+/// rank ([`plan_chunks`]); the plans are listed by piece.
+fn plan_interleaved(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    budgets: &[u64],
+    uniform: bool,
+    progress: &mut Progress<'_>,
+) -> Result<PipelinePlan, PlanError> {
+    let p = pipeline.ranks();
+    let mut by_piece: Vec<Option<RankPlan>> = vec![None; pipeline.split.len()];
+    for rank in 0..p {
+        let budget = budgets[if budgets.len() == 1 { 0 } else { rank }];
+        let mut part = |f: f64| progress((rank as f64 + f) / p as f64);
+        let plans = plan_chunks(chain, pipeline, rank, budget, uniform, &mut part)?;
+        for (piece, plan) in pipeline.pieces_of(rank).into_iter().zip(plans) {
+            by_piece[piece] = Some(plan);
+        }
+    }
+    let ranks: Vec<RankPlan> = by_piece.into_iter().flatten().collect();
+    let costs: Option<Vec<MicrobatchCost>> = ranks.iter().map(|r| r.cost).collect();
+    let orders: Vec<Vec<Slot>> = (0..p).map(|r| pipeline.order(r)).collect();
+    Ok(PipelinePlan {
+        makespan_seconds: costs.map(|c| makespan(&orders, &c)),
+        ranks,
+    })
+}
+
+/// One candidate schedule of a piece and what a micro-batch of it costs.
+type Candidate = (Vec<Op>, MicrobatchCost);
+
+/// Rank `rank`'s chunks under an interleaved schedule: for each piece,
+/// rotor's optimal schedules at every budget where its optimum changes and
+/// store-all (less those another beats in time, held bytes and both
+/// phases' peaks), then the combination with the least time per
+/// micro-batch whose rank step, judged at `plan_as` ([`judge_chunks`]:
+/// every chunk's micro-batches in flight at once), fits `budget`, judged
+/// again at the rank's own order. Not exact over persistent schedules, as
+/// [`Search::RotorCurve`]; each piece's certificate is rotor's optimum of
+/// that piece alone at the whole budget, which every schedule of the rank
+/// must meet (the other chunks hold ≥ 0 beside it).
+fn plan_chunks(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    rank: usize,
+    budget: u64,
+    uniform: bool,
+    progress: &mut Progress<'_>,
+) -> Result<Vec<RankPlan>, PlanError> {
+    let pieces = pipeline.pieces_of(rank);
+    let order = pipeline.order(rank);
+    let plan_as = if uniform {
+        pipeline.order(0)
+    } else {
+        order.clone()
+    };
+    let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(pieces.len());
+    let mut bounds = Vec::with_capacity(pieces.len());
+    for (c, &k) in pieces.iter().enumerate() {
+        let piece = rank_chain(chain, pipeline.stages(k));
+        let mut part = |f: f64| progress((c as f64 + f) / pieces.len() as f64);
+        let table = StepTable::build(&piece, Variant::Rotor, EXACT_TABLE_BYTES, &mut part)?
+            .ok_or_else(|| {
+                SolveError::TooLarge(format!(
+                    "split: piece {k}'s {} stages need a larger breakpoint table than {} MiB; \
+                     cut the chain into more pieces or coarser stages",
+                    piece.len(),
+                    EXACT_TABLE_BYTES >> 20
+                ))
+            })?;
+        let mut found: Vec<Candidate> = Vec::new();
+        let schedules = std::iter::once(store_all::schedule(&piece)).chain(
+            (table.curve().into_iter()).filter_map(|(b, _)| table.plan(&piece, b).map(|p| p.ops)),
+        );
+        for ops in schedules {
+            if let Ok(cost) = MicrobatchCost::of(&piece, &ops) {
+                found.push((ops, cost));
+            }
+        }
+        lists.push(undominated(found));
+        let seed = piece.gradient_bytes(piece.len());
+        bounds.push(table.best_seconds(budget.saturating_add(seed)));
+    }
+    let combinations = lists.iter().map(|l| l.len() as u128).product::<u128>();
+    if combinations > MAX_COMBINATIONS {
+        return Err(SolveError::TooLarge(format!(
+            "split: rank {rank}'s chunks have {combinations} combinations of candidate schedules \
+             to judge (at most {MAX_COMBINATIONS}); cut the chain into coarser stages"
+        ))
+        .into());
+    }
+    // Every combination, fastest first (mixed radix over the lists).
+    let mut all: Vec<(f64, Vec<usize>)> = Vec::with_capacity(combinations as usize);
+    let mut pick = vec![0usize; lists.len()];
+    loop {
+        let seconds = (pick.iter().zip(&lists))
+            .map(|(&i, l)| l[i].1.seconds())
+            .sum();
+        all.push((seconds, pick.clone()));
+        let Some(c) = (0..lists.len()).find(|&c| pick[c] + 1 < lists[c].len()) else {
+            break;
+        };
+        pick[c] += 1;
+        pick[..c].iter_mut().for_each(|i| *i = 0);
+    }
+    all.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut judged_count = 0;
+    let mut chosen = None;
+    for (_, pick) in &all {
+        judged_count += 1;
+        let costs: Vec<MicrobatchCost> = (pick.iter().zip(&lists)).map(|(&i, l)| l[i].1).collect();
+        if judge_chunks(&costs, &plan_as).peak_bytes <= budget {
+            chosen = Some((pick.clone(), judge_chunks(&costs, &order)));
+            break;
+        }
+    }
+    Ok((pieces.iter().enumerate())
+        .map(|(c, &k)| {
+            let stages = pipeline.stages(k);
+            let (ops, cost, judged) = match &chosen {
+                Some((pick, judged)) => {
+                    let (ops, cost) = &lists[c][pick[c]];
+                    (Some(ops.clone()), Some(*cost), Some(*judged))
+                }
+                None => (None, None, None),
+            };
+            RankPlan {
+                rank,
+                chunk: c,
+                first_stage: *stages.start(),
+                last_stage: *stages.end(),
+                in_flight: in_flight(&order),
+                planned_for: in_flight(&plan_as),
+                budget_bytes: budget,
+                ops,
+                cost,
+                judged,
+                lower_bound_seconds: bounds[c],
+                search: Search::RotorCurve,
+                candidates_judged: judged_count,
+            }
+        })
+        .collect())
+}
+
+/// The candidates no other beats or equals in time, held bytes and both
+/// phases' peaks at once (the first of equals kept), fastest first.
+fn undominated(mut found: Vec<Candidate>) -> Vec<Candidate> {
+    let key = |c: &MicrobatchCost| {
+        (
+            c.seconds(),
+            c.held_bytes,
+            c.forward_peak_bytes,
+            c.backward_peak_bytes,
+        )
+    };
+    found.sort_by(|a, b| {
+        let (x, y) = (key(&a.1), key(&b.1));
+        x.0.total_cmp(&y.0)
+            .then((x.1, x.2, x.3).cmp(&(y.1, y.2, y.3)))
+    });
+    let mut kept: Vec<Candidate> = Vec::new();
+    for cand in found {
+        let c = key(&cand.1);
+        let beaten = kept.iter().any(|k| {
+            let k = key(&k.1);
+            k.0 <= c.0 && k.1 <= c.1 && k.2 <= c.2 && k.3 <= c.3
+        });
+        if !beaten {
+            kept.push(cand);
+        }
+    }
+    kept
 }
