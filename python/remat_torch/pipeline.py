@@ -20,7 +20,9 @@ rank's numbers come from one measurement; a Remat stage may not straddle
 two ranks. `PipelinePlans.apply` lowers rank r's schedule to stock
 `torch.utils.checkpoint` regions on its stage module (`apply_plan`), which
 `PipelineStage` then runs like any module: the plan needs nothing of the
-pipeline's own code.
+pipeline's own code. Under `ScheduleInterleaved1F1B` give the p·v stage
+modules in PyTorch's stage order and `chunks=v`; each rank applies the
+plans of its modules r, r + p, … (docs/pytorch.md, "Pipelines").
 """
 
 from __future__ import annotations
@@ -123,6 +125,9 @@ class RankPlan:
     """`remat pipeline --json`'s entry for the rank: in_flight, budget_bytes,
     judged (peak_bytes: the rank's predicted peak with its micro-batches in
     flight), cost (per micro-batch), lower_bound_seconds, search."""
+    chunk: int = 0
+    """Which of the rank's chunks (0 but under an interleaved schedule,
+    where this plan is for piece chunk·p + rank)."""
 
 
 @dataclass
@@ -131,13 +136,19 @@ class PipelinePlans:
     microbatches: int
     schedule: str
     ranks: List[RankPlan]
+    """One plan per stage module, in the pipeline's order: per rank, or
+    under an interleaved schedule per piece (PyTorch's stage index k, on
+    rank k mod p)."""
     report: dict = field(repr=False)
     """The whole `remat pipeline --json` report (`uniform` with
-    `compare_uniform`)."""
+    `compare_uniform`; `orders`, each rank's order of phases)."""
+    chunks: int = 1
 
     def apply(self, rank: int, module: nn.Module, example_input: Any, remat: Optional[str] = None) -> Applied:
-        """Applies rank `rank`'s plan to its stage module in place (stock
-        `torch.utils.checkpoint` regions, `apply_plan`); `example_input` is
+        """Applies stage module `rank`'s plan to it in place (stock
+        `torch.utils.checkpoint` regions, `apply_plan`): the rank's, or
+        under an interleaved schedule piece `rank`'s (PyTorch's stage
+        index: call it for each of the rank's pieces). `example_input` is
         what the module receives for one micro-batch, or any tensor of that
         shape and dtype (`torch.empty(...)` on a rank that holds only its
         own module): one forward without grad shows how the module calls
@@ -146,7 +157,7 @@ class PipelinePlans:
         raises."""
         r = self.ranks[rank]
         if r.schedule is None:
-            raise PipelineError(f"budget: no schedule fits rank {rank} with its {r.report['in_flight']} "
+            raise PipelineError(f"budget: no schedule fits rank {r.rank} with its {r.report['in_flight']} "
                                 "micro-batches in flight")
         plan = export_plan(r.schedule, r.chain, remat=remat, model=module)
         return apply_plan(module, plan, example_input)
@@ -201,14 +212,17 @@ def rank_budgets(stages: Sequence[nn.Module], device_memory: int, optimizer_stat
 
 def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatches: int,
                   budget: Union[int, Sequence[int]], schedule: str = "1f1b", *,
-                  compare_uniform: bool = False, remat: Optional[str] = None) -> PipelinePlans:
+                  chunks: int = 1, compare_uniform: bool = False, remat: Optional[str] = None) -> PipelinePlans:
     """Runs `remat pipeline` on `chain` (a dict or a file; its stages
     measured at the micro-batch size) cut by `split`, with `microbatches`
-    per step under `schedule` (`1f1b` or `gpipe`) and `budget` bytes of
+    per step under `schedule` (`1f1b`, `gpipe`, or `interleaved-1f1b` with
+    `chunks` stage modules per rank: then `split` has one entry per stage
+    module, PyTorch's stage index k on rank k mod p) and `budget` bytes of
     activations per rank (one for all, or one per rank: `rank_budgets`
-    gives them from the device's memory), and returns each rank's plan.
-    Errors of the binary (a split that does not add up, a budget list of
-    another length) raise PipelineError with its message."""
+    gives them from the device's memory), and returns each stage module's
+    plan. Errors of the binary (a split that does not add up, a budget
+    list of another length, micro-batches the interleaved schedule
+    refuses) raise PipelineError with its message."""
     if isinstance(chain, (str, Path)):
         chain = json.loads(Path(chain).read_text())
     budgets = [budget] if isinstance(budget, int) else list(budget)
@@ -219,7 +233,7 @@ def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatc
         path.write_text(json.dumps(chain))
         args = [_binary(remat), "pipeline", str(path), "--split", ",".join(map(str, split)),
                 "--microbatches", str(microbatches), "--schedule", schedule,
-                "--budget", ",".join(map(str, budgets)), "--json", "--output", tmp]
+                "--budget", ",".join(map(str, budgets)), "--chunks", str(chunks), "--json", "--output", tmp]
         if compare_uniform:
             args.append("--compare-uniform")
         p = subprocess.run(args, capture_output=True, text=True)
@@ -227,14 +241,18 @@ def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatc
             raise PipelineError(p.stderr.strip().removeprefix("error: "))
         report = json.loads(p.stdout)
         ranks = []
-        for r in report["per_rank"]["ranks"]:
-            k = r["rank"]
-            piece = json.loads((Path(tmp) / f"rank{k}.chain.json").read_text())
+        p_ranks = len(split) // max(chunks, 1)
+        # One entry per stage module, in the pipeline's order (the binary
+        # lists them so): module k of `describe_pipeline`'s chain.
+        for k, r in enumerate(report["per_rank"]["ranks"]):
+            name = f"rank{r['rank']}.chunk{r['chunk']}" if chunks > 1 else f"rank{r['rank']}"
+            assert r["chunk"] * p_ranks + r["rank"] == k, (k, r["rank"], r["chunk"])
+            piece = json.loads((Path(tmp) / f"{name}.chain.json").read_text())
             for stage in piece["stages"]:
                 if "module" in stage:
                     stage["module"] = _own_names(stage["module"], k)
-            sched_path = Path(tmp) / f"rank{k}.schedule.json"
+            sched_path = Path(tmp) / f"{name}.schedule.json"
             sched = json.loads(sched_path.read_text()) if sched_path.exists() else None
-            ranks.append(RankPlan(rank=k, chain=piece, schedule=sched, report=r))
+            ranks.append(RankPlan(rank=r["rank"], chain=piece, schedule=sched, report=r, chunk=r["chunk"]))
     return PipelinePlans(split=list(split), microbatches=microbatches, schedule=schedule, ranks=ranks,
-                         report=report)
+                         report=report, chunks=chunks)

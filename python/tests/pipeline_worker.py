@@ -88,23 +88,31 @@ def train(rank: int, ranks: int, setup: dict, plans, steps: int = 2) -> dict:
     gradients outside) and the wall time of the others."""
     import time
 
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
+                                              ScheduleInterleaved1F1B)
 
     from remat_torch import Meter
 
-    stages = parts(setup["layers"], setup["width"], ranks)
-    module = stages[rank]
+    # Under the interleaved schedule each rank holds `chunks` stage modules,
+    # PyTorch's stage indices rank, rank + p, …; otherwise one, its rank.
+    chunks = setup.get("chunks", 1)
+    stages = parts(setup["layers"], setup["width"], ranks * chunks)
+    mine = [rank + c * ranks for c in range(chunks)]
     ids, target = batch(setup["batch"], setup["seq"])
     micro = setup["batch"] // setup["microbatches"]
-    applied = None
+    applied = []
     if plans is not None:
-        example = plans.example_input(stages, ids[:micro], rank)
-        applied = plans.apply(rank, module, example)
-    kind = Schedule1F1B if setup["schedule"] == "1f1b" else ScheduleGPipe
-    stage = PipelineStage(module, rank, ranks, torch.device("cpu"))
-    schedule = kind(stage, n_microbatches=setup["microbatches"], loss_fn=loss_fn)
-    opt = torch.optim.SGD(module.parameters(), lr=0.1)
-    meter = Meter(torch.device("cpu"), list(module.parameters()))
+        for k in mine:
+            applied.append(plans.apply(k, stages[k], plans.example_input(stages, ids[:micro], k)))
+    pipeline_stages = [PipelineStage(stages[k], k, ranks * chunks, torch.device("cpu")) for k in mine]
+    if setup["schedule"] == "interleaved-1f1b":
+        schedule = ScheduleInterleaved1F1B(pipeline_stages, n_microbatches=setup["microbatches"], loss_fn=loss_fn)
+    else:
+        kind = Schedule1F1B if setup["schedule"] == "1f1b" else ScheduleGPipe
+        schedule = kind(pipeline_stages[0], n_microbatches=setup["microbatches"], loss_fn=loss_fn)
+    params = [p for k in mine for p in stages[k].parameters()]
+    opt = torch.optim.SGD(params, lr=0.1)
+    meter = Meter(torch.device("cpu"), params)
     torch.manual_seed(1234 + rank)
     losses, peaks, seconds = [], [], []
     for step in range(steps):
@@ -129,11 +137,11 @@ def train(rank: int, ranks: int, setup: dict, plans, steps: int = 2) -> dict:
         opt.step()
         opt.zero_grad(set_to_none=True)
     return {
-        "params": {n: p.detach().clone() for n, p in module.named_parameters()},
+        "params": {f"{k}.{n}": p.detach().clone() for k in mine for n, p in stages[k].named_parameters()},
         "losses": losses,
         "peaks": peaks,
         "seconds": seconds,
-        "form": applied.form if applied else None,
+        "form": "+".join(a.form for a in applied) if applied else None,
     }
 
 

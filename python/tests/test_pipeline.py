@@ -27,15 +27,17 @@ def _port() -> int:
 
 
 def _plans(setup: dict, ranks: int, budget_share: float):
-    stages = w.parts(setup["layers"], setup["width"], ranks)
+    chunks = setup.get("chunks", 1)
+    stages = w.parts(setup["layers"], setup["width"], ranks * chunks)
     ids, target = w.batch(setup["batch"], setup["seq"])
     micro = setup["batch"] // setup["microbatches"]
     chain, split = describe_pipeline(stages, ids[:micro], target[:micro], loss=w.loss_fn, repeat=1)
-    roomy = plan_pipeline(chain, split, setup["microbatches"], 1 << 40, setup["schedule"])
+    roomy = plan_pipeline(chain, split, setup["microbatches"], 1 << 40, setup["schedule"], chunks=chunks)
     # A budget that makes rank 0 recompute: a share of its store-all peak.
     top = roomy.ranks[0].report["judged"]["peak_bytes"]
     return chain, split, plan_pipeline(chain, split, setup["microbatches"], int(top * budget_share),
-                                       setup["schedule"], compare_uniform=True)
+                                       setup["schedule"], chunks=chunks,
+                                       compare_uniform=chunks == 1)
 
 
 def _run(ranks: int, setup: dict, plans) -> list:
@@ -45,13 +47,22 @@ def _run(ranks: int, setup: dict, plans) -> list:
         return [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(ranks)]
 
 
-@pytest.mark.parametrize("ranks,schedule", [(2, "1f1b"), (2, "gpipe"), (4, "1f1b")])
-def test_per_rank_plans_train_bitwise(ranks, schedule):
-    setup = {"layers": 2 * ranks, "width": 64, "batch": 8, "seq": 32, "microbatches": 4, "schedule": schedule}
+@pytest.mark.parametrize("ranks,schedule,chunks", [(2, "1f1b", 1), (2, "gpipe", 1), (4, "1f1b", 1),
+                                                   (2, "interleaved-1f1b", 2)])
+def test_per_rank_plans_train_bitwise(ranks, schedule, chunks):
+    """Under the interleaved schedule each rank holds two stage modules
+    (PyTorch's stage indices r and r + 2) and its plan covers both: their
+    micro-batches in flight at once (rank 0 up to 5 of them, rank 1 3:
+    the warm-up of PyTorch's order, `remat pipeline`'s `orders`)."""
+    setup = {"layers": 2 * ranks * chunks, "width": 64, "batch": 8, "seq": 32, "microbatches": 4,
+             "schedule": schedule, "chunks": chunks}
     chain, split, plans = _plans(setup, ranks, 0.6)
-    in_flight = [r.report["in_flight"] for r in plans.ranks]
+    in_flight = [r.report["in_flight"] for r in plans.ranks][:ranks]
     m = setup["microbatches"]
-    assert in_flight == [min(ranks - r, m) if schedule == "1f1b" else m for r in range(ranks)]
+    if schedule == "interleaved-1f1b":
+        assert in_flight == [5, 3]
+    else:
+        assert in_flight == [min(ranks - r, m) if schedule == "1f1b" else m for r in range(ranks)]
     results = _run(ranks, setup, plans)
     for r, got in enumerate(results):
         assert got["differs"] == [], f"rank {r}: parameters differ: {got['differs'][:3]}"
@@ -113,3 +124,39 @@ def test_rank_budgets_leave_each_rank_what_its_weights_do_not_take():
         rank_budgets(stages, 1 << 20)
     with pytest.raises(PipelineError, match="optimizer_states"):
         rank_budgets(stages, device, optimizer_states=-1)
+
+
+def test_interleaved_orders_are_pytorchs():
+    """`remat pipeline`'s order for each rank under `interleaved-1f1b` is
+    PyTorch's own (`ScheduleInterleaved1F1B`'s `_get_1f1b_rank_ops`, its
+    idle slots dropped) for every (ranks, chunks, micro-batches) of a grid
+    PyTorch accepts. How it could fail: another warm-up count (the plans
+    would be judged with other micro-batches in flight than run) or
+    another chunk order in the steady state. Mutation tried: the warm-up
+    without its 2·(p − 1 − r) term (every grid point with p > 1 differs)."""
+    from torch.distributed.pipelining.schedules import _ComputationType, _get_1f1b_rank_ops, _get_warmup_ops
+
+    from helpers import remat
+
+    def theirs(rank, p, v, m):
+        rounds = max(1, m // p)
+        per_round = m // rounds
+        warm = _get_warmup_ops(rank, v, per_round, p, m, multiply_factor=2)
+        ops = _get_1f1b_rank_ops(v, p, warm, v * m - warm, warm, rank,
+                                 lambda s: ((s // per_round) % v) * p + rank,
+                                 lambda s: (v - 1 - ((s - warm) // per_round) % v) * p + rank)
+        return [("forward" if a.computation_type == _ComputationType.FORWARD else "backward",
+                 a.stage_index // p, a.microbatch_index) for a in ops if a is not None]
+
+    checked = 0
+    for p, v, m in [(2, 2, 2), (2, 2, 4), (2, 2, 6), (2, 3, 4), (3, 2, 3), (3, 2, 6), (4, 2, 4), (4, 2, 8),
+                    (2, 1, 4), (4, 2, 2)]:
+        if m % max(1, m // p):
+            continue
+        report = json.loads(remat("pipeline", "example:gpt2-h200-torch", "--ranks", str(p), "--chunks", str(v),
+                                  "--schedule", "interleaved-1f1b", "-m", str(m), "-b", "1TiB", "--json").stdout)
+        for rank, order in enumerate(report["orders"]):
+            ours = [(s["phase"], s["chunk"], s["microbatch"]) for s in order]
+            assert ours == theirs(rank, p, v, m), (p, v, m, rank)
+            checked += 1
+    assert checked >= 20

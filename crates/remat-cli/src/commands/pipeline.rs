@@ -11,7 +11,7 @@ use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::pipeline::frameworks::{self, Setting};
 use remat_core::pipeline::{
     plan, rank_chain, Pipeline, PipelineError, PipelinePlan, PipelineSchedule, PlanError, RankPlan,
-    Search,
+    Search, Slot,
 };
 use remat_core::Chain;
 use serde::Serialize;
@@ -25,6 +25,9 @@ struct Report<'a> {
     /// with its rank and chunk).
     chunks: usize,
     split: &'a [usize],
+    /// Each rank's order of phases, the one its plan was judged at (rank
+    /// 0 first; under an interleaved schedule PyTorch's own).
+    orders: Vec<Vec<Slot>>,
     per_rank: &'a PipelinePlan,
     /// With --compare-uniform: every rank planned as rank 0.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -111,6 +114,7 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             microbatches: pipeline.microbatches,
             chunks: pipeline.chunks,
             split: &pipeline.split,
+            orders: (0..pipeline.ranks()).map(|r| pipeline.order(r)).collect(),
             per_rank: &per_rank,
             uniform: uniform.as_ref(),
             frameworks: nearest,

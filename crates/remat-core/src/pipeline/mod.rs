@@ -11,7 +11,9 @@
 //! needs the most memory and the last rank the least, and one checkpointing
 //! plan for every rank either wastes the late ranks' memory or overflows
 //! the early ones (AdaPipe, Sun et al., ASPLOS 2024, plans recomputation
-//! per pipeline stage for this reason).
+//! per pipeline stage for this reason). Under interleaved 1F1B
+//! (`ScheduleInterleaved1F1B`) each rank holds v pieces, *chunks* (piece k
+//! on rank k mod p), whose micro-batches are in flight together.
 //!
 //! **What a rank's step costs** ([`judge`]). A micro-batch runs the rank's
 //! persistent schedule S (the piece's [`rank_chain`], any schedule of
@@ -42,6 +44,13 @@
 //! even that budget has no schedule, no persistent schedule fits the rank:
 //! the answer is infeasible with a proof, never a guess.
 //!
+//! **Interleaved ranks** (`plan.rs`, `plan_chunks`): each chunk's
+//! candidates (rotor's curve and store-all, the dominated ones dropped),
+//! the fastest combination whose step fits, judged with every chunk's
+//! micro-batches in flight ([`judge_chunks`]); each piece certified by
+//! rotor's optimum of the piece alone at the budget. O(Π K_c) judgements
+//! of O(v·m), at most [`MAX_COMBINATIONS`].
+//!
 //! **The pipeline's time** ([`makespan`]): each rank runs its order, a
 //! forward after the previous rank's forward of the same micro-batch, a
 //! backward after the next rank's backward; transfers between ranks take
@@ -54,7 +63,7 @@
 //! the fastest down until one fits.
 //!
 //! Files: `mod.rs` (this façade, the split and its errors), `order.rs`
-//! (GPipe and 1F1B orders), `judge.rs` (a rank's peak and the pipeline's
+//! (GPipe, 1F1B and interleaved 1F1B orders), `judge.rs` (a rank's peak and the pipeline's
 //! makespan), `exact.rs` (the exact search), `plan.rs` (the per-rank plan
 //! and its certificate).
 
@@ -69,7 +78,7 @@ pub use judge::{
     judge, judge_chunks, makespan, rank_curve, CurvePoint, MicrobatchCost, RankJudgement,
 };
 pub use order::{Phase, PipelineSchedule, Slot};
-pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search};
+pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search, MAX_COMBINATIONS};
 
 use crate::model::Chain;
 use std::ops::RangeInclusive;
