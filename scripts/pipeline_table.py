@@ -60,6 +60,65 @@ def rank_main(rank, ranks, port, setup, variants, steps, out):
         dist.destroy_process_group()
 
 
+def knobs_against_plans(a, setup, stages, chain, split):
+    """torchtitan's knobs on every rank (checkpoint every block; every
+    `--every`-th block) against Remat's per-rank plans solved at each
+    knob's *measured* peak on each rank, all timed in interleaved rounds
+    in one process group: the "beat the knobs" table of docs/pytorch.md."""
+    knobs = {"torchtitan full (every block)": {"knob": 1},
+             f"torchtitan selective (every {a.every}th block)": {"knob": a.every}}
+    # 1. Each knob's peak per rank (the allocator's events are exact: two
+    # steps suffice).
+    with tempfile.TemporaryDirectory() as out:
+        mp.start_processes(rank_main, args=(a.ranks, _port(), setup, knobs, 2, out), nprocs=a.ranks,
+                           join=True, start_method="spawn")
+        peaks = [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(a.ranks)]
+    variants = {"plain": None, **knobs}
+    solved = {}
+    for name in knobs:
+        budgets = [peaks[r][name]["peak"] for r in range(a.ranks)]
+        plans = plan_pipeline(chain, split, a.microbatches, budgets)
+        solved[name] = plans
+        if all(r.schedule is not None for r in plans.ranks):
+            variants[f"Remat at {name}"] = plans
+    # 2. Every variant, `--rounds` rounds, each its `--steps` steps in turn.
+    rounds = []
+    for _ in range(a.rounds):
+        with tempfile.TemporaryDirectory() as out:
+            mp.start_processes(rank_main, args=(a.ranks, _port(), setup, variants, a.steps, out),
+                               nprocs=a.ranks, join=True, start_method="spawn")
+            rounds.append([json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(a.ranks)])
+    kib = lambda b: f"{b / 1024:,.0f}"  # noqa: E731
+    step = lambda name: statistics.median(  # noqa: E731
+        [t for got in rounds for t in got[0][name]["seconds"]])
+    print(f"\nThe knobs against Remat at their measured peaks ({a.rounds} rounds × {a.steps - 2} timed steps, "
+          f"medians of rank 0's step; every variant in each round):\n")
+    print("| knob | rank | knob's peak (KiB) | Remat predicted / measured peak (KiB) | Remat recomputes |")
+    print("|---|---:|---:|---|---|")
+    for name in knobs:
+        plans = solved[name]
+        for r in range(a.ranks):
+            row = plans.report["per_rank"]["ranks"][r]
+            key = f"Remat at {name}"
+            measured = rounds[0][r][key]["peak"] if key in rounds[0][r] else None
+            print(f"| {name} | {r} | {kib(peaks[r][name]['peak'])} | "
+                  + (f"{kib(row['judged']['peak_bytes'])} / {kib(measured)} | "
+                     f"{recomputed(row['ops'], row['first_stage'])} |" if measured is not None and row["ops"]
+                     else "none fits | |"))
+    print()
+    print("| variant | pipeline step (ms, median) | / the knob's |")
+    print("|---|---:|---:|")
+    print(f"| plain (no checkpointing) | {1e3 * step('plain'):.1f} | |")
+    for name in knobs:
+        print(f"| {name} | {1e3 * step(name):.1f} | |")
+        key = f"Remat at {name}"
+        if key in variants:
+            print(f"| {key} | {1e3 * step(key):.1f} | {step(key) / step(name):.3f}× |")
+    same = all(got[r][k]["losses"] == got[r]["plain"]["losses"]
+               for got in rounds for r in range(a.ranks) for k in got[r])
+    print(f"\nlosses bitwise equal to the plain pipeline in every variant and round: {same}")
+
+
 def recomputed(ops, first):
     seen = {}
     for op in ops or []:
@@ -79,6 +138,10 @@ def main():
     ap.add_argument("--microbatches", type=int, default=8)
     ap.add_argument("--share", type=float, default=0.45)
     ap.add_argument("--steps", type=int, default=7)
+    ap.add_argument("--knobs", action="store_true",
+                    help="instead: torchtitan's knobs against Remat at their measured peaks")
+    ap.add_argument("--every", type=int, default=2, help="with --knobs: the selective knob's N")
+    ap.add_argument("--rounds", type=int, default=3, help="with --knobs: interleaved rounds")
     a = ap.parse_args()
     setup = {"layers": a.layers, "width": a.width, "batch": a.batch, "seq": a.seq,
              "microbatches": a.microbatches, "schedule": "1f1b"}
@@ -86,6 +149,8 @@ def main():
     ids, target = w.batch(a.batch, a.seq)
     micro = a.batch // a.microbatches
     chain, split = describe_pipeline(stages, ids[:micro], target[:micro], loss=w.loss_fn, repeat=3)
+    if a.knobs:
+        return knobs_against_plans(a, setup, stages, chain, split)
     roomy = plan_pipeline(chain, split, a.microbatches, 1 << 40)
     budget = int(roomy.ranks[0].report["judged"]["peak_bytes"] * a.share)
     plans = plan_pipeline(chain, split, a.microbatches, budget, compare_uniform=True)

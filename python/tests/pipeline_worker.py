@@ -81,11 +81,29 @@ def batch(size: int, seq: int):
     return (torch.randint(0, VOCAB, (size, seq), generator=g), torch.randint(0, VOCAB, (size, seq), generator=g))
 
 
+def checkpoint_blocks(module: nn.Module, every: int) -> None:
+    """torchtitan's knob on one stage module: every `every`-th of its blocks
+    (the 1st, … with 1: `mode = "full"`; the N-th, 2N-th, … with N:
+    `"selective"` with `selective_ac_option = "N"`, counted per module as
+    its per-process counter does) under non-reentrant `checkpoint`."""
+    import functools
+
+    from torch.utils.checkpoint import checkpoint
+
+    def run(inner, *args, **kwargs):
+        return checkpoint(inner, *args, use_reentrant=False, **kwargs)
+
+    for i, block in enumerate(module.h, 1):
+        if i % every == 0:
+            block.forward = functools.partial(run, block.forward)
+
+
 def train(rank: int, ranks: int, setup: dict, plans, steps: int = 2) -> dict:
     """`steps` optimizer steps of the pipeline; with `plans`, rank `rank`'s
-    plan applied first. Returns the parameters after them, the losses, the
-    measured peak of the first two steps (the allocator's events, parameter
-    gradients outside) and the wall time of the others."""
+    plan applied first (or, given `{"knob": N}`, torchtitan's knob:
+    `checkpoint_blocks(module, N)`). Returns the parameters after them, the
+    losses, the measured peak of the first two steps (the allocator's
+    events, parameter gradients outside) and the wall time of the others."""
     import time
 
     from torch.distributed.pipelining import (PipelineStage, Schedule1F1B, ScheduleGPipe,
@@ -101,7 +119,10 @@ def train(rank: int, ranks: int, setup: dict, plans, steps: int = 2) -> dict:
     ids, target = batch(setup["batch"], setup["seq"])
     micro = setup["batch"] // setup["microbatches"]
     applied = []
-    if plans is not None:
+    if isinstance(plans, dict):
+        for k in mine:
+            checkpoint_blocks(stages[k], plans["knob"])
+    elif plans is not None:
         for k in mine:
             applied.append(plans.apply(k, stages[k], plans.example_input(stages, ids[:micro], k)))
     pipeline_stages = [PipelineStage(stages[k], k, ranks * chunks, torch.device("cpu")) for k in mine]
