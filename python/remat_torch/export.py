@@ -374,9 +374,13 @@ class _Model:
     """The stages' modules and what one example forward shows of how the
     model calls them."""
 
-    def __init__(self, model: nn.Module, plan: dict) -> None:
+    def __init__(self, model: nn.Module, plan: dict, last_stage_in_model: bool = False) -> None:
         self.model: Optional[nn.Module] = model  # for the probe only
         self.n = plan["stages"]
+        # The stage whose output is the loss, which the training loop, not
+        # the model, computes (its last); None for a pipeline's piece that
+        # hands its last stage's output on (`last_stage_in_model`).
+        self.loss_stage: Optional[int] = None if last_stage_in_model else self.n
         self.names: List[List[str]] = []
         self.modules: List[List[nn.Module]] = []
         for l, name in enumerate(plan["modules"], 1):
@@ -444,7 +448,7 @@ class _Model:
     def why_not_range(self, first: int, last: int) -> Optional[str]:
         """None when the model calls the modules of stages first..last as a
         chain (a range region can run them), else why not."""
-        if last == self.n:
+        if last == self.loss_stage:
             return f"{self.label(last)} computes the loss, outside the model"
         prev: Optional[_Call] = None
         extras = None
@@ -470,7 +474,7 @@ class _Model:
     def why_not_alone(self, l: int) -> Optional[str]:
         """None when stage l can be checkpointed by a wrapper of its one
         module, else why not."""
-        if l == self.n:
+        if l == self.loss_stage:
             return f"{self.label(l)} computes the loss, outside the model"
         if len(self.modules[l - 1]) != 1:
             return f"{self.label(l)} is not one module"
@@ -623,7 +627,7 @@ def _problems(mm: _Model, regions: List[dict]) -> List[str]:
 
 
 def apply_plan(model: nn.Module, plan: Union[dict, str, Path], batch: Any = None, *,
-               form: Optional[str] = None) -> Applied:
+               form: Optional[str] = None, last_stage_in_model: bool = False) -> Applied:
     """Applies an exported plan (`remat export … --to pytorch|transformers
     --json`, a dict or a file; see `export_plan`) to `model` in place, with
     stock PyTorch, and returns what was applied (`Applied`: the form, its
@@ -638,14 +642,17 @@ def apply_plan(model: nn.Module, plan: Union[dict, str, Path], batch: Any = None
     `Applied.note` says why. `form` names one of the plan's forms to apply
     instead (`regions`, `one-stage`, `every-stage`, `checkpoint_sequential`,
     `store-all`; for transformers `switches`, `every-layer`): it is applied
-    as is or refused.
+    as is or refused. The chain's last stage computes the loss outside the
+    model and is never wrapped, but with `last_stage_in_model` (a pipeline's
+    stage module that hands its last stage's output to the next rank:
+    `PipelinePlans.apply` sets it).
 
     The model's parameters, buffers and module tree are untouched: only the
     wrapped modules' `forward` is replaced (hooks on them run twice, once
     for the model's call and once for the region's).
     """
     plan = _load(plan)
-    applied = _apply(model, plan, batch, form)
+    applied = _apply(model, plan, batch, form, last_stage_in_model)
     told = [(g["first"], g["last"], g["bytes"]) for g in plan.get("shared_gradients", [])]
     # A chain that counts the parameter gradients has a tied weight's in it
     # already (its later stage's g^ℓ): nothing to be told of.
@@ -660,7 +667,8 @@ def apply_plan(model: nn.Module, plan: Union[dict, str, Path], batch: Any = None
     return applied
 
 
-def _apply(model: nn.Module, plan: dict, batch: Any, form: Optional[str]) -> Applied:
+def _apply(model: nn.Module, plan: dict, batch: Any, form: Optional[str],
+           last_stage_in_model: bool = False) -> Applied:
     kind = plan.get("format")
     if kind == "transformers":
         if form not in (None, "switches", "every-layer"):
@@ -674,7 +682,7 @@ def _apply(model: nn.Module, plan: dict, batch: Any, form: Optional[str]) -> App
         raise ExportError(f"format {kind!r}: apply_plan takes `remat export --to pytorch|transformers --json`")
     if batch is None:
         raise ExportError("--to pytorch: pass the batch, to see how the model calls its stages")
-    mm = _Model(model, plan)
+    mm = _Model(model, plan, last_stage_in_model)
     mm.probe(batch)
     undo: List[Callable[[], None]] = []
     name = form or "regions"

@@ -160,7 +160,10 @@ class PipelinePlans:
             raise PipelineError(f"budget: no schedule fits rank {r.rank} with its {r.report['in_flight']} "
                                 "micro-batches in flight")
         plan = export_plan(r.schedule, r.chain, remat=remat, model=module)
-        return apply_plan(module, plan, example_input)
+        # Every stage module but the last hands its last stage's output on:
+        # a plan may recompute that stage too (checkpoint around its last
+        # block); the last module's last stage holds the loss.
+        return apply_plan(module, plan, example_input, last_stage_in_model=rank != len(self.ranks) - 1)
 
     @staticmethod
     def example_input(stages: Sequence[nn.Module], batch: Any, rank: int) -> Any:

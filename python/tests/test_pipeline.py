@@ -47,16 +47,31 @@ def _run(ranks: int, setup: dict, plans) -> list:
         return [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(ranks)]
 
 
-@pytest.mark.parametrize("ranks,schedule,chunks", [(2, "1f1b", 1), (2, "gpipe", 1), (4, "1f1b", 1),
-                                                   (2, "interleaved-1f1b", 2)])
-def test_per_rank_plans_train_bitwise(ranks, schedule, chunks):
+def _recomputes_its_last_stage(report: dict) -> bool:
+    """Whether a rank's plan sends its output from a no-grad forward and
+    runs its last stage again when the gradient arrives."""
+    ops, n = report["ops"], report["last_stage"] - report["first_stage"] + 1
+    first_backward = next(i for i, o in enumerate(ops) if o["op"] == "backward")
+    return any(o["stage"] == n and o["op"] in ("forward_checkpoint", "forward_none") for o in ops[:first_backward])
+
+
+@pytest.mark.parametrize("ranks,schedule,chunks,share", [(2, "1f1b", 1, 0.6), (2, "gpipe", 1, 0.6),
+                                                         (4, "1f1b", 1, 0.6), (2, "interleaved-1f1b", 2, 0.6),
+                                                         (4, "1f1b", 1, 0.3)])
+def test_per_rank_plans_train_bitwise(ranks, schedule, chunks, share):
     """Under the interleaved schedule each rank holds two stage modules
     (PyTorch's stage indices r and r + 2) and its plan covers both: their
     micro-batches in flight at once (rank 0 up to 5 of them, rank 1 3:
-    the warm-up of PyTorch's order, `remat pipeline`'s `orders`)."""
+    the warm-up of PyTorch's order, `remat pipeline`'s `orders`). At 30 %
+    of rank 0's store-all peak ranks 0 and 1 fit only by recomputing their
+    last block when the gradient arrives (a region over the module's last
+    stage, `last_stage_in_model`): mutation run, `PipelinePlans.apply`
+    without it → "stage 2 (h.1) computes the loss, outside the model"."""
     setup = {"layers": 2 * ranks * chunks, "width": 64, "batch": 8, "seq": 32, "microbatches": 4,
              "schedule": schedule, "chunks": chunks}
-    chain, split, plans = _plans(setup, ranks, 0.6)
+    chain, split, plans = _plans(setup, ranks, share)
+    if share < 0.5:
+        assert [_recomputes_its_last_stage(r.report) for r in plans.ranks[:2]] == [True, True]
     in_flight = [r.report["in_flight"] for r in plans.ranks][:ranks]
     m = setup["microbatches"]
     if schedule == "interleaved-1f1b":

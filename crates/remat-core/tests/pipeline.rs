@@ -14,14 +14,59 @@ use remat_core::pipeline::{
 };
 use remat_core::solvers::no_progress;
 use remat_core::solvers::persistent::Variant;
-use remat_core::Chain;
+use remat_core::{Chain, Op};
 
-/// (time per micro-batch, judged peak) of every persistent schedule of
-/// rank `rank`'s piece.
+/// The schedules of stages s..=n whose top-level path ends in a segment to
+/// the piece's last stage n (F_ck^j, F_∅ … F_∅^n in the F phase, the
+/// segment's persistent schedule in the B phase), by the same structure as
+/// `persistent_schedules`: the segment to n from s, or F_all^s then such a
+/// schedule of s+1..n then B^s, or F_ck^s … F_∅^{s'−1}, such a schedule of
+/// s'..n, then a persistent schedule of s..s'−1.
+fn ending_in_a_segment(s: usize, n: usize) -> Vec<Vec<Op>> {
+    let mut out = Vec::new();
+    for segment in persistent_schedules(s, n, Variant::Rotor) {
+        let mut ops = vec![Op::ForwardCheckpoint { stage: s }];
+        ops.extend((s + 1..=n).map(|stage| Op::ForwardNone { stage }));
+        ops.extend(segment);
+        out.push(ops);
+    }
+    if s < n {
+        for sub in ending_in_a_segment(s + 1, n) {
+            let mut ops = vec![Op::forward_all(s)];
+            ops.extend(sub);
+            ops.push(Op::Backward { stage: s });
+            out.push(ops);
+        }
+        for next in s + 1..=n {
+            let lefts = persistent_schedules(s, next - 1, Variant::Rotor);
+            for right in ending_in_a_segment(next, n) {
+                for left in &lefts {
+                    let mut ops = vec![Op::ForwardCheckpoint { stage: s }];
+                    ops.extend((s + 1..next).map(|stage| Op::ForwardNone { stage }));
+                    ops.extend(right.iter().copied());
+                    ops.extend(left.iter().copied());
+                    out.push(ops);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every schedule a piece of `n` stages may run: persistent, or its path
+/// ending in a segment to n (what `exact.rs` searches).
+fn piece_schedules(n: usize) -> Vec<Vec<Op>> {
+    let mut all = persistent_schedules(1, n, Variant::Rotor);
+    all.extend(ending_in_a_segment(1, n));
+    all
+}
+
+/// (time per micro-batch, judged peak) of every schedule of rank `rank`'s
+/// piece ([`piece_schedules`]).
 fn every_schedule(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<(f64, u64)> {
     let piece = rank_chain(chain, pipeline.stages(rank));
     let order = pipeline.order(rank);
-    persistent_schedules(1, piece.len(), Variant::Rotor)
+    piece_schedules(piece.len())
         .iter()
         .map(|ops| {
             let cost = MicrobatchCost::of(&piece, ops).expect("enumerated schedules run");
@@ -111,7 +156,12 @@ proptest! {
     /// h_min exceeds what some schedule holds (the bound then passes the
     /// optimum). Mutations tried: the segments' budgets without the others'
     /// held bytes (exact found none where the optimum fits); h_min with
-    /// ω_a^{L−1} counted twice (bound above the optimum). The judge itself
+    /// ω_a^{L−1} counted twice (bound above the optimum); since paths may
+    /// end in a segment to L (`ending_in_a_segment`), the a^L such a path
+    /// keeps through its B phase taken off the last segment's budget only
+    /// (exact 12 s where a schedule of 10 s fits, on a 3-stage chain under
+    /// GPipe); and before the paths could end so, the enumeration's
+    /// schedules ending in a segment found plans exact did not. The judge itself
     /// is held to hand-counted levels in `pipeline/judge.rs`'s tests.
     #[test]
     fn exact_plan_is_the_optimum(
@@ -201,7 +251,7 @@ fn every_combination(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<(f6
     let per_chunk: Vec<Vec<MicrobatchCost>> = (pipeline.pieces_of(rank).into_iter())
         .map(|k| {
             let piece = rank_chain(chain, pipeline.stages(k));
-            (persistent_schedules(1, piece.len(), Variant::Rotor).iter())
+            (piece_schedules(piece.len()).iter())
                 .map(|ops| MicrobatchCost::of(&piece, ops).expect("enumerated schedules run"))
                 .collect()
         })

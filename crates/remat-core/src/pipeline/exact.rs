@@ -8,10 +8,17 @@
 //! the micro-batch holds between its phases. Its B phase then runs, right
 //! to left, B^s for each F_all^s of the path and, for each F_ck^s … s' − 1,
 //! the segment s..s'−1 as its own persistent schedule, beside what the path
-//! stored to its left and h for every other micro-batch in flight. The
-//! segments are independent given their budgets, so each is rotor's
+//! stored to its left and h for every other micro-batch in flight. Unlike a
+//! whole step's schedule, a piece's path may also end in a segment s..L
+//! (F_ck^s, F_∅ … F_∅^L): the F phase then sends a^L and keeps only it and
+//! a^{s−1}, and the B phase runs the segment again, F_all^L included
+//! ([`forward_phase_len`](super::judge::forward_phase_len)) — what
+//! `checkpoint` around a rank's last block does, which a persistent
+//! schedule of the piece alone cannot (it keeps ā^L between the phases).
+//! The segments are independent given their budgets, so each is rotor's
 //! optimum of its slice at its budget, and the best schedule of the class
-//! is the best path: exact over persistent schedules, under the same judge.
+//! is the best path: exact over persistent schedules (and those ending in
+//! a segment to L), under the same judge.
 //!
 //! **Complexity.** The paths number about 3^{L−1} (each stage starts an
 //! F_all, starts a segment of any length, or lies inside one), so pieces of
@@ -154,7 +161,8 @@ fn walk(
         walk(piece, s + 1, path, visit)?;
         path.pop();
     }
-    for next in s + 1..=n {
+    // next = n + 1: the segment s..L, recomputed once the gradient arrives.
+    for next in s + 1..=n + 1 {
         path.push(Top::Checkpoint { stage: s, next });
         walk(piece, next, path, visit)?;
         path.pop();
@@ -180,6 +188,12 @@ fn evaluate(
     let Some(room) = budget.checked_sub(others_b.saturating_mul(held)) else {
         return Ok(());
     };
+    let sent = match path.last() {
+        Some(&Top::Checkpoint { next, .. }) if next > piece.len() => {
+            piece.output_bytes(piece.len())
+        }
+        _ => 0,
+    };
     // Times first: forwards, each F_all's backward, each segment's best.
     let mut seconds: f64 = parts.iter().map(|p| p.1).sum();
     let mut prefix = piece.input_bytes;
@@ -192,9 +206,13 @@ fn evaluate(
             }
             Top::Checkpoint { stage, next } => {
                 // Resident beside the segment: what the path stored to its
-                // left; the slice counts its own input a^{s−1} itself.
+                // left, and the a^L a path ending in a segment to L sent,
+                // which stays through the whole B phase (the segments run
+                // right to left, that one first); the slice counts its own
+                // input a^{s−1} itself.
                 let input = piece.output_bytes(stage - 1);
-                let Some(b) = (room.saturating_add(input)).checked_sub(prefix) else {
+                let Some(b) = (room.saturating_add(input)).checked_sub(prefix.saturating_add(sent))
+                else {
                     return Ok(());
                 };
                 let (_, table) = slices.get(stage, next - 1)?;

@@ -26,12 +26,10 @@ pub struct MicrobatchCost {
 
 impl MicrobatchCost {
     /// Simulates `ops`, a schedule of `chain` (a rank's piece), and cuts it
-    /// at its first backward.
+    /// where its F phase ends ([`forward_phase_len`]).
     pub fn of(chain: &Chain, ops: &[Op]) -> Result<MicrobatchCost, SimError> {
         let trace = simulate(chain, ops)?;
-        let first_backward = (ops.iter())
-            .position(|op| matches!(op, Op::Backward { .. }))
-            .unwrap_or(ops.len());
+        let first_backward = forward_phase_len(ops, chain.len());
         // δ^L is counted from the start by the single-step model; between
         // phases, and while a forward runs, the gradient of the rank's
         // output has not arrived yet.
@@ -60,6 +58,29 @@ impl MicrobatchCost {
     }
 }
 
+/// How many of `ops` (a schedule of a piece of `stages` stages) its F phase
+/// runs: up to and including the first forward of the piece's last stage,
+/// which makes the output the next rank waits for. In a persistent
+/// schedule that is F_all^L, right before B^L, the first backward; a
+/// schedule whose top-level path checkpoints a segment to the end (F_ck^s,
+/// F_∅ … F_∅^L: `exact.rs`) sends a^L after its last no-grad
+/// forward and runs the segment again, F_all^L included, when the gradient
+/// arrives — as `checkpoint` on a rank's last block does.
+pub fn forward_phase_len(ops: &[Op], stages: usize) -> usize {
+    let first_backward = (ops.iter())
+        .position(|op| matches!(op, Op::Backward { .. }))
+        .unwrap_or(ops.len());
+    let forward_of_last = |op: &Op| match *op {
+        Op::ForwardAll { stage, .. }
+        | Op::ForwardCheckpoint { stage }
+        | Op::ForwardNone { stage } => stage == stages,
+        _ => false,
+    };
+    (ops[..first_backward].iter())
+        .position(forward_of_last)
+        .map_or(first_backward, |i| i + 1)
+}
+
 /// One point of a rank's memory over its step ([`rank_curve`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CurvePoint {
@@ -79,9 +100,7 @@ pub struct CurvePoint {
 pub fn rank_curve(chain: &Chain, ops: &[Op], order: &[Slot]) -> Result<Vec<CurvePoint>, SimError> {
     let cost = MicrobatchCost::of(chain, ops)?;
     let trace = simulate(chain, ops)?;
-    let first_backward = (ops.iter())
-        .position(|op| matches!(op, Op::Backward { .. }))
-        .unwrap_or(ops.len());
+    let first_backward = forward_phase_len(ops, chain.len());
     let seed = chain.gradient_bytes(chain.len());
     let in_forward = |op: Option<usize>| op.is_none_or(|i| i < first_backward);
     let mut out = Vec::new();

@@ -29,7 +29,11 @@
 //! **The plan** ([`plan`]). For pieces of up to [`EXACT_MAX_STAGES`]
 //! stages, the exact optimum over persistent schedules (`exact.rs`: every
 //! top-level path, each segment of its B phase by rotor at the budget the
-//! path leaves it; tests/pipeline.rs holds it equal to exhaustive search).
+//! path leaves it; tests/pipeline.rs holds it equal to exhaustive search),
+//! paths ending in a segment to L included: the F phase then sends a^L
+//! and keeps only it and the segment's input, and the B phase runs the
+//! segment again ([`forward_phase_len`]), as `checkpoint` around a
+//! rank's last block does.
 //! Longer pieces take a search over rotor's trade-off curve
 //! ([`Search::RotorCurve`]): rotor's optimal schedules of the piece at
 //! every budget where its optimum changes, and store-all, each judged at
@@ -37,10 +41,12 @@
 //! schedule optimal at no budget but holding less between its phases can
 //! fit where no candidate does. So each rank's plan carries a
 //! **certificate** ([`RankPlan::lower_bound_seconds`]): if r micro-batches
-//! are held beside a running one, every persistent schedule that fits holds
-//! at least h_min = ω_a^0 + ω_a^{L−1} + min_k ω_ā^{L,k} in each of them
-//! (B^L needs its input and ā^L), so its own peak is at most
-//! M − r·h_min + ω_δ^L, and its time at least rotor's optimum there. When
+//! are held beside a running one, every schedule of that class that fits
+//! holds at least h_min = ω_a^0 + min(ω_a^L, ω_a^{L−1} + min_k ω_ā^{L,k})
+//! in each of them (the output it sent, or B^L's input and ā^L), so its
+//! own peak is at most M − r·h_min + ω_δ^L, and its time at least rotor's
+//! optimum there (a path ending in a segment is no faster, and needs no
+//! less memory, than the same path running that segment at once). When
 //! even that budget has no schedule, no persistent schedule fits the rank:
 //! the answer is infeasible with a proof, never a guess.
 //!
@@ -75,7 +81,8 @@ mod plan;
 
 pub use exact::EXACT_MAX_STAGES;
 pub use judge::{
-    judge, judge_chunks, makespan, rank_curve, CurvePoint, MicrobatchCost, RankJudgement,
+    forward_phase_len, judge, judge_chunks, makespan, rank_curve, CurvePoint, MicrobatchCost,
+    RankJudgement,
 };
 pub use order::{Phase, PipelineSchedule, Slot};
 pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search, MAX_COMBINATIONS};

@@ -96,8 +96,10 @@ pub struct PipelinePlan {
     pub makespan_seconds: Option<f64>,
 }
 
-/// h_min: what any persistent schedule of `chain` holds between its phases
-/// at least: its input, the input of B^L and the least ā^L any option keeps.
+/// h_min: what any schedule of `chain` the plans search (persistent, its
+/// path possibly ending in a segment to L: `exact.rs`) holds between its
+/// phases at least: its input, and either a^L alone (sent on, the segment
+/// to recompute) or the input of B^L and the least ā^L any option keeps.
 fn least_held(chain: &Chain) -> u64 {
     let n = chain.len();
     let last = chain.stage(n);
@@ -105,10 +107,28 @@ fn least_held(chain: &Chain) -> u64 {
         .map(|k| last.choice(k).saved_bytes)
         .fold(chain.saved_bytes(n), u64::min);
     let input_of_last = if n >= 2 { chain.output_bytes(n - 1) } else { 0 };
-    chain
-        .input_bytes
-        .saturating_add(input_of_last)
+    let kept = input_of_last
         .saturating_add(saved)
+        .min(chain.output_bytes(n));
+    chain.input_bytes.saturating_add(kept)
+}
+
+/// `ops` (a persistent schedule of a piece of `stages` stages, F_all^L
+/// right before its first backward) with its last stage recomputed: F_ck^L
+/// ends the F phase (a^L sent, a^{L−1} kept), F_all^L starts the B phase.
+/// None when `ops` has no such F_all^L.
+fn with_last_recomputed(ops: &[Op], stages: usize) -> Option<Vec<Op>> {
+    let first_backward = ops
+        .iter()
+        .position(|op| matches!(op, Op::Backward { .. }))?;
+    let last = first_backward.checked_sub(1)?;
+    if !matches!(ops[last], Op::ForwardAll { stage, .. } if stage == stages) {
+        return None;
+    }
+    let mut out = ops[..last].to_vec();
+    out.push(Op::ForwardCheckpoint { stage: stages });
+    out.extend_from_slice(&ops[last..]);
+    Some(out)
 }
 
 /// The fastest candidate for `chain` (one rank's piece) that fits `budget`
@@ -363,8 +383,13 @@ fn plan_chunks(
             (table.curve().into_iter()).filter_map(|(b, _)| table.plan(&piece, b).map(|p| p.ops)),
         );
         for ops in schedules {
-            if let Ok(cost) = MicrobatchCost::of(&piece, &ops) {
-                found.push((ops, cost));
+            // Each also with its last stage recomputed when the gradient
+            // arrives (less held between the phases, one forward more).
+            let late = with_last_recomputed(&ops, piece.len());
+            for ops in std::iter::once(ops).chain(late) {
+                if let Ok(cost) = MicrobatchCost::of(&piece, &ops) {
+                    found.push((ops, cost));
+                }
             }
         }
         lists.push(undominated(found));
