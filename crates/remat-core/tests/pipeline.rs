@@ -53,11 +53,14 @@ fn ending_in_a_segment(s: usize, n: usize) -> Vec<Vec<Op>> {
     out
 }
 
-/// Every schedule a piece of `n` stages may run: persistent, or its path
-/// ending in a segment to n (what `exact.rs` searches).
-fn piece_schedules(n: usize) -> Vec<Vec<Op>> {
+/// Every schedule a piece of `n` stages may run: persistent, or — when it
+/// `sends` its output on, every piece but the one holding the loss — its
+/// path ending in a segment to n (what `exact.rs` searches).
+fn piece_schedules(n: usize, sends: bool) -> Vec<Vec<Op>> {
     let mut all = persistent_schedules(1, n, Variant::Rotor);
-    all.extend(ending_in_a_segment(1, n));
+    if sends {
+        all.extend(ending_in_a_segment(1, n));
+    }
     all
 }
 
@@ -66,7 +69,8 @@ fn piece_schedules(n: usize) -> Vec<Vec<Op>> {
 fn every_schedule(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<(f64, u64)> {
     let piece = rank_chain(chain, pipeline.stages(rank));
     let order = pipeline.order(rank);
-    piece_schedules(piece.len())
+    let sends = *pipeline.stages(rank).end() < chain.len();
+    piece_schedules(piece.len(), sends)
         .iter()
         .map(|ops| {
             let cost = MicrobatchCost::of(&piece, ops).expect("enumerated schedules run");
@@ -251,7 +255,8 @@ fn every_combination(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<(f6
     let per_chunk: Vec<Vec<MicrobatchCost>> = (pipeline.pieces_of(rank).into_iter())
         .map(|k| {
             let piece = rank_chain(chain, pipeline.stages(k));
-            (piece_schedules(piece.len()).iter())
+            let sends = *pipeline.stages(k).end() < chain.len();
+            (piece_schedules(piece.len(), sends).iter())
                 .map(|ops| MicrobatchCost::of(&piece, ops).expect("enumerated schedules run"))
                 .collect()
         })

@@ -112,12 +112,16 @@ fn stored_and_time(piece: &Chain, top: Top) -> (u64, f64) {
 }
 
 /// The best schedule of `piece` that fits `budget` at `plan_as`, judged
-/// then at `order`; None when no persistent schedule fits.
+/// then at `order`; None when no persistent schedule fits. `sends` says
+/// whether the piece hands its last stage's output on (every rank's but
+/// the last, whose last stage holds the loss): only then may a path end
+/// in a segment to L.
 pub fn best(
     piece: &Chain,
     budget: u64,
     plan_as: &[Slot],
     order: &[Slot],
+    sends: bool,
 ) -> Result<Option<(Vec<Op>, MicrobatchCost, RankJudgement)>, SolveError> {
     let n = piece.len();
     let others_b = others_beside(plan_as, Phase::Backward) as u64;
@@ -138,7 +142,7 @@ pub fn best(
             &mut best,
         )
     };
-    walk(piece, 1, &mut path, &mut visit)?;
+    walk(piece, 1, sends, &mut path, &mut visit)?;
     Ok(best.map(|(_, ops, cost)| {
         let judged = judge(&cost, order);
         (ops, cost, judged)
@@ -149,6 +153,7 @@ pub fn best(
 fn walk(
     piece: &Chain,
     s: usize,
+    sends: bool,
     path: &mut Vec<Top>,
     visit: &mut dyn FnMut(&[Top]) -> Result<(), SolveError>,
 ) -> Result<(), SolveError> {
@@ -158,13 +163,14 @@ fn walk(
     }
     for option in 0..piece.stage(s).option_count() {
         path.push(Top::All { stage: s, option });
-        walk(piece, s + 1, path, visit)?;
+        walk(piece, s + 1, sends, path, visit)?;
         path.pop();
     }
     // next = n + 1: the segment s..L, recomputed once the gradient arrives.
-    for next in s + 1..=n + 1 {
+    let last = if sends { n + 1 } else { n };
+    for next in s + 1..=last {
         path.push(Top::Checkpoint { stage: s, next });
-        walk(piece, next, path, visit)?;
+        walk(piece, next, sends, path, visit)?;
         path.pop();
     }
     Ok(())

@@ -152,6 +152,9 @@ pub fn settings(
     if pipeline.chunks > 1 {
         return Vec::new();
     }
+    // The chain's last stage computes the loss, outside the model: no
+    // framework wraps it in a checkpoint.
+    let is_layer = &|s: usize| s < chain.len() && is_layer(s);
     let most = (0..pipeline.ranks())
         .map(|r| pipeline.stages(r).filter(|&s| is_layer(s)).count())
         .max()

@@ -97,19 +97,23 @@ pub struct PipelinePlan {
 }
 
 /// h_min: what any schedule of `chain` the plans search (persistent, its
-/// path possibly ending in a segment to L: `exact.rs`) holds between its
-/// phases at least: its input, and either a^L alone (sent on, the segment
-/// to recompute) or the input of B^L and the least ā^L any option keeps.
-fn least_held(chain: &Chain) -> u64 {
+/// path possibly ending in a segment to L when the piece `sends` its
+/// output on: `exact.rs`) holds between its phases at least: its input,
+/// and either a^L alone (sent on, the segment to recompute) or the input
+/// of B^L and the least ā^L any option keeps.
+fn least_held(chain: &Chain, sends: bool) -> u64 {
     let n = chain.len();
     let last = chain.stage(n);
     let saved = (1..last.option_count())
         .map(|k| last.choice(k).saved_bytes)
         .fold(chain.saved_bytes(n), u64::min);
     let input_of_last = if n >= 2 { chain.output_bytes(n - 1) } else { 0 };
-    let kept = input_of_last
-        .saturating_add(saved)
-        .min(chain.output_bytes(n));
+    let kept = input_of_last.saturating_add(saved);
+    let kept = if sends {
+        kept.min(chain.output_bytes(n))
+    } else {
+        kept
+    };
     chain.input_bytes.saturating_add(kept)
 }
 
@@ -216,6 +220,8 @@ pub fn plan_rank(
     } else {
         order.clone()
     };
+    // Every piece but the last hands its output on; the last holds the loss.
+    let sends = *stages.end() < chain.len();
     let table = StepTable::build(&piece, Variant::Rotor, EXACT_TABLE_BYTES, progress)?.ok_or_else(
         || {
             SolveError::TooLarge(format!(
@@ -228,7 +234,7 @@ pub fn plan_rank(
     )?;
     let search_by = search_by.unwrap_or_else(|| Search::for_stages(piece.len()));
     let (found, candidates_judged) = match search_by {
-        Search::Exact => (exact::best(&piece, budget, &plan_as, &order)?, 0),
+        Search::Exact => (exact::best(&piece, budget, &plan_as, &order, sends)?, 0),
         Search::RotorCurve => search(&piece, &table, budget, &plan_as, &order),
     };
     // The certificate, at the rank's own order: beside the busiest forward
@@ -236,7 +242,7 @@ pub fn plan_rank(
     let others = others_held(&order);
     let seed = piece.gradient_bytes(piece.len());
     let lower_bound_seconds = (others as u64)
-        .checked_mul(least_held(&piece))
+        .checked_mul(least_held(&piece, sends))
         .and_then(|held| budget.checked_sub(held))
         .and_then(|own| table.best_seconds(own.saturating_add(seed)));
     // The exact search's answer is the optimum: its own certificate; when
@@ -384,8 +390,10 @@ fn plan_chunks(
         );
         for ops in schedules {
             // Each also with its last stage recomputed when the gradient
-            // arrives (less held between the phases, one forward more).
-            let late = with_last_recomputed(&ops, piece.len());
+            // arrives (less held between the phases, one forward more),
+            // but on the piece that holds the loss.
+            let sends = *pipeline.stages(k).end() < chain.len();
+            let late = with_last_recomputed(&ops, piece.len()).filter(|_| sends);
             for ops in std::iter::once(ops).chain(late) {
                 if let Ok(cost) = MicrobatchCost::of(&piece, &ops) {
                     found.push((ops, cost));
