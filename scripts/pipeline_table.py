@@ -65,8 +65,9 @@ def knobs_against_plans(a, setup, stages, chain, split):
     `--every`-th block) against Remat's per-rank plans solved at each
     knob's *measured* peak on each rank, all timed in interleaved rounds
     in one process group: the "beat the knobs" table of docs/pytorch.md."""
+    nth = {2: "2nd", 3: "3rd"}.get(a.every, f"{a.every}th")
     knobs = {"torchtitan full (every block)": {"knob": 1},
-             f"torchtitan selective (every {a.every}th block)": {"knob": a.every}}
+             f"torchtitan selective (every {nth} block)": {"knob": a.every}}
     # 1. Each knob's peak per rank (the allocator's events are exact: two
     # steps suffice).
     with tempfile.TemporaryDirectory() as out:
