@@ -67,6 +67,23 @@ def transformer_stack(n):
             "input_bytes": a, "stages": stages}
 
 
+def budget_points(stages, tmp, probe):
+    """(chain, its file under `tmp`, budget, its share "k %" of M_high −
+    M_low) for each chain of `stages` stages (VGG-shaped, then the
+    transformer stack) at five budgets from M_low to M_high; `probe(path)`
+    gives the chain's (M_low, M_high)."""
+    for n in stages:
+        for make in (vgg_shaped, transformer_stack):
+            chain = make(n)
+            path = os.path.join(tmp, f"{make.__name__}-{n}.json")
+            with open(path, "w") as f:
+                json.dump(chain, f)
+            low, high = probe(path)
+            for k in range(5):
+                budget = low + (high - low) * k // 4
+                yield chain, path, budget, f"{100 * (budget - low) / max(high - low, 1):.0f} %"
+
+
 def solve(remat, path, budget, refine):
     start = time.perf_counter()
     out = subprocess.run([remat, "solve", path, "-a", "rotor", "-b", str(budget),
@@ -91,25 +108,20 @@ def main():
     print("| chain | budget | first grid: gap, time | refined: gap, time | rounds → slots | stopped |")
     print("|---|---:|---:|---:|---:|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for n in [int(x) for x in args.stages.split(",")]:
-            for make in (vgg_shaped, transformer_stack):
-                chain = make(n)
-                path = os.path.join(tmp, f"{make.__name__}-{n}.json")
-                with open(path, "w") as f:
-                    json.dump(chain, f)
-                probe, _ = solve(args.remat, path, "100%", 0)
-                low, high = probe["m_low_bytes"], probe["m_high_bytes"]
-                for k in range(5):
-                    budget = low + (high - low) * k // 4
-                    first, t0 = solve(args.remat, path, budget, 0)
-                    fine, t1 = solve(args.remat, path, budget, args.refine)
-                    r = fine.get("refined")
-                    rounds = (f"{len(r['rounds'])} → {r['rounds'][-1]['slots']}"
-                              if r and r["rounds"] else "—")
-                    stop = r["stop"] if r else ("exact" if first["gap"] == 0 else "within target")
-                    share = f"{100 * (budget - low) / max(high - low, 1):.0f} %"
-                    print(f"| {chain['name']} | M_low + {share} | {pct(first['gap'])}, {t0:.1f} s "
-                          f"| {pct(fine['gap'])}, {t1:.1f} s | {rounds} | {stop} |", flush=True)
+        def probe(path):
+            answer, _ = solve(args.remat, path, "100%", 0)
+            return answer["m_low_bytes"], answer["m_high_bytes"]
+
+        stages = [int(x) for x in args.stages.split(",")]
+        for chain, path, budget, share in budget_points(stages, tmp, probe):
+            first, t0 = solve(args.remat, path, budget, 0)
+            fine, t1 = solve(args.remat, path, budget, args.refine)
+            r = fine.get("refined")
+            rounds = (f"{len(r['rounds'])} → {r['rounds'][-1]['slots']}"
+                      if r and r["rounds"] else "—")
+            stop = r["stop"] if r else ("exact" if first["gap"] == 0 else "within target")
+            print(f"| {chain['name']} | M_low + {share} | {pct(first['gap'])}, {t0:.1f} s "
+                  f"| {pct(fine['gap'])}, {t1:.1f} s | {rounds} | {stop} |", flush=True)
     return 0
 
 

@@ -3,7 +3,7 @@
 //! the code it catches.
 
 use super::*;
-use crate::planning::protocol::{Request, Response};
+use crate::planning::protocol::{Ask, Request, Response};
 use crate::planning::service::{PlannerService, Role};
 use remat_core::examples;
 use remat_core::format::{read_run, write_chain};
@@ -31,12 +31,14 @@ fn page_plan(chain: &Chain, budget: u64) -> Vec<Op> {
         },
         Request::Plan {
             generation: 1,
-            id: 1,
-            algorithm: Algorithm::Rotor,
-            budget,
-            bandwidth: Some(12e9),
-            exact: false,
-            stage: crate::planning::protocol::Stage::Whole,
+            ask: Ask {
+                id: 1,
+                algorithm: Algorithm::Rotor,
+                budget,
+                bandwidth: Some(12e9),
+                exact: false,
+                stage: crate::planning::protocol::Stage::Whole,
+            },
         },
     ] {
         service.handle(request, &|| 0.0, &mut |r| answers.push(r));

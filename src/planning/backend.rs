@@ -178,13 +178,7 @@ impl Backend {
             return self.post_started(Lane::Side, request);
         } else if matches!(request, Request::Compare { .. }) {
             return self.post_started(Lane::Compare, request);
-        } else if matches!(
-            request,
-            Request::Plan {
-                stage: Stage::Refine,
-                ..
-            }
-        ) {
+        } else if matches!(&request, Request::Plan { ask, .. } if ask.stage == Stage::Refine) {
             return self.post_started(Lane::Refine, request);
         } else if self.is_remote() && runs_in_worker(&request, self.tables_remote()) {
             self.post_remote(request);

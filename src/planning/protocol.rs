@@ -37,16 +37,9 @@ pub enum Request {
     /// `exact` builds a fresh table at exactly this budget (no grid rounding).
     Plan {
         generation: u64,
-        id: u64,
-        #[serde(with = "algorithm_name")]
-        algorithm: Algorithm,
-        budget: u64,
-        bandwidth: Option<f64>,
-        exact: bool,
-        /// pofo and offload-only: read at once from a table for every
-        /// budget, or refined by the per-budget solve ([`Stage`]).
-        #[serde(default)]
-        stage: Stage,
+        /// Its fields travel beside `generation`, as if written here.
+        #[serde(flatten)]
+        ask: Ask,
     },
     /// One compare row solved in the worker: an offloading algorithm, or
     /// the exact optimum, at one budget. The page sends the rows one at a
@@ -73,6 +66,23 @@ pub enum Request {
         #[serde(default)]
         second: Option<SecondProfile>,
     },
+}
+
+/// What a [`Request::Plan`] asks: one algorithm's schedule at one budget,
+/// kept by the service to answer it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ask {
+    /// The page's number for this request, echoed in the answer.
+    pub id: u64,
+    #[serde(with = "algorithm_name")]
+    pub algorithm: Algorithm,
+    pub budget: u64,
+    pub bandwidth: Option<f64>,
+    pub exact: bool,
+    /// pofo and offload-only: read at once from a table for every
+    /// budget, or refined by the per-budget solve ([`Stage`]).
+    #[serde(default)]
+    pub stage: Stage,
 }
 
 /// A second profile of the loaded chain's stages at another batch, for the

@@ -4,7 +4,7 @@
 use super::{AppState, Build, ChainSource};
 use crate::planning::backend::Backend;
 use crate::planning::optimality::optimum_searched;
-use crate::planning::protocol::{Request, Stage};
+use crate::planning::protocol::{Ask, Request, Stage};
 use crate::planning::service::{budget_range, compared_in_worker, has_quick_table, wants_worker};
 use crate::sizing::scaling::{kept_scale, scaled_example, scaled_imported, ExampleScale};
 use leptos::prelude::*;
@@ -288,12 +288,14 @@ impl AppState {
         let quick = has_quick_table(algorithm) && !exact;
         let ask = |stage| Request::Plan {
             generation: r.generation.get_value(),
-            id,
-            algorithm,
-            budget: self.controls.budget.get_untracked(),
-            bandwidth: self.controls.link(),
-            exact,
-            stage,
+            ask: Ask {
+                id,
+                algorithm,
+                budget: self.controls.budget.get_untracked(),
+                bandwidth: self.controls.link(),
+                exact,
+                stage,
+            },
         };
         if quick {
             self.shown.refining.set(Some(0.0));

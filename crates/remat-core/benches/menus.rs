@@ -10,23 +10,15 @@
 //! 500-slot grid otherwise), what `remat solve` and the page build; "plan"
 //! reads one budget's schedule out of it.
 
+mod common;
+
+use common::rotor_planner;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::{gpt2, gpt2_sac};
-use remat_core::solvers::persistent::{min_budget, Table, Variant};
-use remat_core::solvers::{max_useful_budget, no_progress, Options};
+use remat_core::solvers::max_useful_budget;
+use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::Chain;
 use std::hint::black_box;
-
-fn planner(chain: &Chain) -> Table {
-    Table::build(
-        chain,
-        Variant::Rotor,
-        max_useful_budget(chain),
-        &Options::default(),
-        &mut no_progress(),
-    )
-    .unwrap()
-}
 
 /// `chain`'s first block repeated `layers` times between its embedding and
 /// its head.
@@ -59,7 +51,7 @@ fn build(c: &mut Criterion) {
     g.sample_size(10);
     for (name, chain) in chains() {
         g.bench_with_input(BenchmarkId::from_parameter(name), &chain, |b, chain| {
-            b.iter(|| planner(black_box(chain)))
+            b.iter(|| rotor_planner(black_box(chain)))
         });
     }
     g.finish();
@@ -68,7 +60,7 @@ fn build(c: &mut Criterion) {
 fn plan(c: &mut Criterion) {
     let mut g = c.benchmark_group("rotor_menus_plan");
     for (name, chain) in chains() {
-        let table = planner(&chain);
+        let table = rotor_planner(&chain);
         let low = min_budget(&chain, Variant::Rotor);
         let high = max_useful_budget(&chain);
         let budgets: Vec<u64> = (1..=64).map(|i| low + (high - low) / 64 * i).collect();

@@ -18,11 +18,11 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::synthetic;
-use remat_core::solvers::offload::pofo::{reference, Mode, Pofo, PofoPlan};
+use remat_core::solvers::offload::pofo::{reference, Filling, Mode, Pofo, PofoPlan};
 use remat_core::solvers::offload::Tables;
 use remat_core::solvers::parallel::Workers;
 use remat_core::solvers::persistent::{min_budget, Variant};
-use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options};
+use remat_core::solvers::{max_useful_budget, no_progress, Options};
 use remat_core::Chain;
 use std::hint::black_box;
 use std::time::Duration;
@@ -37,37 +37,21 @@ fn case(stages: usize) -> (Chain, u64) {
     (chain, budget)
 }
 
+/// The DP as it is, its tables filled on `workers` threads.
 fn after(chain: &Chain, budget: u64, slots: usize, workers: Workers) -> Option<PofoPlan> {
-    let limit = Options::default().max_table_bytes;
-    let bw = Some(BANDWIDTH);
-    let mut dp = Pofo::build_on(
-        chain,
-        Mode::Full,
-        budget,
-        slots,
-        bw,
-        limit,
-        workers,
-        &mut no_progress(),
-    )
-    .unwrap();
-    dp.plan(&mut no_progress()).unwrap()
+    let (limit, bw) = (Options::default().max_table_bytes, Some(BANDWIDTH));
+    let filling = Filling::on(workers);
+    let mut p = no_progress();
+    let dp = Pofo::build(chain, Mode::Full, budget, slots, bw, limit, filling, &mut p);
+    dp.unwrap().plan(&mut p).unwrap()
 }
 
+/// The DP as it was (the reference oracle).
 fn before(chain: &Chain, budget: u64, slots: usize) -> Option<PofoPlan> {
-    let limit = Options::default().max_table_bytes;
-    let bw = Some(BANDWIDTH);
-    let mut dp = reference::Pofo::build(
-        chain,
-        Mode::Full,
-        budget,
-        slots,
-        bw,
-        limit,
-        &mut no_progress(),
-    )
-    .unwrap();
-    dp.plan(&mut no_progress()).unwrap()
+    let (limit, bw) = (Options::default().max_table_bytes, Some(BANDWIDTH));
+    let mut p = no_progress();
+    let dp = reference::Pofo::build(chain, Mode::Full, budget, slots, bw, limit, &mut p);
+    dp.unwrap().plan(&mut p).unwrap()
 }
 
 fn pofo(c: &mut Criterion) {
@@ -114,8 +98,7 @@ fn table(c: &mut Criterion) {
         bandwidth_bytes_per_s: Some(BANDWIDTH),
         ..Options::default()
     };
-    let build =
-        || Tables::build(&chain, Algorithm::Pofo, high, &options, &mut no_progress()).unwrap();
+    let build = || Tables::build(&chain, Mode::Full, high, &options, &mut no_progress()).unwrap();
     g.bench_function("build/L100_N50", |b| b.iter(build));
     let planner = build();
     let table = planner.table().expect("a link: the DP's tables");

@@ -11,9 +11,12 @@
 //!   layers in 2 stages each): grid against breakpoints.
 //! * `rotor_readout`: a schedule for a new budget from each table.
 
+mod common;
+
+use common::rotor_planner;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use remat_core::examples::{by_name, gpt2, synthetic};
-use remat_core::solvers::persistent::{min_budget, PersistentTable, StepTable, Table, Variant};
+use remat_core::solvers::persistent::{min_budget, PersistentTable, StepTable, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Options};
 use remat_core::{Chain, Stage};
 use std::hint::black_box;
@@ -34,17 +37,6 @@ fn steps(chain: &Chain) -> StepTable {
     StepTable::build(chain, Variant::Rotor, u64::MAX, &mut no_progress())
         .unwrap()
         .unwrap()
-}
-
-fn planner(chain: &Chain) -> Table {
-    Table::build(
-        chain,
-        Variant::Rotor,
-        max_useful_budget(chain),
-        &Options::default(),
-        &mut no_progress(),
-    )
-    .unwrap()
 }
 
 /// gpt2()'s embedding and head around `layers` blocks, each split in an
@@ -85,7 +77,7 @@ fn whole_table(c: &mut Criterion) {
             b.iter(|| grid(black_box(chain)))
         });
         g.bench_with_input(BenchmarkId::new("planner", n), &chain, |b, chain| {
-            b.iter(|| planner(black_box(chain)))
+            b.iter(|| rotor_planner(black_box(chain)))
         });
     }
     g.finish();

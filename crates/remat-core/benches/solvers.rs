@@ -88,7 +88,7 @@ fn budget_at_tenths(chain: &Chain, tenths: u64) -> u64 {
 /// pofo's DP (C_Δ table, OC, read-out) at L = 25 and the target L = 50,
 /// N = 50, at PCIe 3 speed and α = 0.3.
 fn pofo(c: &mut Criterion) {
-    use remat_core::solvers::offload::pofo::{Mode, Pofo};
+    use remat_core::solvers::offload::pofo::{Filling, Mode, Pofo};
     let (mut g, chains) = group_over(c, "pofo_dp", 10, &[25, 50]);
     for (n, chain) in chains {
         let budget = budget_at_tenths(&chain, 3);
@@ -104,6 +104,7 @@ fn pofo(c: &mut Criterion) {
                         50,
                         Some(12e9),
                         Options::default().max_table_bytes,
+                        Filling::default(),
                         &mut no_progress(),
                     )
                     .unwrap();

@@ -28,7 +28,8 @@ use common::{integer_chain, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::{simulate_with, SimOptions};
 
-use remat_core::solvers::offload::pofo::{LossStep, Mode, Pofo, PofoPlan, Table};
+use remat_core::solvers::offload::pofo::{Filling, LossStep, Mode, Pofo, PofoPlan, Table};
+use remat_core::solvers::offload::Tables;
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner};
 use remat_core::Chain;
@@ -56,6 +57,7 @@ fn per_budget(
         slots,
         bw,
         BIG,
+        Filling::default(),
         &mut no_progress(),
     )
     .unwrap()
@@ -130,7 +132,7 @@ fn top_at(chain: &Chain, frac: f64) -> u64 {
 /// budget. How this can fail: an answer judged without the link or with
 /// another limit than the budget, or the DP's continuous-transfer time
 /// reported as the simulated one; or the planner built for every budget
-/// (`Planner::build_every_budget`) answering otherwise than the tables it
+/// (`Planner::from_offload_tables`) answering otherwise than the tables it
 /// holds (tried: its `plan` solving the budget anew with `offload::solve`
 /// → "left: Solution { … predicted_peak_bytes: None … }", fails).
 fn check_planner(chain: &Chain, slots: usize, bw: Option<f64>) -> Result<(), TestCaseError> {
@@ -142,9 +144,9 @@ fn check_planner(chain: &Chain, slots: usize, bw: Option<f64>) -> Result<(), Tes
         ..Options::default()
     };
     for algorithm in [Algorithm::Pofo, Algorithm::OffloadOnly] {
-        let planner =
-            Planner::build_every_budget(chain, algorithm, high, &options, &mut no_progress())
-                .unwrap();
+        let mode = Mode::of(algorithm).expect("pofo and offload-only run the DP");
+        let built = Tables::build(chain, mode, high, &options, &mut no_progress()).unwrap();
+        let planner = Planner::from_offload_tables(chain, built);
         let tables = planner
             .offload_tables()
             .expect("pofo's planner holds its tables");

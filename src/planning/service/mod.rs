@@ -15,14 +15,14 @@
 //! [`receive`]: PlannerService::receive
 
 use crate::planning::protocol::{
-    BatchDevice, BatchRow, Built, CurvePoint, GridNote, MaxBatch, Planned, Request, Response,
+    Ask, BatchDevice, BatchRow, Built, CurvePoint, GridNote, MaxBatch, Planned, Request, Response,
     SecondProfile, Stage, Summary, Sweep, SweepPoint, Table, Task,
 };
 use remat_core::format::read_any_chain;
 use remat_core::model::units::format_bytes;
 use remat_core::model::{AffineFit, BatchModel};
 use remat_core::simulator::{judge, Trace};
-use remat_core::solvers::offload::{TableAnswer, Tables};
+use remat_core::solvers::offload::{pofo, TableAnswer, Tables};
 use remat_core::solvers::optimal;
 use remat_core::solvers::{
     floor_certificate, max_useful_budget, persistent, Algorithm, Options, Planner, SlotPolicy,
@@ -86,9 +86,9 @@ pub fn runs_in_worker(request: &Request, tables_remote: bool) -> bool {
         Request::Build { algorithm, .. } => {
             (algorithm.uses_slots() && tables_remote) || *algorithm == Algorithm::Optimal
         }
-        Request::Plan {
-            algorithm, exact, ..
-        } => algorithm.offloads() || (*exact && algorithm.uses_slots() && tables_remote),
+        Request::Plan { ask, .. } => {
+            ask.algorithm.offloads() || (ask.exact && ask.algorithm.uses_slots() && tables_remote)
+        }
         Request::Compare { .. } | Request::Sweep { .. } | Request::MaxBatch { .. } => true,
     }
 }
@@ -119,12 +119,12 @@ pub struct PlannerService {
 struct OffloadTable {
     algorithm: Algorithm,
     bandwidth: Option<f64>,
-    planner: Planner,
+    tables: Tables,
 }
 
 /// Whether `algorithm` answers quick plans from a table for every budget
 /// ([`Stage::Quick`]): the ones whose planner holds such tables
-/// ([`Algorithm::plans_every_budget`], [`Planner::build_every_budget`]).
+/// ([`Algorithm::plans_every_budget`], [`Tables`]).
 pub fn has_quick_table(algorithm: Algorithm) -> bool {
     algorithm.plans_every_budget()
 }
@@ -176,25 +176,7 @@ impl PlannerService {
                 algorithm,
                 max_budget,
             } => self.build(generation, algorithm, max_budget, now, emit),
-            Request::Plan {
-                generation,
-                id,
-                algorithm,
-                budget,
-                bandwidth,
-                exact,
-                stage,
-            } => {
-                let ask = Ask {
-                    id,
-                    algorithm,
-                    budget,
-                    bandwidth,
-                    exact,
-                    stage,
-                };
-                self.plan(generation, ask, now, emit)
-            }
+            Request::Plan { generation, ask } => self.plan(generation, ask, now, emit),
             Request::Compare {
                 generation,
                 id,
@@ -376,7 +358,7 @@ impl PlannerService {
                 let solution =
                     with_floor_certificate(chain, algorithm, budget, bandwidth, solution);
                 let summaries = self.summaries(algorithm, budget, bandwidth);
-                let mut planned = ask.answer(generation, solution, summaries);
+                let mut planned = answer(ask, generation, solution, summaries);
                 planned.grid_loss = grid.loss;
                 planned.gap = grid.gap;
                 emit(Response::Planned(Box::new(planned)))
@@ -401,20 +383,16 @@ impl PlannerService {
                 algorithm: ask.algorithm,
             };
             let mut progress = reporter(generation, task, emit);
-            let built = Planner::build_every_budget(
-                chain,
-                ask.algorithm,
-                max_useful_budget(chain),
-                &options,
-                &mut progress,
-            );
+            let mode = pofo::Mode::of(ask.algorithm)?;
+            let top = max_useful_budget(chain);
+            let built = Tables::build(chain, mode, top, &options, &mut progress);
             self.offload_table = Some(OffloadTable {
                 algorithm: ask.algorithm,
                 bandwidth: ask.bandwidth,
-                planner: built.ok()?,
+                tables: built.ok()?,
             });
         }
-        let tables = self.offload_table.as_ref()?.planner.offload_tables()?;
+        let tables = &self.offload_table.as_ref()?.tables;
         let answer = tables.plan(chain, ask.budget);
         Some(quick_words(tables, ask.budget, answer))
     }
@@ -606,35 +584,24 @@ pub fn compared_in_worker(chain: &Chain, with_optimal: bool) -> Vec<Algorithm> {
         .collect()
 }
 
-/// What a `Plan` request asks, kept to answer it.
-struct Ask {
-    id: u64,
-    algorithm: Algorithm,
-    budget: u64,
-    bandwidth: Option<f64>,
-    exact: bool,
-    stage: Stage,
-}
-
-impl Ask {
-    fn answer(self, generation: u64, solution: Solution, summaries: Vec<Summary>) -> Planned {
-        Planned {
-            generation,
-            id: self.id,
-            algorithm: self.algorithm,
-            budget: self.budget,
-            bandwidth: self.bandwidth,
-            exact: self.exact,
-            ops: solution.ops,
-            predicted_seconds: solution.predicted_seconds,
-            predicted_peak_bytes: solution.predicted_peak_bytes,
-            detail: solution.detail,
-            error: None,
-            summaries,
-            grid_loss: None,
-            gap: None,
-            stage: self.stage,
-        }
+/// The answer to `ask`: `solution`, with every built algorithm's summary.
+fn answer(ask: Ask, generation: u64, solution: Solution, summaries: Vec<Summary>) -> Planned {
+    Planned {
+        generation,
+        id: ask.id,
+        algorithm: ask.algorithm,
+        budget: ask.budget,
+        bandwidth: ask.bandwidth,
+        exact: ask.exact,
+        ops: solution.ops,
+        predicted_seconds: solution.predicted_seconds,
+        predicted_peak_bytes: solution.predicted_peak_bytes,
+        detail: solution.detail,
+        error: None,
+        summaries,
+        grid_loss: None,
+        gap: None,
+        stage: ask.stage,
     }
 }
 

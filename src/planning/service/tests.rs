@@ -38,12 +38,14 @@ fn build(alg: Algorithm, chain: &Chain) -> Request {
 fn plan(alg: Algorithm, budget: u64) -> Request {
     Request::Plan {
         generation: 1,
-        id: 7,
-        algorithm: alg,
-        budget,
-        bandwidth: Some(12e9),
-        exact: false,
-        stage: Stage::Whole,
+        ask: Ask {
+            id: 7,
+            algorithm: alg,
+            budget,
+            bandwidth: Some(12e9),
+            exact: false,
+            stage: Stage::Whole,
+        },
     }
 }
 
@@ -312,12 +314,14 @@ fn the_sweep_draws_every_algorithm_at_every_alpha_and_bandwidth() {
 fn where_each_request_runs() {
     let plan = |algorithm, exact| Request::Plan {
         generation: 1,
-        id: 1,
-        algorithm,
-        budget: 1,
-        bandwidth: None,
-        exact,
-        stage: Stage::Whole,
+        ask: Ask {
+            id: 1,
+            algorithm,
+            budget: 1,
+            bandwidth: None,
+            exact,
+            stage: Stage::Whole,
+        },
     };
     let build = |algorithm| Request::Build {
         generation: 1,
@@ -895,8 +899,8 @@ fn an_exact_replan_refines_a_grid_answer_with_progress_that_only_moves_forward()
     let now = move || started.elapsed().as_secs_f64() * 1e3;
     let mut answers = Vec::new();
     let mut replan = plan(Algorithm::Rotor, budget);
-    if let Request::Plan { exact, .. } = &mut replan {
-        *exact = true;
+    if let Request::Plan { ask, .. } = &mut replan {
+        ask.exact = true;
     }
     worker.handle(replan, &now, &mut |r| answers.push(r));
     let fractions: Vec<f64> = answers
@@ -946,12 +950,14 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
     let top = max_useful_budget(&chain);
     let plan_at = |budget: u64, bandwidth: f64, stage: Stage| Request::Plan {
         generation: 1,
-        id: 9,
-        algorithm: Algorithm::Pofo,
-        budget,
-        bandwidth: Some(bandwidth),
-        exact: false,
-        stage,
+        ask: Ask {
+            id: 9,
+            algorithm: Algorithm::Pofo,
+            budget,
+            bandwidth: Some(bandwidth),
+            exact: false,
+            stage,
+        },
     };
     let planned = |r: Response| match r {
         Response::Planned(p) => p,
@@ -961,7 +967,7 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
         bandwidth_bytes_per_s: Some(bandwidth),
         ..Options::default()
     };
-    let table = Tables::build(&chain, Algorithm::Pofo, top, &options(12e9), &mut |_| true).unwrap();
+    let table = Tables::build(&chain, Mode::Full, top, &options(12e9), &mut |_| true).unwrap();
     // Each stage's progress under its own task, only forward: the table's
     // and the refinement's are made at once in two workers.
     let progress_of = |answers: &[Response], task: Task| {
@@ -1002,18 +1008,20 @@ fn pofo_answers_at_once_from_its_table_then_refines() {
         );
     }
     let budget = top * 75 / 100;
-    let slow = Tables::build(&chain, Algorithm::Pofo, top, &options(6e9), &mut |_| true).unwrap();
+    let slow = Tables::build(&chain, Mode::Full, top, &options(6e9), &mut |_| true).unwrap();
     let quick = planned(only(ask(&mut service, plan_at(budget, 6e9, Stage::Quick))));
     assert_eq!(quick.ops, slow.plan(&chain, budget).solution.ops);
     // rotor has no such table: a quick ask is answered whole (in the page).
     let rotor = Request::Plan {
         generation: 1,
-        id: 10,
-        algorithm: Algorithm::Rotor,
-        budget,
-        bandwidth: Some(12e9),
-        exact: false,
-        stage: Stage::Quick,
+        ask: Ask {
+            id: 10,
+            algorithm: Algorithm::Rotor,
+            budget,
+            bandwidth: Some(12e9),
+            exact: false,
+            stage: Stage::Quick,
+        },
     };
     let mut page = loaded(Role::Page, &chain);
     ask(&mut page, build(Algorithm::Rotor, &chain));
@@ -1054,7 +1062,7 @@ fn a_long_chains_table_for_every_budget_is_built_on_fewer_slots_and_says_so() {
         ..Options::default()
     };
     let top = max_useful_budget(&chain);
-    let table = Tables::build(&chain, Algorithm::Pofo, top, &options, &mut |_| true).unwrap();
+    let table = Tables::build(&chain, Mode::Full, top, &options, &mut |_| true).unwrap();
     let slots = table.resolution().slots;
     assert!(slots < 50, "{slots}");
     let budget = top * 3 / 4;

@@ -6,7 +6,7 @@ use crate::args::BenchArgs;
 use crate::error::Result;
 use crate::report::{self, BenchReport, PofoDpTime, PofoTableTime};
 use remat_core::solvers::offload;
-use remat_core::solvers::offload::pofo::{Mode, Pofo};
+use remat_core::solvers::offload::pofo::{Filling, Mode, Pofo};
 use remat_core::solvers::parallel::Workers;
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Problem};
@@ -47,7 +47,16 @@ fn pofo_dp(stages: usize, slots: usize, reps: usize) -> Result<f64> {
     let (seconds, ()) = timed(reps, || {
         let progress = &mut no_progress();
         let bw = Some(POFO_BANDWIDTH);
-        let mut dp = Pofo::build(&chain, Mode::Full, budget, slots, bw, limit, progress)?;
+        let mut dp = Pofo::build(
+            &chain,
+            Mode::Full,
+            budget,
+            slots,
+            bw,
+            limit,
+            Filling::default(),
+            progress,
+        )?;
         std::hint::black_box(dp.plan(&mut no_progress()).unwrap());
         Ok(())
     })?;
@@ -89,9 +98,10 @@ fn pofo_table(stages: usize, reps: usize) -> Result<PofoTableTime> {
         ..Options::default()
     };
     let (build_seconds, planner) = timed(reps, || {
+        let mode = offload::pofo::Mode::Full;
         Ok(offload::Tables::build(
             &chain,
-            Algorithm::Pofo,
+            mode,
             high,
             &options,
             &mut no_progress(),

@@ -214,12 +214,8 @@ pub fn plan_rank(
     pipeline.validate(chain.len())?;
     let stages = pipeline.stages(rank);
     let piece = rank_chain(chain, stages.clone());
-    let order = pipeline.order(rank);
-    let plan_as = if uniform {
-        pipeline.order(0)
-    } else {
-        order.clone()
-    };
+    let asked = Asked::new(pipeline, rank, uniform, budget);
+    let (order, plan_as) = (&asked.order, &asked.plan_as);
     // Every piece but the last hands its output on; the last holds the loss.
     let sends = *stages.end() < chain.len();
     let table = StepTable::build(&piece, Variant::Rotor, EXACT_TABLE_BYTES, progress)?.ok_or_else(
@@ -234,12 +230,12 @@ pub fn plan_rank(
     )?;
     let search_by = search_by.unwrap_or_else(|| Search::for_stages(piece.len()));
     let (found, candidates_judged) = match search_by {
-        Search::Exact => (exact::best(&piece, budget, &plan_as, &order, sends)?, 0),
-        Search::RotorCurve => search(&piece, &table, budget, &plan_as, &order),
+        Search::Exact => (exact::best(&piece, budget, plan_as, order, sends)?, 0),
+        Search::RotorCurve => search(&piece, &table, budget, plan_as, order),
     };
     // The certificate, at the rank's own order: beside the busiest forward
     // and backward, `others` micro-batches hold at least h_min each.
-    let others = others_held(&order);
+    let others = others_held(order);
     let seed = piece.gradient_bytes(piece.len());
     let lower_bound_seconds = (others as u64)
         .checked_mul(least_held(&piece, sends))
@@ -252,25 +248,76 @@ pub fn plan_rank(
         (Search::Exact, None) if !uniform => None,
         _ => lower_bound_seconds,
     };
-    let (ops, cost, judged) = match found {
-        Some((ops, cost, judged)) => (Some(ops), Some(cost), Some(judged)),
-        None => (None, None, None),
-    };
-    Ok(RankPlan {
-        rank,
-        chunk: 0,
-        first_stage: *stages.start(),
-        last_stage: *stages.end(),
-        in_flight: in_flight(&order),
-        planned_for: in_flight(&plan_as),
-        budget_bytes: budget,
-        ops,
-        cost,
-        judged,
+    let proof = Proof {
         lower_bound_seconds,
         search: search_by,
         candidates_judged,
-    })
+    };
+    Ok(asked.answer(0, stages, found, proof))
+}
+
+/// What a rank's plan is asked before any search: the rank, the order it
+/// is judged at, the order it is planned for (rank 0's for one plan for
+/// every rank), and its budget.
+struct Asked {
+    rank: usize,
+    order: Vec<Slot>,
+    plan_as: Vec<Slot>,
+    budget: u64,
+}
+
+/// How a [`RankPlan`] was found and how far from the optimum it may be.
+struct Proof {
+    lower_bound_seconds: Option<f64>,
+    search: Search,
+    candidates_judged: usize,
+}
+
+impl Asked {
+    fn new(pipeline: &Pipeline, rank: usize, uniform: bool, budget: u64) -> Asked {
+        let order = pipeline.order(rank);
+        let plan_as = if uniform {
+            pipeline.order(0)
+        } else {
+            order.clone()
+        };
+        Asked {
+            rank,
+            order,
+            plan_as,
+            budget,
+        }
+    }
+
+    /// The plan of chunk `chunk` (the chain's `stages`): the schedule found,
+    /// its cost and its rank's judgement (None: none fits), and `proof`.
+    fn answer(
+        &self,
+        chunk: usize,
+        stages: RangeInclusive<usize>,
+        found: Option<(Vec<Op>, MicrobatchCost, RankJudgement)>,
+        proof: Proof,
+    ) -> RankPlan {
+        let (ops, cost, judged) = match found {
+            Some((ops, cost, judged)) => (Some(ops), Some(cost), Some(judged)),
+            None => (None, None, None),
+        };
+        RankPlan {
+            rank: self.rank,
+            chunk,
+            first_stage: *stages.start(),
+            last_stage: *stages.end(),
+            in_flight: in_flight(&self.order),
+            planned_for: in_flight(&self.plan_as),
+            budget_bytes: self.budget,
+            ops,
+            cost,
+            judged,
+            lower_bound_seconds: proof.lower_bound_seconds,
+            search: proof.search,
+            candidates_judged: proof.candidates_judged,
+        }
+    }
 }
 
 /// Plans every rank: `budgets` has one budget for all ranks or one per
@@ -291,44 +338,19 @@ pub fn plan(
         }
         .into());
     }
-    if pipeline.chunks > 1 {
-        return plan_interleaved(chain, pipeline, budgets, uniform, progress);
-    }
-    let mut ranks = Vec::with_capacity(p);
-    for rank in 0..p {
-        let budget = budgets[if budgets.len() == 1 { 0 } else { rank }];
-        let mut part = |f: f64| progress((rank as f64 + f) / p as f64);
-        ranks.push(plan_rank(
-            chain, pipeline, rank, budget, uniform, None, &mut part,
-        )?);
-    }
-    let costs: Option<Vec<MicrobatchCost>> = ranks.iter().map(|r| r.cost).collect();
-    let orders: Vec<Vec<Slot>> = (0..p).map(|r| pipeline.order(r)).collect();
-    Ok(PipelinePlan {
-        makespan_seconds: costs.map(|c| makespan(&orders, &c)),
-        ranks,
-    })
-}
-
-/// The most combinations of its chunks' candidates one rank's search may
-/// judge (each O(v·m)); past it the rank's pieces are too long for it.
-pub const MAX_COMBINATIONS: u128 = 1_000_000;
-
-/// Every rank's chunks, each piece c·p + r planned with the others of its
-/// rank ([`plan_chunks`]); the plans are listed by piece.
-fn plan_interleaved(
-    chain: &Chain,
-    pipeline: &Pipeline,
-    budgets: &[u64],
-    uniform: bool,
-    progress: &mut Progress<'_>,
-) -> Result<PipelinePlan, PlanError> {
-    let p = pipeline.ranks();
+    // The plans are listed by piece: rank r's chunk c runs piece c·p + r.
     let mut by_piece: Vec<Option<RankPlan>> = vec![None; pipeline.split.len()];
     for rank in 0..p {
         let budget = budgets[if budgets.len() == 1 { 0 } else { rank }];
         let mut part = |f: f64| progress((rank as f64 + f) / p as f64);
-        let plans = plan_chunks(chain, pipeline, rank, budget, uniform, &mut part)?;
+        // Under an interleaved schedule a rank's chunks are planned together.
+        let plans = if pipeline.chunks > 1 {
+            plan_chunks(chain, pipeline, rank, budget, uniform, &mut part)?
+        } else {
+            vec![plan_rank(
+                chain, pipeline, rank, budget, uniform, None, &mut part,
+            )?]
+        };
         for (piece, plan) in pipeline.pieces_of(rank).into_iter().zip(plans) {
             by_piece[piece] = Some(plan);
         }
@@ -341,6 +363,10 @@ fn plan_interleaved(
         ranks,
     })
 }
+
+/// The most combinations of its chunks' candidates one rank's search may
+/// judge (each O(v·m)); past it the rank's pieces are too long for it.
+pub const MAX_COMBINATIONS: u128 = 1_000_000;
 
 /// One candidate schedule of a piece and what a micro-batch of it costs.
 type Candidate = (Vec<Op>, MicrobatchCost);
@@ -364,12 +390,8 @@ fn plan_chunks(
     progress: &mut Progress<'_>,
 ) -> Result<Vec<RankPlan>, PlanError> {
     let pieces = pipeline.pieces_of(rank);
-    let order = pipeline.order(rank);
-    let plan_as = if uniform {
-        pipeline.order(0)
-    } else {
-        order.clone()
-    };
+    let asked = Asked::new(pipeline, rank, uniform, budget);
+    let (order, plan_as) = (&asked.order, &asked.plan_as);
     let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(pieces.len());
     let mut bounds = Vec::with_capacity(pieces.len());
     for (c, &k) in pieces.iter().enumerate() {
@@ -432,36 +454,23 @@ fn plan_chunks(
     for (_, pick) in &all {
         judged_count += 1;
         let costs: Vec<MicrobatchCost> = (pick.iter().zip(&lists)).map(|(&i, l)| l[i].1).collect();
-        if judge_chunks(&costs, &plan_as).peak_bytes <= budget {
-            chosen = Some((pick.clone(), judge_chunks(&costs, &order)));
+        if judge_chunks(&costs, plan_as).peak_bytes <= budget {
+            chosen = Some((pick.clone(), judge_chunks(&costs, order)));
             break;
         }
     }
     Ok((pieces.iter().enumerate())
         .map(|(c, &k)| {
-            let stages = pipeline.stages(k);
-            let (ops, cost, judged) = match &chosen {
-                Some((pick, judged)) => {
-                    let (ops, cost) = &lists[c][pick[c]];
-                    (Some(ops.clone()), Some(*cost), Some(*judged))
-                }
-                None => (None, None, None),
-            };
-            RankPlan {
-                rank,
-                chunk: c,
-                first_stage: *stages.start(),
-                last_stage: *stages.end(),
-                in_flight: in_flight(&order),
-                planned_for: in_flight(&plan_as),
-                budget_bytes: budget,
-                ops,
-                cost,
-                judged,
+            let found = chosen.as_ref().map(|(pick, judged)| {
+                let (ops, cost) = &lists[c][pick[c]];
+                (ops.clone(), *cost, *judged)
+            });
+            let proof = Proof {
                 lower_bound_seconds: bounds[c],
                 search: Search::RotorCurve,
                 candidates_judged: judged_count,
-            }
+            };
+            asked.answer(c, pipeline.stages(k), found, proof)
         })
         .collect())
 }

@@ -114,7 +114,7 @@ impl Algorithm {
     }
 
     /// Whether its planner can hold a table for every budget
-    /// ([`Planner::build_every_budget`](super::Planner::build_every_budget)):
+    /// ([`Planner::from_offload_tables`](super::Planner::from_offload_tables)):
     /// pofo's DP and its offload-only variant, whose tables answer any
     /// budget in milliseconds once built.
     pub fn plans_every_budget(self) -> bool {

@@ -11,7 +11,7 @@
 //! e.g. [`offload::solve`]. That dispatch lives here, not in the
 //! vocabulary (`api.rs`), which the algorithm modules import. pofo and
 //! offload-only can also answer every budget from one build, on the grid
-//! of the top budget ([`Planner::build_every_budget`], the page's quick
+//! of the top budget ([`Planner::from_offload_tables`], the page's quick
 //! answers): the same planner, holding [`offload::Tables`].
 //!
 //! [`offload::solve`]: super::offload::solve
@@ -71,7 +71,7 @@ pub enum Planner {
         offload_grid: Option<pofo::Resolution>,
     },
     /// pofo and offload-only for every budget up to a top from one build
-    /// ([`build_every_budget`](Self::build_every_budget)): the DP's tables
+    /// ([`from_offload_tables`](Self::from_offload_tables)): the DP's tables
     /// on the top's grid, each answer judged by the simulator. Coarser than
     /// [`PerBudget`](Self::PerBudget)'s paper grid below the top (each
     /// answer says on how many slots).
@@ -218,44 +218,34 @@ impl Planner {
         }
     }
 
-    /// As [`build`](Self::build), except that pofo and offload-only build
-    /// their tables for every budget up to `max_budget_bytes` once
-    /// ([`offload::Tables`], `options`' grid at that top) instead of
-    /// solving each budget anew: every later [`plan`](Self::plan) is a
-    /// read-out (O(L) DP states and a few simulations), on the top's grid.
-    /// The other algorithms build as [`build`](Self::build) does.
+    /// pofo's or offload-only's planner for every budget up to the top
+    /// `tables` were built for ([`offload::Tables::build`], on their grid
+    /// at that top): every later [`plan`](Self::plan) is a read-out (O(L)
+    /// DP states and a few simulations) instead of a new solve.
     ///
     /// ```
     /// use remat_core::examples::teaching;
-    /// use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner};
+    /// use remat_core::solvers::offload::{pofo::Mode, Tables};
+    /// use remat_core::solvers::{max_useful_budget, no_progress, Options, Planner};
     ///
     /// let mut chain = teaching();
     /// chain.bandwidth_bytes_per_s = Some(12e9); // a link to the host
     /// let high = max_useful_budget(&chain);
-    /// let pofo = Planner::build_every_budget(&chain, Algorithm::Pofo, high, &Options::default(),
-    ///                                        &mut no_progress()).unwrap();
+    /// let tables = Tables::build(&chain, Mode::Full, high, &Options::default(),
+    ///                            &mut no_progress()).unwrap();
+    /// let pofo = Planner::from_offload_tables(&chain, tables);
     /// assert!(pofo.offload_tables().is_some());
     /// assert!(pofo.plan(&chain, high * 6 / 10).unwrap().feasible());
     /// ```
-    pub fn build_every_budget(
-        chain: &Chain,
-        algorithm: Algorithm,
-        max_budget_bytes: u64,
-        options: &Options,
-        progress: &mut Progress<'_>,
-    ) -> Result<Planner, SolveError> {
-        if !algorithm.plans_every_budget() {
-            return Planner::build(chain, algorithm, max_budget_bytes, options, progress);
-        }
-        let tables = offload::Tables::build(chain, algorithm, max_budget_bytes, options, progress)?;
-        Ok(Planner::Offload {
+    pub fn from_offload_tables(chain: &Chain, tables: offload::Tables) -> Planner {
+        Planner::Offload {
             tables: Box::new(tables),
             min_budget: memory_floor(chain).bytes,
-        })
+        }
     }
 
-    /// pofo's or offload-only's tables for every budget, where
-    /// [`build_every_budget`](Self::build_every_budget) built them.
+    /// pofo's or offload-only's tables for every budget, where the planner
+    /// was made of them ([`from_offload_tables`](Self::from_offload_tables)).
     pub fn offload_tables(&self) -> Option<&offload::Tables> {
         match self {
             Planner::Offload { tables, .. } => Some(tables),

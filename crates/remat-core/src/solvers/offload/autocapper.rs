@@ -154,7 +154,8 @@ pub fn autocapper(
         let rotor = if k == 0 {
             persistent::solve(chain, Variant::Rotor, m_prime, &plain)?
         } else {
-            persistent::plan_or_store_all(&table, chain, m_prime, store_all).map(|(p, _)| p)
+            let from_table = table.plan(chain, m_prime);
+            persistent::or_store_all(from_table, chain, m_prime, store_all).map(|(p, _)| p)
         }
         .map(|p| p.ops);
         if let (true, Some(rotor)) = (m_prime >= low, rotor) {

@@ -9,7 +9,7 @@ use crate::model::Chain;
 use crate::schedule::Op;
 use crate::simulator::Trace;
 use crate::solvers::api::{Algorithm, Options, Problem, Progress, Solution, SolveError};
-use crate::solvers::offload::pofo::{self, Mode, Pofo, PofoPlan};
+use crate::solvers::offload::pofo::{self, Filling, Mode, Pofo, PofoPlan};
 use crate::solvers::persistent::{self, Variant};
 use crate::solvers::store_all;
 
@@ -59,6 +59,7 @@ pub fn solve_dp(
             slots,
             bandwidth,
             options.max_table_bytes,
+            Filling::default(),
             progress,
         )?
         .with_loss_step(options.loss_step);
@@ -214,7 +215,7 @@ fn convert(
 /// caller that wants the paper's grid shows this answer at once, says so,
 /// and refines it with [`solve_dp`] in the background. The
 /// [`Planner`](crate::solvers::Planner) holds one where it was built for
-/// every budget ([`Planner::build_every_budget`](crate::solvers::Planner::build_every_budget)).
+/// every budget ([`Planner::from_offload_tables`](crate::solvers::Planner::from_offload_tables)).
 pub struct Tables {
     algorithm: Algorithm,
     bandwidth: Option<f64>,
@@ -252,20 +253,11 @@ impl Tables {
     /// `max_table_bytes`).
     pub fn build(
         chain: &Chain,
-        algorithm: Algorithm,
+        mode: Mode,
         max_budget_bytes: u64,
         options: &Options,
         progress: &mut Progress<'_>,
     ) -> Result<Tables, SolveError> {
-        let mode = match algorithm {
-            Algorithm::Pofo => Mode::Full,
-            Algorithm::OffloadOnly => Mode::OffloadOnly,
-            other => {
-                return Err(SolveError::BadOption(format!(
-                    "algorithm: {other:?} has no offloading table; use pofo or offload-only"
-                )))
-            }
-        };
         let bandwidth = options
             .bandwidth_bytes_per_s
             .or(chain.bandwidth_bytes_per_s);
@@ -309,7 +301,7 @@ impl Tables {
             None
         };
         Ok(Tables {
-            algorithm,
+            algorithm: mode.algorithm(),
             bandwidth,
             linked,
             table,

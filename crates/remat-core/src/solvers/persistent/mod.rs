@@ -288,6 +288,27 @@ impl PersistentTable {
         )
     }
 
+    /// [`build_with`](Self::build_with) on `options`' lattice: its slot
+    /// policy, slots and table limit.
+    pub fn build_for(
+        chain: &Chain,
+        variant: Variant,
+        budget_bytes: u64,
+        options: &Options,
+        progress: &mut Progress<'_>,
+    ) -> Result<PersistentTable, SolveError> {
+        let (policy, slots) = (options.slot_policy, options.slots);
+        Self::build_with(
+            chain,
+            variant,
+            budget_bytes,
+            policy,
+            slots,
+            options.max_table_bytes,
+            progress,
+        )
+    }
+
     /// Algorithm 1: fills C_BP(s, t, m) for all 1 ≤ s ≤ t ≤ L and m ≤ M, on
     /// the lattice `policy` picks for `budget_bytes`.
     pub fn build_with(
@@ -726,6 +747,25 @@ fn relax_portable(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
     }
 }
 
+/// How many cells a relax updates: the shortest slice's.
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+fn relax_len(best: &[f64], a: &[f64], b: &[f64]) -> usize {
+    best.len().min(a.len()).min(b.len())
+}
+
+/// The cells a vector loop left, from `done` on, one at a time.
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+fn relax_rest(best: &mut [f64], a: &[f64], b: &[f64], f: f64, done: usize) {
+    let n = relax_len(best, a, b);
+    relax_portable(&mut best[done..n], &a[done..n], &b[done..n], f);
+}
+
 /// The same with explicit AVX2: auto-vectorized code turns the conditional
 /// update into masked stores (vmaskmovpd), which are microcoded on AMD and
 /// made the table 3× slower than plain loads, adds, a min and a store.
@@ -733,13 +773,12 @@ fn relax_portable(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
 #[target_feature(enable = "avx2")]
 unsafe fn relax_avx2(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
     use std::arch::x86_64::*;
-    let n = best.len().min(a.len()).min(b.len());
-    let chunks = n / 4;
+    let chunks = relax_len(best, a, b) / 4;
     let fv = _mm256_set1_pd(f);
     let (pv, pa, pb) = (best.as_mut_ptr(), a.as_ptr(), b.as_ptr());
     for i in 0..chunks {
         let k = 4 * i;
-        // SAFETY: k + 4 ≤ n, within all three slices.
+        // SAFETY: k + 4 ≤ 4 · chunks, within all three slices.
         unsafe {
             let c = _mm256_add_pd(
                 _mm256_add_pd(fv, _mm256_loadu_pd(pa.add(k))),
@@ -750,12 +789,7 @@ unsafe fn relax_avx2(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
             _mm256_storeu_pd(pv.add(k), _mm256_min_pd(c, v));
         }
     }
-    relax_portable(
-        &mut best[4 * chunks..n],
-        &a[4 * chunks..n],
-        &b[4 * chunks..n],
-        f,
-    );
+    relax_rest(best, a, b, f, 4 * chunks);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -807,29 +841,23 @@ fn lower_kernel() -> Lower {
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 fn relax_simd128(best: &mut [f64], a: &[f64], b: &[f64], f: f64) {
     use std::arch::wasm32::*;
-    let n = best.len().min(a.len()).min(b.len());
-    let pairs = n / 2;
+    let n = relax_len(best, a, b);
     let fv = f64x2_splat(f);
-    let (pv, pa, pb) = (best.as_mut_ptr(), a.as_ptr(), b.as_ptr());
-    for i in 0..pairs {
-        let k = 2 * i;
-        // SAFETY: k + 2 ≤ n, within all three slices; v128 loads are unaligned.
+    let lanes = (best[..n].chunks_exact_mut(2))
+        .zip(a.chunks_exact(2))
+        .zip(b.chunks_exact(2));
+    for ((v, x), y) in lanes {
+        // SAFETY: each chunk is two f64 (16 bytes); v128 loads and stores
+        // need no alignment.
         unsafe {
-            let c = f64x2_add(
-                f64x2_add(fv, v128_load(pa.add(k) as *const v128)),
-                v128_load(pb.add(k) as *const v128),
-            );
-            let v = v128_load(pv.add(k) as *const v128);
-            // pmin(v, c) = c < v ? c : v, exactly the scalar rule.
-            v128_store(pv.add(k) as *mut v128, f64x2_pmin(v, c));
+            let sum = f64x2_add(fv, v128_load(x.as_ptr().cast()));
+            let c = f64x2_add(sum, v128_load(y.as_ptr().cast()));
+            let old = v128_load(v.as_ptr().cast());
+            // pmin(old, c) = c < old ? c : old, exactly the scalar rule.
+            v128_store(v.as_mut_ptr().cast(), f64x2_pmin(old, c));
         }
     }
-    relax_portable(
-        &mut best[2 * pairs..n],
-        &a[2 * pairs..n],
-        &b[2 * pairs..n],
-        f,
-    );
+    relax_rest(best, a, b, f, n / 2 * 2);
 }
 
 /// The inner loop, compiled for the widest vectors this CPU has.
@@ -868,23 +896,9 @@ pub fn store_all_wins(
     })
 }
 
-/// `table`'s answer at `budget_bytes`, or store-all's where it wins
-/// ([`store_all_wins`]); the flag says store-all answered.
-pub fn plan_or_store_all(
-    table: &PersistentTable,
-    chain: &Chain,
-    budget_bytes: u64,
-    store_all: Option<(f64, u64)>,
-) -> Option<(PersistentPlan, bool)> {
-    or_store_all(
-        table.plan(chain, budget_bytes),
-        chain,
-        budget_bytes,
-        store_all,
-    )
-}
-
-fn or_store_all(
+/// `from_table`, a table's answer at `budget_bytes`, or store-all's where it
+/// wins ([`store_all_wins`]); the flag says store-all answered.
+pub fn or_store_all(
     from_table: Option<PersistentPlan>,
     chain: &Chain,
     budget_bytes: u64,
@@ -1045,15 +1059,7 @@ impl Table {
                 )),
             }
         }
-        let table = PersistentTable::build_with(
-            chain,
-            variant,
-            budget_bytes,
-            options.slot_policy,
-            options.slots,
-            options.max_table_bytes,
-            progress,
-        )?;
+        let table = PersistentTable::build_for(chain, variant, budget_bytes, options, progress)?;
         Ok(Table::Grid {
             table,
             fallback,
@@ -1234,15 +1240,9 @@ pub fn solve(
     budget_bytes: u64,
     options: &Options,
 ) -> Result<Option<PersistentPlan>, SolveError> {
-    let table = PersistentTable::build_with(
-        chain,
-        variant,
-        budget_bytes,
-        options.slot_policy,
-        options.slots,
-        options.max_table_bytes,
-        &mut super::api::no_progress(),
-    )?;
+    let mut progress = super::api::no_progress();
+    let table = PersistentTable::build_for(chain, variant, budget_bytes, options, &mut progress)?;
     let store_all = store_all_point(chain, variant);
-    Ok(plan_or_store_all(&table, chain, budget_bytes, store_all).map(|(p, _)| p))
+    let from_table = table.plan(chain, budget_bytes);
+    Ok(or_store_all(from_table, chain, budget_bytes, store_all).map(|(p, _)| p))
 }

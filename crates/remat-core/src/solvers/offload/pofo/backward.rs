@@ -6,7 +6,7 @@
 use super::grid::{largest, least, Grid};
 #[cfg(target_arch = "x86_64")]
 use super::kernel::Avx2;
-use super::kernel::{Kernel, Loops, Portable, SplitTerms};
+use super::kernel::{Kernel, Loops, Portable, Row, SplitTerms};
 use super::{Choice, Pofo, FILL_SHARE};
 use crate::schedule::Op;
 use crate::solvers::api::{Progress, SolveError};
@@ -549,7 +549,7 @@ impl CLayer<'_> {
                     lefts,
                     rights,
                 };
-                row_max[m] = loops.try_split(&terms, code, vals, chs);
+                row_max[m] = loops.try_split(&terms, Row { vals, chs, code });
             }
         }
     }

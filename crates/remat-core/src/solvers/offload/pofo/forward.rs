@@ -6,7 +6,7 @@ use super::backward::Backward;
 use super::grid::{case2_excess, largest, least, Grid};
 #[cfg(target_arch = "x86_64")]
 use super::kernel::Avx2;
-use super::kernel::{self, leftover, Kernel, Loops, Portable, Terms};
+use super::kernel::{self, leftover, Kernel, Loops, Portable, Row, Terms};
 use super::{filled, LossStep, Mode, Pofo, PofoPlan};
 use crate::schedule::{Op, TensorKind};
 use crate::solvers::api::SolveError;
@@ -842,10 +842,20 @@ impl OcLayer<'_> {
                 // Each option returns the row's largest value after it: the
                 // row's bound for the next split (unchanged if neither ran).
                 if let (Some((row2, _)), Some(cols)) = (krow, &keep_cols) {
-                    sc.row_max[df] = loops.try_option(&terms, row2, cols, code_keep, vals, chs);
+                    let row = Row {
+                        vals: &mut *vals,
+                        chs: &mut *chs,
+                        code: code_keep,
+                    };
+                    sc.row_max[df] = loops.try_option(&terms, row2, cols, row);
                 }
                 if let (Some((row2, _)), Some(cols)) = (srow, &sent_cols) {
-                    sc.row_max[df] = loops.try_option(&terms, row2, cols, code_sent, vals, chs);
+                    let row = Row {
+                        vals: &mut *vals,
+                        chs: &mut *chs,
+                        code: code_sent,
+                    };
+                    sc.row_max[df] = loops.try_option(&terms, row2, cols, row);
                 }
             }
             if !alive {

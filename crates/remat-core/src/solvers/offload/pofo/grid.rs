@@ -42,39 +42,29 @@ impl Grid {
     ) -> Grid {
         let n = chain.len();
         let (slot_bytes, slots) = grid(budget_bytes, slots);
-        let SlotSizes {
-            a,
-            abar,
-            d,
-            of,
-            ofn,
-            b,
-            uf,
-            ub,
-            ufn,
-        } = SlotSizes::new(chain, slot_bytes, slots + 1);
+        let sizes = SlotSizes::new(chain, slot_bytes, slots + 1);
         let mut rest = vec![0.0; n + 2];
         for l in (1..=n).rev() {
-            rest[l] = rest[l + 1] + (uf[l] + ub[l]);
+            rest[l] = rest[l + 1] + (sizes.uf[l] + sizes.ub[l]);
         }
         let mut sent_before = vec![0usize; n + 2];
         for l in 1..=n {
-            let input = a[l - 1].max(abar[l - 1]);
+            let input = sizes.a[l - 1].max(sizes.abar[l - 1]);
             sent_before[l + 1] = sent_before[l].saturating_add(input).min(slots);
         }
         Grid {
             n,
             slots,
             beta: bandwidth.filter(|b| *b > 0.0).unwrap_or(0.0) / slot_bytes as f64,
-            a,
-            abar,
-            d,
-            of,
-            ofn,
-            b,
-            uf,
-            ub,
-            ufn,
+            a: sizes.a,
+            abar: sizes.abar,
+            d: sizes.d,
+            of: sizes.of,
+            ofn: sizes.ofn,
+            b: sizes.b,
+            uf: sizes.uf,
+            ub: sizes.ub,
+            ufn: sizes.ufn,
             rest,
             sent_before,
         }

@@ -51,6 +51,14 @@ pub(super) struct Terms<'a> {
     pub eb: &'a [f64],
 }
 
+/// The row of cells a loop improves: each cell's value and the choice that
+/// made it, and the choice `code` a candidate writes where it wins.
+pub(super) struct Row<'a> {
+    pub vals: &'a mut [f64],
+    pub chs: &'a mut [u16],
+    pub code: u16,
+}
+
 /// Column indices into the sub-square's rows, each checked once (when the
 /// split's columns are computed) to be below `side`, so the kernels index
 /// rows of at least `side` cells without a check per cell; and, for the
@@ -167,15 +175,7 @@ pub(super) trait Loops: Copy {
     ///
     /// Returns the row's largest value after it (−∞ for an empty row), by
     /// plain comparisons: the row holds no NaN (∞ or sums).
-    fn try_option(
-        self,
-        terms: &Terms<'_>,
-        row2: &[f64],
-        cols: &Columns<'_>,
-        code: u16,
-        vals: &mut [f64],
-        chs: &mut [u16],
-    ) -> f64;
+    fn try_option(self, terms: &Terms<'_>, row2: &[f64], cols: &Columns<'_>, row: Row<'_>) -> f64;
 
     /// One split of C_Δ(i, j, m, ·) for every cell Δ of `vals`: the
     /// candidate ((f + right) + left) + ε, with left = C_Δ(i, last, m, Δ),
@@ -186,7 +186,7 @@ pub(super) trait Loops: Copy {
     /// left is not below the cell or passes the cut, or Δ2 is past the
     /// right sub-row (the reference's tests, kept: they decide which
     /// candidates exist). Returns the row's largest value after it.
-    fn try_split(self, t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64;
+    fn try_split(self, t: &SplitTerms<'_>, row: Row<'_>) -> f64;
 }
 
 /// The loops one cell at a time: wasm, and CPUs without AVX2.
@@ -200,21 +200,13 @@ impl Loops for Portable {
     }
 
     #[inline(always)]
-    fn try_option(
-        self,
-        terms: &Terms<'_>,
-        row2: &[f64],
-        cols: &Columns<'_>,
-        code: u16,
-        vals: &mut [f64],
-        chs: &mut [u16],
-    ) -> f64 {
-        try_option_portable(terms, row2, cols.index, code, vals, chs)
+    fn try_option(self, terms: &Terms<'_>, row2: &[f64], cols: &Columns<'_>, row: Row<'_>) -> f64 {
+        try_option_portable(terms, row2, cols.index, row)
     }
 
     #[inline(always)]
-    fn try_split(self, t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
-        try_split_cells(t, 0, code, vals, chs)
+    fn try_split(self, t: &SplitTerms<'_>, row: Row<'_>) -> f64 {
+        try_split_cells(t, 0, row)
     }
 }
 
@@ -238,16 +230,8 @@ impl Loops for Avx2 {
     }
 
     #[inline(always)]
-    fn try_option(
-        self,
-        terms: &Terms<'_>,
-        row2: &[f64],
-        cols: &Columns<'_>,
-        code: u16,
-        vals: &mut [f64],
-        chs: &mut [u16],
-    ) -> f64 {
-        let n = vals.len();
+    fn try_option(self, terms: &Terms<'_>, row2: &[f64], cols: &Columns<'_>, row: Row<'_>) -> f64 {
+        let (n, chs) = (row.vals.len(), &row.chs);
         assert!(
             row2.len() >= cols.side
                 && cols.index.len() >= n
@@ -259,17 +243,17 @@ impl Loops for Avx2 {
         // lengths were checked above, every column is below `cols.side` ≤
         // row2.len() (`Columns::new`), and so is every quad's base + 3
         // (`quad`).
-        unsafe { try_option_avx2(terms, row2, cols, code, vals, chs) }
+        unsafe { try_option_avx2(terms, row2, cols, row) }
     }
 
     #[inline(always)]
-    fn try_split(self, t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
-        let n = vals.len();
-        assert!(t.lefts.len() >= n && chs.len() >= n && !t.rights.is_empty());
+    fn try_split(self, t: &SplitTerms<'_>, row: Row<'_>) -> f64 {
+        let n = row.vals.len();
+        assert!(t.lefts.len() >= n && row.chs.len() >= n && !t.rights.is_empty());
         // SAFETY: `Avx2` is only made by `detect` on a CPU with AVX2; the
         // lengths were checked above, and every Δ2 read is clamped into
         // `rights`.
-        unsafe { try_split_avx2(t, code, vals, chs) }
+        unsafe { try_split_avx2(t, row) }
     }
 }
 
@@ -295,14 +279,8 @@ impl Kernel {
 }
 
 /// The loop, one cell at a time (the reference's arithmetic, in its order).
-fn try_option_portable(
-    terms: &Terms<'_>,
-    row2: &[f64],
-    cols: &[usize],
-    code: u16,
-    vals: &mut [f64],
-    chs: &mut [u16],
-) -> f64 {
+fn try_option_portable(terms: &Terms<'_>, row2: &[f64], cols: &[usize], row: Row<'_>) -> f64 {
+    let Row { vals, chs, code } = row;
     let Terms {
         f,
         ef,
@@ -360,11 +338,10 @@ unsafe fn try_option_avx2(
     terms: &Terms<'_>,
     row2: &[f64],
     columns: &Columns<'_>,
-    code: u16,
-    vals: &mut [f64],
-    chs: &mut [u16],
+    row: Row<'_>,
 ) -> f64 {
     use std::arch::x86_64::*;
+    let Row { vals, chs, code } = row;
     let n = vals.len();
     let quads = n / 4;
     let eb = terms.eb;
@@ -590,13 +567,8 @@ pub(super) fn leftover(x: f64) -> usize {
 
 /// C_Δ's split, one cell at a time (the reference's arithmetic and tests),
 /// for the cells Δ ≥ `from`; returns their largest value.
-fn try_split_cells(
-    t: &SplitTerms<'_>,
-    from: usize,
-    code: u16,
-    vals: &mut [f64],
-    chs: &mut [u16],
-) -> f64 {
+fn try_split_cells(t: &SplitTerms<'_>, from: usize, row: Row<'_>) -> f64 {
+    let Row { vals, chs, code } = row;
     let rdm = t.rights.len() - 1;
     let mut most = f64::NEG_INFINITY;
     for delta in from..vals.len() {
@@ -638,7 +610,8 @@ fn try_split_cells(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn try_split_avx2(t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &mut [u16]) -> f64 {
+unsafe fn try_split_avx2(t: &SplitTerms<'_>, row: Row<'_>) -> f64 {
+    let Row { vals, chs, code } = row;
     use std::arch::x86_64::*;
     let n = vals.len();
     let quads = n / 4;
@@ -721,7 +694,7 @@ unsafe fn try_split_avx2(t: &SplitTerms<'_>, code: u16, vals: &mut [f64], chs: &
             deltas = _mm256_add_pd(deltas, four);
         }
     }
-    let tail_most = try_split_cells(t, 4 * quads, code, vals, chs);
+    let tail_most = try_split_cells(t, 4 * quads, Row { vals, chs, code });
     // SAFETY: AVX2, as this function.
     unsafe { largest_of(most, tail_most) }
 }
@@ -731,6 +704,10 @@ mod tests {
     use super::*;
 
     use crate::solvers::offload::pofo::tests::Rng;
+
+    fn row<'a>(vals: &'a mut [f64], chs: &'a mut [u16], code: u16) -> Row<'a> {
+        Row { vals, chs, code }
+    }
 
     /// A table's value: ∞ (one in eight), 0 (one in eight) or in [0, 1).
     fn value(rng: &mut Rng) -> f64 {
@@ -828,11 +805,11 @@ mod tests {
             let code = 11 + below(&mut rng, 50) as u16;
             let (mut v1, mut c1) = (vals.clone(), chs.clone());
             let one_by_one = Columns::new(&cols, side);
-            let most1 = Portable.try_option(&terms, row2, &one_by_one, code, &mut v1, &mut c1);
+            let most1 = Portable.try_option(&terms, row2, &one_by_one, row(&mut v1, &mut c1, code));
             let (mut v2, mut c2) = (vals, chs);
             let mut quads = vec![0; n / 4];
             let columns = kernel.columns(&cols, side, &mut quads);
-            let most2 = kernel.try_option(&terms, row2, &columns, code, &mut v2, &mut c2);
+            let most2 = kernel.try_option(&terms, row2, &columns, row(&mut v2, &mut c2, code));
             packed += quads.iter().filter(|&&q| q != SCATTERED).count();
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&v1), bits(&v2), "values, {kernel:?}, n = {n}");
@@ -912,9 +889,9 @@ mod tests {
             let chs: Vec<u16> = (0..n).map(|_| below(&mut rng, 9) as u16).collect();
             let code = 11 + below(&mut rng, 50) as u16;
             let (mut v1, mut c1) = (vals.clone(), chs.clone());
-            let most1 = Portable.try_split(&t, code, &mut v1, &mut c1);
+            let most1 = Portable.try_split(&t, row(&mut v1, &mut c1, code));
             let (mut v2, mut c2) = (vals, chs);
-            let most2 = kernel.try_split(&t, code, &mut v2, &mut c2);
+            let most2 = kernel.try_split(&t, row(&mut v2, &mut c2, code));
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(
                 bits(&v1),
@@ -964,14 +941,8 @@ mod tests {
         // Candidates: 6, 2, 4, ∞, 5; bounds: 1, 1, 2, 1, 4 (the last past the cut).
         let mut vals = [7.0, 2.0, 9.0, 8.0, 9.0];
         let mut chs = [0; 5];
-        let most = Portable.try_option(
-            &terms,
-            &row2,
-            &Columns::new(&cols, 4),
-            3,
-            &mut vals,
-            &mut chs,
-        );
+        let cells = row(&mut vals, &mut chs, 3);
+        let most = Portable.try_option(&terms, &row2, &Columns::new(&cols, 4), cells);
         assert_eq!(vals, [6.0, 2.0, 4.0, 8.0, 9.0]);
         assert_eq!(chs, [3, 0, 3, 0, 0]);
         assert_eq!(most, 9.0);

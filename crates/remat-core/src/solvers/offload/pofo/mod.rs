@@ -160,8 +160,10 @@ mod grid;
 mod kernel;
 mod limits;
 /// The slow oracle the DP is tested against (feature `reference`: the
-/// crate's tests and benches only).
+/// crate's tests and benches only). It is test code, so it lives with the
+/// tests; it stays `pofo::reference` because it reads pofo's own helpers.
 #[cfg(any(test, feature = "reference"))]
+#[path = "tests/reference.rs"]
 pub mod reference;
 mod table;
 #[cfg(test)]
@@ -177,7 +179,7 @@ pub use table::Table;
 
 use crate::model::Chain;
 use crate::schedule::{Op, TensorKind};
-use crate::solvers::api::{Progress, SolveError};
+use crate::solvers::api::{Algorithm, Progress, SolveError};
 use crate::solvers::parallel::Workers;
 
 /// Which forward operations the DP may use.
@@ -189,7 +191,58 @@ pub enum Mode {
     OffloadOnly,
 }
 
+impl Mode {
+    /// The mode `algorithm` runs this DP in; None for the algorithms that
+    /// do not run it.
+    pub fn of(algorithm: Algorithm) -> Option<Mode> {
+        match algorithm {
+            Algorithm::Pofo => Some(Mode::Full),
+            Algorithm::OffloadOnly => Some(Mode::OffloadOnly),
+            _ => None,
+        }
+    }
+
+    /// The algorithm that runs this DP in this mode.
+    pub fn algorithm(self) -> Algorithm {
+        match self {
+            Mode::Full => Algorithm::Pofo,
+            Mode::OffloadOnly => Algorithm::OffloadOnly,
+        }
+    }
+}
+
 pub use crate::solvers::api::LossStep;
+
+/// How the tables are filled. Nothing here changes a value or a plan: the
+/// tables are the same to the bit on any number of threads, with either
+/// kernel, and the cut only leaves out states no optimal path reaches.
+#[derive(Clone, Copy, Debug)]
+pub struct Filling {
+    /// The threads a layer of either table is filled on.
+    pub workers: Workers,
+    /// The inner loops ([`Kernel::detect`] but in the kernel's own tests).
+    kernel: Kernel,
+    /// OC's cut (`find_cut`); off where every entry must be exact
+    /// ([`Table`]).
+    with_cut: bool,
+}
+
+impl Default for Filling {
+    fn default() -> Filling {
+        Filling::on(Workers::available())
+    }
+}
+
+impl Filling {
+    /// On `workers` threads, with this CPU's kernel and the cut.
+    pub fn on(workers: Workers) -> Filling {
+        Filling {
+            workers,
+            kernel: Kernel::detect(),
+            with_cut: true,
+        }
+    }
+}
 
 /// What the DP returns for one budget.
 #[derive(Clone, Debug, PartialEq)]
@@ -240,8 +293,11 @@ pub struct Pofo {
 const FILL_SHARE: f64 = 0.5;
 
 impl Pofo {
-    /// Builds C_Δ (the O(L³N²) part, with progress) and prepares OC, both
-    /// on every core this process may use ([`Workers::available`]).
+    /// Builds C_Δ (the O(L³N²) part, with progress) and prepares OC, the
+    /// tables filled as `filling` says (the same tables, to the bit,
+    /// whatever it says; [`Filling::default`]: on every core this process
+    /// may use, [`Workers::available`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn build(
         chain: &Chain,
         mode: Mode,
@@ -249,61 +305,7 @@ impl Pofo {
         slots: usize,
         bandwidth: Option<f64>,
         max_table_bytes: u64,
-        progress: &mut Progress<'_>,
-    ) -> Result<Pofo, SolveError> {
-        Self::build_on(
-            chain,
-            mode,
-            budget_bytes,
-            slots,
-            bandwidth,
-            max_table_bytes,
-            Workers::available(),
-            progress,
-        )
-    }
-
-    /// [`build`](Self::build) on `workers` threads (the same tables, to
-    /// the bit, whatever their number).
-    #[allow(clippy::too_many_arguments)]
-    pub fn build_on(
-        chain: &Chain,
-        mode: Mode,
-        budget_bytes: u64,
-        slots: usize,
-        bandwidth: Option<f64>,
-        max_table_bytes: u64,
-        workers: Workers,
-        progress: &mut Progress<'_>,
-    ) -> Result<Pofo, SolveError> {
-        Self::build_with(
-            chain,
-            mode,
-            budget_bytes,
-            slots,
-            bandwidth,
-            max_table_bytes,
-            true,
-            workers,
-            Kernel::detect(),
-            progress,
-        )
-    }
-
-    /// [`build`](Self::build), with or without the cut (`find_cut`): without
-    /// it every entry of both tables is exact, whatever the budget it is
-    /// read for ([`Table`]). Both tables are filled on `workers` threads.
-    #[allow(clippy::too_many_arguments)]
-    fn build_with(
-        chain: &Chain,
-        mode: Mode,
-        budget_bytes: u64,
-        slots: usize,
-        bandwidth: Option<f64>,
-        max_table_bytes: u64,
-        with_cut: bool,
-        workers: Workers,
-        kernel: Kernel,
+        filling: Filling,
         progress: &mut Progress<'_>,
     ) -> Result<Pofo, SolveError> {
         validate(chain.len(), slots)?;
@@ -349,8 +351,8 @@ impl Pofo {
             cut: vec![f64::INFINITY; n + 2],
             table_tops: None,
             only_kept: false,
-            workers,
-            kernel,
+            workers: filling.workers,
+            kernel: filling.kernel,
         };
         // C_Δ at Δ = 0 first (all of it with no link), then OC's states
         // without transfers: their value bounds the optimum, which cuts
@@ -363,7 +365,7 @@ impl Pofo {
                 pofo.fill_backward(&mut |_| true)?;
             }
         }
-        if with_cut {
+        if filling.with_cut {
             pofo.find_cut();
         } else {
             pofo.find_table_cut();

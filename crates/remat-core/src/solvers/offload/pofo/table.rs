@@ -2,8 +2,7 @@
 //! absolute grid, read out at any budget below its top.
 
 use super::forward::OcState;
-use super::kernel::Kernel;
-use super::{LossStep, Mode, Pofo, PofoPlan};
+use super::{Filling, LossStep, Mode, Pofo, PofoPlan};
 use crate::model::Chain;
 use crate::solvers::api::{Progress, SolveError};
 use crate::solvers::parallel::Workers;
@@ -56,16 +55,18 @@ impl Table {
         max_table_bytes: u64,
         progress: &mut Progress<'_>,
     ) -> Result<Table, SolveError> {
-        let mut dp = Pofo::build_with(
+        let filling = Filling {
+            with_cut: false,
+            ..Filling::on(Workers::available())
+        };
+        let mut dp = Pofo::build(
             chain,
             mode,
             top_budget_bytes,
             slots,
             bandwidth,
             max_table_bytes,
-            false,
-            Workers::available(),
-            Kernel::detect(),
+            filling,
             progress,
         )?
         .with_loss_step(loss);

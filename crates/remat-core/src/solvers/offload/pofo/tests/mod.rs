@@ -30,7 +30,7 @@
 
 use super::kernel::Kernel;
 use super::reference;
-use super::{LossStep, Mode, Pofo};
+use super::{Filling, LossStep, Mode, Pofo};
 use crate::model::{Chain, Stage};
 use crate::solvers::no_progress;
 use crate::solvers::parallel::Workers;
@@ -122,16 +122,19 @@ fn compare(
     let what = format!(
         "{mode:?} {loss:?} budget {budget} slots {slots} bw {bw:?} {workers:?} {kernel:?} chain {chain:?}"
     );
-    let mut fast = Pofo::build_with(
+    let filling = Filling {
+        workers,
+        kernel,
+        with_cut: true,
+    };
+    let mut fast = Pofo::build(
         chain,
         mode,
         budget,
         slots,
         bw,
         big,
-        true,
-        workers,
-        kernel,
+        filling,
         &mut no_progress(),
     )
     .unwrap()
