@@ -145,7 +145,7 @@ def main():
               f"{shutil.which(os.environ.get('CC', 'cc'))} -O3); {os.cpu_count()} cores, "
               f"load {os.getloadavg()[0]:.2f}; one run per cell")
         print()
-        print("| chain | budget | Remat's table | Remat: time | rotor's C: time | C / Remat "
+X | rotor's C: time | C / Remat "
               "| Remat's plan | C's optimum |")
         print("|---|---:|---|---:|---:|---:|---:|---:|")
         def probe(path):
@@ -158,7 +158,10 @@ def main():
             ours, t_ours = remat_solve(args.remat, path, budget, args.slots)
             theirs, t_c = c_solve(csolver, chain, budget, args.slots)
             grid = ours.get("predicted_seconds") if ours.get("feasible") else None
-            print(f"| {chain['name']} | M_low + {share} | {ours.get('memory', '?')} | {t_ours:.2f} s | "
+            memory = ours.get("memory", "?")
+            if memory.startswith("grid:"):
+                memory = f"grid, u = {int(memory[5:]) / 2**20:.2f} MiB"
+            print(f"| {chain['name']} | M_low + {share} | {memory} | {t_ours:.2f} s | "
                   f"{t_c:.2f} s | {t_c / t_ours:.1f}× | {fmt(grid)} | {fmt(theirs)} |", flush=True)
     return 0
 
