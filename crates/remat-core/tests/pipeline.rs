@@ -9,8 +9,8 @@ mod common;
 use common::{integer_chain, persistent_schedules};
 use proptest::prelude::*;
 use remat_core::pipeline::{
-    frameworks, judge, judge_chunks, plan, plan_rank, rank_chain, rank_curve, MicrobatchCost,
-    Pipeline, PipelineSchedule, Search,
+    frameworks, judge, judge_chunks, plan, plan_rank, rank_chain, rank_curve, rank_curve_chunks,
+    MicrobatchCost, Pipeline, PipelineSchedule, Search,
 };
 use remat_core::solvers::no_progress;
 use remat_core::solvers::persistent::Variant;
@@ -77,6 +77,16 @@ fn every_schedule(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<(f64, 
             (cost.seconds(), judge(&cost, &order).peak_bytes)
         })
         .collect()
+}
+
+/// Interleaved 1F1B on 2 ranks × 2 chunks: the chain cut into 4 pieces.
+fn two_ranks_two_chunks(n: usize, m: usize) -> Pipeline {
+    Pipeline {
+        split: Pipeline::even_split(n, 4),
+        microbatches: m,
+        schedule: PipelineSchedule::Interleaved1F1B,
+        chunks: 2,
+    }
 }
 
 fn pipeline_of(n: usize, ranks: usize, m: usize, gpipe: bool) -> Pipeline {
@@ -204,6 +214,45 @@ proptest! {
         }
     }
 
+    /// Interleaved: could fail if the chunks' curve (`rank_curve_chunks`,
+    /// what the page draws) counted a chunk's held bytes for another's
+    /// micro-batches, its running micro-batch as held, or ran a phase on
+    /// another chunk's trace, so that its highest level is not
+    /// `judge_chunks`' peak. Mutation tried: every waiting micro-batch
+    /// counted at the running chunk's held bytes (`cost.held_bytes` of the
+    /// slot's chunk for all): the curve then differs from the judge as
+    /// soon as the two chunks hold different bytes.
+    #[test]
+    fn interleaved_curve_peaks_at_the_judged_peak(
+        chain in integer_chain(8, true),
+        m in prop::sample::select(vec![2usize, 4]),
+        picks in prop::collection::vec(0usize..40, 4),
+    ) {
+        prop_assume!(chain.len() >= 4);
+        let pipeline = two_ranks_two_chunks(chain.len(), m);
+        for rank in 0..2 {
+            let order = pipeline.order(rank);
+            let pieces: Vec<(Chain, Vec<Op>)> = (pipeline.pieces_of(rank).into_iter())
+                .map(|k| {
+                    let piece = rank_chain(&chain, pipeline.stages(k));
+                    let all = persistent_schedules(1, piece.len(), Variant::Rotor);
+                    let ops = all[picks[k] % all.len()].clone();
+                    (piece, ops)
+                })
+                .collect();
+            let costs: Vec<MicrobatchCost> = pieces.iter()
+                .map(|(piece, ops)| MicrobatchCost::of(piece, ops).unwrap())
+                .collect();
+            let chunks: Vec<(&Chain, &[Op])> = pieces.iter().map(|(c, o)| (c, o.as_slice())).collect();
+            let curve = rank_curve_chunks(&chunks, &order).unwrap();
+            let top = curve.iter().map(|p| p.running_bytes + p.held_bytes).max().unwrap();
+            prop_assert_eq!(top, judge_chunks(&costs, &order).peak_bytes);
+            let end = curve.last().unwrap().seconds;
+            let total: f64 = costs.iter().map(|c| m as f64 * c.seconds()).sum();
+            prop_assert!(end <= total + 1e-9);
+        }
+    }
+
     /// Could fail if: a framework setting's schedule (Megatron's uniform or
     /// block groups, torchtitan's every-N-th block) is faster on a rank it
     /// fits than the exact per-rank plan there, i.e. the exact search
@@ -304,12 +353,7 @@ proptest! {
         m in prop::sample::select(vec![2usize, 4]),
     ) {
         prop_assume!(chain.len() >= 4);
-        let pipeline = Pipeline {
-            split: Pipeline::even_split(chain.len(), 4),
-            microbatches: m,
-            schedule: PipelineSchedule::Interleaved1F1B,
-            chunks: 2,
-        };
+        let pipeline = two_ranks_two_chunks(chain.len(), m);
         for rank in 0..2 {
             let all = every_combination(&chain, &pipeline, rank);
             let peaks: Vec<(f64, u64)> = all.iter().map(|x| (x.0, x.1)).collect();

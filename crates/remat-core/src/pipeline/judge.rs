@@ -98,38 +98,76 @@ pub struct CurvePoint {
 /// the running phase: what the page draws, and where the peak of
 /// [`judge`] comes from (its highest `running + held` is that peak).
 pub fn rank_curve(chain: &Chain, ops: &[Op], order: &[Slot]) -> Result<Vec<CurvePoint>, SimError> {
-    let cost = MicrobatchCost::of(chain, ops)?;
-    let trace = simulate(chain, ops)?;
-    let first_backward = forward_phase_len(ops, chain.len());
-    let seed = chain.gradient_bytes(chain.len());
-    let in_forward = |op: Option<usize>| op.is_none_or(|i| i < first_backward);
+    rank_curve_chunks(&[(chain, ops)], order)
+}
+
+/// [`rank_curve`] under an interleaved schedule: `chunks[c]` is chunk c's
+/// piece and its schedule; a phase of chunk c runs c's trace beside h of
+/// each chunk for every other micro-batch of it in flight. Its highest
+/// `running + held` is [`judge_chunks`]' peak.
+pub fn rank_curve_chunks(
+    chunks: &[(&Chain, &[Op])],
+    order: &[Slot],
+) -> Result<Vec<CurvePoint>, SimError> {
+    /// What one chunk's phases draw from.
+    struct Piece {
+        cost: MicrobatchCost,
+        memory: Vec<(f64, u64, bool)>,
+        input: u64,
+        seed: u64,
+    }
+    let mut pieces = Vec::with_capacity(chunks.len());
+    for &(chain, ops) in chunks {
+        let trace = simulate(chain, ops)?;
+        let first_backward = forward_phase_len(ops, chain.len());
+        let in_forward = |op: Option<usize>| op.is_none_or(|i| i < first_backward);
+        pieces.push(Piece {
+            cost: MicrobatchCost::of(chain, ops)?,
+            memory: (trace.memory.iter())
+                .map(|m| (m.time, m.bytes, in_forward(m.op)))
+                .collect(),
+            input: chain.input_bytes,
+            seed: chain.gradient_bytes(chain.len()),
+        });
+    }
     let mut out = Vec::new();
-    let (mut t, mut held) = (0.0, 0usize);
+    let mut t = 0.0;
+    let mut held = vec![0usize; pieces.len()];
     for (i, slot) in order.iter().enumerate() {
-        let (forward, others, start, took) = match slot.phase {
-            Phase::Forward => (true, held, 0.0, cost.forward_seconds),
-            Phase::Backward => (false, held - 1, cost.forward_seconds, cost.backward_seconds),
+        let piece = &pieces[slot.chunk];
+        let forward = slot.phase == Phase::Forward;
+        let (start, took) = if forward {
+            (0.0, piece.cost.forward_seconds)
+        } else {
+            (piece.cost.forward_seconds, piece.cost.backward_seconds)
         };
-        let waiting = (others as u64).saturating_mul(cost.held_bytes);
+        // The micro-batch itself is one of those in flight in its B phase.
+        let own = usize::from(!forward);
+        let waiting = (held.iter().zip(&pieces).enumerate())
+            .map(|(c, (&n, p))| {
+                let n = if c == slot.chunk { n - own } else { n };
+                (n as u64).saturating_mul(p.cost.held_bytes)
+            })
+            .fold(0u64, u64::saturating_add);
         // The phase's level as it starts: the input alone, or what the
         // forward left and δ^L.
         out.push(CurvePoint {
             seconds: t,
             running_bytes: if forward {
-                chain.input_bytes
+                piece.input
             } else {
-                cost.held_bytes.saturating_add(seed)
+                piece.cost.held_bytes.saturating_add(piece.seed)
             },
             held_bytes: waiting,
             slot: i,
         });
-        for step in trace.memory.iter().filter(|m| in_forward(m.op) == forward) {
+        for &(time, bytes, _) in piece.memory.iter().filter(|m| m.2 == forward) {
             out.push(CurvePoint {
-                seconds: t + step.time - start,
+                seconds: t + time - start,
                 running_bytes: if forward {
-                    step.bytes.saturating_sub(seed)
+                    bytes.saturating_sub(piece.seed)
                 } else {
-                    step.bytes
+                    bytes
                 },
                 held_bytes: waiting,
                 slot: i,
@@ -137,8 +175,8 @@ pub fn rank_curve(chain: &Chain, ops: &[Op], order: &[Slot]) -> Result<Vec<Curve
         }
         t += took;
         match slot.phase {
-            Phase::Forward => held += 1,
-            Phase::Backward => held -= 1,
+            Phase::Forward => held[slot.chunk] += 1,
+            Phase::Backward => held[slot.chunk] -= 1,
         }
     }
     Ok(out)

@@ -81,8 +81,8 @@ mod plan;
 
 pub use exact::EXACT_MAX_STAGES;
 pub use judge::{
-    forward_phase_len, judge, judge_chunks, makespan, rank_curve, CurvePoint, MicrobatchCost,
-    RankJudgement,
+    forward_phase_len, judge, judge_chunks, makespan, rank_curve, rank_curve_chunks, CurvePoint,
+    MicrobatchCost, RankJudgement,
 };
 pub use order::{Phase, PipelineSchedule, Slot};
 pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search, MAX_COMBINATIONS};
