@@ -1980,7 +1980,8 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
 /// fail: pieces assigned to ranks another way than PyTorch's stage index
 /// (piece k on rank k mod p: rank 0 would run stages 1–4 and 5–8), a
 /// chunk's schedule written for another piece (`remat simulate` refuses
-/// its digest), or the rank's step judged with one chunk in flight.
+/// its digest), the rank's step judged with one chunk in flight, or
+/// `--frameworks` refused or a setting faster than the plans on a rank.
 #[test]
 fn pipeline_plans_interleaved_chunks() {
     let dir = tempfile::tempdir().unwrap();
@@ -1998,11 +1999,33 @@ fn pipeline_plans_interleaved_chunks() {
         "-b",
         "4GiB",
         "--json",
+        "--frameworks",
         "-o",
         dir.path().to_str().unwrap(),
     ]);
     let v = json(&out);
     assert_eq!(v["chunks"], 2);
+    // The frameworks' nearest settings, judged over each rank's chunks:
+    // none faster on a rank than its plans (their schedules are among the
+    // search's candidates).
+    for framework in ["megatron", "torchtitan"] {
+        let setting = &v["frameworks"][framework];
+        assert!(setting.is_object(), "{framework}: {v}");
+        for rank in 0..2u64 {
+            let mine: f64 = (v["per_rank"]["ranks"].as_array().unwrap().iter())
+                .filter(|r| r["rank"] == rank)
+                .map(|r| {
+                    r["cost"]["forward_seconds"].as_f64().unwrap()
+                        + r["cost"]["backward_seconds"].as_f64().unwrap()
+                })
+                .sum();
+            let theirs = setting["seconds"][rank as usize].as_f64().unwrap();
+            assert!(
+                mine <= theirs * (1.0 + 1e-12),
+                "{framework} rank {rank}: {theirs} < {mine}"
+            );
+        }
+    }
     let plans = v["per_rank"]["ranks"].as_array().unwrap();
     let who: Vec<(u64, u64, u64)> = plans
         .iter()

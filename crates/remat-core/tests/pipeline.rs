@@ -283,6 +283,43 @@ proptest! {
         }
     }
 
+    /// Interleaved: the joint search is not exact (rotor's curve per
+    /// piece), so it takes the frameworks' settings as candidates too.
+    /// Could fail if a setting that fits a rank is faster there than the
+    /// rank's plans (Σ over its chunks per micro-batch), e.g. if the
+    /// settings' schedules were left out of the candidates, or a setting
+    /// were judged otherwise than the plans (another order, its chunks
+    /// apart). Mutation tried: the candidates without the settings'
+    /// schedules → fails, "a setting fits, so the search finds a plan":
+    /// rotor's curve and store-all (each also with its last stage
+    /// recomputed) had no combination that fits where a setting did.
+    #[test]
+    fn no_framework_setting_beats_the_interleaved_plan(
+        chain in integer_chain(8, true),
+        m in prop::sample::select(vec![2usize, 4]),
+        share in 0.3f64..1.0,
+    ) {
+        prop_assume!(chain.len() >= 4);
+        let pipeline = two_ranks_two_chunks(chain.len(), m);
+        let roomy = remat_core::pipeline::plan(&chain, &pipeline, &[u64::MAX / 4], false, &mut no_progress()).unwrap();
+        let top = roomy.ranks.iter().filter_map(|r| r.judged).map(|j| j.peak_bytes).max().unwrap();
+        let budget = (top as f64 * share) as u64;
+        let plans = remat_core::pipeline::plan(&chain, &pipeline, &[budget], false, &mut no_progress()).unwrap();
+        for setting in frameworks::settings(&chain, &pipeline, &[budget], &|_| true) {
+            for rank in 0..2 {
+                if setting.peaks[rank] <= budget {
+                    let mine: Option<f64> = (plans.ranks.iter())
+                        .filter(|r| r.rank == rank)
+                        .map(|r| r.cost.map(|c| c.seconds()))
+                        .sum();
+                    let mine = mine.expect("a setting fits, so the search finds a plan");
+                    prop_assert!(mine <= setting.seconds[rank] * (1.0 + 1e-12),
+                        "{} on rank {rank}: {} against the plan's {}", setting.config, setting.seconds[rank], mine);
+                }
+            }
+        }
+    }
+
     /// Could fail if: the curve search keeps a plan that does not fit, or
     /// its certificate passes the optimum (same mutations as above).
     #[test]

@@ -73,14 +73,6 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             ),
         });
     }
-    if a.frameworks && a.chunks > 1 {
-        return Err(CliError::BadValue {
-            flag: "--frameworks",
-            message: "the frameworks' settings are judged for one stage module per rank, not \
-                      interleaved chunks; leave out --frameworks or --chunks"
-                .into(),
-        });
-    }
     let budgets: Vec<u64> = a.budget.iter().map(|b| b.0).collect();
     let mut shown = TerminalProgress::new("planning");
     let per_rank = plan(&chain, &pipeline, &budgets, false, &mut |d| shown.report(d));

@@ -18,13 +18,17 @@
 //!   the blocks a rank wraps: `apply_ac`'s counter is per process); `"op"`
 //!   is selective per operator: not searched here.
 //!
-//! Each setting becomes one persistent schedule per rank, judged at the
-//! rank's order like the per-rank plans; the nearest is the fastest
-//! setting that fits every rank. Stages that are not layers (embeddings,
+//! Each setting becomes one persistent schedule per piece (per rank, or
+//! per chunk of a rank under an interleaved schedule: Megatron-Core's
+//! setting applies to each chunk's layers, torchtitan's counter runs on
+//! across a rank's chunks), judged at the rank's order like the per-rank
+//! plans; the nearest is the fastest setting that fits every rank. The
+//! interleaved search takes these schedules as candidates
+//! ([`piece_schedules`]). Stages that are not layers (embeddings,
 //! a head, the loss) are never recomputed by either framework; the caller
 //! says which stages are layers.
 
-use super::judge::{judge, makespan, MicrobatchCost};
+use super::judge::{judge_chunks, makespan, MicrobatchCost};
 use super::{rank_chain, Pipeline};
 use crate::model::Chain;
 use crate::schedule::Op;
@@ -81,47 +85,70 @@ fn schedule(len: usize, groups: &[(usize, usize)]) -> Vec<Op> {
     ops
 }
 
-/// Runs one setting: `groups_of(layers, first)` gives a rank's groups from
-/// its layers' piece-local stage numbers and its first stage in the chain.
+/// Runs one setting on every rank: each of a rank's pieces (its chunks,
+/// one but interleaved) runs the setting's schedule, and the rank's step
+/// is judged at its order ([`judge_chunks`]).
 fn judge_setting(
     chain: &Chain,
     pipeline: &Pipeline,
     budgets: &[u64],
     is_layer: &dyn Fn(usize) -> bool,
-    framework: &'static str,
-    config: String,
-    groups_of: &dyn Fn(&[usize], usize) -> Groups,
+    setting: &Knob,
 ) -> Option<Setting> {
     let p = pipeline.ranks();
-    let mut costs = Vec::with_capacity(p);
+    let mut by_piece: Vec<Option<MicrobatchCost>> = vec![None; pipeline.split.len()];
     let mut peaks = Vec::with_capacity(p);
     let mut seconds = Vec::with_capacity(p);
     let mut fits = true;
     for rank in 0..p {
-        let stages = pipeline.stages(rank);
-        let first = *stages.start();
-        let piece = rank_chain(chain, stages.clone());
-        let layers: Vec<usize> = stages
-            .filter(|&s| is_layer(s))
-            .map(|s| s - first + 1)
-            .collect();
-        let ops = schedule(piece.len(), &groups_of(&layers, first));
-        let cost = MicrobatchCost::of(&piece, &ops).ok()?;
-        let judged = judge(&cost, &pipeline.order(rank));
+        let mut costs = Vec::new();
+        for (k, piece, ops) in setting_schedules(chain, pipeline, rank, is_layer, setting) {
+            let cost = MicrobatchCost::of(&piece, &ops).ok()?;
+            by_piece[k] = Some(cost);
+            costs.push(cost);
+        }
+        let judged = judge_chunks(&costs, &pipeline.order(rank));
         fits &= judged.peak_bytes <= budgets[if budgets.len() == 1 { 0 } else { rank }];
         peaks.push(judged.peak_bytes);
-        seconds.push(cost.seconds());
-        costs.push(cost);
+        seconds.push(costs.iter().map(MicrobatchCost::seconds).sum());
     }
+    let costs: Vec<MicrobatchCost> = by_piece.into_iter().collect::<Option<_>>()?;
     let orders: Vec<_> = (0..p).map(|r| pipeline.order(r)).collect();
     Some(Setting {
-        framework,
-        config,
+        framework: setting.framework,
+        config: setting.config.clone(),
         peaks,
         seconds,
         fits,
         makespan_seconds: makespan(&orders, &costs),
     })
+}
+
+/// `setting`'s schedule of each of rank `rank`'s pieces: (piece index,
+/// the piece's chain, its schedule), chunk 0 first. A rank's counter of
+/// wrapped blocks (torchtitan's `_layer_id`) runs on across its chunks.
+fn setting_schedules(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    rank: usize,
+    is_layer: &dyn Fn(usize) -> bool,
+    setting: &Knob,
+) -> Vec<(usize, Chain, Vec<Op>)> {
+    let mut before = 0;
+    (pipeline.pieces_of(rank).into_iter())
+        .map(|k| {
+            let stages = pipeline.stages(k);
+            let first = *stages.start();
+            let piece = rank_chain(chain, stages.clone());
+            let layers: Vec<usize> = stages
+                .filter(|&s| is_layer(s))
+                .map(|s| s - first + 1)
+                .collect();
+            let ops = schedule(piece.len(), &(setting.groups)(&layers, before));
+            before += layers.len();
+            (k, piece, ops)
+        })
+        .collect()
 }
 
 /// Consecutive runs of `layers` (piece-local) cut into groups of `n`.
@@ -138,6 +165,92 @@ fn chunks(layers: &[usize], n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// A setting's rule: a piece's checkpointed groups from its layers'
+/// piece-local numbers and the layers its rank wrapped in earlier chunks.
+type GroupsOf = Box<dyn Fn(&[usize], usize) -> Groups>;
+
+/// One setting of a framework's knobs: `groups(layers, before)` gives a
+/// piece's checkpointed groups from its layers' piece-local numbers and
+/// the layers its rank wrapped in earlier chunks.
+struct Knob {
+    framework: &'static str,
+    config: String,
+    groups: GroupsOf,
+}
+
+/// Every Megatron-Core and torchtitan setting of full-layer recomputation
+/// for pieces of at most `most_piece` layers on ranks of at most
+/// `most_rank`. Megatron-Core applies its setting to each model chunk's
+/// layers (a virtual pipeline stage is a block of its own); torchtitan's
+/// `_layer_id` counts every block its process wraps, across chunks.
+fn knobs(most_piece: usize, most_rank: usize) -> Vec<Knob> {
+    let knob = |framework, config: String, groups: GroupsOf| Knob {
+        framework,
+        config,
+        groups,
+    };
+    let mut out = vec![knob(
+        "megatron",
+        "recompute_granularity=None".into(),
+        Box::new(|_, _| Vec::new()),
+    )];
+    for n in 1..=most_piece {
+        out.push(knob(
+            "megatron",
+            format!("recompute_granularity=\"full\", recompute_method=\"uniform\", recompute_num_layers={n}"),
+            Box::new(move |layers, _| chunks(layers, n)),
+        ));
+        out.push(knob(
+            "megatron",
+            format!("recompute_granularity=\"full\", recompute_method=\"block\", recompute_num_layers={n}"),
+            Box::new(move |layers, _| layers.iter().take(n).map(|&l| (l, l)).collect()),
+        ));
+    }
+    out.push(knob(
+        "torchtitan",
+        "mode = \"none\"".into(),
+        Box::new(|_, _| Vec::new()),
+    ));
+    out.push(knob(
+        "torchtitan",
+        "mode = \"full\"".into(),
+        Box::new(|layers, _| layers.iter().map(|&l| (l, l)).collect()),
+    ));
+    // torchtitan's `_layer_id` counts the blocks its process wraps, from
+    // 1: under a pipeline, the rank's own blocks, chunk after chunk.
+    for n in 2..=most_rank.max(2) {
+        out.push(knob(
+            "torchtitan",
+            format!("mode = \"selective\", selective_ac_option = \"{n}\""),
+            Box::new(move |layers, before| {
+                (layers.iter().enumerate())
+                    .filter(|(i, _)| (before + i + 1) % n == 0)
+                    .map(|(_, &l)| (l, l))
+                    .collect()
+            }),
+        ));
+    }
+    out
+}
+
+/// The most layers on one piece and on one rank; `is_layer` is the
+/// caller's, the loss stage taken out.
+fn most_layers(pipeline: &Pipeline, is_layer: &dyn Fn(usize) -> bool) -> (usize, usize) {
+    let of_piece = |k: usize| pipeline.stages(k).filter(|&s| is_layer(s)).count();
+    let most_piece = (0..pipeline.split.len()).map(of_piece).max().unwrap_or(0);
+    let most_rank = (0..pipeline.ranks())
+        .map(|r| {
+            pipeline
+                .pieces_of(r)
+                .into_iter()
+                .map(of_piece)
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap_or(0);
+    (most_piece, most_rank)
+}
+
 /// Every Megatron-Core and torchtitan setting of full-layer recomputation,
 /// judged on every rank. `is_layer(s)` says whether the chain's stage s is
 /// a transformer layer.
@@ -147,57 +260,35 @@ pub fn settings(
     budgets: &[u64],
     is_layer: &dyn Fn(usize) -> bool,
 ) -> Vec<Setting> {
-    // A setting applies per rank's one stage module; interleaved ranks
-    // hold several (their chunks), which this does not judge.
-    if pipeline.chunks > 1 {
-        return Vec::new();
-    }
     // The chain's last stage computes the loss, outside the model: no
     // framework wraps it in a checkpoint.
     let is_layer = &|s: usize| s < chain.len() && is_layer(s);
-    let most = (0..pipeline.ranks())
-        .map(|r| pipeline.stages(r).filter(|&s| is_layer(s)).count())
-        .max()
-        .unwrap_or(0);
-    let mut out = Vec::new();
-    let mut push =
-        |framework: &'static str, config: String, groups_of: &dyn Fn(&[usize], usize) -> Groups| {
-            out.extend(judge_setting(
-                chain, pipeline, budgets, is_layer, framework, config, groups_of,
-            ));
-        };
-    push("megatron", "recompute_granularity=None".into(), &|_, _| {
-        Vec::new()
-    });
-    for n in 1..=most {
-        push("megatron",
-            format!("recompute_granularity=\"full\", recompute_method=\"uniform\", recompute_num_layers={n}"),
-            &|layers, _| chunks(layers, n),
-        );
-        push("megatron",
-            format!("recompute_granularity=\"full\", recompute_method=\"block\", recompute_num_layers={n}"),
-            &|layers, _| layers.iter().take(n).map(|&l| (l, l)).collect(),
-        );
+    let (most_piece, most_rank) = most_layers(pipeline, is_layer);
+    (knobs(most_piece, most_rank).iter())
+        .filter_map(|knob| judge_setting(chain, pipeline, budgets, is_layer, knob))
+        .collect()
+}
+
+/// Every setting's schedule of each of rank `rank`'s pieces, by chunk:
+/// candidates the interleaved search adds to rotor's, so that no setting
+/// of either framework is faster than its plan at a budget both fit
+/// (`plan`; the 1F1B search is exact and finds them anyway). Stages are
+/// layers by [`is_layer`].
+pub fn piece_schedules(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<Vec<Vec<Op>>> {
+    let is_layer = &|s: usize| s < chain.len() && is_layer(chain, s);
+    let (most_piece, most_rank) = most_layers(pipeline, is_layer);
+    let mut by_chunk: Vec<Vec<Vec<Op>>> = vec![Vec::new(); pipeline.pieces_of(rank).len()];
+    for knob in knobs(most_piece, most_rank) {
+        for (c, (_, _, ops)) in setting_schedules(chain, pipeline, rank, is_layer, &knob)
+            .into_iter()
+            .enumerate()
+        {
+            if !by_chunk[c].contains(&ops) {
+                by_chunk[c].push(ops);
+            }
+        }
     }
-    push("torchtitan", "mode = \"none\"".into(), &|_, _| Vec::new());
-    push("torchtitan", "mode = \"full\"".into(), &|layers, _| {
-        layers.iter().map(|&l| (l, l)).collect()
-    });
-    // torchtitan's `_layer_id` counts the blocks its process wraps, from
-    // 1: under a pipeline, the rank's own blocks.
-    for n in 2..=most.max(2) {
-        push(
-            "torchtitan",
-            format!("mode = \"selective\", selective_ac_option = \"{n}\""),
-            &|layers, _| {
-                (layers.iter().enumerate())
-                    .filter(|(i, _)| (i + 1) % n == 0)
-                    .map(|(_, &l)| (l, l))
-                    .collect()
-            },
-        );
-    }
-    out
+    by_chunk
 }
 
 /// Whether the chain's stage `s` is a transformer layer, from its module

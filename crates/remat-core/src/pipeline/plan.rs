@@ -5,7 +5,7 @@
 use super::exact::{self, EXACT_MAX_STAGES};
 use super::judge::{judge, judge_chunks, makespan, MicrobatchCost, RankJudgement};
 use super::order::{in_flight, others_held, Slot};
-use super::{rank_chain, Pipeline, PipelineError};
+use super::{frameworks, rank_chain, Pipeline, PipelineError};
 use crate::model::Chain;
 use crate::schedule::Op;
 use crate::solvers::persistent::{StepTable, Variant, EXACT_TABLE_BYTES};
@@ -377,7 +377,10 @@ type Candidate = (Vec<Op>, MicrobatchCost);
 /// phases' peaks), then the combination with the least time per
 /// micro-batch whose rank step, judged at `plan_as` ([`judge_chunks`]:
 /// every chunk's micro-batches in flight at once), fits `budget`, judged
-/// again at the rank's own order. Not exact over persistent schedules, as
+/// again at the rank's own order. Each piece's candidates include every
+/// Megatron-Core and torchtitan setting's schedule of it
+/// ([`frameworks::piece_schedules`]), so that no setting that fits is
+/// faster than the plan. Not exact over persistent schedules, as
 /// [`Search::RotorCurve`]; each piece's certificate is rotor's optimum of
 /// that piece alone at the whole budget, which every schedule of the rank
 /// must meet (the other chunks hold ≥ 0 beside it).
@@ -394,6 +397,9 @@ fn plan_chunks(
     let (order, plan_as) = (&asked.order, &asked.plan_as);
     let mut lists: Vec<Vec<Candidate>> = Vec::with_capacity(pieces.len());
     let mut bounds = Vec::with_capacity(pieces.len());
+    // The frameworks' settings as candidates too: the search is not exact,
+    // and a user compares it with exactly these.
+    let mut knobs = frameworks::piece_schedules(chain, pipeline, rank).into_iter();
     for (c, &k) in pieces.iter().enumerate() {
         let piece = rank_chain(chain, pipeline.stages(k));
         let mut part = |f: f64| progress((c as f64 + f) / pieces.len() as f64);
@@ -407,9 +413,12 @@ fn plan_chunks(
                 ))
             })?;
         let mut found: Vec<Candidate> = Vec::new();
-        let schedules = std::iter::once(store_all::schedule(&piece)).chain(
-            (table.curve().into_iter()).filter_map(|(b, _)| table.plan(&piece, b).map(|p| p.ops)),
-        );
+        let schedules = std::iter::once(store_all::schedule(&piece))
+            .chain(
+                (table.curve().into_iter())
+                    .filter_map(|(b, _)| table.plan(&piece, b).map(|p| p.ops)),
+            )
+            .chain(knobs.next().unwrap_or_default());
         for ops in schedules {
             // Each also with its last stage recomputed when the gradient
             // arrives (less held between the phases, one forward more),
