@@ -516,6 +516,12 @@ pub struct PipelineArgs {
     /// every rank, judged the same way.
     #[arg(long)]
     pub frameworks: bool,
+    /// Bandwidth between two ranks (400Gbps, 50GB/s): each forward then
+    /// waits for the previous piece's activation to arrive and each
+    /// backward for the next piece's gradient (step time only; without
+    /// it sends take no time and the step is a bound from below).
+    #[arg(long)]
+    pub link: Option<Rate>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

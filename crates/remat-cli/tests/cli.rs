@@ -1914,7 +1914,7 @@ fn the_report_names_the_tensors_at_the_peak() {
 #[test]
 fn pipeline_plans_each_rank_and_writes_its_schedule() {
     let dir = tempfile::tempdir().unwrap();
-    let out = remat(&[
+    let base = [
         "pipeline",
         "example:gpt2-h200-torch",
         "--ranks",
@@ -1923,11 +1923,9 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
         "8",
         "-b",
         "2.5GiB",
-        "--json",
-        "--frameworks",
-        "-o",
-        dir.path().to_str().unwrap(),
-    ]);
+    ];
+    let with = |more: &[&str]| remat(&[&base[..], more].concat());
+    let out = with(&["--json", "--frameworks", "-o", dir.path().to_str().unwrap()]);
     let v = json(&out);
     let ranks = v["per_rank"]["ranks"].as_array().unwrap();
     let in_flight: Vec<u64> = ranks
@@ -1970,6 +1968,25 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
         err.contains("--split: the ranks hold 13 stages in all, the chain has 14"),
         "{err}"
     );
+    // --link: the same plans, a longer step (each forward waits for its
+    // activation, each backward for its gradient); a link of 0 refused.
+    let step = |link: &[&str]| {
+        let v = json(&with(&[&["--json"][..], link].concat()));
+        (
+            v["per_rank"]["makespan_seconds"].as_f64().unwrap(),
+            v["link_bytes_per_s"].clone(),
+        )
+    };
+    let (free, none) = step(&[]);
+    let (slow, beta) = step(&["--link", "10GB/s"]);
+    assert!(
+        none.is_null() && beta.as_f64() == Some(1e10),
+        "{none} {beta}"
+    );
+    assert!(slow > free, "{slow} s with the link, {free} s without");
+    let bad = with(&["--link", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--link"));
 }
 
 /// `remat pipeline --schedule interleaved-1f1b --chunks 2`: one plan per

@@ -86,6 +86,7 @@ fn two_ranks_two_chunks(n: usize, m: usize) -> Pipeline {
         microbatches: m,
         schedule: PipelineSchedule::Interleaved1F1B,
         chunks: 2,
+        link_bytes_per_s: None,
     }
 }
 
@@ -99,6 +100,7 @@ fn pipeline_of(n: usize, ranks: usize, m: usize, gpipe: bool) -> Pipeline {
             PipelineSchedule::OneFOneB
         },
         chunks: 1,
+        link_bytes_per_s: None,
     }
 }
 
@@ -449,6 +451,7 @@ fn interleaved_gap() {
             microbatches: 4,
             schedule: PipelineSchedule::Interleaved1F1B,
             chunks: 2,
+            link_bytes_per_s: None,
         };
         let all = every_combination(&chain, &pipeline, 0);
         let peaks: Vec<(f64, u64)> = all.iter().map(|x| (x.0, x.1)).collect();

@@ -71,6 +71,7 @@ fn compute(
         microbatches: m,
         schedule,
         chunks,
+        link_bytes_per_s: None,
     };
     let err = |e: remat_core::pipeline::PlanError| e.to_string();
     let roomy = plan(chain, &pipeline, &[u64::MAX / 4], false, &mut |_| true).map_err(err)?;

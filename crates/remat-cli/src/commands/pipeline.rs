@@ -25,6 +25,8 @@ struct Report<'a> {
     /// with its rank and chunk).
     chunks: usize,
     split: &'a [usize],
+    /// β between ranks (--link); null: sends take no time.
+    link_bytes_per_s: Option<f64>,
     /// Each rank's order of phases, the one its plan was judged at (rank
     /// 0 first; under an interleaved schedule PyTorch's own).
     orders: Vec<Vec<Slot>>,
@@ -61,6 +63,7 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             PipelineScheduleFlag::Interleaved1F1B => PipelineSchedule::Interleaved1F1B,
         },
         chunks: a.chunks,
+        link_bytes_per_s: crate::args::bytes_per_s(a.link),
     };
     if let (Some(k), true) = (pieces, pieces.unwrap_or(0) > chain.len()) {
         return Err(CliError::BadValue {
@@ -106,6 +109,7 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             microbatches: pipeline.microbatches,
             chunks: pipeline.chunks,
             split: &pipeline.split,
+            link_bytes_per_s: pipeline.link_bytes_per_s,
             orders: (0..pipeline.ranks()).map(|r| pipeline.order(r)).collect(),
             per_rank: &per_rank,
             uniform: uniform.as_ref(),
@@ -132,6 +136,7 @@ fn plan_error(e: PlanError) -> CliError {
                 PipelineError::Chunks { .. } | PipelineError::ChunksNeedInterleaved { .. } => {
                     "--chunks"
                 }
+                PipelineError::Link { .. } => "--link",
                 _ => "--split",
             };
             let text = e.to_string();
@@ -291,8 +296,15 @@ fn print_text(
         }
         match p.makespan_seconds {
             Some(t) => say!(
-                "pipeline step {} (transfers not counted)",
-                format_seconds(t)
+                "pipeline step {} ({})",
+                format_seconds(t),
+                match pipeline.link_bytes_per_s {
+                    Some(beta) => format!(
+                        "sends between ranks at {}/s counted",
+                        format_bytes(beta as u64)
+                    ),
+                    None => "sends between ranks not counted: give --link".into(),
+                }
             ),
             None => say!("pipeline step: not every rank fits"),
         }

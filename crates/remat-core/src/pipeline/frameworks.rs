@@ -120,7 +120,7 @@ fn judge_setting(
         peaks,
         seconds,
         fits,
-        makespan_seconds: makespan(&orders, &costs),
+        makespan_seconds: makespan(&orders, &costs, pipeline.link_bytes_per_s),
     })
 }
 

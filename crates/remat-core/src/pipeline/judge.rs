@@ -22,6 +22,10 @@ pub struct MicrobatchCost {
     /// h: what stays between the phases (the level at the F phase's end,
     /// without δ^L): what every other micro-batch in flight holds.
     pub held_bytes: u64,
+    /// a^L of the piece: what its F phase sends to the next piece.
+    pub output_bytes: u64,
+    /// δ^L of the piece: what the next piece's B phase sends back.
+    pub output_gradient_bytes: u64,
 }
 
 impl MicrobatchCost {
@@ -49,6 +53,8 @@ impl MicrobatchCost {
             forward_peak_bytes: forward_peak.saturating_sub(seed),
             backward_peak_bytes: bwd.iter().map(|m| m.peak_bytes).max().unwrap_or(held),
             held_bytes: held.saturating_sub(seed),
+            output_bytes: chain.stage(chain.len()).output_bytes,
+            output_gradient_bytes: seed,
         })
     }
 
@@ -253,10 +259,20 @@ pub fn judge_chunks(costs: &[MicrobatchCost], order: &[Slot]) -> RankJudgement {
 /// after the previous piece's forward of its micro-batch, a backward after
 /// the next piece's backward of it (the last piece's after its own
 /// forward). `costs` has one entry per piece: rank r's chunk c is piece
-/// c·p + r (with one chunk per rank, piece r). Transfers between ranks
-/// take no time.
-pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost]) -> f64 {
+/// c·p + r (with one chunk per rank, piece r). With `link` (β bytes per
+/// second between two ranks) a forward also waits for the previous
+/// piece's a^L to arrive (a^L / β after that forward ends) and a backward
+/// for the next piece's δ^L; without it transfers take no time (the step
+/// is then a bound from below).
+pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost], link: Option<f64>) -> f64 {
     let p = orders.len();
+    // Sending `bytes` from piece k to its neighbour: nothing on one rank
+    // (p = 1), bytes / β between two (the send overlaps both ranks'
+    // compute: it only delays the receiver).
+    let hop = |bytes: u64| match link {
+        Some(beta) if p > 1 && beta > 0.0 => bytes as f64 / beta,
+        _ => 0.0,
+    };
     let pieces = costs.len();
     let m = orders.first().map_or(0, |o| o.len() / 2) * p / pieces.max(1);
     // end[k][phase][j]: when piece k finished that phase of micro-batch j.
@@ -272,9 +288,9 @@ pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost]) -> f64 {
                 let k = slot.chunk * p + r;
                 let ready = match slot.phase {
                     Phase::Forward if k == 0 => 0.0,
-                    Phase::Forward => end[k - 1][0][j],
+                    Phase::Forward => end[k - 1][0][j] + hop(costs[k - 1].output_bytes),
                     Phase::Backward if k + 1 == pieces => end[k][0][j],
-                    Phase::Backward => end[k + 1][1][j],
+                    Phase::Backward => end[k + 1][1][j] + hop(costs[k].output_gradient_bytes),
                 };
                 if ready.is_nan() {
                     break;
@@ -334,6 +350,7 @@ mod tests {
             microbatches: 3,
             schedule: PipelineSchedule::OneFOneB,
             chunks: 1,
+            link_bytes_per_s: None,
         };
         let j = judge(&cost, &pipeline.order(0));
         assert_eq!((j.peak_bytes, j.peak_slot, j.held_at_peak), (18, 2, 1));
@@ -343,8 +360,22 @@ mod tests {
         // Two ranks, equal costs: 3 forwards and 3 backwards on the last
         // rank after the first forward of rank 0 (4 s) and, at the end,
         // rank 0's last backward (6 s): 4 + 3·(4 + 6) + 6 = 40.
-        let m = makespan(&[pipeline.order(0), pipeline.order(1)], &[cost, cost]);
+        let m = makespan(&[pipeline.order(0), pipeline.order(1)], &[cost, cost], None);
         assert_eq!(m, 40.0);
+        // One micro-batch over a link of 0.5 B/s: rank 0's forward (4 s),
+        // a^L = 1 B sent (2 s), rank 1's forward and backward (4 + 6 s),
+        // δ^L = 1 B sent back (2 s), rank 0's backward (6 s): 24 s, 20 s
+        // without the link; on one rank (p = 1) a link adds nothing.
+        // Mutation tried: the backward not waiting for δ^L's send → 22 s
+        // where 24 are expected, fails.
+        let one = Pipeline {
+            microbatches: 1,
+            ..pipeline.clone()
+        };
+        let orders = [one.order(0), one.order(1)];
+        assert_eq!(makespan(&orders, &[cost, cost], None), 20.0);
+        assert_eq!(makespan(&orders, &[cost, cost], Some(0.5)), 24.0);
+        assert_eq!(makespan(&[one.order(0)], &[cost], Some(0.5)), 10.0);
     }
 
     fn cost(f: f64, b: f64, forward_peak: u64, backward_peak: u64, held: u64) -> MicrobatchCost {
@@ -354,6 +385,8 @@ mod tests {
             forward_peak_bytes: forward_peak,
             backward_peak_bytes: backward_peak,
             held_bytes: held,
+            output_bytes: 0,
+            output_gradient_bytes: 0,
         }
     }
 
@@ -372,6 +405,7 @@ mod tests {
             microbatches: 4,
             schedule: PipelineSchedule::Interleaved1F1B,
             chunks: 2,
+            link_bytes_per_s: None,
         };
         let costs = [cost(1.0, 2.0, 10, 20, 3), cost(10.0, 20.0, 100, 200, 30)];
         let j = judge_chunks(&costs, &pipeline.order(0));
@@ -381,7 +415,7 @@ mod tests {
         // orders run without deadlock, the last piece's backward after its
         // own forward.
         let unit = [cost(1.0, 2.0, 0, 0, 0); 4];
-        let m = makespan(&[pipeline.order(0), pipeline.order(1)], &unit);
+        let m = makespan(&[pipeline.order(0), pipeline.order(1)], &unit, None);
         assert!(m >= 4.0 * 2.0 * 3.0 && m.is_finite(), "{m}");
     }
 }

@@ -98,7 +98,7 @@ pub const MAX_MICROBATCHES: usize = 100_000;
 pub const MAX_CHUNKS: usize = 64;
 
 /// A pipeline: how the chain is cut and how micro-batches flow.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Pipeline {
     /// Stages per piece, the chain's first stages first: one piece per
     /// rank, or under an interleaved schedule p·v pieces, piece k on rank
@@ -110,10 +110,13 @@ pub struct Pipeline {
     /// v, the chunks (virtual stages) each rank holds: 1 but under
     /// [`PipelineSchedule::Interleaved1F1B`].
     pub chunks: usize,
+    /// β between two ranks (bytes per second) for the activations and
+    /// gradients they send each other; None: sends take no time.
+    pub link_bytes_per_s: Option<f64>,
 }
 
 /// Why a pipeline cannot be planned, naming the field.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum PipelineError {
     #[error("split: give at least one rank")]
     NoRanks,
@@ -136,6 +139,8 @@ pub enum PipelineError {
         "split: {pieces} pieces do not make {chunks} chunks on each rank; give ranks × chunks pieces"
     )]
     Pieces { pieces: usize, chunks: usize },
+    #[error("link: {given} bytes per second; give a positive bandwidth between ranks")]
+    Link { given: f64 },
     #[error(
         "microbatches: {given} is not a multiple of the interleaved schedule's {rounds} rounds \
          (max(1, microbatches / ranks)), which PyTorch's ScheduleInterleaved1F1B requires"
@@ -164,6 +169,12 @@ impl Pipeline {
                 given: self.microbatches,
                 max: MAX_MICROBATCHES,
             });
+        }
+        if let Some(given) = self
+            .link_bytes_per_s
+            .filter(|b| !(b.is_finite() && *b > 0.0))
+        {
+            return Err(PipelineError::Link { given });
         }
         if self.chunks == 0 || self.chunks > MAX_CHUNKS {
             return Err(PipelineError::Chunks {
@@ -283,6 +294,7 @@ mod tests {
             microbatches: m,
             schedule: PipelineSchedule::OneFOneB,
             chunks: 1,
+            link_bytes_per_s: None,
         };
         assert_eq!(p(vec![], 4).validate(3), Err(PipelineError::NoRanks));
         assert_eq!(
@@ -344,6 +356,7 @@ mod tests {
             microbatches: 2,
             schedule: PipelineSchedule::GPipe,
             chunks: 1,
+            link_bytes_per_s: None,
         };
         assert_eq!(p.split, vec![3, 2, 2]);
         assert_eq!(p.stages(0), 1..=3);

@@ -359,7 +359,7 @@ pub fn plan(
     let costs: Option<Vec<MicrobatchCost>> = ranks.iter().map(|r| r.cost).collect();
     let orders: Vec<Vec<Slot>> = (0..p).map(|r| pipeline.order(r)).collect();
     Ok(PipelinePlan {
-        makespan_seconds: costs.map(|c| makespan(&orders, &c)),
+        makespan_seconds: costs.map(|c| makespan(&orders, &c, pipeline.link_bytes_per_s)),
         ranks,
     })
 }
