@@ -215,7 +215,8 @@ def rank_budgets(stages: Sequence[nn.Module], device_memory: int, optimizer_stat
 
 def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatches: int,
                   budget: Union[int, Sequence[int]], schedule: str = "1f1b", *,
-                  chunks: int = 1, compare_uniform: bool = False, remat: Optional[str] = None) -> PipelinePlans:
+                  chunks: int = 1, compare_uniform: bool = False, link: Optional[float] = None,
+                  remat: Optional[str] = None) -> PipelinePlans:
     """Runs `remat pipeline` on `chain` (a dict or a file; its stages
     measured at the micro-batch size) cut by `split`, with `microbatches`
     per step under `schedule` (`1f1b`, `gpipe`, or `interleaved-1f1b` with
@@ -223,7 +224,9 @@ def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatc
     module, PyTorch's stage index k on rank k mod p) and `budget` bytes of
     activations per rank (one for all, or one per rank: `rank_budgets`
     gives them from the device's memory), and returns each stage module's
-    plan. Errors of the binary (a split that does not add up, a budget
+    plan. `link`, bytes per second between two ranks, counts the sends in
+    the step time (`report["per_rank"]["makespan_seconds"]`; the plans do
+    not change). Errors of the binary (a split that does not add up, a budget
     list of another length, micro-batches the interleaved schedule
     refuses) raise PipelineError with its message."""
     if isinstance(chain, (str, Path)):
@@ -239,6 +242,8 @@ def plan_pipeline(chain: Union[dict, str, Path], split: Sequence[int], microbatc
                 "--budget", ",".join(map(str, budgets)), "--chunks", str(chunks), "--json", "--output", tmp]
         if compare_uniform:
             args.append("--compare-uniform")
+        if link is not None:
+            args += ["--link", repr(float(link))]
         p = subprocess.run(args, capture_output=True, text=True)
         if p.returncode != 0:
             raise PipelineError(p.stderr.strip().removeprefix("error: "))

@@ -175,3 +175,26 @@ def test_interleaved_orders_are_pytorchs():
             assert ours == theirs(rank, p, v, m), (p, v, m, rank)
             checked += 1
     assert checked >= 20
+
+
+def test_a_link_between_ranks_lengthens_the_step_not_the_plans():
+    """`plan_pipeline(..., link=β)` passes `--link`: the same plans, a step
+    longer by the sends between ranks (each forward waits for a^L / β, each
+    backward for δ^L / β). Fails if `link` were not passed on (mutation
+    run: the `--link` argument left out → `assert (None is None and None ==
+    1000000000.0)`) or changed the plans; a link of 0 is refused naming
+    `--link`."""
+    stages = [{"name": f"s{i}", "forward_seconds": 0.01, "backward_seconds": 0.02,
+               "output_bytes": 1_000_000, "saved_bytes": 3_000_000} for i in range(4)]
+    chain = {"format": "remat-chain/1", "name": "four", "input_bytes": 1_000_000, "stages": stages}
+    free = plan_pipeline(chain, [2, 2], 4, 20_000_000)
+    sent = plan_pipeline(chain, [2, 2], 4, 20_000_000, link=1e9)
+    assert [r.schedule for r in sent.ranks] == [r.schedule for r in free.ranks]
+    assert free.report["link_bytes_per_s"] is None and sent.report["link_bytes_per_s"] == 1e9
+    # Each micro-batch's a^L and δ^L cross once each way (1 ms at 1 GB/s):
+    # the step grows by at least the first forward's send and the last
+    # backward's.
+    grown = sent.report["per_rank"]["makespan_seconds"] - free.report["per_rank"]["makespan_seconds"]
+    assert grown >= 0.002 - 1e-12, grown
+    with pytest.raises(PipelineError, match="--link"):
+        plan_pipeline(chain, [2, 2], 4, 20_000_000, link=0)
