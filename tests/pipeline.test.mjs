@@ -50,6 +50,20 @@ test('the pipeline place plans each rank as remat pipeline does', async () => {
     assert.equal(p, cli.per_rank.ranks[i].judged.peak_bytes);
   });
   assert.match(await page.locator('#pipeline-summary').textContent(), /per-rank plans take .* one plan for all ranks/);
+  // A link between ranks: the same plans, the step the CLI's with --link
+  // (each forward waits for its activation, each backward for its
+  // gradient). Fails if the card did not pass the link on (mutation run:
+  // the link dropped in `compute` → the step never changes, TimeoutError).
+  await page.locator('#pipeline-link').selectOption({ label: '100 Gb/s Ethernet ≈ 12.5 GB/s' });
+  await page.waitForFunction((free) => document.querySelector('#pipeline').dataset.makespan !== free, data.makespan);
+  const linked = await page.locator('#pipeline').evaluate((el) => ({ ...el.dataset }));
+  const cliLinked = JSON.parse(execFileSync(CLI, ['pipeline', 'example:teaching', '--ranks', '4', '-m', '8',
+    '-b', String(budget), '--link', '12500000000', '--json'], { encoding: 'utf8' }));
+  assert.equal(Number(linked.makespan), cliLinked.per_rank.makespan_seconds);
+  assert.ok(Number(linked.makespan) > Number(data.makespan));
+  assert.match(await page.locator('#pipeline-summary').textContent(), /Sends between ranks at 12\.5 GB\/s are counted/);
+  await page.locator('#pipeline-link').selectOption({ label: 'not counted' });
+  await page.waitForFunction((free) => document.querySelector('#pipeline').dataset.makespan === free, data.makespan);
 
   // Two ranks, then GPipe: every micro-batch in flight on every rank.
   await page.locator('#pipeline-ranks').fill('2');

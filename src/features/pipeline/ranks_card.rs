@@ -22,6 +22,14 @@ pub const MAX_STAGES: usize = 160;
 const MAX_RANKS: usize = 8;
 /// The most chunks per rank it offers under an interleaved schedule.
 const MAX_CHUNKS: usize = 4;
+/// The links between ranks it offers (bytes per second; 0: not counted).
+const LINKS: [(&str, f64); 5] = [
+    ("not counted", 0.0),
+    ("100 Gb/s Ethernet ≈ 12.5 GB/s", 12.5e9),
+    ("PCIe 4 ×16 ≈ 32 GB/s", 32e9),
+    ("400 Gb/s InfiniBand ≈ 50 GB/s", 50e9),
+    ("NVLink 4 ≈ 450 GB/s", 450e9),
+];
 /// What the waiting micro-batches hold, under the running one.
 const HELD: &str = "#b8c2cf";
 const ROW_H: f64 = 118.0;
@@ -39,20 +47,36 @@ struct Planned {
     uniform: PipelinePlan,
 }
 
-fn compute(
-    chain: &Chain,
+/// The card's settings.
+#[derive(Clone, Copy, PartialEq)]
+struct Controls {
     ranks: usize,
-    m: usize,
+    microbatches: usize,
     schedule: PipelineSchedule,
+    /// Chunks per rank under an interleaved schedule (else ignored).
     chunks: usize,
+    /// β between two ranks; None: sends take no time.
+    link: Option<f64>,
+    /// The budget per rank, as a share of the most a rank needs without a
+    /// plan.
     share: f64,
-) -> Result<Planned, String> {
+}
+
+fn compute(chain: &Chain, c: Controls) -> Result<Planned, String> {
     if chain.len() > MAX_STAGES {
         return Err(format!(
             "The page plans pipelines of chains up to {MAX_STAGES} stages; this one has {}: use `remat pipeline` (docs/cli.md).",
             chain.len()
         ));
     }
+    let Controls {
+        ranks,
+        microbatches,
+        schedule,
+        chunks,
+        link,
+        share,
+    } = c;
     let chunks = if schedule == PipelineSchedule::Interleaved1F1B {
         chunks
     } else {
@@ -68,10 +92,10 @@ fn compute(
     }
     let pipeline = Pipeline {
         split: Pipeline::even_split(chain.len(), ranks * chunks),
-        microbatches: m,
+        microbatches,
         schedule,
         chunks,
-        link_bytes_per_s: None,
+        link_bytes_per_s: link,
     };
     let err = |e: remat_core::pipeline::PlanError| e.to_string();
     let roomy = plan(chain, &pipeline, &[u64::MAX / 4], false, &mut |_| true).map_err(err)?;
@@ -147,6 +171,13 @@ fn sentence(p: &Planned) -> String {
             );
         }
     }
+    if let Some(beta) = p.pipeline.link_bytes_per_s {
+        let _ = write!(
+            s,
+            " Sends between ranks at {:.1} GB/s are counted in the steps.",
+            beta / 1e9
+        );
+    }
     s
 }
 
@@ -171,7 +202,10 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
             .collect();
         let r = plans[0];
         let ranges: Vec<String> = (plans.iter())
-            .map(|q| format!("{}–{}", q.first_stage, q.last_stage))
+            .map(|q| match q.first_stage == q.last_stage {
+                true => q.first_stage.to_string(),
+                false => format!("{}–{}", q.first_stage, q.last_stage),
+            })
             .collect();
         let top = 10.0 + r.rank as f64 * ROW_H;
         let base = top + PLOT_H;
@@ -188,11 +222,17 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
         );
         let mut line = top + 28.0;
         for (c, range) in ranges.iter().enumerate() {
+            // "stages " where it fits the 70 px left of the plot at 10 px
+            // (about 12 characters): not before 3-digit stage numbers.
+            let lead = if c == 0 && range.chars().count() <= 5 {
+                "stages "
+            } else {
+                ""
+            };
             let _ = write!(
                 s,
-                r##"<text x="{:.1}" y="{line:.1}" font-size="11" text-anchor="end" fill="#5a6474">{}{range}</text>"##,
+                r##"<text x="{:.1}" y="{line:.1}" font-size="10" text-anchor="end" fill="#5a6474">{lead}{range}</text>"##,
                 MARGIN_L - 8.0,
-                if c == 0 { "stages " } else { "" }
             );
             line += 12.0;
         }
@@ -387,18 +427,19 @@ pub fn PipelineCard() -> impl IntoView {
     let micro = RwSignal::new(8usize);
     let schedule = RwSignal::new(PipelineSchedule::OneFOneB);
     let chunks = RwSignal::new(2usize);
+    let link = RwSignal::new(None::<f64>);
     let share = RwSignal::new(0.6f64);
     let planned = Memo::new(move |_| {
         let chain: Arc<Chain> = app.loaded.chain.get();
-        compute(
-            &chain,
-            ranks.get(),
-            micro.get(),
-            schedule.get(),
-            chunks.get(),
-            share.get(),
-        )
-        .map(|p| (chain, p))
+        let controls = Controls {
+            ranks: ranks.get(),
+            microbatches: micro.get(),
+            schedule: schedule.get(),
+            chunks: chunks.get(),
+            link: link.get(),
+            share: share.get(),
+        };
+        compute(&chain, controls).map(|p| (chain, p))
     });
     let number = |signal: RwSignal<usize>, lo: usize, hi: usize| {
         move |ev: leptos::ev::Event| {
@@ -436,6 +477,12 @@ pub fn PipelineCard() -> impl IntoView {
                         prop:disabled=move || schedule.get() != PipelineSchedule::Interleaved1F1B
                         prop:value=move || chunks.get().to_string() on:change=number(chunks, 2, MAX_CHUNKS) />
                 </label>
+                <label class="toggle" title="the link between two ranks: each forward waits for the previous rank's activation, each backward for the next rank's gradient">"link "
+                    <select id="pipeline-link"
+                        on:change=move |ev| link.set(event_target_value(&ev).parse::<f64>().ok().filter(|b| *b > 0.0))>
+                        {LINKS.iter().map(|(name, beta)| view! { <option value=beta.to_string()>{*name}</option> }).collect_view()}
+                    </select>
+                </label>
                 <label class="toggle">"budget per rank "
                     <input id="pipeline-budget" type="range" min="10" max="100" step="1"
                         prop:value=move || ((share.get() * 100.0).round() as u32).to_string()
@@ -470,7 +517,7 @@ pub fn PipelineCard() -> impl IntoView {
                                 </svg>
                             </div>
                             {table(&p)}
-                            <p class="hint">"Times from the chain, transfers between ranks not counted; the CLI's `remat pipeline` gives the same plans, and `remat_torch.plan_pipeline` applies them under torch.distributed.pipelining (docs/pytorch.md, \"Pipelines\")."</p>
+                            <p class="hint">"Times from the chain; sends between ranks counted only with a link chosen (a forward waits for its activation, a backward for its gradient, both overlapping compute); the CLI's `remat pipeline` gives the same plans, and `remat_torch.plan_pipeline` applies them under torch.distributed.pipelining (docs/pytorch.md, \"Pipelines\")."</p>
                         </div>
                     }.into_any()
                 }
