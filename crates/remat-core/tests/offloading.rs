@@ -7,11 +7,11 @@
 
 mod common;
 
-use common::{integer_chain, real_chain};
+use common::{integer_chain, pofo_dp, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::judge;
 use remat_core::simulator::Trace;
-use remat_core::solvers::offload::pofo::{Filling, LossStep, Mode, Pofo};
+use remat_core::solvers::offload::pofo::{LossStep, Mode};
 use remat_core::solvers::offload::{self, with_prefetches};
 use remat_core::solvers::persistent::{min_budget, PersistentTable, Variant};
 use remat_core::solvers::{
@@ -64,20 +64,9 @@ fn dp(chain: &Chain, mode: Mode, budget: u64, bw: Option<f64>) -> Option<f64> {
 
 fn dp_with(chain: &Chain, mode: Mode, budget: u64, bw: Option<f64>, loss: LossStep) -> Option<f64> {
     let slots = budget.max(1) as usize;
-    Pofo::build(
-        chain,
-        mode,
-        budget,
-        slots,
-        bw,
-        BIG,
-        Filling::default(),
-        &mut no_progress(),
-    )
-    .unwrap()
-    .with_loss_step(loss)
-    .best_seconds(&mut no_progress())
-    .unwrap()
+    pofo_dp(chain, mode, budget, slots, bw, loss)
+        .best_seconds(&mut no_progress())
+        .unwrap()
 }
 
 /// Appendix B transcribed as plain recursion: every first operation, every
@@ -478,18 +467,7 @@ fn raw_plan(
     bw: f64,
     loss: LossStep,
 ) -> Option<(Vec<Op>, f64)> {
-    let mut dp = Pofo::build(
-        chain,
-        mode,
-        budget,
-        slots,
-        Some(bw),
-        BIG,
-        Filling::default(),
-        &mut no_progress(),
-    )
-    .unwrap()
-    .with_loss_step(loss);
+    let mut dp = pofo_dp(chain, mode, budget, slots, Some(bw), loss);
     let plan = dp.plan(&mut no_progress()).unwrap()?;
     let ops = with_prefetches(chain, &plan, budget, Some(bw));
     Some((ops, plan.predicted_seconds))

@@ -20,9 +20,9 @@
 
 mod common;
 
-use common::{integer_chain, real_chain};
+use common::{integer_chain, pofo_dp, real_chain};
 use proptest::prelude::*;
-use remat_core::solvers::offload::pofo::{reference, Filling, LossStep, Mode, Pofo, PofoPlan};
+use remat_core::solvers::offload::pofo::{reference, LossStep, Mode, PofoPlan};
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress};
 use remat_core::Chain;
@@ -38,20 +38,9 @@ fn both(
     bw: Option<f64>,
     loss: LossStep,
 ) -> (Option<PofoPlan>, Option<PofoPlan>) {
-    let fast = Pofo::build(
-        chain,
-        mode,
-        budget,
-        slots,
-        bw,
-        BIG,
-        Filling::default(),
-        &mut no_progress(),
-    )
-    .unwrap()
-    .with_loss_step(loss)
-    .plan(&mut no_progress())
-    .unwrap();
+    let fast = pofo_dp(chain, mode, budget, slots, bw, loss)
+        .plan(&mut no_progress())
+        .unwrap();
     let slow = reference::Pofo::build(chain, mode, budget, slots, bw, BIG, &mut no_progress())
         .unwrap()
         .with_loss_step(loss)

@@ -24,11 +24,11 @@
 
 mod common;
 
-use common::{integer_chain, real_chain};
+use common::{integer_chain, pofo_dp, real_chain};
 use proptest::prelude::*;
 use remat_core::simulator::{simulate_with, SimOptions};
 
-use remat_core::solvers::offload::pofo::{Filling, LossStep, Mode, Pofo, PofoPlan, Table};
+use remat_core::solvers::offload::pofo::{LossStep, Mode, PofoPlan, Table};
 use remat_core::solvers::offload::Tables;
 use remat_core::solvers::persistent::{min_budget, Variant};
 use remat_core::solvers::{max_useful_budget, no_progress, Algorithm, Options, Planner};
@@ -50,20 +50,9 @@ fn per_budget(
     if slots == 0 {
         return None;
     }
-    Pofo::build(
-        chain,
-        mode,
-        table.grid_budget(budget),
-        slots,
-        bw,
-        BIG,
-        Filling::default(),
-        &mut no_progress(),
-    )
-    .unwrap()
-    .with_loss_step(loss)
-    .plan(&mut no_progress())
-    .unwrap()
+    pofo_dp(chain, mode, table.grid_budget(budget), slots, bw, loss)
+        .plan(&mut no_progress())
+        .unwrap()
 }
 
 fn same(table: &Option<PofoPlan>, solve: &Option<PofoPlan>) -> Result<(), String> {

@@ -3,6 +3,8 @@
 
 use proptest::prelude::*;
 use remat_core::simulator::simulate;
+use remat_core::solvers::no_progress;
+use remat_core::solvers::offload::pofo::{Filling, LossStep, Mode, Pofo};
 use remat_core::solvers::persistent::Variant;
 use remat_core::{Chain, Op, Stage};
 
@@ -266,4 +268,29 @@ pub fn measured_with_options(chain: &Chain, variant: Variant) -> Vec<(f64, u64)>
             (t.makespan_seconds, t.peak_bytes)
         })
         .collect()
+}
+
+/// pofo's DP for one budget on `slots` slots, its tables as large as they
+/// need (no limit), filled the default way, `loss` its loss step.
+pub fn pofo_dp(
+    chain: &Chain,
+    mode: Mode,
+    budget: u64,
+    slots: usize,
+    bw: Option<f64>,
+    loss: LossStep,
+) -> Pofo {
+    let unlimited = 1 << 40;
+    Pofo::build(
+        chain,
+        mode,
+        budget,
+        slots,
+        bw,
+        unlimited,
+        Filling::default(),
+        &mut no_progress(),
+    )
+    .unwrap()
+    .with_loss_step(loss)
 }
