@@ -88,11 +88,11 @@ fn schedule(len: usize, groups: &[(usize, usize)]) -> Vec<Op> {
 /// Runs one setting on every rank: each of a rank's pieces (its chunks,
 /// one but interleaved) runs the setting's schedule, and the rank's step
 /// is judged at its order ([`judge_chunks`]).
+/// `ranks[r]` is rank r's pieces ([`rank_pieces`]).
 fn judge_setting(
-    chain: &Chain,
     pipeline: &Pipeline,
+    ranks: &[Vec<RankPiece>],
     budgets: &[u64],
-    is_layer: &dyn Fn(usize) -> bool,
     setting: &Knob,
 ) -> Option<Setting> {
     let p = pipeline.ranks();
@@ -100,11 +100,11 @@ fn judge_setting(
     let mut peaks = Vec::with_capacity(p);
     let mut seconds = Vec::with_capacity(p);
     let mut fits = true;
-    for rank in 0..p {
+    for (rank, pieces) in ranks.iter().enumerate() {
         let mut costs = Vec::new();
-        for (k, piece, ops) in setting_schedules(chain, pipeline, rank, is_layer, setting) {
-            let cost = MicrobatchCost::of(&piece, &ops).ok()?;
-            by_piece[k] = Some(cost);
+        for (piece, ops) in pieces.iter().zip(setting_schedules(pieces, setting)) {
+            let cost = MicrobatchCost::of(&piece.chain, &ops).ok()?;
+            by_piece[piece.index] = Some(cost);
             costs.push(cost);
         }
         let judged = judge_chunks(&costs, &pipeline.order(rank));
@@ -124,29 +124,49 @@ fn judge_setting(
     })
 }
 
-/// `setting`'s schedule of each of rank `rank`'s pieces: (piece index,
-/// the piece's chain, its schedule), chunk 0 first. A rank's counter of
-/// wrapped blocks (torchtitan's `_layer_id`) runs on across its chunks.
-fn setting_schedules(
+/// One piece of a rank, as every setting reads it.
+struct RankPiece {
+    /// Its index in the pipeline (rank r's chunk c is piece c·p + r).
+    index: usize,
+    chain: Chain,
+    /// Its layers, in the piece's own stage numbers.
+    layers: Vec<usize>,
+}
+
+/// Rank `rank`'s pieces, chunk 0 first, each cut out once for every
+/// setting.
+fn rank_pieces(
     chain: &Chain,
     pipeline: &Pipeline,
     rank: usize,
     is_layer: &dyn Fn(usize) -> bool,
-    setting: &Knob,
-) -> Vec<(usize, Chain, Vec<Op>)> {
-    let mut before = 0;
+) -> Vec<RankPiece> {
     (pipeline.pieces_of(rank).into_iter())
-        .map(|k| {
-            let stages = pipeline.stages(k);
+        .map(|index| {
+            let stages = pipeline.stages(index);
             let first = *stages.start();
-            let piece = rank_chain(chain, stages.clone());
-            let layers: Vec<usize> = stages
-                .filter(|&s| is_layer(s))
-                .map(|s| s - first + 1)
-                .collect();
-            let ops = schedule(piece.len(), &(setting.groups)(&layers, before));
-            before += layers.len();
-            (k, piece, ops)
+            RankPiece {
+                index,
+                chain: rank_chain(chain, stages.clone()),
+                layers: stages
+                    .filter(|&s| is_layer(s))
+                    .map(|s| s - first + 1)
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// `setting`'s schedule of each of a rank's `pieces`, in their order. A
+/// rank's counter of wrapped blocks (torchtitan's `_layer_id`) runs on
+/// across its chunks.
+fn setting_schedules(pieces: &[RankPiece], setting: &Knob) -> Vec<Vec<Op>> {
+    let mut before = 0;
+    (pieces.iter())
+        .map(|piece| {
+            let ops = schedule(piece.chain.len(), &(setting.groups)(&piece.layers, before));
+            before += piece.layers.len();
+            ops
         })
         .collect()
 }
@@ -264,8 +284,11 @@ pub fn settings(
     // framework wraps it in a checkpoint.
     let is_layer = &|s: usize| s < chain.len() && is_layer(s);
     let (most_piece, most_rank) = most_layers(pipeline, is_layer);
+    let ranks: Vec<Vec<RankPiece>> = (0..pipeline.ranks())
+        .map(|r| rank_pieces(chain, pipeline, r, is_layer))
+        .collect();
     (knobs(most_piece, most_rank).iter())
-        .filter_map(|knob| judge_setting(chain, pipeline, budgets, is_layer, knob))
+        .filter_map(|knob| judge_setting(pipeline, &ranks, budgets, knob))
         .collect()
 }
 
@@ -277,12 +300,10 @@ pub fn settings(
 pub fn piece_schedules(chain: &Chain, pipeline: &Pipeline, rank: usize) -> Vec<Vec<Vec<Op>>> {
     let is_layer = &|s: usize| s < chain.len() && is_layer(chain, s);
     let (most_piece, most_rank) = most_layers(pipeline, is_layer);
-    let mut by_chunk: Vec<Vec<Vec<Op>>> = vec![Vec::new(); pipeline.pieces_of(rank).len()];
+    let pieces = rank_pieces(chain, pipeline, rank, is_layer);
+    let mut by_chunk: Vec<Vec<Vec<Op>>> = vec![Vec::new(); pieces.len()];
     for knob in knobs(most_piece, most_rank) {
-        for (c, (_, _, ops)) in setting_schedules(chain, pipeline, rank, is_layer, &knob)
-            .into_iter()
-            .enumerate()
-        {
+        for (c, ops) in setting_schedules(&pieces, &knob).into_iter().enumerate() {
             if !by_chunk[c].contains(&ops) {
                 by_chunk[c].push(ops);
             }
