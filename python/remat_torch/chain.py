@@ -46,6 +46,7 @@ from torch import nn
 
 from .batch import describe as describe_inputs
 from .batch import device_of, leaves
+from . import calibration
 from .measure import Meter, TrainingState, storage_bytes
 from .compiled import MENU_BUDGETS, CompiledProgram, budget_of, compile_budget, compiled_program, policy_name
 from .policies import POLICIES, check_policies, run_option
@@ -182,6 +183,7 @@ def describe_chain(
     compile: Union[bool, float] = False,
     progress: Union[None, bool, Callable[[str, int, int], Any]] = None,
     set_to_none: bool = True,
+    calibrate: bool = True,
 ) -> Dict[str, Any]:
     """The chain of `model` on `batch` as a `remat-chain/1` dict (write it
     with `json.dump` and give it to `remat solve`).
@@ -223,6 +225,13 @@ def describe_chain(
     `remat_torch.compiled.MENU_BUDGETS` (`activation_memory_budget=b`); a
     list may name those and the policies above.
 
+    `calibrate` (the default) also times whole steps — the plain step and
+    the wrapper's store-all step, `repeat` interleaved rounds — and folds
+    them into the stages' times (`remat_torch.calibration`): each time
+    scaled to what a stage costs inside a step, and the wrapper's work per
+    forward added, so that a plan's predicted time is what
+    `checkpointed` takes. False: the stages' times alone.
+
     Runs a few forward and backward passes per stage; parameter `.grad`,
     buffers and the RNG state are left as they were. `progress` says what
     it is doing (`phase, done, total`, e.g. `"sizes", 3, 8`): to stderr
@@ -261,6 +270,8 @@ def describe_chain(
         # the eager one), then measured as the runtime will run them.
         stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies, report,
                                       set_to_none)
+        calibrated = _calibrate(stages, model, run, loss, batch, target, budget, state, device, repeat,
+                                report) if calibrate else "stage times alone, not calibrated to whole steps"
     finally:
         state.restore()
         report.done()
@@ -296,6 +307,7 @@ def describe_chain(
             + (f"times: eager medians of {repeat} after a warm-up" if budget is None else
                f"stages compiled by torch.compile (inductor) one by one at activation_memory_budget={budget:g}, "
                f"times: medians of {repeat} after the compile")
+            + f"; {calibrated}"
             + (
                 f"; menus: {'selective-checkpointing policies' if budget is None else 'partitioner budgets'} "
                 f"{', '.join(policies)} measured per stage "
@@ -312,6 +324,19 @@ def describe_chain(
     if bandwidth_bytes_per_s is not None:
         chain["bandwidth_bytes_per_s"] = bandwidth_bytes_per_s
     return chain
+
+
+def _calibrate(stages, model, run, loss, batch, target, budget, state: TrainingState, device, repeat: int,
+               report) -> str:
+    """Folds whole steps' times into `stages` (`remat_torch.calibration`);
+    returns what the chain's `source` says of it."""
+    plain = calibration.plain_step(run, loss, batch, target) if budget is None else None
+    wrapper = calibration.wrapper_step(model, run, loss, batch, target, budget)
+    steps = calibration.whole_steps(plain, wrapper, state.reset, lambda: _sync(device), repeat, report)
+    stage_sum = sum(st["forward_seconds"] + st["backward_seconds"] for st in stages)
+    f = calibration.factors(stage_sum, steps["plain"], steps["wrapper"], len(stages))
+    calibration.apply(stages, f["scale"], f["per_forward_seconds"])
+    return calibration.source_words(f, steps["plain"], steps["wrapper"], repeat)
 
 
 class _Progress:

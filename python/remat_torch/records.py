@@ -69,9 +69,14 @@ class Moved:
         self.host: Optional[List[torch.Tensor]] = None
         # CUDA: the event after which the device copy can be read again.
         self.ready: Optional[torch.cuda.Event] = None
+        # Offloaded, its device copy still held until the schedule's
+        # `offload_frees` says (`free_device`).
+        self.pending = False
 
     def on_device(self) -> bool:
-        return all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
+        """Whether the tensor is on the device as the schedule sees it: an
+        offloaded one whose device copy is still held is not."""
+        return not self.pending and all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
 
     def on_host(self) -> bool:
         return self.host is not None
@@ -80,7 +85,13 @@ class Moved:
     def _bytes(st: torch.UntypedStorage) -> torch.Tensor:
         return torch.empty(0, dtype=torch.uint8, device=st.device).set_(st)
 
-    def offload(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
+    def offload(self, copy_stream: Optional["torch.cuda.Stream"], hold: bool = False) -> None:
+        """O: copy to the host, then free the device copy — at once, or with
+        `hold` when `free_device` is called: where the simulator frees it,
+        once the copy has ended (`Schedule.offload_frees`). Freed at once,
+        the allocator's count drops before the copy would end in the
+        simulation (on CUDA the block is still reserved for the copy), and
+        the measured peak falls below the predicted one."""
         if copy_stream is not None:
             # The copy starts once the producer (compute issued so far) ends.
             copy_stream.wait_stream(torch.cuda.current_stream())
@@ -100,10 +111,21 @@ class Moved:
                 dev.record_stream(copy_stream)
             self.host.append(host)
             del dev
-            st.resize_(0)
+        self.pending = True
+        if not hold:
+            self.free_device()
+
+    def free_device(self) -> None:
+        """The offloaded tensor's device copy freed (its copy stream marked,
+        on CUDA the block is reused only once the copy has read it)."""
+        if self.pending:
+            for st in self.storages:
+                st.resize_(0)
+            self.pending = False
 
     def prefetch(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
         assert self.host is not None
+        self.free_device()
         for st, n, host in zip(self.storages, self.sizes, self.host):
             # Allocated on the compute stream at issue time: the simulator
             # takes the memory when the transfer starts.
@@ -135,6 +157,7 @@ class Moved:
         ends. A host copy is dropped."""
         for st in self.storages:
             st.resize_(0)
+        self.pending = False
         self.host = None
         self.ready = None
 

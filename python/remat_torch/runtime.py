@@ -219,6 +219,19 @@ class Checkpointed:
             self._programs[key] = program
         return program
 
+    def adopt(self, program, batch, target) -> None:
+        """Runs over `program` (stages found, and compiled, by
+        `describe_chain`) for batches shaped as `batch`: nothing is found or
+        compiled again."""
+        from .staging import signature
+
+        self._check(len(program))
+        self._check_model(program)
+        if self.program is not None:
+            self.program = program
+        else:
+            self._programs[signature(batch, target)] = program
+
     # --- the step -----------------------------------------------------------
 
     def __call__(self, batch, target=None) -> torch.Tensor:

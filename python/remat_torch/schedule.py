@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 FORMAT = "remat-schedule/1"
@@ -88,6 +88,10 @@ class Schedule:
     # What the model is made of (`model_fingerprint`, copied from the
     # chain): a plan is refused on a model whose stages differ.
     model_fingerprint: Optional[str] = None
+    # Offload op index → the op after which its device copy is freed, as
+    # the simulator frees it (`offload_frees`, written by `remat solve`);
+    # an offload not listed frees at once (a hand-written schedule).
+    offload_frees: Dict[int, int] = field(default_factory=dict)
 
     def forwards_per_stage(self, n_stages: int) -> List[int]:
         """How many forward operations each stage 1…L runs (index 0 unused)."""
@@ -153,8 +157,9 @@ def parse_schedule(doc: Dict[str, Any]) -> Schedule:
     ):
         raise ScheduleError(f"stages: expected a number of stages ≥ 1, found {stages!r}")
     predicted = doc.get("predicted") or {}
+    ops = [_parse_op(i, o) for i, o in enumerate(ops_raw)]
     return Schedule(
-        ops=[_parse_op(i, o) for i, o in enumerate(ops_raw)],
+        ops=ops,
         algorithm=str(doc.get("algorithm", "")),
         chain_name=str(doc.get("chain_name", "")),
         stages=stages,
@@ -163,7 +168,34 @@ def parse_schedule(doc: Dict[str, Any]) -> Schedule:
         chain_digest=doc.get("chain_digest") if isinstance(doc.get("chain_digest"), str) else None,
         inputs=parse_inputs(doc.get("inputs")),
         model_fingerprint=_optional_string(doc, "model_fingerprint"),
+        offload_frees=_parse_offload_frees(doc.get("offload_frees"), ops),
     )
+
+
+def _parse_offload_frees(raw: Any, ops: List[Op]) -> Dict[int, int]:
+    """`offload_frees`: [{"offload": i, "after": j}, …], each i an offload
+    of `ops`, once, and j the offload itself or an op after it."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, list):
+        raise ScheduleError('offload_frees: expected a list of {"offload": i, "after": j}')
+    out: Dict[int, int] = {}
+    for k, entry in enumerate(raw):
+        where = f"offload_frees[{k}]"
+        if not isinstance(entry, dict) or set(entry) != {"offload", "after"}:
+            raise ScheduleError(f'{where}: expected {{"offload": i, "after": j}}, found {entry!r}')
+        i, after = entry["offload"], entry["after"]
+        if not isinstance(i, int) or isinstance(i, bool):
+            raise ScheduleError(f"{where}.offload: expected the index of an offload in ops, found {i!r}")
+        if not 0 <= i < len(ops) or ops[i].kind != "offload":
+            raise ScheduleError(f"{where}.offload: ops[{i}] is not an offload")
+        if i in out:
+            raise ScheduleError(f"{where}.offload: ops[{i}] is freed twice")
+        if not isinstance(after, int) or isinstance(after, bool) or not i <= after < len(ops):
+            raise ScheduleError(f"{where}.after: expected the offload (ops[{i}]) or an operation after it, "
+                                f"below {len(ops)}; found {after!r}")
+        out[i] = after
+    return out
 
 
 def _optional_string(doc: Dict[str, Any], field: str) -> Optional[str]:

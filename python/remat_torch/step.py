@@ -111,6 +111,10 @@ class Step:
             raise
 
     def _execute(self, boundary) -> torch.Tensor:
+        frees = self.owner.schedule.offload_frees
+        # Offloaded tensors whose device copy is held, by the op after
+        # which the simulator frees it (its copy ends while that op runs).
+        held: Dict[int, List[Moved]] = {}
         for i, op in enumerate(self.owner.schedule.ops):
             if op.kind in FORWARDS:
                 self.forward(op, i in self.owner.tracked, i in self.owner.joined, self.owner.policies.get(i))
@@ -118,15 +122,23 @@ class Step:
                 with self.outside_autocast():
                     self.backward(op)
             elif op.kind == "offload":
-                self.record_of(op).moved.offload(self.copy_stream)
+                moved = self.record_of(op).moved
+                later = frees.get(i, i) > i
+                moved.offload(self.copy_stream, hold=later)
+                if later:
+                    held.setdefault(frees[i], []).append(moved)
             elif op.kind == "prefetch":
                 self.record_of(op).moved.prefetch(self.copy_stream)
             else:
                 self.release(op)
+            for moved in held.pop(i, ()):
+                moved.free_device()
             if self.owner.record_states:
                 self.states.append(self.snapshot(i))
             if boundary is not None:
                 boundary(i)
+        for moved in (m for ms in held.values() for m in ms):
+            moved.free_device()
         self.put_back_set_aside()
         x = self.x
         if x is not None and x.requires_grad and self.grad.get(0) is not None:

@@ -294,7 +294,8 @@ def test_bf16_autocast_with_attention_dropout_trains_as_the_usual_recipe(tmp_pat
 def test_describing_says_how_far_it_is(capsys):
     """describe_chain reports its work as it goes (issue 42, item 5): the
     stages checked, then sizes, times (stage k of n, `repeat` sweeps) and
-    each menu option, in that order, counting up to their totals; with
+    each menu option, then the whole steps of the calibration, in that
+    order, counting up to their totals; with
     `progress=True` one line on stderr ends with the time it took; with
     False, nothing. Fails if a phase stops reporting (a sweep without its
     call: its counts never reach total − 1; mutation run: the timing loop's
@@ -306,9 +307,10 @@ def test_describing_says_how_far_it_is(capsys):
                                progress=lambda phase, done, total: seen.append((phase, done, total)))
     phases = list(dict.fromkeys(p for p, _, _ in seen))
     assert phases == ["checking the stages against the model's own step", "warming up", "sizes",
-                      "menu option save_nothing", "times"], phases
+                      "menu option save_nothing", "times", "whole steps"], phases
     n = 5  # inp, three blocks, out+loss
-    for phase, total in (("sizes", n), ("times", 2 * n), ("warming up", n)):
+    # "whole steps": the calibration's warm-up round and `repeat` rounds.
+    for phase, total in (("sizes", n), ("times", 2 * n), ("warming up", n), ("whole steps", 3)):
         counts = [d for p, d, t in seen if p == phase and t == total]
         assert counts == list(range(total)), (phase, counts)
     remat_torch.describe_chain(model, x, target, loss=_loss, repeat=1, progress=True)

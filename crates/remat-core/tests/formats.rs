@@ -709,3 +709,78 @@ fn schedules_carry_the_chains_inputs() {
     null["inputs"] = serde_json::Value::Null;
     assert_eq!(read_schedule(&null.to_string()).unwrap().inputs, None);
 }
+
+/// An offloading schedule carries where the simulator frees each
+/// offload's device copy (`offload_frees`), so that a runtime frees it
+/// there. Catches the field lost on writing or reading, written for a
+/// schedule without offloads, and entries naming no offload, one offload
+/// twice, or an operation before it, read without a word naming the field.
+#[test]
+fn offloading_schedules_say_where_each_copy_is_freed() {
+    let chain = examples::teaching();
+    let bw = Some(1e10);
+    let high = remat_core::solvers::max_useful_budget(&chain);
+    let budget = high * 3 / 10;
+    let options = Options {
+        bandwidth_bytes_per_s: bw,
+        ..Options::default()
+    };
+    let ops = solve(&chain, Algorithm::Pofo, budget, &options)
+        .unwrap()
+        .ops
+        .expect("pofo fits at 30 % of M_high");
+    let trace = remat_core::simulator::judge(&chain, &ops, budget, bw).unwrap();
+    let predicted = Predicted {
+        makespan_seconds: trace.makespan_seconds,
+        peak_bytes: trace.peak_bytes,
+    };
+    let file =
+        ScheduleFile::new(&chain, "pofo", budget, bw, predicted.clone(), ops).freeing_as(&trace);
+    let offloads = file
+        .ops
+        .iter()
+        .filter(|op| matches!(op, remat_core::Op::Offload { .. }))
+        .count();
+    assert!(offloads > 0, "the plan offloads");
+    assert_eq!(file.offload_frees.len(), offloads);
+    // On this chain some copy outlasts the next compute operation.
+    assert!(file.offload_frees.iter().any(|f| f.after > f.offload));
+    let text = write_schedule(&file);
+    assert_eq!(read_schedule(&text).unwrap(), file);
+
+    let store_all = solve(&chain, Algorithm::StoreAll, high, &Options::default()).unwrap();
+    let plain = ScheduleFile::new(
+        &chain,
+        "store-all",
+        high,
+        None,
+        predicted,
+        store_all.ops.unwrap(),
+    )
+    .freeing_as(&trace);
+    assert!(!write_schedule(&plain).contains("offload_frees"));
+
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let first = file.offload_frees[0];
+    let error = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut bad = v.clone();
+        edit(&mut bad);
+        read_schedule(&bad.to_string()).unwrap_err().to_string()
+    };
+    assert_eq!(
+        error(&|b| b["offload_frees"][0]["offload"] = 0.into()),
+        "offload_frees[0].offload: ops[0] is not an offload"
+    );
+    assert_eq!(
+        error(&|b| b["offload_frees"][1]["offload"] = first.offload.into()),
+        format!(
+            "offload_frees[1].offload: ops[{}] is freed twice",
+            first.offload
+        )
+    );
+    assert!(
+        error(&|b| b["offload_frees"][0]["after"] = (first.offload - 1).into())
+            .starts_with("offload_frees[0].after: expected the offload")
+    );
+    assert!(error(&|b| b["offload_frees"][0]["when"] = 1.into()).contains("when"));
+}

@@ -670,3 +670,61 @@ fn the_dps_count_only_the_forwards_a_split_runs() {
         Some(plan.predicted_seconds)
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Where a runtime frees each offload's device copy
+    /// (`Trace::offload_frees`, written to schedule files as
+    /// `offload_frees`): right after the last compute operation listed
+    /// after the offload that starts before its copy ends (the offload
+    /// itself when none does), one entry per offload. So every compute
+    /// operation a runtime starts sees what the simulator holds then.
+    ///
+    /// Could fail if: the search stopped at a compute operation before the
+    /// one running when the copy ends (the runtime would free early: the
+    /// measured peak below the prediction, what issue 42 saw), or went on
+    /// to the one that waited for this very copy under the memory limit
+    /// and starts at its end (freed one operation late: above the
+    /// prediction). Mutation run: `start < s.end` → `start <= s.end` in the
+    /// bisection → fails ("op 5 starts at 6.94122736, at or after the
+    /// copy's end 6.94122736, yet the copy is freed after it").
+    #[test]
+    fn each_offload_frees_after_the_compute_op_its_copy_ends_in(
+        chain in real_chain(9),
+        frac in 0.0f64..0.8,
+        bw in prop_oneof![Just(1e8), Just(1e9), Just(1e10)],
+        algorithm in prop_oneof![Just(Algorithm::Pofo), Just(Algorithm::OffloadOnly), Just(Algorithm::Delta)],
+    ) {
+        let chain = with_bandwidth(chain, Some(bw));
+        let budget = budget_at(&chain, frac);
+        let options = Options { bandwidth_bytes_per_s: Some(bw), ..Options::default() };
+        let Ok(solution) = remat_core::solvers::solve(&chain, algorithm, budget, &options) else {
+            return Ok(());
+        };
+        let Some(ops) = solution.ops else { return Ok(()) };
+        let trace = judge(&chain, &ops, budget, Some(bw)).unwrap();
+        let frees = trace.offload_frees(&ops);
+        let offloads: Vec<usize> = (0..ops.len()).filter(|&i| matches!(ops[i], Op::Offload { .. })).collect();
+        prop_assert_eq!(frees.iter().map(|f| f.offload).collect::<Vec<_>>(), offloads);
+        let is_compute = |op: &Op| op.is_forward() || matches!(op, Op::Backward { .. });
+        for f in &frees {
+            let end = trace.spans[f.offload].end;
+            prop_assert!(f.after == f.offload || is_compute(&ops[f.after]));
+            if f.after > f.offload {
+                prop_assert!(
+                    trace.spans[f.after].start < end,
+                    "op {} starts at {}, at or after the copy's end {}, yet the copy is freed after it",
+                    f.after, trace.spans[f.after].start, end
+                );
+            }
+            for (j, op) in ops.iter().enumerate().skip(f.after + 1) {
+                prop_assert!(
+                    !is_compute(op) || trace.spans[j].start >= end,
+                    "op {} starts at {}, before the copy's end {}, yet the copy is freed after op {}",
+                    j, trace.spans[j].start, end, f.after
+                );
+            }
+        }
+    }
+}

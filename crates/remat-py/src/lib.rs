@@ -59,7 +59,8 @@ pub fn plan(
         makespan_seconds: trace.makespan_seconds,
         peak_bytes: trace.peak_bytes,
     };
-    let file = ScheduleFile::new(&chain, algorithm.name(), budget, bandwidth, predicted, ops);
+    let file = ScheduleFile::new(&chain, algorithm.name(), budget, bandwidth, predicted, ops)
+        .freeing_as(&trace);
     Ok(Some(write_schedule(&file)))
 }
 

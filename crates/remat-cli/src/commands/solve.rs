@@ -68,7 +68,8 @@ pub fn run(a: &SolveArgs) -> Result<()> {
                     s.bandwidth,
                     predicted,
                     ops.clone(),
-                );
+                )
+                .freeing_as(t);
                 input::write_text(path, &write_schedule(&file))?;
             }
             _ => eprintln!("note: no schedule written: the budget is infeasible for {algorithm}"),

@@ -4,6 +4,7 @@ use super::chain_file::inputs_field;
 use super::json::{check_syntax, expect_format, read, FormatError};
 use crate::model::{validate_inputs, Chain, InputTensor};
 use crate::schedule::Op;
+use crate::simulator::{OffloadFree, Trace};
 use serde::{Deserialize, Serialize};
 
 pub const SCHEDULE_FORMAT: &str = "remat-schedule/1";
@@ -58,6 +59,14 @@ pub struct ScheduleFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_fingerprint: Option<String>,
     pub ops: Vec<Op>,
+    /// Where the simulator frees each offload's device copy
+    /// ([`OffloadFree`]: after which operation), so that a runtime frees
+    /// it there rather than when it issues the copy, and holds the
+    /// predicted levels. Written by solvers ([`ScheduleFile::freeing_as`]);
+    /// absent without offloads and in a hand-written schedule, where a
+    /// runtime frees at the offload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offload_frees: Vec<OffloadFree>,
 }
 
 impl ScheduleFile {
@@ -81,7 +90,15 @@ impl ScheduleFile {
             inputs: chain.inputs.clone(),
             model_fingerprint: chain.model_fingerprint.clone(),
             ops,
+            offload_frees: Vec::new(),
         }
+    }
+
+    /// The same schedule with its offloads' frees where `trace`, the
+    /// simulator's run of its ops (the judge's, at the budget), has them.
+    pub fn freeing_as(mut self, trace: &Trace) -> ScheduleFile {
+        self.offload_frees = trace.offload_frees(&self.ops);
+        self
     }
 
     /// Refuses a schedule made for another chain. A schedule without a
@@ -141,7 +158,40 @@ pub fn read_schedule(text: &str) -> Result<ScheduleFile, FormatError> {
     if let Some(inputs) = &schedule.inputs {
         validate_inputs(inputs)?;
     }
+    check_offload_frees(&schedule)?;
     Ok(schedule)
+}
+
+/// Each `offload_frees` entry names an offload of `ops` and the offload
+/// itself or an operation after it, each offload at most once.
+fn check_offload_frees(schedule: &ScheduleFile) -> Result<(), FormatError> {
+    let n = schedule.ops.len();
+    let mut seen = std::collections::BTreeSet::new();
+    for (k, f) in schedule.offload_frees.iter().enumerate() {
+        let at = |field: &str| format!("offload_frees[{k}].{field}");
+        if !matches!(schedule.ops.get(f.offload), Some(Op::Offload { .. })) {
+            return Err(FormatError::new(
+                at("offload"),
+                format!("ops[{}] is not an offload", f.offload),
+            ));
+        }
+        if !seen.insert(f.offload) {
+            return Err(FormatError::new(
+                at("offload"),
+                format!("ops[{}] is freed twice", f.offload),
+            ));
+        }
+        if f.after < f.offload || f.after >= n {
+            return Err(FormatError::new(
+                at("after"),
+                format!(
+                    "expected the offload (ops[{}]) or an operation after it, below {n}; found {}",
+                    f.offload, f.after
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub fn write_schedule(schedule: &ScheduleFile) -> String {

@@ -54,7 +54,9 @@ mod trace;
 pub use chrome::chrome_trace_json;
 pub use judge::judge;
 
-pub use trace::{AtPeak, Lane, MemoryStep, OpMemory, Residency, Span, TensorId, Trace};
+pub use trace::{
+    AtPeak, Lane, MemoryStep, OffloadFree, OpMemory, Residency, Span, TensorId, Trace,
+};
 
 use crate::model::Chain;
 use crate::schedule::Op;

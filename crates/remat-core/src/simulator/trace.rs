@@ -95,6 +95,22 @@ pub struct AtPeak {
     pub given_back_bytes: u64,
 }
 
+/// When an offload's device copy leaves memory in the simulation, said as
+/// a runtime can act on it: right after operation `after`, the last compute
+/// operation listed after the offload that starts before the copy ends
+/// (the offload itself when none does: freed at once). A runtime running
+/// the operations one after the other and freeing it there, not when it
+/// issues the copy, holds the simulator's level at every compute
+/// operation's start, where the simulator allocates
+/// ([`Trace::offload_frees`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffloadFree {
+    /// The offload's index in the schedule.
+    pub offload: usize,
+    pub after: usize,
+}
+
 /// Everything the simulator measured.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Trace {
@@ -137,6 +153,35 @@ impl Trace {
         } else {
             ratio
         }
+    }
+
+    /// Where each offload of `ops` (the schedule this trace ran) frees its
+    /// device copy, in schedule order ([`OffloadFree`]). Compute operations
+    /// run in list order, so their starts grow and the last that starts
+    /// before the copy's end is found by bisection: O(k log n) for k
+    /// offloads.
+    pub fn offload_frees(&self, ops: &[Op]) -> Vec<OffloadFree> {
+        let compute: Vec<(usize, f64)> = (self.spans.iter())
+            .filter(|s| {
+                (ops.get(s.op))
+                    .is_some_and(|op| op.is_forward() || matches!(op, Op::Backward { .. }))
+            })
+            .map(|s| (s.op, s.start))
+            .collect();
+        (self.spans.iter())
+            .filter(|s| matches!(ops.get(s.op), Some(Op::Offload { .. })))
+            .map(|s| {
+                let first = compute.partition_point(|&(i, _)| i < s.op);
+                let running = compute[first..].partition_point(|&(_, start)| start < s.end);
+                OffloadFree {
+                    offload: s.op,
+                    after: match running {
+                        0 => s.op,
+                        k => compute[first + k - 1].0,
+                    },
+                }
+            })
+            .collect()
     }
 
     /// Whether the schedule stayed within `budget`: the one definition of
