@@ -177,6 +177,11 @@ def run_model(name, args, remat, work):
                          "seconds": timed(lambda: model_loss(model, loss, batch, target).backward())}
         finally:
             model.gradient_checkpointing_disable()
+            # The switch also hooks the embedding (`enable_input_require_grads`)
+            # and leaves the hook behind, which the wrapper refuses to freeze
+            # (`FrozenStateError`): taken off as a user switching back would.
+            if hasattr(model, "disable_input_require_grads"):
+                model.disable_input_require_grads()
     rows = []
     plans = [("store-all", 1.0, store_all, store_all_path)]
     for algorithm in args.algorithms.split(","):
