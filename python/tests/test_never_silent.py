@@ -409,3 +409,17 @@ def test_fine_granularity_names_every_stage_once():
     assert "transformer.h.0[1]" in staged.names and "transformer.h.0[2]" in staged.names, staged.names
     # The module paths, what exports wrap, are not renamed.
     assert [s.path for s in staged.stages].count("transformer.h.0") == 2
+
+
+def test_a_torch_older_than_the_tested_range_is_said():
+    """The supported range (2.11 to 2.13) is checked at import: an older
+    torch gets a warning. How it could fail: the minor version compared as
+    a string ("2.9" > "2.11") or the local part ("+cu128") breaking the
+    parse. Mutation run: comparing `version < "2.11"` as strings → 2.9.1
+    passes as new enough, fails."""
+    assert remat_torch.older_than_supported("2.9.1+cu128")
+    assert remat_torch.older_than_supported("2.10.0")
+    assert not remat_torch.older_than_supported("2.11.0+cu130")
+    assert not remat_torch.older_than_supported("2.13.0a0+gitabc")
+    assert not remat_torch.older_than_supported("3.0.0")
+    assert not remat_torch.older_than_supported(torch.__version__)
