@@ -115,6 +115,7 @@ step "remat_torch at the oldest torch it supports (2.11): the README's examples,
 # The whole suite ran at 2.11 once (2026-11-30: 244 passed, the 2 failures
 # since fixed were not torch's); CI runs this part, ~3 min with the setup.
 bash scripts/setup-torch-oldest.sh
+TORCH_DIR=.tools/torch-2.11 bash scripts/wheel-check.sh
 PYTHONPATH="$PWD/.tools/torch-2.11:$PWD/.tools/pydeps:$PWD/.tools/libtorch" REMAT_BIN="$REMAT_CLI" \
   python3 -m pytest -q -c python/pyproject.toml --rootdir python -n "$WORKERS" --dist loadfile \
     python/tests/test_readme.py python/tests/test_training_loop.py python/tests/test_never_silent.py \

@@ -20,7 +20,13 @@ python3 -m venv "$W/venv"
 PY="$W/venv/bin/python"
 "$PY" -m pip install --quiet --no-deps "$WHEEL"
 SITE=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-printf '%s\n%s\n' "$PWD/.tools/libtorch" "$PWD/.tools/pydeps" > "$SITE/zz-remat-test-dependencies.pth"
+# TORCH_DIR (e.g. .tools/torch-2.11, scripts/setup-torch-oldest.sh): that
+# torch first, the CUDA runtime libraries from .tools/libtorch last.
+if [ -n "${TORCH_DIR:-}" ]; then
+  printf '%s\n%s\n%s\n' "$PWD/$TORCH_DIR" "$PWD/.tools/pydeps" "$PWD/.tools/libtorch" > "$SITE/zz-remat-test-dependencies.pth"
+else
+  printf '%s\n%s\n' "$PWD/.tools/libtorch" "$PWD/.tools/pydeps" > "$SITE/zz-remat-test-dependencies.pth"
+fi
 
 cd "$W/run"
 env -u PYTHONPATH PATH="$W/venv/bin:/usr/bin:/bin" "$PY" - "$OLDPWD/README.md" "$SITE" <<'EOF'
@@ -40,5 +46,8 @@ for i, code in enumerate(blocks, 1):
     namespace = {}
     exec(compile(code, f"README example {i}", "exec"), namespace)
     print(f"README example {i}: {len(namespace['plan']['ops'])} ops, loss {float(namespace['loss']):.4f}")
-print(f"wheel check: remat_torch {remat_torch.__version__} from {site}, solver in-process, no remat on the PATH")
+import torch
+
+print(f"wheel check: remat_torch {remat_torch.__version__} from {site}, solver in-process, no remat on the PATH, "
+      f"torch {torch.__version__}")
 EOF
