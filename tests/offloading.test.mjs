@@ -50,6 +50,10 @@ test('pofo is solved in the worker and moves bytes over the PCIe lane', async ()
   const schedule = JSON.parse(readFileSync(file, 'utf8'));
   assert.ok(schedule.ops.some((o) => o.op === 'offload'));
   assert.ok(schedule.ops.some((o) => o.op === 'prefetch'));
+  // Where the simulator frees each offload's device copy, as `remat solve
+  // -o` writes it: one entry per offload (a runtime holds the copy there).
+  const offloads = schedule.ops.flatMap((o, i) => (o.op === 'offload' ? [i] : []));
+  assert.deepEqual((schedule.offload_frees || []).map((f) => f.offload), offloads);
   const result = JSON.parse(execFileSync(CLI, ['simulate', 'example:teaching', file, '--json']).toString());
   assert.equal(result.feasible, true);
   assert.equal(result.makespan_seconds, schedule.predicted.makespan_seconds);

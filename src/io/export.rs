@@ -34,24 +34,29 @@ pub(super) fn download_blob(file_name: &str, blob: &web_sys::Blob) {
     let _ = web_sys::Url::revoke_object_url(&url);
 }
 
-/// The schedule on screen as `remat solve -o` writes it: the file the
-/// Schedule export downloads and the Code card writes its code from. None
-/// when the budget has no schedule for the algorithm.
+/// The schedule on screen as `remat solve -o` writes it (with where each
+/// offload's device copy is freed, `offload_frees`, for a runtime to hold
+/// it there): the file the Schedule export downloads and the Code card
+/// writes its code from. None when the budget has no schedule for the
+/// algorithm.
 pub fn schedule_file(current: &Current, link: Option<f64>) -> Option<ScheduleFile> {
     let (Some(ops), Some(trace)) = (current.planned.ops.clone(), current.ok_trace()) else {
         return None;
     };
-    Some(ScheduleFile::new(
-        &current.chain,
-        &current.algorithm,
-        current.planned.budget,
-        link,
-        Predicted {
-            makespan_seconds: trace.makespan_seconds,
-            peak_bytes: trace.peak_bytes,
-        },
-        ops,
-    ))
+    Some(
+        ScheduleFile::new(
+            &current.chain,
+            &current.algorithm,
+            current.planned.budget,
+            link,
+            Predicted {
+                makespan_seconds: trace.makespan_seconds,
+                peak_bytes: trace.peak_bytes,
+            },
+            ops,
+        )
+        .freeing_as(trace),
+    )
 }
 
 pub fn export_schedule(state: AppState) {
