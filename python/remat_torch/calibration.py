@@ -10,7 +10,8 @@ stages; its store-all step 184 ms). Predictions from the stage-alone
 times alone were 7–9 % under the step a user measures.
 
 So `describe_chain` also times two whole steps, interleaved, `repeat`
-rounds after a warm-up, and folds their medians into the stages' times:
+rounds after a warm-up of the wrapper's, and folds their medians into the
+stages' times:
 
 * P, the user's plain step: `loss(model(batch), target).backward()`
   (a list of stages run one after the other without a model);
@@ -72,14 +73,16 @@ def apply(stages: List[Dict[str, Any]], scale: float, per_forward_seconds: float
 def whole_steps(plain: Optional[Callable[[], None]], wrapper: Callable[[], None], reset: Callable[[], None],
                 sync: Callable[[], None], repeat: int,
                 report: Callable[[str, int, int], None]) -> Dict[str, Optional[float]]:
-    """Medians of `repeat` interleaved rounds of the two steps (after one
-    warm-up each); `reset` between steps puts the gradients, buffers and
-    RNG back, so that every step starts as the first."""
+    """Medians of `repeat` interleaved rounds of the two steps, after one
+    warm-up of the wrapper's (its first step checks and captures; the
+    model's own step ran warm while the stages were checked and timed);
+    `reset` between steps puts the gradients, buffers and RNG back, so
+    that every step starts as the first."""
     runs: Dict[str, List[float]] = {"plain": [], "wrapper": []}
     steps = [("wrapper", wrapper)] + ([("plain", plain)] if plain is not None else [])
     for r in range(repeat + 1):
         report("whole steps", r, repeat + 1)
-        for name, step in steps:
+        for name, step in steps[:1] if r == 0 else steps:
             reset()
             sync()
             t0 = time.perf_counter()
