@@ -189,42 +189,54 @@ def test_on_the_cpu_an_offload_frees_what_the_plan_says(tmp_path):
     assert seen, "no POFO plan offloads at these budgets"
 
 
-@pytest.mark.parametrize("network,algorithm,alpha", [("mlp", "delta", 0.2), ("cnn", "delta", 0.2),
-                                                     ("cnn", "offload-only", 0.6)])
-def test_an_offloaded_copy_is_freed_where_the_simulator_frees_it(tmp_path, network, algorithm, alpha):
-    """On a slow link (30 MB/s) an offload's copy outlasts the compute
-    after it, and the simulator frees the device copy only when the copy
+@pytest.mark.parametrize("network,bandwidth", [("mlp", 3e7), ("cnn", 3e6)])
+def test_an_offloaded_copy_is_freed_where_the_simulator_frees_it(tmp_path, network, bandwidth):
+    """On a slow link (30 MB/s for the MLP, 3 MB/s for the CNN) an
+    offload's copy outlasts the compute after it, and the simulator frees the device copy only when the copy
     ends (`offload_frees` in the schedule). The wrapper holds it until
-    then, so the step recorded op by op (`record_run`) peaks at the plan's
-    prediction within 0.5 % (`remat simulate --measured`). Mutation run:
-    `Moved.offload` always freeing at once (`hold` ignored, as before
-    2026-11-30) → these three plans peak 6.58 %, 6.95 % and 1.70 % below
-    their prediction, fails."""
+    then, so every offloading plan that holds a copy (pofo, offload-only,
+    DELTA at 20/40/60 % from the floor to M_high), its step recorded op by
+    op (`record_run`), peaks at its prediction within 0.5 % (`remat
+    simulate --measured`). The stages' times are set by hand (measured ones
+    would change the plans from run to run; the sizes are measured).
+    Mutation run: `Moved.offload` always freeing at once (`hold` ignored,
+    as before 2026-11-30) → DELTA at 40 % on the MLP peaks 2.80 % below its
+    prediction, offload-only at 40 % on the CNN 1.86 % below: both fail."""
     import json
 
     from helpers import cnn, mlp, remat, solve
 
     net, x, target = {"mlp": mlp, "cnn": cnn}[network]()
-    chain = remat_torch.describe_chain(net, x, target, repeat=1, bandwidth_bytes_per_s=3e7, set_to_none=False,
-                                       calibrate=False)
+    chain = remat_torch.describe_chain(net, x, target, repeat=1, bandwidth_bytes_per_s=bandwidth,
+                                       set_to_none=False, calibrate=False)
+    for l, st in enumerate(chain["stages"], 1):
+        st["forward_seconds"] = st["forward_nograd_seconds"] = 1e-3 * (1 + l % 3)
+        st["backward_seconds"] = 2e-3 * (1 + l % 2)
     (tmp_path / "c.json").write_text(json.dumps(chain))
     ref = solve(tmp_path / "c.json", tmp_path / "s.json", "-a", "store-all", "-b", "100%")
     floor, high = ref["floor_bytes"], ref["m_high_bytes"]
-    report = solve(tmp_path / "c.json", tmp_path / "s.json", "-a", algorithm,
-                   "-b", str(floor + round(alpha * (high - floor))))
-    assert report["feasible"], report
-    plan = json.loads((tmp_path / "s.json").read_text())
-    # The case this test is for: a copy held past the operation after it.
-    assert any(f["after"] > f["offload"] for f in plan["offload_frees"]), plan.get("offload_frees")
-    step = remat_torch.checkpointed(net, tmp_path / "s.json", join_backwards=False)
-    step(x, target)
-    for p in net.parameters():
-        p.grad = None
-    step.record_run(x, target, tmp_path / "run.json", repeat=1, set_to_none=False)
-    out = remat("simulate", str(tmp_path / "c.json"), str(tmp_path / "s.json"), "--measured",
-                str(tmp_path / "run.json"), "--json")
-    measured = json.loads(out.stdout)["measured"]
-    assert abs(measured["peak_difference_percent"]) <= 0.5, measured
+    checked = 0
+    for algorithm in ("pofo", "offload-only", "delta"):
+        for alpha in (0.2, 0.4, 0.6):
+            budget = str(floor + round(alpha * (high - floor)))
+            report = solve(tmp_path / "c.json", tmp_path / "s.json", "-a", algorithm, "-b", budget)
+            if not report["feasible"]:
+                continue
+            plan = json.loads((tmp_path / "s.json").read_text())
+            # The case this test is for: a copy held past the operation after it.
+            if not any(f["after"] > f["offload"] for f in plan.get("offload_frees", [])):
+                continue
+            checked += 1
+            step = remat_torch.checkpointed(net, tmp_path / "s.json", join_backwards=False)
+            step(x, target)
+            for p in net.parameters():
+                p.grad = None
+            step.record_run(x, target, tmp_path / "run.json", repeat=1, set_to_none=False)
+            out = remat("simulate", str(tmp_path / "c.json"), str(tmp_path / "s.json"), "--measured",
+                        str(tmp_path / "run.json"), "--json")
+            measured = json.loads(out.stdout)["measured"]
+            assert abs(measured["peak_difference_percent"]) <= 0.5, (algorithm, alpha, measured)
+    assert checked >= 2, checked
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU (run where one is lent: docs/pytorch.md)")
