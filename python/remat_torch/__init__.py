@@ -15,35 +15,19 @@ import warnings as _warnings
 
 import torch as _torch
 
-# The torch versions remat_torch is tested on: 2.11, the oldest (a part of
-# the suite: scripts/setup-torch-oldest.sh), to 2.13 (all of it). Older
-# ones are not tested: a warning, not a refusal.
-OLDEST_TORCH = (2, 11)
-
-
-def older_than_supported(version: str) -> bool:
-    """Whether a torch `version` string ("2.9.1+cu128", "2.13.0a0+git…")
-    is older than OLDEST_TORCH; False for one it cannot read."""
-    m = _re.match(r"(\d+)\.(\d+)", version)
-    return m is not None and (int(m.group(1)), int(m.group(2))) < OLDEST_TORCH
-
-
-if older_than_supported(_torch.__version__):
-    _warnings.warn(f"remat_torch is tested on torch 2.11 to 2.13; this is torch {_torch.__version__}", stacklevel=2)
-
-from .batch import BatchMismatch  # noqa: E402
-from .chain import describe_chain  # noqa: E402
-from .export import ExportError, apply_plan, export_plan  # noqa: E402
-from .frozen import FrozenStateError  # noqa: E402
-from .fsdp import fsdp_budget, fsdp_reserve  # noqa: E402
-from .measure import Meter  # noqa: E402
-from .probes import host_bandwidth, plain_step_peak  # noqa: E402
-from .planning import algorithms, solve  # noqa: E402
-from .pipeline import PipelineError, PipelinePlans, describe_pipeline, plan_pipeline  # noqa: E402
-from .policies import POLICIES  # noqa: E402
-from .runtime import Checkpointed, checkpointed  # noqa: E402
-from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate  # noqa: E402
-from .staging import StagingError, find_stages  # noqa: E402
+from .batch import BatchMismatch
+from .chain import describe_chain
+from .export import ExportError, apply_plan, export_plan
+from .frozen import FrozenStateError
+from .fsdp import fsdp_budget, fsdp_reserve
+from .measure import Meter
+from .probes import host_bandwidth, plain_step_peak
+from .planning import algorithms, solve
+from .pipeline import PipelineError, PipelinePlans, describe_pipeline, plan_pipeline
+from .policies import POLICIES
+from .runtime import Checkpointed, checkpointed
+from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
+from .staging import StagingError, find_stages
 
 __all__ = [
     "BatchMismatch",
@@ -73,3 +57,19 @@ __all__ = [
     "validate",
 ]
 __version__ = "0.1.0"
+
+# The torch versions remat_torch is tested on: 2.11, the oldest (a part of
+# the suite: scripts/setup-torch-oldest.sh), to 2.13 (all of it). Older
+# ones are not tested: a warning, not a refusal.
+OLDEST_TORCH = (2, 11)
+
+
+def older_than_supported(version: str) -> bool:
+    """Whether a torch `version` string ("2.9.1+cu128", "2.13.0a0+git…")
+    is older than OLDEST_TORCH; False for one it cannot read."""
+    m = _re.match(r"(\d+)\.(\d+)", version)
+    return m is not None and (int(m.group(1)), int(m.group(2))) < OLDEST_TORCH
+
+
+if older_than_supported(_torch.__version__):
+    _warnings.warn(f"remat_torch is tested on torch 2.11 to 2.13; this is torch {_torch.__version__}", stacklevel=2)

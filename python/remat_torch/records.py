@@ -69,14 +69,12 @@ class Moved:
         self.host: Optional[List[torch.Tensor]] = None
         # CUDA: the event after which the device copy can be read again.
         self.ready: Optional[torch.cuda.Event] = None
-        # Offloaded, its device copy still held until the schedule's
-        # `offload_frees` says (`free_device`).
-        self.pending = False
 
     def on_device(self) -> bool:
         """Whether the tensor is on the device as the schedule sees it: an
-        offloaded one whose device copy is still held is not."""
-        return not self.pending and all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
+        offloaded one (it has a host copy) is not, even while its device
+        copy is still held (`offload(hold=True)`)."""
+        return self.host is None and all(st.nbytes() == n for st, n in zip(self.storages, self.sizes))
 
     def on_host(self) -> bool:
         return self.host is not None
@@ -111,17 +109,17 @@ class Moved:
                 dev.record_stream(copy_stream)
             self.host.append(host)
             del dev
-        self.pending = True
         if not hold:
             self.free_device()
 
     def free_device(self) -> None:
-        """The offloaded tensor's device copy freed (its copy stream marked,
-        on CUDA the block is reused only once the copy has read it)."""
-        if self.pending:
+        """An offloaded tensor's device copy freed, if still held (its copy
+        stream marked: on CUDA the block is reused only once the copy has
+        read it). A host copy and a device copy never both stand for the
+        tensor otherwise: a prefetch drops the host's."""
+        if self.host is not None:
             for st in self.storages:
                 st.resize_(0)
-            self.pending = False
 
     def prefetch(self, copy_stream: Optional["torch.cuda.Stream"]) -> None:
         assert self.host is not None
@@ -157,7 +155,6 @@ class Moved:
         ends. A host copy is dropped."""
         for st in self.storages:
             st.resize_(0)
-        self.pending = False
         self.host = None
         self.ready = None
 

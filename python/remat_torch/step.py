@@ -137,8 +137,6 @@ class Step:
                 self.states.append(self.snapshot(i))
             if boundary is not None:
                 boundary(i)
-        for moved in (m for ms in held.values() for m in ms):
-            moved.free_device()
         self.put_back_set_aside()
         x = self.x
         if x is not None and x.requires_grad and self.grad.get(0) is not None:

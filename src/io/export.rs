@@ -5,7 +5,7 @@ use crate::planning::current::Current;
 use crate::state::AppState;
 use crate::text::file_name::file_name;
 use leptos::prelude::*;
-use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
+use remat_core::format::{write_chain, write_schedule, ScheduleFile};
 use remat_core::simulator::chrome_trace_json;
 use wasm_bindgen::JsCast;
 
@@ -43,20 +43,14 @@ pub fn schedule_file(current: &Current, link: Option<f64>) -> Option<ScheduleFil
     let (Some(ops), Some(trace)) = (current.planned.ops.clone(), current.ok_trace()) else {
         return None;
     };
-    Some(
-        ScheduleFile::new(
-            &current.chain,
-            &current.algorithm,
-            current.planned.budget,
-            link,
-            Predicted {
-                makespan_seconds: trace.makespan_seconds,
-                peak_bytes: trace.peak_bytes,
-            },
-            ops,
-        )
-        .freeing_as(trace),
-    )
+    Some(ScheduleFile::judged(
+        &current.chain,
+        &current.algorithm,
+        current.planned.budget,
+        link,
+        ops,
+        trace,
+    ))
 }
 
 pub fn export_schedule(state: AppState) {

@@ -730,12 +730,13 @@ fn offloading_schedules_say_where_each_copy_is_freed() {
         .ops
         .expect("pofo fits at 30 % of M_high");
     let trace = remat_core::simulator::judge(&chain, &ops, budget, bw).unwrap();
-    let predicted = Predicted {
-        makespan_seconds: trace.makespan_seconds,
-        peak_bytes: trace.peak_bytes,
-    };
-    let file =
-        ScheduleFile::new(&chain, "pofo", budget, bw, predicted.clone(), ops).freeing_as(&trace);
+    let file = ScheduleFile::judged(&chain, "pofo", budget, bw, ops, &trace);
+    assert_eq!(
+        file.predicted
+            .as_ref()
+            .map(|p| (p.makespan_seconds, p.peak_bytes)),
+        Some((trace.makespan_seconds, trace.peak_bytes))
+    );
     let offloads = file
         .ops
         .iter()
@@ -748,16 +749,12 @@ fn offloading_schedules_say_where_each_copy_is_freed() {
     let text = write_schedule(&file);
     assert_eq!(read_schedule(&text).unwrap(), file);
 
-    let store_all = solve(&chain, Algorithm::StoreAll, high, &Options::default()).unwrap();
-    let plain = ScheduleFile::new(
-        &chain,
-        "store-all",
-        high,
-        None,
-        predicted,
-        store_all.ops.unwrap(),
-    )
-    .freeing_as(&trace);
+    let store_all = solve(&chain, Algorithm::StoreAll, high, &Options::default())
+        .unwrap()
+        .ops
+        .unwrap();
+    let store_all_trace = remat_core::simulator::judge(&chain, &store_all, high, None).unwrap();
+    let plain = ScheduleFile::judged(&chain, "store-all", high, None, store_all, &store_all_trace);
     assert!(!write_schedule(&plain).contains("offload_frees"));
 
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -13,7 +13,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use remat_core::format::{read_any_chain, write_schedule, Predicted, ScheduleFile};
+use remat_core::format::{read_any_chain, write_schedule, ScheduleFile};
 use remat_core::model::units::{parse_rate, parse_size};
 use remat_core::simulator::judge;
 use remat_core::solvers::{
@@ -55,12 +55,7 @@ pub fn plan(
     // is the simulator's, as in `remat solve -o`.
     let trace = judge(&chain, &ops, budget, bandwidth)
         .map_err(|e| format!("{algorithm} made a schedule the simulator rejects (a bug): {e}"))?;
-    let predicted = Predicted {
-        makespan_seconds: trace.makespan_seconds,
-        peak_bytes: trace.peak_bytes,
-    };
-    let file = ScheduleFile::new(&chain, algorithm.name(), budget, bandwidth, predicted, ops)
-        .freeing_as(&trace);
+    let file = ScheduleFile::judged(&chain, algorithm.name(), budget, bandwidth, ops, &trace);
     Ok(Some(write_schedule(&file)))
 }
 

@@ -6,7 +6,7 @@ use crate::args::{bytes_per_s, SolveArgs};
 use crate::error::{CliError, Result};
 use crate::input;
 use crate::report::{self, AtPeakReport, Run, SolveReport};
-use remat_core::format::{write_schedule, Predicted, ScheduleFile};
+use remat_core::format::{write_schedule, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_rate, format_seconds};
 use remat_core::schedule::format_ops;
 use remat_core::simulator::{judge, Trace};
@@ -57,19 +57,14 @@ pub fn run(a: &SolveArgs) -> Result<()> {
     if let Some(path) = &a.output {
         match (&s.solution.ops, &s.trace) {
             (Some(ops), Some(t)) => {
-                let predicted = Predicted {
-                    makespan_seconds: t.makespan_seconds,
-                    peak_bytes: t.peak_bytes,
-                };
-                let file = ScheduleFile::new(
+                let file = ScheduleFile::judged(
                     &chain,
                     algorithm.name(),
                     s.budget,
                     s.bandwidth,
-                    predicted,
                     ops.clone(),
-                )
-                .freeing_as(t);
+                    t,
+                );
                 input::write_text(path, &write_schedule(&file))?;
             }
             _ => eprintln!("note: no schedule written: the budget is infeasible for {algorithm}"),

@@ -62,7 +62,7 @@ pub struct ScheduleFile {
     /// Where the simulator frees each offload's device copy
     /// ([`OffloadFree`]: after which operation), so that a runtime frees
     /// it there rather than when it issues the copy, and holds the
-    /// predicted levels. Written by solvers ([`ScheduleFile::freeing_as`]);
+    /// predicted levels. Written by solvers ([`ScheduleFile::judged`]);
     /// absent without offloads and in a hand-written schedule, where a
     /// runtime frees at the offload.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -94,11 +94,34 @@ impl ScheduleFile {
         }
     }
 
-    /// The same schedule with its offloads' frees where `trace`, the
-    /// simulator's run of its ops (the judge's, at the budget), has them.
-    pub fn freeing_as(mut self, trace: &Trace) -> ScheduleFile {
-        self.offload_frees = trace.offload_frees(&self.ops);
-        self
+    /// The file a solver writes for `ops`: [`ScheduleFile::new`] with what
+    /// `trace`, the simulator's run of `ops` (the judge's, at `budget_bytes`
+    /// and `bandwidth_bytes_per_s`), measured — its makespan and peak as the
+    /// prediction, and where it frees each offload's device copy.
+    pub fn judged(
+        chain: &Chain,
+        algorithm: &str,
+        budget_bytes: u64,
+        bandwidth_bytes_per_s: Option<f64>,
+        ops: Vec<Op>,
+        trace: &Trace,
+    ) -> ScheduleFile {
+        let predicted = Predicted {
+            makespan_seconds: trace.makespan_seconds,
+            peak_bytes: trace.peak_bytes,
+        };
+        let offload_frees = trace.offload_frees(&ops);
+        ScheduleFile {
+            offload_frees,
+            ..ScheduleFile::new(
+                chain,
+                algorithm,
+                budget_bytes,
+                bandwidth_bytes_per_s,
+                predicted,
+                ops,
+            )
+        }
     }
 
     /// Refuses a schedule made for another chain. A schedule without a
