@@ -25,7 +25,20 @@ solved by the `remat` binary, run through `remat_torch.checkpointed`:
 * over `torch.compile`d stages (`describe_chain(..., compile=True,
   menu=True)`: each stage compiled alone, the partitioner's budgets
   0.8 … 0.0 as menu options; `checkpointed(..., compile=True)`), the fair
-  comparison with torch.compile — again with and without the menus.
+  comparison with torch.compile — again with and without the menus;
+* over stages of k compiled blocks each, for each k of `--merge` above 1
+  (`describe_chain(..., compile=True, menu=True, merge=k)`; `all`: every
+  block in one compiled stage). Whole-model torch.compile fuses across
+  block boundaries (a block's residual add and dropout with the next
+  block's norm) where stage-by-stage compilation cannot; a stage of k
+  blocks gets that fusion inside it, and with k = all the partitioner's
+  own choice at the peer's budget is one of Remat's options for the
+  blocks: the peer's configuration (but for the embedding and the head,
+  compiled apart) is in the set the option DP searches.
+
+The last column is **Remat's pick**: of its chains with menus, the one whose
+plan it predicts fastest at the peer's peak — what a user running Remat
+would get, chosen before anything is timed (not the best measured).
 
 Every peer's gradients are checked: eager peers against plain eager,
 torch.compile's budgets against its budget 1.0, from the same RNG state
@@ -49,7 +62,7 @@ faster is what the claim rests on (7 of 7 happens by chance once in 128
 when the two are equally fast).
 
     PYTHONPATH=.tools/libtorch:.tools/pydeps python3 scripts/peers.py \\
-        --remat target/release/remat --models gpt2 --rounds 7
+        --remat target/release/remat --models gpt2 --rounds 7 --merge 1,3,all
 
 Prints one Markdown table per model; --json writes every row.
 """
@@ -74,6 +87,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import remat_torch  # noqa: E402
 from remat_torch.measure import Meter  # noqa: E402
+from remat_torch.compiled import policy_name  # noqa: E402
 from remat_torch.staging import model_loss  # noqa: E402
 
 aten = torch.ops.aten
@@ -291,34 +305,48 @@ def run_model(name, args, work):
     want_loss.backward()
     want = [None if p.grad is None else p.grad.clone() for p in params]
 
-    t0 = time.perf_counter()
-    chain = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=args.repeat, menu=True)
-    described = time.perf_counter() - t0
-    with_menus = os.path.join(work, f"{name}-menus.json")
-    without = os.path.join(work, f"{name}-classic.json")
-    with open(with_menus, "w") as f:
-        json.dump(chain, f)
-    classic = dict(chain, stages=[{k: v for k, v in s.items() if k != "menu"} for s in chain["stages"]])
-    with open(without, "w") as f:
-        json.dump(classic, f)
-    compiled_path = os.path.join(work, f"{name}-compiled.json")
-    compiled_classic = os.path.join(work, f"{name}-compiled-classic.json")
-    left_out = []
+    # Every chain Remat plans on, described as variants of one model and
+    # timed on one clock (`remat_torch.variants`): the eager stages, and
+    # for each --merge k and --classic-budgets b, stages of k compiled
+    # blocks whose F_all runs the partitioner at budget b.
+    variant_of = {"remat": {"menu": True}}
     if args.compiled:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            chain_c = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=args.repeat, compile=True,
-                                                 menu=True)
-        left_out = [str(w.message) for w in caught if "left out of the menus" in str(w.message)]
-        for m in left_out:
-            print(f"  {name}: {m[:300]}", flush=True)
-        print(f"  {name}: compiled stages described in {time.perf_counter() - t0:.0f} s; menus: "
-              + ", ".join(f"{s['name']}: {len(s.get('menu', []))}" for s in chain_c["stages"]), flush=True)
-        with open(compiled_path, "w") as f:
-            json.dump(chain_c, f)
+        for k in merge_values(args.merge, len(blocks)):
+            for b in args.classic_budgets:
+                kind = "remat-compiled" if (k, b) == (1, 1.0) else (
+                    f"remat-compiled-merge{k}" + ("" if b == 1.0 else f"-at{b:g}"))
+                menu = True if args.menu_budgets is None else [
+                    policy_name(m) for m in args.menu_budgets if m != b]
+                variant_of[kind] = {"compile": b, "merge": k, "menu": menu}
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        described_all = remat_torch.describe_variants(model, batch, target, list(variant_of.values()), loss=loss,
+                                                      repeat=args.repeat)
+    described = time.perf_counter() - t0
+    left_out = sorted({str(w.message) for w in caught if "left out of the menus" in str(w.message)})
+    for m in left_out:
+        print(f"  {name}: {m[:300]}", flush=True)
+    print(f"  {name}: {len(described_all)} chains described and timed together in {described:.0f} s", flush=True)
+    chains = dict(zip(variant_of, described_all))
+    for kind, c in chains.items():
+        print(f"  {name}: {kind}: store-all {1000 * remat_torch.variants.store_all_seconds(c):.1f} ms; menus: "
+              + ", ".join(f"{s['name']}: {len(s.get('menu', []))}" for s in c["stages"]), flush=True)
+        with open(os.path.join(work, f"{name}-{kind}.json"), "w") as f:
+            json.dump(c, f)
+    chain = chains["remat"]
+    with_menus = os.path.join(work, f"{name}-remat.json")
+    without = os.path.join(work, f"{name}-classic.json")
+    with open(without, "w") as f:
+        json.dump(dict(chain, stages=[{k: v for k, v in s.items() if k != "menu"} for s in chain["stages"]]), f)
+    compiled_path = os.path.join(work, f"{name}-remat-compiled.json")
+    compiled_classic = os.path.join(work, f"{name}-compiled-classic.json")
+    chain_c = chains.get("remat-compiled")
+    if chain_c is not None:
         with open(compiled_classic, "w") as f:
-            json.dump(dict(chain_c, stages=[{k: v for k, v in s.items() if k != "menu"} for s in chain_c["stages"]]), f)
+            json.dump(dict(chain_c, stages=[{k: v for k, v in s.items() if k != "menu"}
+                                            for s in chain_c["stages"]]), f)
+    merges = {k: v for k, v in variant_of.items() if k != "remat"}
 
     methods = []  # (label, step function)
     for label, context, budget in peers(model, blocks, args.compile_budgets):
@@ -354,7 +382,8 @@ def run_model(name, args, work):
         if not result["feasible"]:
             return {"error": "infeasible: " + result["detail"]}
         compiled = kind.startswith("remat-compiled")
-        wrapper = remat_torch.checkpointed(model, out, loss=loss, chain=path, compile=compiled)
+        variant = variant_of.get(kind.replace("-classic", ""), {})
+        wrapper = remat_torch.checkpointed(model, out, loss=loss, chain=path, **remat_torch.run_arguments(variant))
         wrapper.record_states = False
         reset()
         wrapper(batch, target)  # finds the stages for this shape, warms up (compiles)
@@ -372,8 +401,9 @@ def run_model(name, args, work):
                 "options": len(result.get("options", []))}
 
     kinds = [("remat", with_menus), ("remat-classic", without)]
-    if args.compiled:
+    if chain_c is not None:
         kinds += [("remat-compiled", compiled_path), ("remat-compiled-classic", compiled_classic)]
+    kinds += [(kind, os.path.join(work, f"{name}-{kind}.json")) for kind in merges if kind != "remat-compiled"]
     for peer in [m for m in methods if m["kind"] == "peer"]:
         for kind, path in kinds:
             plan = remat_plan(peer, path, kind)
@@ -416,8 +446,15 @@ def run_model(name, args, work):
             paired = [a / b for a, b in zip(times[label], times[peer["label"]])]
             row[kind]["ratio"] = statistics.median(paired)
             row[kind]["faster_rounds"] = sum(x < 1.0 for x in paired)
+        # The plan Remat would hand this user: of its chains with menus
+        # (eager, compiled stage by stage, compiled k blocks to a stage),
+        # the one whose plan it *predicts* fastest at this peak — chosen
+        # before anything is timed, not the best measured.
+        candidates = [k for k, _ in kinds if not k.endswith("classic") and "ratio" in row[k]]
+        if candidates:
+            row["pick"] = min(candidates, key=lambda k: row[k]["predicted_seconds"])
         rows.append(row)
-    if args.chains and args.compiled:
+    if args.chains and chain_c is not None:
         # The compiled chain with its menus and the peers as measured: the
         # page draws them beside the planners' curves (docs/formats.md).
         chain_c["peers"] = [
@@ -433,7 +470,21 @@ def run_model(name, args, work):
     return {"model": name, "stages": len(chain["stages"]), "rounds": args.rounds, "load": load,
             "after_load": os.getloadavg(), "threads": torch.get_num_threads(), "describe_seconds": described,
             "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__,
-            "compiled_left_out": left_out}
+            "compiled_left_out": left_out, "merges": merges}
+
+
+def merge_values(spec: str, blocks: int):
+    """--merge: how many blocks each compiled stage joins, a comma list of
+    whole numbers or `all` (every block in one stage)."""
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        k = blocks if part == "all" else int(part)
+        if k < 1:
+            raise SystemExit(f"--merge: expected whole numbers ≥ 1 or 'all', got {part!r}")
+        if min(k, blocks) not in out:
+            out.append(min(k, blocks))
+    return out
 
 
 def off_by(got, want) -> float:
@@ -449,48 +500,65 @@ def off_by(got, want) -> float:
     return worst
 
 
+def variant_name(v) -> str:
+    """A chain over compiled stages in words: how many blocks a stage
+    joins, and the partitioner's budget of its F_all where not 1.0."""
+    blocks = "each block" if v["merge"] == 1 else f"{v['merge']} blocks"
+    at = "" if v["compile"] == 1.0 else f", F_all at budget {v['compile']:g}"
+    return f"Remat over compiled stages of {blocks}{at}"
+
+
 def report(s):
     """One Markdown table: per peer, its peak, step and whether its
     gradients are right; Remat's eager plan (with menus; rotor without
-    them) and its plan over compiled stages at that peak: time predicted /
+    them), its plan over compiled stages, and over stages of k compiled
+    blocks for each --merge k > 1, at that peak: time predicted /
     measured, peak predicted / measured, options run, time over the
     peer's (the median of paired rounds, and in how many rounds Remat was
-    faster). The best Remat time over the peer's in bold."""
+    faster). Then Remat's pick — the chain whose plan it predicts fastest
+    — over the peer: the number a user would see."""
     mib = lambda b: f"{b / 2**20:.1f} MiB"  # noqa: E731
+    merged = [k for k in s.get("merges", {}) if k != "remat-compiled"]
+    names = {"remat": "Remat eager (menus)", "remat-compiled": "Remat over compiled stages",
+             **{k: variant_name(s["merges"][k]) for k in merged}}
+    header = ["peer", "peer's peak", "peer's step", "peer's gradients",
+              f"{names['remat']}: time pred. / meas.; peak pred. / meas.; options", "/ peer",
+              "rotor eager without menus / peer",
+              f"{names['remat-compiled']}: time pred. / meas.; peak pred. / meas.; options", "/ peer",
+              "rotor compiled without menus / peer"]
+    for k in merged:
+        header += [f"{names[k]}: time pred. / meas.; peak pred. / meas.; options", "/ peer"]
+    header += ["Remat's pick (fastest predicted) / peer"]
     lines = [f"### {s['model']} ({s['stages']} stages; {s['threads']} threads, load {s['load'][0]:.2f} → "
              f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
-             "| peer | peer's peak | peer's step | peer's gradients | Remat eager (menus): time pred. / meas.; "
-             "peak pred. / meas.; options | / peer | rotor eager without menus / peer "
-             "| Remat over compiled stages: time pred. / meas.; peak pred. / meas.; options | / peer "
-             "| rotor compiled without menus / peer | best / peer |",
-             "|---|---:|---:|---|---|---:|---:|---|---:|---:|---:|"]
+             "| " + " | ".join(header) + " |",
+             "|---|---:|---:|---|" + "|".join("---:" if h.startswith("/") or h.endswith("/ peer") else "---"
+                                               for h in header[4:]) + "|"]
+
+    def cell(plan, full):
+        if plan is None:
+            return ["not run", "—"] if full else ["—"]
+        if "error" in plan:
+            return [plan["error"][:60], "—"] if full else ["—"]
+        ratio = f"{plan['ratio']:.2f}× ({plan['faster_rounds']}/{s['rounds']})"
+        if not full:
+            return [ratio]
+        flag = "" if plan["bitwise"] else " (gradients differ!)"
+        return [f"{1000 * plan['predicted_seconds']:.0f} / {1000 * plan['seconds']:.0f} ms; "
+                f"{mib(plan['predicted_peak'])} / {mib(plan['peak'])}; {plan['options']}{flag}", ratio]
+
     for r in s["rows"]:
         off = r.get("gradients_off_by")
         grads = "—" if off is None else "right" if off <= 1e-4 else f"**wrong** (off by {off:.2g})"
-        cells, ratios = [], []
-        for kind in ("remat", "remat-classic", "remat-compiled", "remat-compiled-classic"):
-            plan = r.get(kind)
-            if plan is None:
-                cells.append(None)
-                continue
-            if "error" in plan:
-                cells.append((plan["error"][:60], None))
-                continue
-            ratio = plan["ratio"]
-            ratios.append((ratio, plan["faster_rounds"]))
-            flag = "" if plan["bitwise"] else " (gradients differ!)"
-            cells.append((f"{1000 * plan['predicted_seconds']:.0f} / {1000 * plan['seconds']:.0f} ms; "
-                          f"{mib(plan['predicted_peak'])} / {mib(plan['peak'])}; {plan['options']}{flag}",
-                          f"{ratio:.2f}× ({plan['faster_rounds']}/{s['rounds']})"))
         row = [r["peer"], mib(r["peak_bytes"]) + (" (changed after the rounds!)" if "peak_after_rounds" in r else ""),
                f"{1000 * r['seconds']:.1f} ms", grads]
-        eager, classic, compiled, compiled_classic = cells
-        row += [eager[0], eager[1] or "—"] if eager else ["—", "—"]
-        row += [classic[1] or "—"] if classic else ["—"]
-        row += [compiled[0], compiled[1] or "—"] if compiled else ["not run", "—"]
-        row += [compiled_classic[1] or "—"] if compiled_classic else ["—"]
-        best = min(ratios, default=None)
-        row += [f"**{best[0]:.2f}×** ({best[1]}/{s['rounds']})" if best else "—"]
+        row += cell(r.get("remat"), True) + cell(r.get("remat-classic"), False)
+        row += cell(r.get("remat-compiled"), True) + cell(r.get("remat-compiled-classic"), False)
+        for k in merged:
+            row += cell(r.get(k), True)
+        pick = r.get("pick")
+        row += [f"**{r[pick]['ratio']:.2f}×** ({r[pick]['faster_rounds']}/{s['rounds']}; {names[pick]})"
+                if pick else "—"]
         lines.append("| " + " | ".join(row) + " |")
     if s.get("compiled_left_out"):
         lines += ["", "Left out of the compiled menus (wrong gradients): " + " ".join(s["compiled_left_out"])[:600]]
@@ -507,10 +575,22 @@ def main():
                     help="torch.compile activation_memory_budget values ('' for none)")
     ap.add_argument("--json", help="write every row here")
     ap.add_argument("--chains", help="write each model's compiled chain, menus and peers, to this folder")
+    ap.add_argument("--merge", default="1",
+                    help="Remat over compiled stages of k blocks each, for each k of this comma list "
+                         "('all': every block in one stage)")
+    ap.add_argument("--classic-budgets", default="1.0",
+                    help="the partitioner's budget of the compiled stages' F_all without an option, a comma "
+                         "list: one chain per merge and budget")
+    ap.add_argument("--menu-budgets", default=None,
+                    help="the partitioner's budgets offered as menu options over compiled stages, a comma list "
+                         "(default: remat_torch.compiled.MENU_BUDGETS)")
     ap.add_argument("--no-compiled", dest="compiled", action="store_false",
                     help="leave out Remat over torch.compile'd stages")
     args = ap.parse_args()
     args.compile_budgets = [float(b) for b in args.compile_budgets.split(",") if b.strip()]
+    args.classic_budgets = [float(b) for b in args.classic_budgets.split(",") if b.strip()]
+    if args.menu_budgets is not None:
+        args.menu_budgets = [float(b) for b in args.menu_budgets.split(",") if b.strip()]
     out = []
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):

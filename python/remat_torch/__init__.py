@@ -28,6 +28,7 @@ from .policies import POLICIES
 from .runtime import Checkpointed, checkpointed
 from .schedule import Op, Schedule, ScheduleError, load_schedule, parse_schedule, validate
 from .staging import StagingError, find_stages
+from .variants import describe_variants, fastest, run_arguments
 
 __all__ = [
     "BatchMismatch",
@@ -45,12 +46,15 @@ __all__ = [
     "checkpointed",
     "describe_chain",
     "describe_pipeline",
+    "describe_variants",
+    "fastest",
     "find_stages",
     "fsdp_budget",
     "fsdp_reserve",
     "host_bandwidth",
     "plain_step_peak",
     "plan_pipeline",
+    "run_arguments",
     "load_schedule",
     "parse_schedule",
     "solve",

@@ -442,6 +442,22 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     backward_sweep(rows)
     state.reset()
 
+    # Compiled at a budget below 1.0, every F_all runs the partitioner's
+    # choice at that budget: it must train on the gradients budget 1.0's
+    # graph computes (at low budgets the partitioner recomputes dropout
+    # with a new draw), or no plan on this chain may run.
+    budget = getattr(program, "budget", None)
+    if budget is not None and budget != 1.0:
+        reps = _representatives(program, inputs, pipe.consts)
+        wrong = _wrong_gradients(pipe, inputs, deltas, policy_name(1.0), sorted(set(reps.values())), device)
+        state.reset()
+        if wrong:
+            where = "; ".join(f"stage {l} ({program.names[l - 1]}): {why}" for l, why in wrong.items())
+            raise ValueError(
+                f"compile: at activation_memory_budget={budget:g} the compiled stages' backward gives other "
+                f"gradients than at 1.0 — {where}. torch.compile's partitioner recomputes a random op (dropout) "
+                "with a new draw at this budget: describe at a higher budget (compile=True is 1.0)")
+
     # The menus: each policy's F_all and B measured as above, on one stage
     # of each kind (`_representatives`).
     reps = _representatives(program, inputs, pipe.consts) if policies else {}

@@ -106,6 +106,21 @@ def test_an_option_whose_gradients_are_wrong_is_left_out_with_a_warning():
     assert with_menu == ["transformer.ln_f+lm_head+loss"], with_menu
 
 
+def test_a_classic_budget_whose_gradients_are_wrong_is_refused():
+    """Compiled at budget 0 (`compile=0.0`), every F_all runs the graph
+    that recomputes dropout with a new draw: no plan on that chain trains
+    right, so describe_chain refuses it, naming the budget and the stage,
+    instead of leaving options out. Fails if the classic graph were not
+    checked against budget 1.0's (`_measure`'s check removed: the chain
+    is returned — mutation run, fails)."""
+    model = _gpt2(dropout=0.1)
+    ids = token_ids(1)
+    with pytest.raises(ValueError, match=r"compile: at activation_memory_budget=0 the compiled stages' backward "
+                                         r"gives other gradients than at 1.0 — stage \d \(transformer"):
+        remat_torch.describe_chain(model, _batch(ids), ids, loss=lm_loss, repeat=1, compile=0.0, check=False,
+                                   calibrate=False)
+
+
 def _with_fixed_times(chain: dict) -> dict:
     """Sizes as measured, times fixed (forward 1 ms, backward 2 ms, the
     budget-0 option 0.5 ms more): measured times on this shared machine

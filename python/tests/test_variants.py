@@ -1,0 +1,161 @@
+"""One model described several ways (`remat_torch.variants`): the chains'
+times on one clock, and the plan predicted fastest among them — read by
+the real solver and simulator."""
+
+import random
+
+import pytest
+import torch
+from torch import nn
+
+import remat_torch
+from remat_torch import variants
+
+
+def _model():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh(), nn.Linear(32, 32),
+                          nn.ReLU(), nn.Linear(32, 4))
+    # A batch large enough that activations, not weights, set the peak:
+    # plans below store-all's peak then exist.
+    x, target = torch.randn(512, 16), torch.randint(0, 4, (512,))
+    return model, x, target
+
+
+def test_each_chain_predicts_its_store_all_step_timed_with_the_others(monkeypatch):
+    # How it could fail: `rescale` not applied (each chain keeps the clock it
+    # was described on), applied to one field only (B^ℓ left unscaled), or
+    # the medians handed to the wrong chains. The rounds' medians are fixed
+    # here (the real ones are noisy); the steps still run once each, so
+    # every variant's store-all wrapper must work. Mutation run: the
+    # `rescale(chain, seconds)` call removed → chain 0 predicts its own
+    # calibration's 1.1 ms, not 50 ms, fails; medians reversed → fails.
+    model, x, target = _model()
+    ran = []
+
+    def fixed(steps, reset, sync, repeat):
+        for step in steps:
+            reset()
+            step()
+            ran.append(1)
+        return [0.05, 0.08]
+
+    monkeypatch.setattr(variants, "_interleaved", fixed)
+    chains = remat_torch.describe_variants(model, x, target, [{}, {"merge": 2}],
+                                           loss=nn.functional.cross_entropy, repeat=1, progress=False)
+    assert ran == [1, 1]
+    assert len(chains[1]["stages"]) < len(chains[0]["stages"])  # merge=2 joined blocks
+    for chain, want in zip(chains, [0.05, 0.08]):
+        top = remat_torch.solve(chain, "store-all", "100%")
+        assert top["predicted"]["makespan_seconds"] == pytest.approx(want, rel=1e-9)
+        assert "timed with the others'" in chain["source"]
+    assert "merge=2" in chains[1]["source"]
+    assert all(p.grad is None for p in model.parameters())  # left as it was
+
+
+def _chain(rng: random.Random, n: int) -> dict:
+    stages = []
+    for l in range(1, n + 1):
+        out = rng.randint(1, 40) << 20
+        stages.append({
+            "name": f"s{l}",
+            "forward_seconds": rng.uniform(1e-3, 2e-2),
+            "forward_nograd_seconds": rng.uniform(5e-4, 2e-2),
+            "backward_seconds": rng.uniform(1e-3, 4e-2),
+            "output_bytes": out,
+            "saved_bytes": out + (rng.randint(0, 60) << 20),
+        })
+    return {"format": "remat-chain/1", "name": "random", "input_bytes": 8 << 20, "stages": stages}
+
+
+def test_fastest_is_the_lowest_predicted_plan_of_the_chains_that_fit():
+    # How it could fail: the comparison reversed (the slowest plan), the
+    # first feasible chain returned, or a chain whose floor is above the
+    # budget stopping the search (another variant may fit). Checked against
+    # solving every chain by hand, on 80 random sets of 2–4 chains at a
+    # budget in bytes that some chains cannot meet. Mutation run: `<` →
+    # `>` in `fastest` → a slower plan is returned, fails; the `continue`
+    # after a chain below its floor → `raise` → ValueError, fails.
+    rng = random.Random(7)
+    skipped_some = 0
+    for case in range(80):
+        chains = [_chain(rng, rng.randint(3, 10)) for _ in range(rng.randint(2, 4))]
+        budget = rng.randint(60, 400) << 20
+        want = None
+        below = 0
+        for i, chain in enumerate(chains):
+            try:
+                plan = remat_torch.solve(chain, "rotor", budget)
+            except ValueError:
+                below += 1
+                continue
+            if plan is not None and (want is None or plan["predicted"]["makespan_seconds"] < want[1]):
+                want = (i, plan["predicted"]["makespan_seconds"])
+        skipped_some += 0 < below < len(chains)
+        if below == len(chains):
+            with pytest.raises(ValueError, match="budget: below every chain"):
+                variants.fastest(chains, budget)
+            continue
+        got = variants.fastest(chains, budget)
+        if want is None:
+            assert got is None, case
+            continue
+        assert got is not None and got[0] == want[0], case
+        assert got[1]["predicted"]["makespan_seconds"] == want[1], case
+    assert skipped_some >= 10  # the cases must include chains below their floor beside ones above
+
+
+def test_the_plan_picked_runs_with_its_variants_arguments_bit_for_bit():
+    # The whole way a user takes: describe two variants, pick at a budget,
+    # run the plan with `run_arguments`. How it could fail: `run_arguments`
+    # dropping `merge` (the runtime finds other stages than the chain's
+    # and refuses the plan) or the stages' store-all wrappers leaving
+    # gradients behind. Mutation run: RUN_KEYS without "merge" → the plan
+    # of the merge=2 chain fails to run (its stage count differs).
+    model, x, target = _model()
+    loss = nn.functional.cross_entropy
+    vs = [{}, {"merge": 2}]
+    chains = remat_torch.describe_variants(model, x, target, vs, loss=loss, repeat=1, progress=False)
+    model.zero_grad(set_to_none=True)
+    loss(model(x), target).backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    recomputed = 0
+    for i, chain in enumerate(chains):
+        plan = None
+        for share in ("50%", "70%", "85%"):  # the lowest above the chain's floor
+            try:
+                plan = remat_torch.solve(chain, "rotor", share)
+            except ValueError:  # below the floor
+                continue
+            if plan is not None:
+                break
+        assert plan is not None, i
+        recomputed += any(op["op"] != "backward" and op["op"] != "forward_all" for op in plan["ops"])
+        model.zero_grad(set_to_none=True)
+        step = remat_torch.checkpointed(model, plan, loss=loss, chain=chain, **variants.run_arguments(vs[i]))
+        step(x, target)
+        assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), want)), i
+    assert recomputed >= 1  # a plan that only stores all would not test the stages' cuts
+    top = max(remat_torch.solve(c, "store-all", "100%")["predicted"]["peak_bytes"] for c in chains)
+    picked = remat_torch.fastest(chains, top)
+    assert picked is not None and picked[0] in (0, 1)
+    with pytest.raises(ValueError, match="budget: '60%' is a share"):
+        remat_torch.fastest(chains, "60%")
+
+
+@pytest.mark.parametrize("bad, words", [
+    ([], "variants: expected a non-empty list"),
+    ({"merge": 2}, "variants: expected a non-empty list"),
+    ([{}, 3], "variants[1]: expected a dict"),
+    ([{"merge": 2, "repeat": 3}], "variants[0].repeat: not a variant's keyword"),
+])
+def test_bad_variants_are_named(bad, words):
+    with pytest.raises(ValueError) as e:
+        variants.check_variants(bad)
+    assert words in str(e.value)
+
+
+def test_a_variant_keyword_given_to_all_is_refused():
+    model, x, target = _model()
+    with pytest.raises(ValueError, match="merge: give it in each variant"):
+        remat_torch.describe_variants(model, x, target, [{}], loss=nn.functional.cross_entropy, merge=2)
