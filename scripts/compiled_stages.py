@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--remat", default="target/release/remat")
     ap.add_argument("--model", default="llama", choices=["gpt2", "llama", "vit", "resnet18"])
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--merge", type=int, default=1, help="Remat's stages join this many blocks (describe_chain's)")
     args = ap.parse_args()
     model, batch, target, loss, blocks = peers.build(args.model)
     model.train()
@@ -74,8 +75,22 @@ def main():
             m.compile(backend="inductor")
             per_block_blocks.append(m)
 
+    # The block stack compiled as one module, the rest eager, where the
+    # blocks are the children of one nn.Sequential (the ViT's `blocks`):
+    # what whole-model compilation gains over it is the embedding's and the
+    # head's fusion with the first and last block.
+    parents = {n.rsplit(".", 1)[0] for n in wanted if "." in n}
+    stack = None
+    if len(parents) == 1:
+        stack = copy.deepcopy(model)
+        parent = stack.get_submodule(parents.pop())
+        if isinstance(parent, torch.nn.Sequential):
+            parent.compile(backend="inductor")
+        else:
+            stack = None
+
     with tempfile.TemporaryDirectory() as work:
-        chain = remat_torch.describe_chain(model, batch, target, loss=loss, compile=True)
+        chain = remat_torch.describe_chain(model, batch, target, loss=loss, compile=True, merge=args.merge)
         path = os.path.join(work, "chain.json")
         with open(path, "w") as f:
             json.dump(chain, f)
@@ -83,7 +98,7 @@ def main():
         solved = subprocess.run([args.remat, "solve", path, "-a", "store-all", "-b", "100%", "--json", "-o", plan],
                                 capture_output=True, text=True, check=True)
         predicted = json.loads(solved.stdout)["makespan_seconds"]
-        wrapper = remat_torch.checkpointed(model, plan, loss=loss, chain=path, compile=True)
+        wrapper = remat_torch.checkpointed(model, plan, loss=loss, chain=path, compile=True, merge=args.merge)
         wrapper.record_states = False
 
         def remat_step():
@@ -94,8 +109,10 @@ def main():
             "plain eager": eager_step(model),
             "whole model compiled": whole_step,
             f"each block compiled ({len(per_block_blocks)})": eager_step(per_block),
-            "Remat store-all, compiled stages": remat_step,
+            f"Remat store-all, compiled stages (merge {args.merge})": remat_step,
         }
+        if stack is not None:
+            methods["block stack compiled as one, rest eager"] = eager_step(stack)
         for step in methods.values():  # compiles and warms up
             step()
             step()
