@@ -70,28 +70,45 @@ def apply(stages: List[Dict[str, Any]], scale: float, per_forward_seconds: float
             entry["backward_extra_seconds"] = scale * entry["backward_extra_seconds"]
 
 
-def whole_steps(plain: Optional[Callable[[], None]], wrapper: Callable[[], None], reset: Callable[[], None],
-                sync: Callable[[], None], repeat: int,
-                report: Callable[[str, int, int], None]) -> Dict[str, Optional[float]]:
-    """Medians of `repeat` interleaved rounds of the two steps, after one
-    warm-up of the wrapper's (its first step checks and captures; the
-    model's own step ran warm while the stages were checked and timed);
-    `reset` between steps puts the gradients, buffers and RNG back, so
-    that every step starts as the first."""
-    runs: Dict[str, List[float]] = {"plain": [], "wrapper": []}
-    steps = [("wrapper", wrapper)] + ([("plain", plain)] if plain is not None else [])
+def sync(device: torch.device) -> None:
+    """Waits for the device's queued work (CUDA), so a timer reads it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def interleaved(steps: List[Callable[[], None]], reset: Callable[[], None], sync: Callable[[], None],
+                repeat: int, report: Callable[[str, int, int], None] = lambda *_: None,
+                warm: int = -1) -> List[float]:
+    """Medians of `repeat` rounds, each step once per round in turn, after
+    one warm-up round of the first `warm` steps (all when negative); `reset`
+    before each step puts the gradients, buffers and RNG back, so that
+    every step starts as the first."""
+    times: List[List[float]] = [[] for _ in steps]
+    warmed = steps if warm < 0 else steps[:warm]
     for r in range(repeat + 1):
         report("whole steps", r, repeat + 1)
-        for name, step in steps[:1] if r == 0 else steps:
+        for i, step in enumerate(warmed if r == 0 else steps):
             reset()
             sync()
             t0 = time.perf_counter()
             step()
             sync()
             if r:  # the first round warms up
-                runs[name].append(time.perf_counter() - t0)
+                times[i].append(time.perf_counter() - t0)
     reset()
-    return {k: (statistics.median(v) if v else None) for k, v in runs.items()}
+    return [statistics.median(t) for t in times]
+
+
+def whole_steps(plain: Optional[Callable[[], None]], wrapper: Callable[[], None], reset: Callable[[], None],
+                sync: Callable[[], None], repeat: int,
+                report: Callable[[str, int, int], None]) -> Dict[str, Optional[float]]:
+    """Medians of `repeat` interleaved rounds of the two steps
+    (`interleaved`), after one warm-up of the wrapper's only (its first
+    step checks and captures; the model's own step ran warm while the
+    stages were checked and timed)."""
+    steps = [wrapper] + ([plain] if plain is not None else [])
+    medians = interleaved(steps, reset, sync, repeat, report, warm=1)
+    return {"wrapper": medians[0], "plain": medians[1] if plain is not None else None}
 
 
 def plain_step(program, loss: Optional[Callable], batch, target) -> Callable[[], None]:

@@ -58,11 +58,6 @@ from .step_inputs import (StepInputs, booked_outside, fixed_tensors, foreign_sto
 from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 class _Pipeline:
     """Runs a program's stages one by one, the way the runtime does."""
 
@@ -332,7 +327,7 @@ def _calibrate(stages, model, run, loss, batch, target, budget, state: TrainingS
     returns what the chain's `source` says of it."""
     plain = calibration.plain_step(run, loss, batch, target) if budget is None else None
     wrapper = calibration.wrapper_step(model, run, loss, batch, target, budget)
-    steps = calibration.whole_steps(plain, wrapper, state.reset, lambda: _sync(device), repeat, report)
+    steps = calibration.whole_steps(plain, wrapper, state.reset, lambda: calibration.sync(device), repeat, report)
     stage_sum = sum(st["forward_seconds"] + st["backward_seconds"] for st in stages)
     f = calibration.factors(stage_sum, steps["plain"], steps["wrapper"], len(stages))
     calibration.apply(stages, f["scale"], f["per_forward_seconds"])
@@ -447,8 +442,9 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
     # graph computes (at low budgets the partitioner recomputes dropout
     # with a new draw), or no plan on this chain may run.
     budget = getattr(program, "budget", None)
-    if budget is not None and budget != 1.0:
-        reps = _representatives(program, inputs, pipe.consts)
+    below_one = budget is not None and budget != 1.0
+    reps = _representatives(program, inputs, pipe.consts) if policies or below_one else {}
+    if below_one:
         wrong = _wrong_gradients(pipe, inputs, deltas, policy_name(1.0), sorted(set(reps.values())), device)
         state.reset()
         if wrong:
@@ -460,7 +456,6 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
 
     # The menus: each policy's F_all and B measured as above, on one stage
     # of each kind (`_representatives`).
-    reps = _representatives(program, inputs, pipe.consts) if policies else {}
     measured = sorted(set(reps.values()))
     option_rows: Dict[Tuple[int, str], Dict[str, int]] = {}
     runnable: List[str] = []
@@ -498,22 +493,22 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
         for l in range(n, 0, -1):
             report("times", r * n + n - l, repeat * n)
             inp = inputs[l - 1]
-            _sync(device)
+            calibration.sync(device)
             t0 = time.perf_counter()
             y = pipe.forward_nograd(l, inp)
-            _sync(device)
+            calibration.sync(device)
             times[l]["n"].append(time.perf_counter() - t0)
             del y
             box: list = []
             t0 = time.perf_counter()
             out = [pipe.forward_recording(l, inp, box)]
-            _sync(device)
+            calibration.sync(device)
             t1 = time.perf_counter()
             for p in program.parameters(l):
                 p.grad = None
             d = deltas.get(l)
             backward_handing_over(out, [] if d is None else [d])
-            _sync(device)
+            calibration.sync(device)
             times[l]["b"].append(time.perf_counter() - t1)
             times[l]["f"].append(t1 - t0)
             box.clear()
@@ -527,11 +522,11 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
                 box = []
                 t0 = time.perf_counter()
                 out = [pipe.forward_recording(l, inp, box, name)]
-                _sync(device)
+                calibration.sync(device)
                 for p in program.parameters(l):
                     p.grad = None
                 backward_handing_over(out, [] if d is None else [d])
-                _sync(device)
+                calibration.sync(device)
                 option_times.setdefault((l, name), []).append(time.perf_counter() - t0)
                 box.clear()
         state.reset()

@@ -34,11 +34,8 @@ before anything is timed. Run it with the variant's own arguments:
 
 from __future__ import annotations
 
-import statistics
-import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-import torch
 
 from . import calibration
 from .batch import device_of
@@ -46,6 +43,11 @@ from .chain import describe_chain
 from .measure import TrainingState
 from .planning import ChainLike, solve
 from .schedule import parse_schedule
+
+# The variants' store-all steps, timed in the same interleaved rounds: the
+# calibration's own timer (a name of this module, so that a test can fix
+# the rounds' medians without fixing each describe_chain's calibration).
+_timed_together = calibration.interleaved
 
 # The keywords of `describe_chain` a variant may set; the others
 # (`repeat`, `check`, `set_to_none`, …) are common to all variants.
@@ -114,7 +116,7 @@ def describe_variants(model, batch, target: Any = None, variants: Sequence[Mappi
     params = [p for p in model.parameters() if p.requires_grad]
     state = TrainingState(params, list(model.buffers()), device)
     try:
-        medians = _interleaved(steps, state.reset, lambda: _sync(device), repeat)
+        medians = _timed_together(steps, state.reset, lambda: calibration.sync(device), repeat)
     finally:
         state.restore()
     for i, (chain, seconds) in enumerate(zip(chains, medians)):
@@ -170,26 +172,3 @@ def _store_all_step(model, chain: Dict[str, Any], loss, batch, target,
     def run() -> None:
         step(batch, target)
     return run
-
-
-def _interleaved(steps: List[Callable[[], None]], reset: Callable[[], None], sync: Callable[[], None],
-                 repeat: int) -> List[float]:
-    """Medians of `repeat` rounds, each step once per round in turn, after
-    one warm-up round (a wrapper's first step finds and checks its stages,
-    and compiles them where the variant compiles)."""
-    times: List[List[float]] = [[] for _ in steps]
-    for r in range(repeat + 1):
-        for i, step in enumerate(steps):
-            reset()
-            sync()
-            t0 = time.perf_counter()
-            step()
-            sync()
-            if r:
-                times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)

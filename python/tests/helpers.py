@@ -227,3 +227,20 @@ def lm_loss(out, labels):
 def token_ids(seed: int) -> torch.Tensor:
     """A batch of 2 × 64 ids for `tiny_gpt2`, from its own generator."""
     return torch.randint(0, 500, (2, 64), generator=torch.Generator().manual_seed(seed))
+
+
+def random_chain(rng, n: int) -> dict:
+    """A random remat-chain/1 dict of n stages (sizes in MiB, times in
+    ms): for tests that read a chain through the real solver."""
+    stages = []
+    for l in range(1, n + 1):
+        out = rng.randint(1, 40) << 20
+        stages.append({
+            "name": f"s{l}",
+            "forward_seconds": rng.uniform(1e-3, 2e-2),
+            "forward_nograd_seconds": rng.uniform(5e-4, 2e-2),
+            "backward_seconds": rng.uniform(1e-3, 4e-2),
+            "output_bytes": out,
+            "saved_bytes": out + (rng.randint(0, 60) << 20),
+        })
+    return {"format": "remat-chain/1", "name": "random", "input_bytes": 8 << 20, "stages": stages}

@@ -12,22 +12,7 @@ from torch import nn
 import remat_torch
 from remat_torch import calibration
 
-from helpers import mlp
-
-
-def _chain(rng: random.Random, n: int) -> dict:
-    stages = []
-    for l in range(1, n + 1):
-        out = rng.randint(1, 40) << 20
-        stages.append({
-            "name": f"s{l}",
-            "forward_seconds": rng.uniform(1e-3, 2e-2),
-            "forward_nograd_seconds": rng.uniform(5e-4, 2e-2),
-            "backward_seconds": rng.uniform(1e-3, 4e-2),
-            "output_bytes": out,
-            "saved_bytes": out + (rng.randint(0, 60) << 20),
-        })
-    return {"format": "remat-chain/1", "name": "random", "input_bytes": 8 << 20, "stages": stages}
+from helpers import mlp, random_chain
 
 
 def _stage_alone_seconds(chain: dict, ops: list) -> float:
@@ -51,7 +36,7 @@ def test_folded_times_predict_the_whole_steps_and_charge_every_forward():
     rng = random.Random(42)
     checked_recomputing = 0
     for case in range(60):
-        chain = _chain(rng, rng.randint(3, 14))
+        chain = random_chain(rng, rng.randint(3, 14))
         alone = {"stages": [dict(st) for st in chain["stages"]]}
         stage_sum = sum(st["forward_seconds"] + st["backward_seconds"] for st in chain["stages"])
         plain = stage_sum * rng.uniform(0.8, 1.3)

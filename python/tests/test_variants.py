@@ -11,6 +11,8 @@ from torch import nn
 import remat_torch
 from remat_torch import variants
 
+from helpers import random_chain
+
 
 def _model():
     torch.manual_seed(0)
@@ -40,7 +42,7 @@ def test_each_chain_predicts_its_store_all_step_timed_with_the_others(monkeypatc
             ran.append(1)
         return [0.05, 0.08]
 
-    monkeypatch.setattr(variants, "_interleaved", fixed)
+    monkeypatch.setattr(variants, "_timed_together", fixed)
     chains = remat_torch.describe_variants(model, x, target, [{}, {"merge": 2}],
                                            loss=nn.functional.cross_entropy, repeat=1, progress=False)
     assert ran == [1, 1]
@@ -51,21 +53,6 @@ def test_each_chain_predicts_its_store_all_step_timed_with_the_others(monkeypatc
         assert "timed with the others'" in chain["source"]
     assert "merge=2" in chains[1]["source"]
     assert all(p.grad is None for p in model.parameters())  # left as it was
-
-
-def _chain(rng: random.Random, n: int) -> dict:
-    stages = []
-    for l in range(1, n + 1):
-        out = rng.randint(1, 40) << 20
-        stages.append({
-            "name": f"s{l}",
-            "forward_seconds": rng.uniform(1e-3, 2e-2),
-            "forward_nograd_seconds": rng.uniform(5e-4, 2e-2),
-            "backward_seconds": rng.uniform(1e-3, 4e-2),
-            "output_bytes": out,
-            "saved_bytes": out + (rng.randint(0, 60) << 20),
-        })
-    return {"format": "remat-chain/1", "name": "random", "input_bytes": 8 << 20, "stages": stages}
 
 
 def test_fastest_is_the_lowest_predicted_plan_of_the_chains_that_fit():
@@ -79,7 +66,7 @@ def test_fastest_is_the_lowest_predicted_plan_of_the_chains_that_fit():
     rng = random.Random(7)
     skipped_some = 0
     for case in range(80):
-        chains = [_chain(rng, rng.randint(3, 10)) for _ in range(rng.randint(2, 4))]
+        chains = [random_chain(rng, rng.randint(3, 10)) for _ in range(rng.randint(2, 4))]
         budget = rng.randint(60, 400) << 20
         want = None
         below = 0
