@@ -45,6 +45,11 @@ def main():
     ap.add_argument("--model", default="llama", choices=["gpt2", "llama", "vit", "resnet18"])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--merge", type=int, default=1, help="Remat's stages join this many blocks (describe_chain's)")
+    ap.add_argument("--join-glue", action="store_true",
+                    help="Remat's stages take the stem and head in (describe_chain's join_glue): with "
+                         "--merge covering every block, the whole step is one stage")
+    ap.add_argument("--budget", type=float, default=1.0,
+                    help="the partitioner's budget for the whole model and Remat's stages (default 1.0)")
     args = ap.parse_args()
     model, batch, target, loss, blocks = peers.build(args.model)
     model.train()
@@ -59,12 +64,14 @@ def main():
             peers.model_loss(m, loss, batch, target).backward()
         return step
 
-    whole, _ = peers.compiled(model, 1.0)
+    whole, _ = peers.compiled(model, args.budget)
 
     def whole_step():
         clear(model)
         out = whole(**batch) if isinstance(batch, dict) else whole(batch)
         loss(out, target).backward()
+
+    whole_step()  # compiled now, at the budget just set
 
     per_block = copy.deepcopy(model)
     per_block_blocks = []
@@ -90,7 +97,8 @@ def main():
             stack = None
 
     with tempfile.TemporaryDirectory() as work:
-        chain = remat_torch.describe_chain(model, batch, target, loss=loss, compile=True, merge=args.merge)
+        how = dict(compile=args.budget, merge=args.merge, join_glue=args.join_glue)
+        chain = remat_torch.describe_chain(model, batch, target, loss=loss, **how)
         path = os.path.join(work, "chain.json")
         with open(path, "w") as f:
             json.dump(chain, f)
@@ -98,7 +106,7 @@ def main():
         solved = subprocess.run([args.remat, "solve", path, "-a", "store-all", "-b", "100%", "--json", "-o", plan],
                                 capture_output=True, text=True, check=True)
         predicted = json.loads(solved.stdout)["makespan_seconds"]
-        wrapper = remat_torch.checkpointed(model, plan, loss=loss, chain=path, compile=True, merge=args.merge)
+        wrapper = remat_torch.checkpointed(model, plan, loss=loss, chain=path, **how)
         wrapper.record_states = False
 
         def remat_step():
@@ -107,9 +115,10 @@ def main():
 
         methods = {
             "plain eager": eager_step(model),
-            "whole model compiled": whole_step,
+            f"whole model compiled (budget {args.budget:g})": whole_step,
             f"each block compiled ({len(per_block_blocks)})": eager_step(per_block),
-            f"Remat store-all, compiled stages (merge {args.merge})": remat_step,
+            f"Remat store-all, {len(chain['stages'])} compiled stages (merge {args.merge}"
+            + (", glue joined" if args.join_glue else "") + ")": remat_step,
         }
         if stack is not None:
             methods["block stack compiled as one, rest eager"] = eager_step(stack)
@@ -126,7 +135,7 @@ def main():
     print(f"{args.model}: {args.rounds} interleaved rounds, load {load:.2f} → {os.getloadavg()[0]:.2f}, "
           f"torch {torch.__version__}, {torch.get_num_threads()} threads")
     for k, v in times.items():
-        print(f"  {k:36s} median {statistics.median(v) * 1e3:7.1f} ms   min {min(v) * 1e3:7.1f} ms")
+        print(f"  {k:52s} median {statistics.median(v) * 1e3:7.1f} ms   min {min(v) * 1e3:7.1f} ms")
     print(f"  (Remat's prediction for its store-all plan: {predicted * 1e3:.1f} ms)")
 
 

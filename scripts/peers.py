@@ -34,7 +34,11 @@ solved by the `remat` binary, run through `remat_torch.checkpointed`:
   blocks gets that fusion inside it, and with k = all the partitioner's
   own choice at the peer's budget is one of Remat's options for the
   blocks: the peer's configuration (but for the embedding and the head,
-  compiled apart) is in the set the option DP searches.
+  compiled apart) is in the set the option DP searches. `k+glue` joins
+  the stem and head to the blocks beside them (`join_glue=True`); with
+  `all+glue` the whole step is one stage, and the peer's own
+  configuration — the whole model compiled at its budget — is one of
+  Remat's options.
 
 The last column is **Remat's pick**: of its chains with menus, the one whose
 plan it predicts fastest at the peer's peak — what a user running Remat
@@ -311,13 +315,13 @@ def run_model(name, args, work):
     # blocks whose F_all runs the partitioner at budget b.
     variant_of = {"remat": {"menu": True}}
     if args.compiled:
-        for k in merge_values(args.merge, len(blocks)):
+        for k, glue in merge_values(args.merge, len(blocks)):
             for b in args.classic_budgets:
-                kind = "remat-compiled" if (k, b) == (1, 1.0) else (
-                    f"remat-compiled-merge{k}" + ("" if b == 1.0 else f"-at{b:g}"))
+                kind = "remat-compiled" if (k, glue, b) == (1, False, 1.0) else (
+                    f"remat-compiled-merge{k}" + ("-glue" if glue else "") + ("" if b == 1.0 else f"-at{b:g}"))
                 menu = True if args.menu_budgets is None else [
                     policy_name(m) for m in args.menu_budgets if m != b]
-                variant_of[kind] = {"compile": b, "merge": k, "menu": menu}
+                variant_of[kind] = {"compile": b, "merge": k, "join_glue": glue, "menu": menu}
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -453,6 +457,9 @@ def run_model(name, args, work):
         candidates = [k for k, _ in kinds if not k.endswith("classic") and "ratio" in row[k]]
         if candidates:
             row["pick"] = min(candidates, key=lambda k: row[k]["predicted_seconds"])
+        own = own_configuration(chains, variant_of, peer["budget"], args.remat, work)
+        if own is not None:
+            row["own_configuration"] = own
         rows.append(row)
     if args.chains and chain_c is not None:
         # The compiled chain with its menus and the peers as measured: the
@@ -473,17 +480,65 @@ def run_model(name, args, work):
             "compiled_left_out": left_out, "merges": merges}
 
 
+def own_configuration(chains, variant_of, budget, remat, work):
+    """A torch.compile peer's own configuration — the whole model compiled
+    at its budget — as one of Remat's options: on a one-stage chain
+    (`all+glue`), the classic F_all when the chain was compiled at that
+    budget, else its menu entry `activation_memory_budget=b`. Returns
+    its store-all step as the simulator predicts it (time, peak: the
+    option made the stage's classic F_all, menu dropped, `remat solve -a
+    store-all`), or None when no chain holds it. With it, the DP's
+    exactness is a proof: wherever this option fits, the plan Remat picks
+    is predicted no slower than the peer's own configuration."""
+    if budget is None:
+        return None
+    for kind, v in variant_of.items():
+        chain = chains.get(kind)
+        if chain is None or len(chain["stages"]) != 1 or not v.get("join_glue"):
+            continue
+        stage = dict(chain["stages"][0])
+        menu = stage.pop("menu", None) or []
+        if v["compile"] != budget:
+            entry = next((e for e in menu if e["policy"] == policy_name(budget)), None)
+            if entry is None:
+                continue
+            stage["saved_bytes"] = entry["saved_bytes"]
+            stage["backward_seconds"] += entry["backward_extra_seconds"]
+            stage["backward_overhead_bytes"] = entry.get("backward_overhead_bytes", 0)
+            if "forward_overhead_bytes" in entry:
+                stage["forward_overhead_bytes"] = entry["forward_overhead_bytes"]
+        path = os.path.join(work, f"own-{kind}-{budget:g}.json")
+        with open(path, "w") as f:
+            json.dump(dict(chain, stages=[stage]), f)
+        p = subprocess.run([remat, "solve", path, "-a", "store-all", "-b", "100%", "--json"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            continue
+        result = json.loads(p.stdout)
+        return {"kind": kind, "predicted_seconds": result["makespan_seconds"],
+                "predicted_peak": result["peak_bytes"]}
+    return None
+
+
 def merge_values(spec: str, blocks: int):
     """--merge: how many blocks each compiled stage joins, a comma list of
-    whole numbers or `all` (every block in one stage)."""
+    whole numbers or `all` (every block in one stage), each optionally
+    followed by `+glue` (the stem and the head joined to the blocks beside
+    them: `all+glue` is the whole step as one stage). Pairs (k, glue)."""
     out = []
     for part in spec.split(","):
         part = part.strip()
-        k = blocks if part == "all" else int(part)
+        glue = part.endswith("+glue")
+        count = part[: -len("+glue")] if glue else part
+        try:
+            k = blocks if count == "all" else int(count)
+        except ValueError:
+            k = 0
         if k < 1:
-            raise SystemExit(f"--merge: expected whole numbers ≥ 1 or 'all', got {part!r}")
-        if min(k, blocks) not in out:
-            out.append(min(k, blocks))
+            raise SystemExit(f"--merge: expected whole numbers ≥ 1 or 'all', each optionally with '+glue', "
+                             f"got {part!r}")
+        if (min(k, blocks), glue) not in out:
+            out.append((min(k, blocks), glue))
     return out
 
 
@@ -504,8 +559,9 @@ def variant_name(v) -> str:
     """A chain over compiled stages in words: how many blocks a stage
     joins, and the partitioner's budget of its F_all where not 1.0."""
     blocks = "each block" if v["merge"] == 1 else f"{v['merge']} blocks"
+    glue = " with the stem and head joined" if v.get("join_glue") else ""
     at = "" if v["compile"] == 1.0 else f", F_all at budget {v['compile']:g}"
-    return f"Remat over compiled stages of {blocks}{at}"
+    return f"Remat over compiled stages of {blocks}{glue}{at}"
 
 
 def report(s):
@@ -529,6 +585,10 @@ def report(s):
     for k in merged:
         header += [f"{names[k]}: time pred. / meas.; peak pred. / meas.; options", "/ peer"]
     header += ["Remat's pick (fastest predicted) / peer"]
+    own = any("own_configuration" in r for r in s["rows"])
+    if own:
+        header += ["the peer's own configuration in Remat's model (one-stage chain): time; peak predicted "
+                   "— the pick's predicted time over it"]
     lines = [f"### {s['model']} ({s['stages']} stages; {s['threads']} threads, load {s['load'][0]:.2f} → "
              f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
              "| " + " | ".join(header) + " |",
@@ -559,6 +619,17 @@ def report(s):
         pick = r.get("pick")
         row += [f"**{r[pick]['ratio']:.2f}×** ({r[pick]['faster_rounds']}/{s['rounds']}; {names[pick]})"
                 if pick else "—"]
+        if own:
+            o = r.get("own_configuration")
+            if o is None:
+                row += ["—"]
+            else:
+                fits = o["predicted_peak"] <= r["peak_bytes"]
+                head = f"{1000 * o['predicted_seconds']:.0f} ms; {mib(o['predicted_peak'])}"
+                if pick and fits:
+                    row += [f"{head} — {r[pick]['predicted_seconds'] / o['predicted_seconds']:.2f}×"]
+                else:
+                    row += [f"{head} — " + ("above the peer's peak" if not fits else "no pick")]
         lines.append("| " + " | ".join(row) + " |")
     if s.get("compiled_left_out"):
         lines += ["", "Left out of the compiled menus (wrong gradients): " + " ".join(s["compiled_left_out"])[:600]]
@@ -577,7 +648,8 @@ def main():
     ap.add_argument("--chains", help="write each model's compiled chain, menus and peers, to this folder")
     ap.add_argument("--merge", default="1",
                     help="Remat over compiled stages of k blocks each, for each k of this comma list "
-                         "('all': every block in one stage)")
+                         "('all': every block in one stage; 'k+glue': the stem and head joined to the "
+                         "blocks beside them, 'all+glue' the whole step as one stage)")
     ap.add_argument("--classic-budgets", default="1.0",
                     help="the partitioner's budget of the compiled stages' F_all without an option, a comma "
                          "list: one chain per merge and budget")

@@ -23,7 +23,11 @@ Default granularity: one stage per block — a child of an `nn.ModuleList`,
 `blocks.7`), the deepest such container when they nest — and the glue in
 between (stems, embeddings, heads with the loss) as stages named by their
 modules joined with `+`. `granularity="fine"` gives every valid cut;
-`merge=k` joins k consecutive blocks into one stage.
+`merge=k` joins k consecutive blocks into one stage; `join_glue=True` joins
+the glue to its neighbouring block stage (the stem or embedding to the first,
+every other piece of glue — a head with the loss — to the one before it), as
+a whole compiled model fuses them: with `merge` covering every block, the
+whole step is one stage.
 
 A cut never falls just before an operation that writes into the crossing
 tensor in place (torchvision's `relu(inplace=True)`): the write would go
@@ -293,12 +297,15 @@ def find_stages(
     loss: Callable,
     granularity: str = "block",
     merge: int = 1,
+    join_glue: bool = False,
 ) -> StagedModel:
     """Cut `loss(model(batch), target)` into stages (module docstring)."""
     if granularity not in ("block", "fine"):
         raise StagingError(f"granularity: expected \"block\" or \"fine\", got {granularity!r}")
     if not isinstance(merge, int) or isinstance(merge, bool) or merge < 1:
         raise StagingError(f"merge: expected a whole number ≥ 1, got {merge!r}")
+    if not isinstance(join_glue, bool):
+        raise StagingError(f"join_glue: expected True or False, got {join_glue!r}")
     ep = _export(model, batch, target, loss)
     gm = ep.module()
     graph = gm.graph
@@ -412,8 +419,11 @@ def find_stages(
                 run = 0
             run = run + 1 if k is not None else 0
         groups = merged
+    if join_glue and any(k is not None for k, _ in groups):
+        groups = _join_glue(groups)
 
-    if len(groups) < 2:
+    # One stage is a chain only when asked for (the whole step joined).
+    if len(groups) < 2 and not (join_glue and groups):
         raise StagingError(_no_cut_message(model, order, keys, crossing_at))
 
     # Step constants: every placeholder and constant a stage reads.
@@ -437,7 +447,7 @@ def find_stages(
         if s > 0:
             inp = crossing_at[index[stage_nodes[s - 1][-1]]][0]
         out = loss_node if s == len(stage_nodes) - 1 else crossing_at[index[g[-1]]][0]
-        name = _segment_name([chains[n] for n in g], key)
+        name = _joined_name(g, keys, chains) if join_glue else _segment_name([chains[n] for n in g], key)
         if s == len(stage_nodes) - 1:
             name = (name + "+loss") if name else "loss"
         paths.append(name or f"stage{s + 1}")
@@ -464,6 +474,42 @@ def find_stages(
         constant_names=[n.name for n in const_used],
         joined=joined,
     )
+
+
+def _join_glue(groups: List[Tuple[Optional[str], List[fx.Node]]]) -> List[Tuple[Optional[str], List[fx.Node]]]:
+    """Glue (key None) joined to a block stage: what comes before the first
+    block to it, any other glue to the block stage before it."""
+    joined: List[Tuple[Optional[str], List[fx.Node]]] = []
+    leading: List[fx.Node] = []
+    for k, seg in groups:
+        if k is None and joined:
+            joined[-1] = (joined[-1][0], joined[-1][1] + seg)
+        elif k is None:
+            leading += seg
+        else:
+            joined.append((k, leading + seg))
+            leading = []
+    return joined
+
+
+def _joined_name(g: List[fx.Node], keys, chains) -> str:
+    """A stage of blocks and glue joined to them, named by its runs in
+    order (`patch_embed+pos_drop+blocks.0`, `blocks.11+norm+head`)."""
+    runs: List[Tuple[Optional[str], List[fx.Node]]] = []
+    for n in g:
+        glue = keys[n] is None
+        if runs and (runs[-1][0] is None) == glue:
+            runs[-1][1].append(n)
+        else:
+            runs.append((None if glue else keys[n], [n]))
+    parts = []
+    for k, run in runs:
+        if k is not None:
+            k = "+".join(dict.fromkeys(keys[n] for n in run))
+        part = _segment_name([chains[n] for n in run], k)
+        if part and part not in parts:
+            parts.append(part)
+    return "+".join(parts)
 
 
 # A stage name longer than this many `+`-joined parts is shortened.
@@ -785,10 +831,10 @@ def signature(batch, target) -> Tuple:
 
 
 def make_program(model, batch, target, loss: Optional[Callable], granularity: str = "block",
-                 merge: int = 1):
+                 merge: int = 1, join_glue: bool = False):
     """The stages of `model`: the user's own (a list or `nn.Sequential` and
     no `loss`: the old convention), else found by `find_stages` (once per
-    model, batch signature, loss, granularity and merge)."""
+    model, batch signature, loss, granularity, merge and join_glue)."""
     if loss is None:
         if isinstance(model, (list, tuple, nn.Sequential)):
             return StageList(list(model))
@@ -804,7 +850,7 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
     autocast = tuple(
         (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")
     )
-    key = (signature(batch, target), loss, granularity, merge, model.training, autocast)
+    key = (signature(batch, target), loss, granularity, merge, join_glue, model.training, autocast)
     found = _FOUND.setdefault(model, {})
     if key not in found:
         # What capture would freeze (remat_torch.frozen): hooks refused
@@ -813,7 +859,7 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
         refuse_hooks(model)
         before = PythonState(model)
         with watching_writes(before):
-            program = StagedProgram(find_stages(model, batch, target, loss, granularity, merge))
+            program = StagedProgram(find_stages(model, batch, target, loss, granularity, merge, join_glue))
         refuse_changes_by_capture(before)
         program.python_state = before
         found[key] = program

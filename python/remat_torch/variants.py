@@ -51,9 +51,9 @@ _timed_together = calibration.interleaved
 
 # The keywords of `describe_chain` a variant may set; the others
 # (`repeat`, `check`, `set_to_none`, …) are common to all variants.
-VARIANT_KEYS = ("merge", "granularity", "compile", "menu")
+VARIANT_KEYS = ("merge", "join_glue", "granularity", "compile", "menu")
 # Of those, the ones `checkpointed` must be given the same.
-RUN_KEYS = ("merge", "granularity", "compile")
+RUN_KEYS = ("merge", "join_glue", "granularity", "compile")
 
 
 def check_variants(variants: Any) -> List[Dict[str, Any]]:
@@ -76,7 +76,7 @@ def check_variants(variants: Any) -> List[Dict[str, Any]]:
 
 def run_arguments(variant: Mapping[str, Any]) -> Dict[str, Any]:
     """The keywords `checkpointed` needs to run a plan of this variant's
-    chain: its `merge`, `granularity` and `compile`."""
+    chain: its `merge`, `join_glue`, `granularity` and `compile`."""
     return {k: variant[k] for k in RUN_KEYS if k in variant}
 
 

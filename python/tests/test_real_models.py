@@ -172,6 +172,47 @@ def test_a_stage_that_differs_from_the_model_is_refused():
     state.restore()
 
 
+@pytest.mark.parametrize("which, merge, names", [
+    ("gpt2", 1, ["transformer.wte+transformer.wpe+transformer.drop+transformer.h.0", "transformer.h.1",
+                 "transformer.h.2+transformer.ln_f+lm_head+loss"]),
+    ("vit", 2, ["patch_embed.proj+pos_drop+blocks.0+blocks.1", "blocks.2+blocks.3+norm+head_drop+head+loss"]),
+    ("vit", 4, ["patch_embed.proj+pos_drop+blocks+norm+head_drop+head+loss"]),
+])
+def test_glue_joined_to_its_blocks_runs_bit_for_bit(which, merge, names):
+    """`join_glue=True`: the stem with the first block stage, the head and
+    the loss with the last — with `merge` covering every block, the whole
+    step as one stage, what whole-model torch.compile compiles. The chain
+    is checked against the model's own step (describe_chain's check) and
+    rotor's plan at the least memory it can run in is run by `checkpointed`
+    with the same arguments, bitwise against a plain step. Fails if the
+    glue is dropped or joined elsewhere (mutations run: the stem's nodes
+    not carried into the first block stage → the first stage's graph reads
+    a value no stage computes, KeyError `dropout` on all three; `join_glue`
+    not passed on by `checkpointed` → the runtime finds more stages than the
+    plan has, ScheduleError on all three)."""
+    model, batch, target, loss = MODELS[which]()
+    chain = describe_chain(model, batch, target, loss=loss, repeat=1, merge=merge, join_glue=True, progress=False)
+    assert [s["name"] for s in chain["stages"]] == names
+    plan = None
+    for share in ("0%", "30%", "60%", "100%"):  # the least memory above the chain's floor
+        try:
+            plan = remat_torch.solve(chain, "rotor", share)
+        except ValueError:
+            continue
+        if plan is not None:
+            break
+    assert plan is not None
+    reset = _state(model)
+    loss(model(**batch) if isinstance(batch, dict) else model(batch), target).backward()
+    want = _grads(model)
+    reset()
+    step = checkpointed(model, plan, loss=loss, chain=chain, merge=merge, join_glue=True)
+    step(batch, target)
+    assert _same(_grads(model), want)
+    with pytest.raises(StagingError, match="join_glue: expected True or False"):
+        remat_torch.find_stages(model, batch, target, loss, join_glue="yes")
+
+
 def test_no_cut_is_a_clear_error():
     """Two tensors that need a gradient cross every block boundary: no chain."""
 

@@ -24,6 +24,22 @@ def _model():
     return model, x, target
 
 
+class _Net(nn.Module):
+    """A stem, four blocks, a head: glue that `join_glue` can join."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Linear(16, 32)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(32, 32), nn.Tanh()) for _ in range(4))
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, x):
+        x = self.stem(x).relu()
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
 def test_each_chain_predicts_its_store_all_step_timed_with_the_others(monkeypatch):
     # How it could fail: `rescale` not applied (each chain keeps the clock it
     # was described on), applied to one field only (B^ℓ left unscaled), or
@@ -98,18 +114,23 @@ def test_the_plan_picked_runs_with_its_variants_arguments_bit_for_bit():
     # dropping `merge` (the runtime finds other stages than the chain's
     # and refuses the plan) or the stages' store-all wrappers leaving
     # gradients behind. Mutation run: RUN_KEYS without "merge" → the plan
-    # of the merge=2 chain fails to run (its stage count differs).
-    model, x, target = _model()
+    # of the merge=2 chain fails to run (its stage count differs); RUN_KEYS
+    # without "join_glue" → the joined chain's plan (2 stages) is refused
+    # on the 4 stages found without it.
+    _, x, target = _model()
+    torch.manual_seed(0)
+    model = _Net()
     loss = nn.functional.cross_entropy
-    vs = [{}, {"merge": 2}]
+    vs = [{}, {"merge": 2}, {"merge": 2, "join_glue": True}]
     chains = remat_torch.describe_variants(model, x, target, vs, loss=loss, repeat=1, progress=False)
+    assert [len(c["stages"]) for c in chains] == [6, 4, 2]
     model.zero_grad(set_to_none=True)
     loss(model(x), target).backward()
     want = [p.grad.clone() for p in model.parameters()]
     recomputed = 0
     for i, chain in enumerate(chains):
         plan = None
-        for share in ("50%", "70%", "85%"):  # the lowest above the chain's floor
+        for share in ("50%", "70%", "85%", "100%"):  # the lowest above the chain's floor
             try:
                 plan = remat_torch.solve(chain, "rotor", share)
             except ValueError:  # below the floor
@@ -125,7 +146,7 @@ def test_the_plan_picked_runs_with_its_variants_arguments_bit_for_bit():
     assert recomputed >= 1  # a plan that only stores all would not test the stages' cuts
     top = max(remat_torch.solve(c, "store-all", "100%")["predicted"]["peak_bytes"] for c in chains)
     picked = remat_torch.fastest(chains, top)
-    assert picked is not None and picked[0] in (0, 1)
+    assert picked is not None and picked[0] in (0, 1, 2)
     with pytest.raises(ValueError, match="budget: '60%' is a share"):
         remat_torch.fastest(chains, "60%")
 
