@@ -522,6 +522,13 @@ pub struct PipelineArgs {
     /// it sends take no time and the step is a bound from below).
     #[arg(long)]
     pub link: Option<Rate>,
+    /// Bandwidth between each rank and host memory, each way (25GB/s,
+    /// 200Gbps): each rank may offload what its waiting micro-batches
+    /// hold to the host during their wait and prefetch it before their
+    /// backward (PipeOffload); every candidate plan is judged with and
+    /// without it and the fastest that fits kept. 1f1b and gpipe only.
+    #[arg(long)]
+    pub offload: Option<Rate>,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,

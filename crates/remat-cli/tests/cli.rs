@@ -1989,6 +1989,113 @@ fn pipeline_plans_each_rank_and_writes_its_schedule() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--link"));
 }
 
+/// `remat pipeline --offload RATE`: each rank judged also offloading its
+/// waiting micro-batches' held bytes to the host. On GPT-2 (4 ranks, 8
+/// micro-batches, 2.5 GiB) a 25 GB/s link is too slow for it (a rank-0
+/// micro-batch holds about 0.4–1 GiB and takes about 25 ms), so the plans
+/// and step are those without; at 450 GB/s rank 0 offloads all 8, stalls
+/// nothing, recomputes less and the step is shorter. Bad rates exit 2
+/// naming `--offload`, and so does an interleaved schedule.
+/// Mutation run: `fastest_fitting` never taking the offloading way
+/// (`offload.filter(|_| false)`): rank 0's `offload` null at 450 GB/s,
+/// fails.
+#[test]
+fn pipeline_offloads_waiting_microbatches() {
+    let with = |extra: &[&str]| {
+        let base = [
+            "pipeline",
+            "example:gpt2-h200-torch",
+            "--ranks",
+            "4",
+            "-m",
+            "8",
+            "-b",
+            "2.5GiB",
+            "--json",
+        ];
+        json(&remat(&[&base[..], extra].concat()))
+    };
+    let plain = with(&[]);
+    let step = |v: &Value| v["per_rank"]["makespan_seconds"].as_f64().unwrap();
+    assert!(plain["offload_bytes_per_s"].is_null());
+    assert!(plain["per_rank"]["ranks"][0]["offload"].is_null());
+    let slow = with(&["--offload", "25GB/s"]);
+    assert_eq!(slow["offload_bytes_per_s"].as_f64(), Some(25e9));
+    assert_eq!(step(&slow), step(&plain));
+    for r in slow["per_rank"]["ranks"].as_array().unwrap() {
+        assert!(r["offload"].is_null(), "{r}");
+    }
+    let fast = with(&["--offload", "450GB/s"]);
+    let rank0 = &fast["per_rank"]["ranks"][0];
+    let o = &rank0["offload"];
+    assert_eq!(o["bytes_per_s"].as_f64(), Some(450e9), "{o}");
+    assert_eq!(o["microbatches_offloaded"].as_u64(), Some(8), "{o}");
+    assert_eq!(o["stall_seconds"].as_f64(), Some(0.0), "{o}");
+    let held = rank0["cost"]["held_bytes"].as_u64().unwrap();
+    assert_eq!(o["bytes_moved"].as_u64(), Some(16 * held), "{o}");
+    assert!(rank0["judged"]["peak_bytes"].as_u64().unwrap() <= 5 << 29);
+    assert!(
+        step(&fast) < step(&plain),
+        "{} vs {}",
+        step(&fast),
+        step(&plain)
+    );
+    let text = remat(&[
+        "pipeline",
+        "example:gpt2-h200-torch",
+        "--ranks",
+        "4",
+        "-m",
+        "8",
+        "-b",
+        "2.5GiB",
+        "--offload",
+        "450GB/s",
+    ]);
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains("offload (to host)") && out.contains("8 mb,"),
+        "{out}"
+    );
+    for bad in [
+        &["--offload", "0"][..],
+        &["--offload=-1GB/s"],
+        &["--offload", "NaN"],
+        &["--offload", "fast"],
+        &[
+            "--offload",
+            "25GB/s",
+            "--schedule",
+            "interleaved-1f1b",
+            "--chunks",
+            "2",
+        ],
+    ] {
+        let out = remat(
+            &[
+                &[
+                    "pipeline",
+                    "example:gpt2-h200-torch",
+                    "--ranks",
+                    "2",
+                    "-m",
+                    "4",
+                    "-b",
+                    "3GiB",
+                ][..],
+                bad,
+            ]
+            .concat(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--offload"),
+            "{bad:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
 /// `remat pipeline --schedule interleaved-1f1b --chunks 2`: one plan per
 /// piece, each with its rank and chunk, the rank's peak within its budget
 /// and each piece's schedule written as rankR.chunkC and running on its

@@ -10,8 +10,8 @@ use remat_core::format::{write_chain, write_schedule, Predicted, ScheduleFile};
 use remat_core::model::units::{format_bytes, format_seconds};
 use remat_core::pipeline::frameworks::{self, Setting};
 use remat_core::pipeline::{
-    plan, rank_chain, Pipeline, PipelineError, PipelinePlan, PipelineSchedule, PlanError, RankPlan,
-    Search, Slot,
+    plan_with, rank_chain, Pipeline, PipelineError, PipelinePlan, PipelineSchedule, PlanError,
+    RankPlan, Search, Slot,
 };
 use remat_core::Chain;
 use serde::Serialize;
@@ -27,6 +27,9 @@ struct Report<'a> {
     split: &'a [usize],
     /// β between ranks (--link); null: sends take no time.
     link_bytes_per_s: Option<f64>,
+    /// β between each rank and host memory (--offload); null: no rank
+    /// offloads.
+    offload_bytes_per_s: Option<f64>,
     /// Each rank's order of phases, the one its plan was judged at (rank
     /// 0 first; under an interleaved schedule PyTorch's own).
     orders: Vec<Vec<Slot>>,
@@ -78,11 +81,19 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
     }
     let budgets: Vec<u64> = a.budget.iter().map(|b| b.0).collect();
     let mut shown = TerminalProgress::new("planning");
-    let per_rank = plan(&chain, &pipeline, &budgets, false, &mut |d| shown.report(d));
+    let offload = crate::args::bytes_per_s(a.offload);
+    let per_rank = plan_with(&chain, &pipeline, &budgets, false, offload, &mut |d| {
+        shown.report(d)
+    });
     let uniform = match (&per_rank, a.compare_uniform) {
-        (Ok(_), true) => Some(plan(&chain, &pipeline, &budgets, true, &mut |d| {
-            shown.report(d)
-        })),
+        (Ok(_), true) => Some(plan_with(
+            &chain,
+            &pipeline,
+            &budgets,
+            true,
+            offload,
+            &mut |d| shown.report(d),
+        )),
         _ => None,
     };
     drop(shown);
@@ -110,13 +121,14 @@ pub fn run(a: &PipelineArgs) -> Result<()> {
             chunks: pipeline.chunks,
             split: &pipeline.split,
             link_bytes_per_s: pipeline.link_bytes_per_s,
+            offload_bytes_per_s: offload,
             orders: (0..pipeline.ranks()).map(|r| pipeline.order(r)).collect(),
             per_rank: &per_rank,
             uniform: uniform.as_ref(),
             frameworks: nearest,
         });
     } else {
-        print_text(&chain, &pipeline, &per_rank, uniform.as_ref());
+        print_text(&chain, &pipeline, offload, &per_rank, uniform.as_ref());
         if let Some(n) = &nearest {
             print_frameworks(n, per_rank.makespan_seconds);
         }
@@ -146,6 +158,16 @@ fn plan_error(e: PlanError) -> CliError {
             CliError::BadValue { flag, message }
         }
         PlanError::Solve(e) => CliError::Solve(e),
+        PlanError::Offload(e) => {
+            let text = e.to_string();
+            let message = text
+                .split_once(": ")
+                .map_or(text.clone(), |(_, m)| m.to_string());
+            CliError::BadValue {
+                flag: "--offload",
+                message,
+            }
+        }
     }
 }
 
@@ -196,7 +218,7 @@ fn write_files(
     Ok(())
 }
 
-fn row(r: &RankPlan, chunked: bool) -> String {
+fn row(r: &RankPlan, chunked: bool, offloading: bool) -> String {
     let stages = format!("{}–{}", r.first_stage, r.last_stage);
     let rank = if chunked {
         format!("{}.{}", r.rank, r.chunk)
@@ -213,13 +235,18 @@ fn row(r: &RankPlan, chunked: bool) -> String {
     match (r.cost, r.judged) {
         (Some(cost), Some(judged)) => {
             let gap = match (r.search, r.planned_for == r.in_flight) {
-                (Search::Exact, true) => "exact".to_string(),
+                (Search::Exact, true) if !offloading => "exact".to_string(),
                 _ => r
                     .gap()
                     .map_or("—".to_string(), |g| format!("{:.2} %", 100.0 * g)),
             };
+            let offloaded = if offloading {
+                format!("  {:<30}", offloaded(r))
+            } else {
+                String::new()
+            };
             format!(
-                "{head}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}  {}",
+                "{head}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}{offloaded}  {}",
                 format_bytes(judged.peak_bytes),
                 format_bytes(cost.held_bytes),
                 format_seconds(cost.seconds()),
@@ -237,10 +264,26 @@ fn row(r: &RankPlan, chunked: bool) -> String {
                 "{head}  infeasible: no persistent schedule fits with {} in flight",
                 r.in_flight
             ),
+            Some(_) if offloading => format!(
+                "{head}  no schedule found, offloading or not; the bound does not rule one out"
+            ),
             Some(_) => format!(
                 "{head}  no schedule found on rotor's curve; the bound does not rule one out"
             ),
         },
+    }
+}
+
+/// What a rank offloads, for people: "7 mb, 1.2 GiB, stall 3.1 ms", "no".
+fn offloaded(r: &RankPlan) -> String {
+    match r.offload {
+        Some(o) => format!(
+            "{} mb, {}, stall {}",
+            o.microbatches_offloaded,
+            format_bytes(o.bytes_moved),
+            format_seconds(o.stall_seconds)
+        ),
+        None => "no".into(),
     }
 }
 
@@ -260,6 +303,7 @@ fn recomputed(r: &RankPlan) -> String {
 fn print_text(
     chain: &Chain,
     pipeline: &Pipeline,
+    offload: Option<f64>,
     plan: &PipelinePlan,
     uniform: Option<&PipelinePlan>,
 ) {
@@ -284,7 +328,11 @@ fn print_text(
             ""
         );
     }
-    let header = "rank  stages    m/r      budget        peak        held   per micro   rank step       gap  recomputes";
+    let header = if offload.is_some() {
+        "rank  stages    m/r      budget        peak        held   per micro   rank step       gap  offload (to host)               recomputes"
+    } else {
+        "rank  stages    m/r      budget        peak        held   per micro   rank step       gap  recomputes"
+    };
     let show = |title: &str, p: &PipelinePlan| {
         say!("");
         say!("{title}");
@@ -292,12 +340,17 @@ fn print_text(
         let mut rows: Vec<&RankPlan> = p.ranks.iter().collect();
         rows.sort_by_key(|r| (r.rank, r.chunk));
         for r in rows {
-            say!("{}", row(r, chunked));
+            say!("{}", row(r, chunked, offload.is_some()));
         }
         match p.makespan_seconds {
             Some(t) => say!(
-                "pipeline step {} ({})",
+                "pipeline step {} ({}{})",
                 format_seconds(t),
+                if p.ranks.iter().any(|r| r.offload.is_some()) {
+                    "prefetch stalls counted; "
+                } else {
+                    ""
+                },
                 match pipeline.link_bytes_per_s {
                     Some(beta) => format!(
                         "sends between ranks at {}/s counted",
@@ -323,6 +376,14 @@ fn print_text(
     say!("m/r: micro-batches in flight on the rank; held: what each waiting micro-batch keeps;");
     say!("gap: to the certificate (no persistent schedule that fits is faster per micro-batch);");
     say!("exact: the optimum over persistent schedules (pieces of up to 12 stages).");
+    if let Some(beta) = offload {
+        say!(
+            "offload: waiting micro-batches' held bytes sent to the host at {}/s each way and",
+            format_bytes(beta as u64)
+        );
+        say!("prefetched before their backward (mb offloaded, bytes both ways, backward stalls; counted in");
+        say!("the step, not in `rank step`); gap: to rotor's optimum at the whole budget.");
+    }
     if chunked {
         say!("rank r.c: chunk c of rank r (piece c·p + r); peak and rank step are the rank's, every chunk");
         say!("in flight; gap: to rotor's optimum of the piece alone at the whole budget.");

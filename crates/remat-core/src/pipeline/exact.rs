@@ -18,7 +18,12 @@
 //! The segments are independent given their budgets, so each is rotor's
 //! optimum of its slice at its budget, and the best schedule of the class
 //! is the best path: exact over persistent schedules (and those ending in
-//! a segment to L), under the same judge.
+//! a segment to L), under the same judge. With a host link
+//! ([`Asked::offload`]) each path is also judged offloading its waiting
+//! micro-batches, its segments also given the room left beside the fewest
+//! others an offloading step counts beside a B phase: the best of those
+//! candidates, no longer an optimum (an offloading step's room depends on
+//! its copies' timing, which depends on the segments).
 //!
 //! **Complexity.** The paths number about 3^{L−1} (each stage starts an
 //! F_all, starts a segment of any length, or lies inside one), so pieces of
@@ -26,7 +31,8 @@
 //! instead ([`super::plan`]); the slices' tables are O(L²) rotor tables of
 //! at most L stages.
 
-use super::judge::{judge, MicrobatchCost, RankJudgement};
+use super::judge::MicrobatchCost;
+use super::offload::{counted_beside_backward_at_best, fastest_fitting, judge_way, Way};
 use super::order::{Phase, Slot};
 use super::rank_chain;
 use crate::model::Chain;
@@ -111,41 +117,60 @@ fn stored_and_time(piece: &Chain, top: Top) -> (u64, f64) {
     }
 }
 
-/// The best schedule of `piece` that fits `budget` at `plan_as`, judged
-/// then at `order`; None when no persistent schedule fits. `sends` says
-/// whether the piece hands its last stage's output on (every rank's but
-/// the last, whose last stage holds the loss): only then may a path end
-/// in a segment to L.
-pub fn best(
-    piece: &Chain,
-    budget: u64,
-    plan_as: &[Slot],
-    order: &[Slot],
-    sends: bool,
-) -> Result<Option<(Vec<Op>, MicrobatchCost, RankJudgement)>, SolveError> {
+/// What a rank's exact search is asked.
+pub struct Asked<'a> {
+    /// The rank's activation budget.
+    pub budget: u64,
+    /// The order the plan must fit at, and the rank's own (judged at).
+    pub plan_as: &'a [Slot],
+    pub order: &'a [Slot],
+    /// Whether the piece hands its last stage's output on (every rank's
+    /// but the last, whose last stage holds the loss): only then may a
+    /// path end in a segment to L.
+    pub sends: bool,
+    /// β of the rank's host link: each path also judged offloading its
+    /// waiting micro-batches (`offload.rs`), its segments also given the
+    /// room left beside the fewest others an offloading step counts beside
+    /// a B phase; the fastest rank step (compute and stalls) kept. Then the
+    /// answer is the best of these candidates, not an optimum.
+    pub offload: Option<f64>,
+}
+
+/// The best kept so far: its key (time per micro-batch without
+/// offloading, the rank's step with it), schedule, cost and judgement.
+type Best = Option<(f64, Vec<Op>, MicrobatchCost, Way)>;
+
+/// The best schedule of `piece` that fits `asked.budget` at
+/// `asked.plan_as`, judged then at `asked.order`; None when no persistent
+/// schedule fits.
+pub fn best(piece: &Chain, asked: &Asked<'_>) -> Result<Option<super::plan::Found>, SolveError> {
     let n = piece.len();
-    let others_b = others_beside(plan_as, Phase::Backward) as u64;
+    let others_b = others_beside(asked.plan_as, Phase::Backward) as u64;
+    // The others beside a B phase each path's segments are given room
+    // for: all of them on the device, and with offloading the fewest.
+    let mut counts = vec![others_b];
+    if asked.offload.is_some() {
+        let fewest = counted_beside_backward_at_best(asked.plan_as) as u64;
+        if fewest < others_b {
+            counts.push(fewest);
+        }
+    }
     let mut slices = Slices {
         piece,
         tables: HashMap::new(),
     };
-    let mut best: Option<(f64, Vec<Op>, MicrobatchCost)> = None;
+    let mut best: Best = None;
     let mut path: Vec<Top> = Vec::with_capacity(n);
     let mut visit = |path: &[Top]| {
-        evaluate(
-            piece,
-            path,
-            budget,
-            others_b,
-            plan_as,
-            &mut slices,
-            &mut best,
-        )
+        for &others in &counts {
+            evaluate(piece, path, asked, others, &mut slices, &mut best)?;
+        }
+        Ok(())
     };
-    walk(piece, 1, sends, &mut path, &mut visit)?;
-    Ok(best.map(|(_, ops, cost)| {
-        let judged = judge(&cost, order);
-        (ops, cost, judged)
+    walk(piece, 1, asked.sends, &mut path, &mut visit)?;
+    Ok(best.map(|(_, ops, cost, way)| {
+        let own = judge_way(&cost, asked.order, way.offload.map(|o| o.bytes_per_s));
+        (ops, cost, own)
     }))
 }
 
@@ -176,17 +201,18 @@ fn walk(
     Ok(())
 }
 
-/// Completes `path` with the best segments for its budgets and keeps it
-/// in `best` when faster and judged to fit.
+/// Completes `path` with the best segments for its budgets, `others_b`
+/// micro-batches' h beside its B phase, and keeps it in `best` when
+/// faster and judged to fit.
 fn evaluate(
     piece: &Chain,
     path: &[Top],
-    budget: u64,
+    asked: &Asked<'_>,
     others_b: u64,
-    plan_as: &[Slot],
     slices: &mut Slices<'_>,
-    best: &mut Option<(f64, Vec<Op>, MicrobatchCost)>,
+    best: &mut Best,
 ) -> Result<(), SolveError> {
+    let (budget, plan_as) = (asked.budget, asked.plan_as);
     let parts: Vec<(u64, f64)> = path.iter().map(|&t| stored_and_time(piece, t)).collect();
     let held = parts
         .iter()
@@ -231,7 +257,14 @@ fn evaluate(
         }
         prefix = prefix.saturating_add(parts[i].0);
     }
-    if best.as_ref().is_some_and(|b| b.0 <= seconds) {
+    // Without offloading the key is the time per micro-batch; with it the
+    // rank's step, at least m micro-batches' time (stalls ≥ 0).
+    let m = (plan_as.len() / 2) as f64;
+    let least = match asked.offload {
+        None => seconds,
+        Some(_) => m * seconds * (1.0 - 1e-12),
+    };
+    if best.as_ref().is_some_and(|b| b.0 <= least) {
         return Ok(());
     }
     let mut ops = Vec::with_capacity(4 * piece.len());
@@ -263,8 +296,15 @@ fn evaluate(
     let Ok(cost) = MicrobatchCost::of(piece, &ops) else {
         return Ok(());
     };
-    if judge(&cost, plan_as).peak_bytes <= budget {
-        *best = Some((cost.seconds(), ops, cost));
+    let Some(way) = fastest_fitting(&cost, plan_as, budget, asked.offload) else {
+        return Ok(());
+    };
+    let key = match asked.offload {
+        None => cost.seconds(),
+        Some(_) => way.seconds,
+    };
+    if asked.offload.is_none() || best.as_ref().is_none_or(|b| key < b.0) {
+        *best = Some((key, ops, cost, way));
     }
     Ok(())
 }

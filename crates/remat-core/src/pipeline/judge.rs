@@ -2,6 +2,7 @@
 //! one simulation of a micro-batch's schedule (the simulator stays the one
 //! judge: nothing here re-times an operation).
 
+use super::offload::HostLink;
 use super::order::{others_held, Phase, Slot};
 use crate::model::Chain;
 use crate::schedule::Op;
@@ -265,6 +266,21 @@ pub fn judge_chunks(costs: &[MicrobatchCost], order: &[Slot]) -> RankJudgement {
 /// for the next piece's δ^L; without it transfers take no time (the step
 /// is then a bound from below).
 pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost], link: Option<f64>) -> f64 {
+    makespan_offloaded(orders, costs, link, &[])
+}
+
+/// [`makespan`] with ranks that offload what their waiting micro-batches
+/// hold (`offload.rs`): `offload[r]` is rank r's host link β when it
+/// offloads (missing or None: it does not). Its copies run on its two
+/// channels at the phases' real start times, and an offloaded
+/// micro-batch's backward also waits for its prefetch (the stalls). One
+/// chunk per rank: interleaved ranks do not offload.
+pub fn makespan_offloaded(
+    orders: &[Vec<Slot>],
+    costs: &[MicrobatchCost],
+    link: Option<f64>,
+    offload: &[Option<f64>],
+) -> f64 {
     let p = orders.len();
     // Sending `bytes` from piece k to its neighbour: nothing on one rank
     // (p = 1), bytes / β between two (the send overlaps both ranks'
@@ -279,6 +295,13 @@ pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost], link: Option<f64
     let mut end = vec![[vec![f64::NAN; m], vec![f64::NAN; m]]; pieces];
     let mut next = vec![0usize; p];
     let mut free = vec![0.0f64; p];
+    let mut host: Vec<Option<HostLink>> = (0..p)
+        .map(|r| {
+            let beta = offload.get(r).copied().flatten()?;
+            assert_eq!(pieces, p, "interleaved ranks do not offload");
+            Some(HostLink::new(&orders[r], costs[r].held_bytes, beta))
+        })
+        .collect();
     let mut left: usize = orders.iter().map(Vec::len).sum();
     while left > 0 {
         let before = left;
@@ -299,7 +322,15 @@ pub fn makespan(orders: &[Vec<Slot>], costs: &[MicrobatchCost], link: Option<f64
                     Phase::Forward => (0, costs[k].forward_seconds),
                     Phase::Backward => (1, costs[k].backward_seconds),
                 };
-                free[r] = free[r].max(ready) + took;
+                let mut start = free[r].max(ready);
+                if let Some(h) = &mut host[r] {
+                    start = h.earliest_start(slot, start);
+                    h.phase_started(orders[r].get(next[r] + 1), start);
+                }
+                free[r] = start + took;
+                if let Some(h) = &mut host[r] {
+                    h.phase_ended(slot, free[r]);
+                }
                 end[k][phase][j] = free[r];
                 next[r] += 1;
                 left -= 1;

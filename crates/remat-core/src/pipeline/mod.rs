@@ -57,9 +57,22 @@
 //! rotor's optimum of the piece alone at the budget. O(Π K_c) judgements
 //! of O(v·m), at most [`MAX_COMBINATIONS`].
 //!
+//! **Offloading per rank** (`offload.rs`, [`plan_with`]; PipeOffload,
+//! Wan et al. 2025): with a host link of β bytes/s per rank, a
+//! micro-batch whose wait spans another phase may send h to host memory
+//! after its F phase and fetch it back from the phase before its B phase,
+//! its B phase stalling until it is back. Every candidate of the rank's
+//! search is judged with and without it ([`judge_offload`]: h counted on
+//! the device for every phase during which any of it is there or in
+//! transit), the fastest rank step (compute and stalls) that fits kept.
+//! The certificate is then rotor's optimum at the whole budget (the others
+//! may hold nothing on the device), and the exact search no longer exact.
+//! GPipe and 1F1B; interleaved ranks refused.
+//!
 //! **The pipeline's time** ([`makespan`]): each rank runs its order, a
 //! forward after the previous rank's forward of the same micro-batch, a
-//! backward after the next rank's backward; transfers between ranks take
+//! backward after the next rank's backward (and, on a rank that offloads,
+//! after its prefetch: [`makespan_offloaded`]); transfers between ranks take
 //! no time (a lower bound on a real link), and every micro-batch on a rank
 //! costs the same.
 //!
@@ -70,22 +83,31 @@
 //!
 //! Files: `mod.rs` (this façade, the split and its errors), `order.rs`
 //! (GPipe, 1F1B and interleaved 1F1B orders), `judge.rs` (a rank's peak and the pipeline's
-//! makespan), `exact.rs` (the exact search), `plan.rs` (the per-rank plan
-//! and its certificate).
+//! makespan), `offload.rs` (a rank's step offloading to host memory),
+//! `exact.rs` (the exact search), `plan.rs` (the per-rank plan and its
+//! certificate).
 
 mod exact;
 pub mod frameworks;
 mod judge;
+mod offload;
 mod order;
 mod plan;
 
 pub use exact::EXACT_MAX_STAGES;
 pub use judge::{
-    forward_phase_len, judge, judge_chunks, makespan, rank_curve, rank_curve_chunks, CurvePoint,
-    MicrobatchCost, RankJudgement,
+    forward_phase_len, judge, judge_chunks, makespan, makespan_offloaded, rank_curve,
+    rank_curve_chunks, CurvePoint, MicrobatchCost, RankJudgement,
+};
+pub use offload::{
+    counted_beside_backward_at_best, judge_offload, offloaded, validate_rate, Offload,
+    OffloadError, OffloadJudgement,
 };
 pub use order::{Phase, PipelineSchedule, Slot};
-pub use plan::{plan, plan_rank, PipelinePlan, PlanError, RankPlan, Search, MAX_COMBINATIONS};
+pub use plan::{
+    plan, plan_rank, plan_rank_with, plan_with, PipelinePlan, PlanError, RankOptions, RankPlan,
+    Search, MAX_COMBINATIONS,
+};
 
 use crate::model::Chain;
 use std::ops::RangeInclusive;

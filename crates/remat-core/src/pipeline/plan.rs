@@ -1,9 +1,12 @@
 //! One plan per rank: the fastest of rotor's trade-off curve that fits the
 //! rank's budget with its micro-batches in flight, and its certificate
-//! (module doc of [`super`]).
+//! (module doc of [`super`]). With a host link ([`plan_with`]), every
+//! candidate is also judged offloading its waiting micro-batches
+//! (`offload.rs`) and the fastest rank step, stalls included, is kept.
 
 use super::exact::{self, EXACT_MAX_STAGES};
-use super::judge::{judge, judge_chunks, makespan, MicrobatchCost, RankJudgement};
+use super::judge::{judge_chunks, makespan_offloaded, MicrobatchCost, RankJudgement};
+use super::offload::{self, fastest_fitting, Offload, OffloadError, Way};
 use super::order::{in_flight, others_held, Slot};
 use super::{frameworks, rank_chain, Pipeline, PipelineError};
 use crate::model::Chain;
@@ -21,6 +24,8 @@ pub enum PlanError {
     Pipeline(#[from] PipelineError),
     #[error(transparent)]
     Solve(#[from] SolveError),
+    #[error(transparent)]
+    Offload(#[from] OffloadError),
 }
 
 /// One rank's plan and what it costs.
@@ -45,13 +50,22 @@ pub struct RankPlan {
     /// 1..=L_r); None when no candidate fits.
     pub ops: Option<Vec<Op>>,
     pub cost: Option<MicrobatchCost>,
-    /// The rank's step, judged at its own order.
+    /// The rank's step, judged at its own order (with offloading when
+    /// `offload` says so: its peak then counts h only where it is on the
+    /// device, `offload.rs`).
     pub judged: Option<RankJudgement>,
+    /// With `--offload`: what offloading the waiting micro-batches' h to
+    /// host memory did on this rank (null: the plan keeps them on the
+    /// device, because it fits faster so or the link was not given).
+    pub offload: Option<Offload>,
     /// No persistent schedule that fits is faster per micro-batch than
     /// this; None: none fits at all (the proof that the rank is
     /// infeasible). The exact search's own time where it answers; otherwise
     /// rotor's optimum at M − r·h_min + ω_δ^L (module doc). A uniform plan
-    /// (planned for more in flight than its own) keeps the latter.
+    /// (planned for more in flight than its own) keeps the latter. When the
+    /// rank may offload, the others may hold nothing on the device: rotor's
+    /// optimum at the whole budget M + ω_δ^L, which every schedule that
+    /// fits meets, offloading or not.
     pub lower_bound_seconds: Option<f64>,
     pub search: Search,
     /// How many of rotor's schedules were judged before one fit (0 for
@@ -135,27 +149,46 @@ fn with_last_recomputed(ops: &[Op], stages: usize) -> Option<Vec<Op>> {
     Some(out)
 }
 
+/// A rank's schedule, what one micro-batch of it costs, and the rank's
+/// step judged at its own order (offloading or not).
+pub(super) type Found = (Vec<Op>, MicrobatchCost, Way);
+
 /// The fastest candidate for `chain` (one rank's piece) that fits `budget`
 /// when judged at `plan_as`, then judged at `order`, the rank's own.
-/// `table` is rotor's breakpoint table of `chain`.
+/// `table` is rotor's breakpoint table of `chain`. With `offload` (β of
+/// the rank's host link) each candidate is judged with and without
+/// offloading and the fastest rank step (compute and stalls) kept: the
+/// candidates are visited from the fastest per micro-batch down until one
+/// is slower, m micro-batches of it alone, than the best kept.
 fn search(
     chain: &Chain,
     table: &StepTable,
     budget: u64,
     plan_as: &[Slot],
     order: &[Slot],
-) -> (Option<(Vec<Op>, MicrobatchCost, RankJudgement)>, usize) {
+    offload: Option<f64>,
+) -> (Option<Found>, usize) {
     let mut candidates: Vec<(f64, Vec<Op>)> =
         vec![(chain.sequential_seconds(), store_all::schedule(chain))];
     let curve = table.curve();
     let mut judged = 0;
+    let m = (plan_as.len() / 2) as f64;
+    let mut best: Option<(Vec<Op>, MicrobatchCost, Way)> = None;
+    let answer = |best: Option<(Vec<Op>, MicrobatchCost, Way)>, judged| {
+        let found = best.map(|(ops, cost, way)| {
+            let own = offload::judge_way(&cost, order, way.offload.map(|o| o.bytes_per_s));
+            (ops, cost, own)
+        });
+        (found, judged)
+    };
     // From the fastest down: the first that fits is the fastest candidate
-    // (the curve's times fall as its budgets grow, store-all is the fastest).
+    // (the curve's times fall as its budgets grow, store-all is the fastest);
+    // with offloading, until no later one can be faster.
     let mut at = curve.len();
     loop {
         if candidates.is_empty() {
             if at == 0 {
-                return (None, judged);
+                return answer(best, judged);
             }
             at -= 1;
             if let Some(plan) = table.plan(chain, curve[at].0) {
@@ -163,14 +196,24 @@ fn search(
             }
             continue;
         }
-        let (_, ops) = candidates.pop().expect("not empty");
+        let (seconds, ops) = candidates.pop().expect("not empty");
+        if best
+            .as_ref()
+            .is_some_and(|b| b.2.seconds < m * seconds * (1.0 - 1e-12))
+        {
+            return answer(best, judged);
+        }
         judged += 1;
         let Ok(cost) = MicrobatchCost::of(chain, &ops) else {
             continue;
         };
-        if judge(&cost, plan_as).peak_bytes <= budget {
-            let own = judge(&cost, order);
-            return (Some((ops, cost, own)), judged);
+        if let Some(way) = fastest_fitting(&cost, plan_as, budget, offload) {
+            if offload.is_none() {
+                return answer(Some((ops, cost, way)), judged);
+            }
+            if best.as_ref().is_none_or(|b| way.seconds < b.2.seconds) {
+                best = Some((ops, cost, way));
+            }
         }
     }
 }
@@ -211,7 +254,40 @@ pub fn plan_rank(
     search_by: Option<Search>,
     progress: &mut Progress<'_>,
 ) -> Result<RankPlan, PlanError> {
+    let how = RankOptions {
+        uniform,
+        search: search_by,
+        offload: None,
+    };
+    plan_rank_with(chain, pipeline, rank, budget, &how, progress)
+}
+
+/// How [`plan_rank_with`] plans a rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RankOptions {
+    /// Chosen as if the rank held as many micro-batches as rank 0 (as in
+    /// [`plan_rank`]).
+    pub uniform: bool,
+    /// None: [`Search::for_stages`].
+    pub search: Option<Search>,
+    /// β of the rank's host link (bytes/s each way): every candidate is
+    /// also judged offloading its waiting micro-batches' h (`offload.rs`),
+    /// and the fastest rank step that fits is kept. One chunk per rank.
+    pub offload: Option<f64>,
+}
+
+/// [`plan_rank`] with offloading (`how.offload`).
+pub fn plan_rank_with(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    rank: usize,
+    budget: u64,
+    how: &RankOptions,
+    progress: &mut Progress<'_>,
+) -> Result<RankPlan, PlanError> {
+    let (uniform, search_by, offload) = (how.uniform, how.search, how.offload);
     pipeline.validate(chain.len())?;
+    check_offload(pipeline, offload)?;
     let stages = pipeline.stages(rank);
     let piece = rank_chain(chain, stages.clone());
     let asked = Asked::new(pipeline, rank, uniform, budget);
@@ -230,22 +306,36 @@ pub fn plan_rank(
     )?;
     let search_by = search_by.unwrap_or_else(|| Search::for_stages(piece.len()));
     let (found, candidates_judged) = match search_by {
-        Search::Exact => (exact::best(&piece, budget, plan_as, order, sends)?, 0),
-        Search::RotorCurve => search(&piece, &table, budget, plan_as, order),
+        Search::Exact => {
+            let asked = exact::Asked {
+                budget,
+                plan_as,
+                order,
+                sends,
+                offload,
+            };
+            (exact::best(&piece, &asked)?, 0)
+        }
+        Search::RotorCurve => search(&piece, &table, budget, plan_as, order, offload),
     };
     // The certificate, at the rank's own order: beside the busiest forward
     // and backward, `others` micro-batches hold at least h_min each.
     let others = others_held(order);
     let seed = piece.gradient_bytes(piece.len());
+    // Offloading, the others may hold nothing on the device beside it.
+    let others = if offload.is_some() { 0 } else { others };
     let lower_bound_seconds = (others as u64)
         .checked_mul(least_held(&piece, sends))
         .and_then(|held| budget.checked_sub(held))
         .and_then(|own| table.best_seconds(own.saturating_add(seed)));
-    // The exact search's answer is the optimum: its own certificate; when
-    // it finds none, none fits.
+    // The exact search's answer is the optimum over persistent schedules
+    // kept on the device: its own certificate; when it finds none, none
+    // fits. Not so with offloading (module doc of `offload.rs`).
     let lower_bound_seconds = match (search_by, &found) {
-        (Search::Exact, Some((_, cost, _))) if !uniform => Some(cost.seconds()),
-        (Search::Exact, None) if !uniform => None,
+        (Search::Exact, Some((_, cost, _))) if !uniform && offload.is_none() => {
+            Some(cost.seconds())
+        }
+        (Search::Exact, None) if !uniform && offload.is_none() => None,
         _ => lower_bound_seconds,
     };
     let proof = Proof {
@@ -264,6 +354,18 @@ struct Asked {
     order: Vec<Slot>,
     plan_as: Vec<Slot>,
     budget: u64,
+}
+
+/// Offloading needs a positive β and one chunk per rank.
+fn check_offload(pipeline: &Pipeline, offload: Option<f64>) -> Result<(), OffloadError> {
+    let Some(beta) = offload else {
+        return Ok(());
+    };
+    offload::validate_rate(beta)?;
+    if pipeline.chunks > 1 {
+        return Err(OffloadError::Interleaved);
+    }
+    Ok(())
 }
 
 /// How a [`RankPlan`] was found and how far from the optimum it may be.
@@ -295,12 +397,12 @@ impl Asked {
         &self,
         chunk: usize,
         stages: RangeInclusive<usize>,
-        found: Option<(Vec<Op>, MicrobatchCost, RankJudgement)>,
+        found: Option<Found>,
         proof: Proof,
     ) -> RankPlan {
-        let (ops, cost, judged) = match found {
-            Some((ops, cost, judged)) => (Some(ops), Some(cost), Some(judged)),
-            None => (None, None, None),
+        let (ops, cost, judged, offload) = match found {
+            Some((ops, cost, way)) => (Some(ops), Some(cost), Some(way.judged), way.offload),
+            None => (None, None, None, None),
         };
         RankPlan {
             rank: self.rank,
@@ -313,6 +415,7 @@ impl Asked {
             ops,
             cost,
             judged,
+            offload,
             lower_bound_seconds: proof.lower_bound_seconds,
             search: proof.search,
             candidates_judged: proof.candidates_judged,
@@ -329,7 +432,22 @@ pub fn plan(
     uniform: bool,
     progress: &mut Progress<'_>,
 ) -> Result<PipelinePlan, PlanError> {
+    plan_with(chain, pipeline, budgets, uniform, None, progress)
+}
+
+/// [`plan`], each rank also judged offloading its waiting micro-batches
+/// to host memory over a link of `offload` bytes/s each way
+/// ([`RankOptions::offload`]); refused under an interleaved schedule.
+pub fn plan_with(
+    chain: &Chain,
+    pipeline: &Pipeline,
+    budgets: &[u64],
+    uniform: bool,
+    offload: Option<f64>,
+    progress: &mut Progress<'_>,
+) -> Result<PipelinePlan, PlanError> {
     pipeline.validate(chain.len())?;
+    check_offload(pipeline, offload)?;
     let p = pipeline.ranks();
     if budgets.len() != 1 && budgets.len() != p {
         return Err(PipelineError::Budgets {
@@ -347,8 +465,13 @@ pub fn plan(
         let plans = if pipeline.chunks > 1 {
             plan_chunks(chain, pipeline, rank, budget, uniform, &mut part)?
         } else {
-            vec![plan_rank(
-                chain, pipeline, rank, budget, uniform, None, &mut part,
+            let how = RankOptions {
+                uniform,
+                search: None,
+                offload,
+            };
+            vec![plan_rank_with(
+                chain, pipeline, rank, budget, &how, &mut part,
             )?]
         };
         for (piece, plan) in pipeline.pieces_of(rank).into_iter().zip(plans) {
@@ -358,8 +481,12 @@ pub fn plan(
     let ranks: Vec<RankPlan> = by_piece.into_iter().flatten().collect();
     let costs: Option<Vec<MicrobatchCost>> = ranks.iter().map(|r| r.cost).collect();
     let orders: Vec<Vec<Slot>> = (0..p).map(|r| pipeline.order(r)).collect();
+    let links: Vec<Option<f64>> = (ranks.iter())
+        .map(|r| r.offload.map(|o| o.bytes_per_s))
+        .collect();
     Ok(PipelinePlan {
-        makespan_seconds: costs.map(|c| makespan(&orders, &c, pipeline.link_bytes_per_s)),
+        makespan_seconds: costs
+            .map(|c| makespan_offloaded(&orders, &c, pipeline.link_bytes_per_s, &links)),
         ranks,
     })
 }
@@ -472,7 +599,12 @@ fn plan_chunks(
         .map(|(c, &k)| {
             let found = chosen.as_ref().map(|(pick, judged)| {
                 let (ops, cost) = &lists[c][pick[c]];
-                (ops.clone(), *cost, *judged)
+                let way = Way {
+                    seconds: judged.compute_seconds,
+                    judged: *judged,
+                    offload: None,
+                };
+                (ops.clone(), *cost, way)
             });
             let proof = Proof {
                 lower_bound_seconds: bounds[c],
