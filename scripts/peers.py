@@ -629,7 +629,8 @@ def report(s):
                 if pick and fits:
                     row += [f"{head} — {r[pick]['predicted_seconds'] / o['predicted_seconds']:.2f}×"]
                 else:
-                    row += [f"{head} — " + ("above the peer's peak" if not fits else "no pick")]
+                    over = o["predicted_peak"] - r["peak_bytes"]
+                    row += [f"{head} — " + (f"{over} B above the peer's peak" if not fits else "no pick")]
         lines.append("| " + " | ".join(row) + " |")
     if s.get("compiled_left_out"):
         lines += ["", "Left out of the compiled menus (wrong gradients): " + " ".join(s["compiled_left_out"])[:600]]

@@ -112,6 +112,15 @@ def describe_variants(model, batch, target: Any = None, variants: Sequence[Mappi
         raise ValueError(f"{clash[0]}: give it in each variant, not to describe_variants")
     chains = [describe_chain(model, batch, target, loss=loss, repeat=repeat, **common, **v) for v in variants]
     steps = [_store_all_step(model, chain, loss, batch, target, v) for chain, v in zip(chains, variants)]
+    # A chain of one stage (the whole step, `join_glue`): each menu option
+    # is a whole configuration of the step, timed as one beside the others
+    # (index of its chain, option k ≥ 1, position of its step).
+    options: List[Tuple[int, int, int]] = []
+    for i, (chain, v) in enumerate(zip(chains, variants)):
+        if len(chain["stages"]) == 1:
+            for k in range(1, len(chain["stages"][0].get("menu") or []) + 1):
+                options.append((i, k, len(steps)))
+                steps.append(_store_all_step(model, chain, loss, batch, target, v, option=k))
     device = device_of(batch)
     params = [p for p in model.parameters() if p.requires_grad]
     state = TrainingState(params, list(model.buffers()), device)
@@ -125,7 +134,21 @@ def describe_variants(model, batch, target: Any = None, variants: Sequence[Mappi
                             f"({', '.join(f'{k}={v!r}' for k, v in variants[i].items()) or 'the defaults'}), "
                             f"its times scaled by {factor:.4f} to its store-all step timed with the others' "
                             f"({repeat} interleaved rounds: {1000 * seconds:.2f} ms)")
+    for i, k, at in options:
+        entry = chains[i]["stages"][0]["menu"][k - 1]
+        entry["backward_extra_seconds"] = whole_step_extra(medians[at], medians[i])
+    for i in sorted({i for i, _, _ in options}):
+        chains[i]["source"] += ("; its one stage's menu options timed as whole steps in the same rounds "
+                                "(each option's extra time: its step's median over store-all's)")
     return chains
+
+
+def whole_step_extra(option_seconds: float, store_all_seconds: float) -> float:
+    """A one-stage chain's option k: F_all^1[k] then B^1 is a whole step,
+    and its extra time over F_all^1 then B^1 is the difference of the two
+    steps' medians, timed in the same rounds (never below 0: an option is
+    booked as costing more, and a faster one is read as equal)."""
+    return max(0.0, option_seconds - store_all_seconds)
 
 
 def fastest(chains: Sequence[ChainLike], budget: Union[str, int, float], algorithm: str = "rotor",
@@ -162,13 +185,19 @@ def fastest(chains: Sequence[ChainLike], budget: Union[str, int, float], algorit
 
 
 def _store_all_step(model, chain: Dict[str, Any], loss, batch, target,
-                    variant: Mapping[str, Any]) -> Callable[[], None]:
+                    variant: Mapping[str, Any], option: int = 0) -> Callable[[], None]:
+    """The store-all step of `chain` run by `checkpointed`; with `option`
+    k ≥ 1 (a one-stage chain), its F_all^1 runs menu option k."""
     from .runtime import checkpointed
 
-    plan = parse_schedule(calibration.store_all(len(chain["stages"])))
+    schedule = calibration.store_all(len(chain["stages"]))
+    if option:
+        schedule["ops"][0]["option"] = option
+    plan = parse_schedule(schedule)
     step = checkpointed(model, plan, loss=loss, chain=chain, **run_arguments(variant))
     step.record_states = False
 
     def run() -> None:
         step(batch, target)
+    run.schedule = step.schedule  # what it runs, for the tests
     return run

@@ -71,6 +71,44 @@ def test_each_chain_predicts_its_store_all_step_timed_with_the_others(monkeypatc
     assert all(p.grad is None for p in model.parameters())  # left as it was
 
 
+def test_a_one_stage_chains_options_are_timed_as_whole_steps(monkeypatch):
+    # The whole step as one stage (`join_glue`, `merge` over every block):
+    # each menu option is a configuration of the whole step, timed as one
+    # in the same rounds as the store-all steps, and its extra time is its
+    # median over the chain's store-all median. How it could fail: the
+    # options' steps not run with their option (each would time store-all
+    # again: the runtime's records would show option 0), their medians
+    # handed to the wrong entries, or the chain rescaled after the extras
+    # are set (they would be scaled twice). Mutation run: the extras read
+    # against the *first* chain's store-all median (`medians[0]`) → off by
+    # 30 ms, fails; the `option` not put in the schedule → the steps run
+    # option 0, fails.
+    _, x, target = _model()
+    torch.manual_seed(0)
+    model = _Net()
+    ran = []
+
+    def fixed(steps, reset, sync, repeat):
+        for step in steps:
+            reset()
+            step()
+            ran.append(step.schedule.ops[0].option)
+        return [0.05, 0.08] + [0.08 + 0.01 * k for k in range(1, len(steps) - 1)]
+
+    monkeypatch.setattr(variants, "_timed_together", fixed)
+    vs = [{}, {"merge": 4, "join_glue": True, "menu": True}]
+    chains = remat_torch.describe_variants(model, x, target, vs, loss=nn.functional.cross_entropy, repeat=1,
+                                           progress=False)
+    menu = chains[1]["stages"][0].get("menu") or []
+    assert len(chains[1]["stages"]) == 1 and len(menu) >= 2
+    assert ran == [0, 0] + list(range(1, len(menu) + 1))  # each option's step runs its option
+    for k, entry in enumerate(menu, start=1):
+        assert entry["backward_extra_seconds"] == pytest.approx(0.01 * k, abs=1e-12), entry["policy"]
+    top = remat_torch.solve(chains[1], "store-all", "100%")
+    assert top["predicted"]["makespan_seconds"] == pytest.approx(0.08, rel=1e-9)
+    assert "timed as whole steps" in chains[1]["source"] and "timed as whole steps" not in chains[0]["source"]
+
+
 def test_fastest_is_the_lowest_predicted_plan_of_the_chains_that_fit():
     # How it could fail: the comparison reversed (the slowest plan), the
     # first feasible chain returned, or a chain whose floor is above the
