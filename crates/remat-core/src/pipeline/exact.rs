@@ -143,7 +143,7 @@ type Best = Option<(f64, Vec<Op>, MicrobatchCost, Way)>;
 /// The best schedule of `piece` that fits `asked.budget` at
 /// `asked.plan_as`, judged then at `asked.order`; None when no persistent
 /// schedule fits.
-pub fn best(piece: &Chain, asked: &Asked<'_>) -> Result<Option<super::plan::Found>, SolveError> {
+pub fn best(piece: &Chain, asked: &Asked<'_>) -> Result<Option<super::offload::Found>, SolveError> {
     let n = piece.len();
     let others_b = others_beside(asked.plan_as, Phase::Backward) as u64;
     // The others beside a B phase each path's segments are given room

@@ -2,7 +2,7 @@
 //! one simulation of a micro-batch's schedule (the simulator stays the one
 //! judge: nothing here re-times an operation).
 
-use super::offload::HostLink;
+use super::host_link::HostLink;
 use super::order::{others_held, Phase, Slot};
 use crate::model::Chain;
 use crate::schedule::Op;

@@ -84,11 +84,13 @@
 //! Files: `mod.rs` (this façade, the split and its errors), `order.rs`
 //! (GPipe, 1F1B and interleaved 1F1B orders), `judge.rs` (a rank's peak and the pipeline's
 //! makespan), `offload.rs` (a rank's step offloading to host memory),
+//! `host_link.rs` (which micro-batches offload, and when their copies run),
 //! `exact.rs` (the exact search), `plan.rs` (the per-rank plan and its
 //! certificate).
 
 mod exact;
 pub mod frameworks;
+mod host_link;
 mod judge;
 mod offload;
 mod order;

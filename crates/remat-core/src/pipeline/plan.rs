@@ -6,7 +6,7 @@
 
 use super::exact::{self, EXACT_MAX_STAGES};
 use super::judge::{judge_chunks, makespan_offloaded, MicrobatchCost, RankJudgement};
-use super::offload::{self, fastest_fitting, Offload, OffloadError, Way};
+use super::offload::{self, fastest_fitting, Found, Offload, OffloadError, Way};
 use super::order::{in_flight, others_held, Slot};
 use super::{frameworks, rank_chain, Pipeline, PipelineError};
 use crate::model::Chain;
@@ -148,10 +148,6 @@ fn with_last_recomputed(ops: &[Op], stages: usize) -> Option<Vec<Op>> {
     out.extend_from_slice(&ops[last..]);
     Some(out)
 }
-
-/// A rank's schedule, what one micro-batch of it costs, and the rank's
-/// step judged at its own order (offloading or not).
-pub(super) type Found = (Vec<Op>, MicrobatchCost, Way);
 
 /// The fastest candidate for `chain` (one rank's piece) that fits `budget`
 /// when judged at `plan_as`, then judged at `order`, the rank's own.
