@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{integer_chain, persistent_schedules};
+use common::{integer_chain, persistent_schedules, pipeline_of};
 use proptest::prelude::*;
 use remat_core::pipeline::{
     frameworks, judge, judge_chunks, plan, plan_rank, rank_chain, rank_curve, rank_curve_chunks,
@@ -86,20 +86,6 @@ fn two_ranks_two_chunks(n: usize, m: usize) -> Pipeline {
         microbatches: m,
         schedule: PipelineSchedule::Interleaved1F1B,
         chunks: 2,
-        link_bytes_per_s: None,
-    }
-}
-
-fn pipeline_of(n: usize, ranks: usize, m: usize, gpipe: bool) -> Pipeline {
-    Pipeline {
-        split: Pipeline::even_split(n, ranks.clamp(1, n)),
-        microbatches: m,
-        schedule: if gpipe {
-            PipelineSchedule::GPipe
-        } else {
-            PipelineSchedule::OneFOneB
-        },
-        chunks: 1,
         link_bytes_per_s: None,
     }
 }

@@ -6,13 +6,14 @@
 
 mod common;
 
-use common::integer_chain;
+use common::{integer_chain, pipeline_of};
 use proptest::prelude::*;
 use remat_core::pipeline::{
     judge, judge_offload, makespan_offloaded, plan, plan_with, MicrobatchCost, Phase, Pipeline,
-    PipelineSchedule, Slot,
+    PipelinePlan, Slot,
 };
 use remat_core::solvers::no_progress;
+use remat_core::Chain;
 use std::collections::VecDeque;
 
 fn cost(f: f64, b: f64, forward_peak: u64, backward_peak: u64, held: u64) -> MicrobatchCost {
@@ -24,20 +25,6 @@ fn cost(f: f64, b: f64, forward_peak: u64, backward_peak: u64, held: u64) -> Mic
         held_bytes: held,
         output_bytes: 0,
         output_gradient_bytes: 0,
-    }
-}
-
-fn pipeline_of(n: usize, ranks: usize, m: usize, gpipe: bool) -> Pipeline {
-    Pipeline {
-        split: Pipeline::even_split(n, ranks.clamp(1, n)),
-        microbatches: m,
-        schedule: if gpipe {
-            PipelineSchedule::GPipe
-        } else {
-            PipelineSchedule::OneFOneB
-        },
-        chunks: 1,
-        link_bytes_per_s: None,
     }
 }
 
@@ -285,6 +272,38 @@ proptest! {
     }
 }
 
+/// The pipeline of `chain` over `ranks` ranks and m micro-batches, a
+/// budget per rank at `share` of the highest peak of its roomiest plans,
+/// and its plans at that budget without and with `--offload beta`.
+fn with_and_without(
+    chain: &Chain,
+    ranks: usize,
+    m: usize,
+    gpipe: bool,
+    share: f64,
+    beta: f64,
+) -> (Pipeline, u64, PipelinePlan, PipelinePlan) {
+    let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
+    let roomy = plan(chain, &pipeline, &[u64::MAX / 4], false, &mut no_progress()).unwrap();
+    let top = (roomy.ranks.iter())
+        .filter_map(|r| r.judged)
+        .map(|j| j.peak_bytes)
+        .max()
+        .unwrap();
+    let budget = (top as f64 * share) as u64;
+    let without = plan(chain, &pipeline, &[budget], false, &mut no_progress()).unwrap();
+    let with = plan_with(
+        chain,
+        &pipeline,
+        &[budget],
+        false,
+        Some(beta),
+        &mut no_progress(),
+    )
+    .unwrap();
+    (pipeline, budget, without, with)
+}
+
 /// A rank plan's step: compute and stalls.
 fn rank_seconds(p: &remat_core::pipeline::RankPlan) -> Option<f64> {
     let j = p.judged?;
@@ -320,13 +339,7 @@ proptest! {
         gpipe in any::<bool>(),
         share in 0.3f64..1.2,
     ) {
-        let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
-        let roomy = plan(&chain, &pipeline, &[u64::MAX / 4], false, &mut no_progress()).unwrap();
-        let top = roomy.ranks.iter().filter_map(|r| r.judged).map(|j| j.peak_bytes).max().unwrap();
-        let budget = (top as f64 * share) as u64;
-        let without = plan(&chain, &pipeline, &[budget], false, &mut no_progress()).unwrap();
-        let with = plan_with(&chain, &pipeline, &[budget], false, Some(1e30), &mut no_progress())
-            .unwrap();
+        let (pipeline, budget, without, with) = with_and_without(&chain, ranks, m, gpipe, share, 1e30);
         for (a, o) in without.ranks.iter().zip(&with.ranks) {
             let at = format!("rank {}, budget {budget}", a.rank);
             if let Some(j) = o.judged {
@@ -370,13 +383,7 @@ proptest! {
         share in 0.3f64..1.2,
         beta in prop_oneof![Just(0.25f64), Just(1.0), Just(4.0), Just(16.0)],
     ) {
-        let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
-        let roomy = plan(&chain, &pipeline, &[u64::MAX / 4], false, &mut no_progress()).unwrap();
-        let top = roomy.ranks.iter().filter_map(|r| r.judged).map(|j| j.peak_bytes).max().unwrap();
-        let budget = (top as f64 * share) as u64;
-        let without = plan(&chain, &pipeline, &[budget], false, &mut no_progress()).unwrap();
-        let with = plan_with(&chain, &pipeline, &[budget], false, Some(beta), &mut no_progress())
-            .unwrap();
+        let (_, budget, without, with) = with_and_without(&chain, ranks, m, gpipe, share, beta);
         for (a, o) in without.ranks.iter().zip(&with.ranks) {
             let at = format!("rank {}, budget {budget}", a.rank);
             if let Some(j) = o.judged {
@@ -412,13 +419,7 @@ proptest! {
         gpipe in any::<bool>(),
         share in 0.3f64..1.2,
     ) {
-        let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
-        let roomy = plan(&chain, &pipeline, &[u64::MAX / 4], false, &mut no_progress()).unwrap();
-        let top = roomy.ranks.iter().filter_map(|r| r.judged).map(|j| j.peak_bytes).max().unwrap();
-        let budget = (top as f64 * share) as u64;
-        let without = plan(&chain, &pipeline, &[budget], false, &mut no_progress()).unwrap();
-        let with = plan_with(&chain, &pipeline, &[budget], false, Some(1e-30), &mut no_progress())
-            .unwrap();
+        let (_, _, without, with) = with_and_without(&chain, ranks, m, gpipe, share, 1e-30);
         for (a, o) in without.ranks.iter().zip(&with.ranks) {
             prop_assert!(o.offload.is_none(), "rank {}: offloads at 1e-30 B/s", a.rank);
             prop_assert_eq!(&a.ops, &o.ops, "rank {}", a.rank);

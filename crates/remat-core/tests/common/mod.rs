@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
+use remat_core::pipeline::{Pipeline, PipelineSchedule};
 use remat_core::simulator::simulate;
 use remat_core::solvers::no_progress;
 use remat_core::solvers::offload::pofo::{Filling, LossStep, Mode, Pofo};
@@ -293,4 +294,20 @@ pub fn pofo_dp(
     )
     .unwrap()
     .with_loss_step(loss)
+}
+
+/// n stages cut as evenly as they go over `ranks` ranks (at most n), m
+/// micro-batches under GPipe or 1F1B, one chunk per rank, no link.
+pub fn pipeline_of(n: usize, ranks: usize, m: usize, gpipe: bool) -> Pipeline {
+    Pipeline {
+        split: Pipeline::even_split(n, ranks.clamp(1, n)),
+        microbatches: m,
+        schedule: if gpipe {
+            PipelineSchedule::GPipe
+        } else {
+            PipelineSchedule::OneFOneB
+        },
+        chunks: 1,
+        link_bytes_per_s: None,
+    }
 }
