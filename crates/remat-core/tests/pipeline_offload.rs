@@ -6,13 +6,14 @@
 
 mod common;
 
-use common::{integer_chain, pipeline_of};
+use common::{integer_chain, persistent_schedules, pipeline_of};
 use proptest::prelude::*;
 use remat_core::pipeline::{
-    judge, judge_offload, makespan_offloaded, plan, plan_with, MicrobatchCost, Phase, Pipeline,
-    PipelinePlan, Slot,
+    judge, judge_offload, makespan_offloaded, plan, plan_with, rank_chain, rank_curve_offloaded,
+    MicrobatchCost, Phase, Pipeline, PipelinePlan, Slot,
 };
 use remat_core::solvers::no_progress;
+use remat_core::solvers::persistent::Variant;
 use remat_core::Chain;
 use std::collections::VecDeque;
 
@@ -426,5 +427,54 @@ proptest! {
             prop_assert_eq!(a.judged, o.judged, "rank {}", a.rank);
         }
         prop_assert_eq!(without.makespan_seconds, with.makespan_seconds);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 150, ..ProptestConfig::default() })]
+
+    /// The page's curve of a rank that offloads (`rank_curve_offloaded`)
+    /// against the judge: its highest `running + held` is
+    /// `judge_offload`'s peak, its times never go back, and its last phase
+    /// starts where the judged step (compute and stalls) less that phase
+    /// begins it.
+    /// Could fail if: the curve counts the waiting micro-batches as the
+    /// judge without offloading does (a peak above the judged one, or the
+    /// page drawing h that is on the host), or draws the phases back to
+    /// back, leaving the stalls out (the last phase too early).
+    /// Mutations run: the held bytes left as `rank_curve` has them →
+    /// "curve peaks at 4, judged 3"; the stall shift left out → "the last
+    /// phase starts at 3, the judge's step puts it at 19".
+    #[test]
+    fn the_offloaded_curve_is_the_judged_one(
+        chain in integer_chain(6, true),
+        ranks in 1usize..=3,
+        m in 1usize..=5,
+        gpipe in any::<bool>(),
+        beta in prop_oneof![Just(0.5f64), Just(2.0), Just(8.0), Just(1e30)],
+    ) {
+        let pipeline = pipeline_of(chain.len(), ranks, m, gpipe);
+        for rank in 0..pipeline.ranks() {
+            let piece = rank_chain(&chain, pipeline.stages(rank));
+            let order = pipeline.order(rank);
+            for ops in persistent_schedules(1, piece.len(), Variant::Rotor).iter().take(20) {
+                let cost = MicrobatchCost::of(&piece, ops).unwrap();
+                let judged = judge_offload(&cost, &order, beta);
+                let curve = rank_curve_offloaded(&piece, ops, &order, beta).unwrap();
+                let top = curve.iter().map(|p| p.running_bytes + p.held_bytes).max().unwrap();
+                prop_assert_eq!(top, judged.rank.peak_bytes,
+                    "curve peaks at {}, judged {}", top, judged.rank.peak_bytes);
+                prop_assert!(curve.windows(2).all(|w| w[0].seconds <= w[1].seconds + 1e-9));
+                let last = order.len() - 1;
+                let took = match order[last].phase {
+                    Phase::Forward => cost.forward_seconds,
+                    Phase::Backward => cost.backward_seconds,
+                };
+                let starts = curve.iter().find(|p| p.slot == last).unwrap().seconds;
+                let expected = judged.seconds() - took;
+                prop_assert!((starts - expected).abs() <= 1e-9 * expected.abs().max(1.0),
+                    "the last phase starts at {}, the judge's step puts it at {}", starts, expected);
+            }
+        }
     }
 }

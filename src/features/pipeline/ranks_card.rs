@@ -9,7 +9,8 @@ use crate::kit::widgets::{swatches, CardHead};
 use crate::state::use_app;
 use leptos::prelude::*;
 use remat_core::pipeline::{
-    plan, rank_chain, rank_curve_chunks, Pipeline, PipelinePlan, PipelineSchedule, RankPlan,
+    plan, plan_with, rank_chain, rank_curve_chunks, rank_curve_offloaded, Pipeline, PipelinePlan,
+    PipelineSchedule, RankPlan,
 };
 use remat_core::Chain;
 use remat_core::Op;
@@ -30,6 +31,14 @@ const LINKS: [(&str, f64); 5] = [
     ("400 Gb/s InfiniBand ≈ 50 GB/s", 50e9),
     ("NVLink 4 ≈ 450 GB/s", 450e9),
 ];
+/// Each rank's link to host memory for `--offload` (bytes per second each
+/// way; 0: no offloading).
+const HOST_LINKS: [(&str, f64); 4] = [
+    ("no offloading", 0.0),
+    ("PCIe 4 ×16 ≈ 25 GB/s", 25e9),
+    ("PCIe 5 ×16 ≈ 50 GB/s", 50e9),
+    ("NVLink-C2C ≈ 450 GB/s", 450e9),
+];
 /// What the waiting micro-batches hold, under the running one.
 const HELD: &str = "#b8c2cf";
 const ROW_H: f64 = 118.0;
@@ -45,6 +54,8 @@ struct Planned {
     plain: Vec<u64>,
     per_rank: PipelinePlan,
     uniform: PipelinePlan,
+    /// β of each rank's host link when the ranks may offload.
+    offload: Option<f64>,
 }
 
 /// The card's settings.
@@ -57,6 +68,9 @@ struct Controls {
     chunks: usize,
     /// β between two ranks; None: sends take no time.
     link: Option<f64>,
+    /// β of each rank's link to host memory; None: no offloading (and
+    /// none under an interleaved schedule, which it does not model).
+    offload: Option<f64>,
     /// The budget per rank, as a share of the most a rank needs without a
     /// plan.
     share: f64,
@@ -75,13 +89,12 @@ fn compute(chain: &Chain, c: Controls) -> Result<Planned, String> {
         schedule,
         chunks,
         link,
+        offload,
         share,
     } = c;
-    let chunks = if schedule == PipelineSchedule::Interleaved1F1B {
-        chunks
-    } else {
-        1
-    };
+    let interleaved = schedule == PipelineSchedule::Interleaved1F1B;
+    let chunks = if interleaved { chunks } else { 1 };
+    let offload = offload.filter(|_| !interleaved);
     let ranks = ranks.clamp(1, chain.len());
     if ranks * chunks > chain.len() {
         return Err(format!(
@@ -104,14 +117,17 @@ fn compute(chain: &Chain, c: Controls) -> Result<Planned, String> {
         .collect();
     let top = plain.iter().copied().max().unwrap_or(0);
     let budget = (top as f64 * share).round() as u64;
-    let per_rank = plan(chain, &pipeline, &[budget], false, &mut |_| true).map_err(err)?;
-    let uniform = plan(chain, &pipeline, &[budget], true, &mut |_| true).map_err(err)?;
+    let per_rank =
+        plan_with(chain, &pipeline, &[budget], false, offload, &mut |_| true).map_err(err)?;
+    let uniform =
+        plan_with(chain, &pipeline, &[budget], true, offload, &mut |_| true).map_err(err)?;
     Ok(Planned {
         pipeline,
         budget,
         plain,
         per_rank,
         uniform,
+        offload,
     })
 }
 
@@ -178,7 +194,38 @@ fn sentence(p: &Planned) -> String {
             beta / 1e9
         );
     }
+    if let Some(beta) = p.offload {
+        s.push_str(&offloading(p, beta));
+    }
     s
+}
+
+/// What offloading to host memory does, rank by rank, for the sentence.
+fn offloading(p: &Planned, beta: f64) -> String {
+    let m = p.pipeline.microbatches;
+    let ranks: Vec<String> = (p.per_rank.ranks.iter())
+        .filter_map(|r| r.offload.map(|o| (r, o)))
+        .map(|(r, o)| {
+            format!(
+                "rank {} sends {} of {m} micro-batches ({} each way) and stalls {}",
+                r.rank,
+                o.microbatches_offloaded,
+                bytes(o.bytes_moved / 2),
+                ms(o.stall_seconds)
+            )
+        })
+        .collect();
+    let link = format!("{:.0} GB/s", beta / 1e9);
+    if ranks.is_empty() {
+        format!(
+            " With a {link} link to host memory no rank offloads: keeping what waits on the device is as fast here, or its copies would not hide behind the other micro-batches' phases."
+        )
+    } else {
+        format!(
+            " Over a {link} link to host memory, what waiting micro-batches hold goes to the host and comes back before their backward: {}.",
+            ranks.join("; ")
+        )
+    }
 }
 
 /// Each rank's memory over its step, one row per rank on a common time
@@ -190,7 +237,7 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
     let right = CHART_W - MARGIN_R;
     let width = right - MARGIN_L;
     let longest = (p.per_rank.ranks.iter())
-        .filter_map(|r| r.judged.map(|j| j.compute_seconds))
+        .filter_map(rank_seconds)
         .fold(0.0, f64::max)
         .max(1e-12);
     let mut s = String::new();
@@ -261,7 +308,14 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
         };
         let order = p.pipeline.order(r.rank);
         let chunks: Vec<(&Chain, &[Op])> = pieces.iter().map(|(c, ops)| (c, *ops)).collect();
-        let Ok(curve) = rank_curve_chunks(&chunks, &order) else {
+        // A rank that offloads: its waiting micro-batches on the device
+        // only while they are (or are in transit), its phases after their
+        // stalls.
+        let curve = match (r.offload, chunks.as_slice()) {
+            (Some(o), [(piece, ops)]) => rank_curve_offloaded(piece, ops, &order, o.bytes_per_s),
+            _ => rank_curve_chunks(&chunks, &order),
+        };
+        let Ok(curve) = curve else {
             continue;
         };
         // The curve's highest level: the judged peak (the page's test
@@ -364,12 +418,23 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
     }
     let _ = write!(
         s,
-        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#3a4350">each rank's compute over one step, micro-batch after micro-batch in its order (waits for the other ranks left out); 0 to {}</text>"##,
+        r##"<text x="{:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="#3a4350">each rank's compute over one step, micro-batch after micro-batch in its order (waits for the other ranks left out{}); 0 to {}</text>"##,
         (MARGIN_L + right) / 2.0,
         h - 8.0,
+        if p.offload.is_some() {
+            "; stalls for prefetches in"
+        } else {
+            ""
+        },
         ms(longest)
     );
     (s, h)
+}
+
+/// A rank plan's step: its compute and, offloading, its stalls.
+fn rank_seconds(r: &RankPlan) -> Option<f64> {
+    let j = r.judged?;
+    Some(j.compute_seconds + r.offload.map_or(0.0, |o| o.stall_seconds))
 }
 
 fn table(p: &Planned) -> impl IntoView {
@@ -387,6 +452,11 @@ fn table(p: &Planned) -> impl IntoView {
                 .map_or("none fits".to_string(), |j| bytes(j.peak_bytes));
             let held = r.cost.map_or("—".to_string(), |c| bytes(c.held_bytes));
             let step = r.judged.map_or("—".to_string(), |j| ms(j.compute_seconds));
+            let m = p.pipeline.microbatches;
+            let moved = r.offload.map_or("none".to_string(), |o| {
+                format!("{} of {m} · stalls {}", o.microbatches_offloaded, ms(o.stall_seconds))
+            });
+            let offloading = p.offload.is_some();
             let ustep = u
                 .judged
                 .map_or("none fits".to_string(), |j| ms(j.compute_seconds));
@@ -400,6 +470,7 @@ fn table(p: &Planned) -> impl IntoView {
                     <td>{held}</td>
                     <td class="pipeline-recomputes">{recomputed(r)}</td>
                     <td>{step}</td>
+                    {offloading.then(|| view! { <td class="pipeline-offloads">{moved}</td> })}
                     <td class="pipeline-uniform">{recomputed(u)}</td>
                     <td>{ustep}</td>
                 </tr>
@@ -412,6 +483,7 @@ fn table(p: &Planned) -> impl IntoView {
                 <th>"rank"</th><th>"stages"</th><th>"in flight"</th><th>"no plan needs"</th>
                 <th>"peak"</th><th>"held, each waiting"</th>
                 <th>"recomputes"</th><th>"compute"</th>
+                {p.offload.is_some().then(|| view! { <th>"offloads"</th> })}
                 <th>"one for all: recomputes"</th><th>"compute"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
@@ -428,6 +500,7 @@ pub fn PipelineCard() -> impl IntoView {
     let schedule = RwSignal::new(PipelineSchedule::OneFOneB);
     let chunks = RwSignal::new(2usize);
     let link = RwSignal::new(None::<f64>);
+    let offload = RwSignal::new(None::<f64>);
     let share = RwSignal::new(0.6f64);
     let planned = Memo::new(move |_| {
         let chain: Arc<Chain> = app.loaded.chain.get();
@@ -437,6 +510,7 @@ pub fn PipelineCard() -> impl IntoView {
             schedule: schedule.get(),
             chunks: chunks.get(),
             link: link.get(),
+            offload: offload.get(),
             share: share.get(),
         };
         compute(&chain, controls).map(|p| (chain, p))
@@ -483,6 +557,13 @@ pub fn PipelineCard() -> impl IntoView {
                         {LINKS.iter().map(|(name, beta)| view! { <option value=beta.to_string()>{*name}</option> }).collect_view()}
                     </select>
                 </label>
+                <label class="toggle" title="each rank's link to host memory: a micro-batch waiting between its forward and its backward may go to the host and come back before its backward (PipeOffload); 1F1B and GPipe">"offload "
+                    <select id="pipeline-offload"
+                        prop:disabled=move || schedule.get() == PipelineSchedule::Interleaved1F1B
+                        on:change=move |ev| offload.set(event_target_value(&ev).parse::<f64>().ok().filter(|b| *b > 0.0))>
+                        {HOST_LINKS.iter().map(|(name, beta)| view! { <option value=beta.to_string()>{*name}</option> }).collect_view()}
+                    </select>
+                </label>
                 <label class="toggle">"budget per rank "
                     <input id="pipeline-budget" type="range" min="10" max="100" step="1"
                         prop:value=move || ((share.get() * 100.0).round() as u32).to_string()
@@ -502,10 +583,11 @@ pub fn PipelineCard() -> impl IntoView {
                     let makespan = p.per_rank.makespan_seconds.map_or(String::new(), |t| t.to_string());
                     let uniform = p.uniform.makespan_seconds.map_or(String::new(), |t| t.to_string());
                     view! {
-                        <div id="pipeline" data-budget=p.budget.to_string() data-makespan=makespan data-uniform-makespan=uniform>
+                        <div id="pipeline" data-budget=p.budget.to_string() data-makespan=makespan data-uniform-makespan=uniform
+                            data-offload=p.offload.map_or(String::new(), |b| b.to_string())>
                             <p id="pipeline-summary" class="min-memory-summary">{sentence(&p)}</p>
                             <div class="legend">
-                                {swatches(&[(HELD, "micro-batches waiting for their backward"), (FORWARD, "a forward running"), (BACKWARD, "a backward running (with its recomputations)")])}
+                                {swatches(&[(HELD, "micro-batches waiting for their backward, on the device"), (FORWARD, "a forward running"), (BACKWARD, "a backward running (with its recomputations)")])}
                                 <span class="swatch"><i style="background:repeating-linear-gradient(90deg,#b00020 0 6px,transparent 6px 9px)"></i><span>"budget per rank"</span></span>
                             </div>
                             <div class="chart-wrap pipeline-chart">
@@ -517,7 +599,7 @@ pub fn PipelineCard() -> impl IntoView {
                                 </svg>
                             </div>
                             {table(&p)}
-                            <p class="hint">"Times from the chain; sends between ranks counted only with a link chosen (a forward waits for its activation, a backward for its gradient, both overlapping compute); the CLI's `remat pipeline` gives the same plans, and `remat_torch.plan_pipeline` applies them under torch.distributed.pipelining (docs/pytorch.md, \"Pipelines\")."</p>
+                            <p class="hint">"Times from the chain; sends between ranks counted only with a link chosen (a forward waits for its activation, a backward for its gradient, both overlapping compute); offloading counts a waiting micro-batch on the device in the phases its copies overlap and its backward's stall in the rank's step (the CLI's `--offload`, a prediction: the runtime does not offload yet); the CLI's `remat pipeline` gives the same plans, and `remat_torch.plan_pipeline` applies them under torch.distributed.pipelining (docs/pytorch.md, \"Pipelines\")."</p>
                         </div>
                     }.into_any()
                 }

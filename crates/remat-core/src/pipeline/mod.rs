@@ -102,8 +102,8 @@ pub use judge::{
     rank_curve_chunks, CurvePoint, MicrobatchCost, RankJudgement,
 };
 pub use offload::{
-    counted_beside_backward_at_best, judge_offload, offloaded, validate_rate, Offload,
-    OffloadError, OffloadJudgement,
+    counted_beside_backward_at_best, judge_offload, offloaded, rank_curve_offloaded, validate_rate,
+    Offload, OffloadError, OffloadJudgement,
 };
 pub use order::{Phase, PipelineSchedule, Slot};
 pub use plan::{

@@ -63,8 +63,11 @@
 
 pub use super::host_link::offloaded;
 use super::host_link::HostLink;
-use super::judge::{MicrobatchCost, RankJudgement};
+use super::judge::{rank_curve, CurvePoint, MicrobatchCost, RankJudgement};
 use super::order::{others_held, Phase, Slot};
+use crate::model::Chain;
+use crate::schedule::Op;
+use crate::simulator::SimError;
 use serde::Serialize;
 
 /// Why offloading cannot be judged, naming what to change.
@@ -118,19 +121,34 @@ impl OffloadJudgement {
     }
 }
 
-/// Runs `order` (one chunk) with every micro-batch costing `cost`, the
-/// phases back to back, offloading as the module doc says over a host link
-/// of `bytes_per_s` each way.
-pub fn judge_offload(cost: &MicrobatchCost, order: &[Slot], bytes_per_s: f64) -> OffloadJudgement {
+/// A rank's step offloading, phase by phase: what [`judge_offload`] and
+/// [`rank_curve_offloaded`] both read, so that the page draws the judged
+/// levels.
+struct Timeline {
+    /// Per slot: the stalls up to and including its own (its phase starts
+    /// this much later than with the phases back to back).
+    shift: Vec<f64>,
+    /// Per slot: how many other micro-batches' h is counted on the device.
+    counted: Vec<usize>,
+    compute: f64,
+    stall: f64,
+    offloaded: usize,
+}
+
+/// Runs `order` with every micro-batch costing `cost`, the phases back to
+/// back, offloading as the module doc says.
+fn timeline(cost: &MicrobatchCost, order: &[Slot], bytes_per_s: f64) -> Timeline {
     let n = order.len();
     let mut link = HostLink::new(order, cost.held_bytes, bytes_per_s);
     // begin[i]: when slot i's phase may begin (the previous one's end, its
     // stall included in it); end[i]: when it ends.
     let (mut begin, mut end) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut shift = Vec::with_capacity(n);
     let (mut t, mut compute, mut stall) = (0.0f64, 0.0f64, 0.0f64);
     for (i, slot) in order.iter().enumerate() {
         let start = link.earliest_start(slot, t);
         stall += start - t;
+        shift.push(stall);
         link.phase_started(order.get(i + 1), start);
         let took = match slot.phase {
             Phase::Forward => cost.forward_seconds,
@@ -174,36 +192,74 @@ pub fn judge_offload(cost: &MicrobatchCost, order: &[Slot], bytes_per_s: f64) ->
             }
         }
     }
-    let mut counted = 0i64;
+    let counted = (delta[..n].iter())
+        .scan(0i64, |c, d| {
+            *c += d;
+            Some(*c as usize)
+        })
+        .collect();
+    Timeline {
+        shift,
+        counted,
+        compute,
+        stall,
+        offloaded: link.offloads.iter().filter(|&&o| o).count(),
+    }
+}
+
+/// Runs `order` (one chunk) with every micro-batch costing `cost`, the
+/// phases back to back, offloading as the module doc says over a host link
+/// of `bytes_per_s` each way.
+pub fn judge_offload(cost: &MicrobatchCost, order: &[Slot], bytes_per_s: f64) -> OffloadJudgement {
+    let line = timeline(cost, order, bytes_per_s);
     let mut best = (0u64, 0usize, 0usize);
-    for (i, slot) in order.iter().enumerate() {
-        counted += delta[i];
+    for (i, (slot, &others)) in order.iter().zip(&line.counted).enumerate() {
         let peak = match slot.phase {
             Phase::Forward => cost.forward_peak_bytes,
             Phase::Backward => cost.backward_peak_bytes,
         };
-        let others = counted as usize;
         let level = peak.saturating_add((others as u64).saturating_mul(cost.held_bytes));
         if level > best.0 {
             best = (level, i, others);
         }
     }
-    let microbatches_offloaded = link.offloads.iter().filter(|&&o| o).count();
     OffloadJudgement {
         rank: RankJudgement {
             peak_bytes: best.0,
             peak_slot: best.1,
             held_at_peak: best.2,
             others_held: others_held(order),
-            compute_seconds: compute,
+            compute_seconds: line.compute,
         },
         offload: Offload {
             bytes_per_s,
-            microbatches_offloaded,
-            bytes_moved: (2 * microbatches_offloaded as u64).saturating_mul(cost.held_bytes),
-            stall_seconds: stall,
+            microbatches_offloaded: line.offloaded,
+            bytes_moved: (2 * line.offloaded as u64).saturating_mul(cost.held_bytes),
+            stall_seconds: line.stall,
         },
     }
+}
+
+/// [`rank_curve`] for a rank that offloads over `bytes_per_s`
+/// ([`judge_offload`]): each phase starts after its stall, and what the
+/// waiting micro-batches hold is h for each other micro-batch counted on
+/// the device in that phase (those on the host are not). Its highest
+/// `running + held` is `judge_offload`'s peak; its last point is before
+/// the rank's compute plus its stalls.
+pub fn rank_curve_offloaded(
+    chain: &Chain,
+    ops: &[Op],
+    order: &[Slot],
+    bytes_per_s: f64,
+) -> Result<Vec<CurvePoint>, SimError> {
+    let cost = MicrobatchCost::of(chain, ops)?;
+    let line = timeline(&cost, order, bytes_per_s);
+    let mut curve = rank_curve(chain, ops, order)?;
+    for pt in &mut curve {
+        pt.seconds += line.shift[pt.slot];
+        pt.held_bytes = (line.counted[pt.slot] as u64).saturating_mul(cost.held_bytes);
+    }
+    Ok(curve)
 }
 
 /// The most other micro-batches counted on the device beside a B phase of
