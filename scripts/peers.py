@@ -56,8 +56,15 @@ Every peak is read the same way: the allocator's events over the step
 counted (`zero_grad(set_to_none=True)`), plus the batch (a^0) — the
 convention `plain_step_peak` and the chain share by default. (Runs before
 2026-11-29 booked the gradients outside.) Times:
-the median of --rounds rounds, every method once per round in turn, so a
-drift of the machine hits all alike; the machine's load average is printed
+the median of --rounds rounds, every method once per round. Each peer is
+timed beside Remat's plans at its peak, as one group: the peer first in
+even rounds and last in odd ones, the groups in an order that rotates by
+one each round. A step's time depends on what ran just before it and on
+the machine's drift over the ~30 s of a round (runs before 2026-12-01
+timed every peer, then every plan, in one fixed order: the same Remat
+plan read 314 to 375 ms at different places of one GPT-2 round), so a
+peer and the plans compared with it run next to each other, and no method
+always runs at the same place. The machine's load average is printed
 with the table. Remat's time over a peer's is paired by round: the median of
 each round's ratio, with the number of rounds in which Remat was faster —
 "0.83× (7/7)". On this shared 2-core machine two runs of the same step
@@ -413,12 +420,13 @@ def run_model(name, args, work):
             plan = remat_plan(peer, path, kind)
             peer[kind] = plan
             if "step" in plan:
-                methods.append({"label": f"{kind} at {peer['label']}", "step": plan["step"], "kind": kind})
+                methods.append({"label": f"{kind} at {peer['label']}", "step": plan["step"], "kind": kind,
+                                "peer": peer["label"]})
 
     load = os.getloadavg()
     times = {m["label"]: [] for m in methods}
-    for _ in range(args.rounds):
-        for m in methods:
+    for r in range(args.rounds):
+        for m in round_order(methods, r):
             reset(m.get("params", params))
             t = time.perf_counter()
             m["step"]()
@@ -478,6 +486,19 @@ def run_model(name, args, work):
             "after_load": os.getloadavg(), "threads": torch.get_num_threads(), "describe_seconds": described,
             "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__,
             "compiled_left_out": left_out, "merges": merges}
+
+
+def round_order(methods, r):
+    """Round r's order (module docstring): each peer with Remat's plans at
+    its peak as one group, the peer first in even rounds and last in odd
+    ones, the groups rotated by r."""
+    groups = [[p] + [m for m in methods if m.get("peer") == p["label"]]
+              for p in methods if p["kind"] == "peer"]
+    if not groups:
+        return list(methods)
+    k = r % len(groups)
+    groups = groups[k:] + groups[:k]
+    return [m for g in groups for m in (g if r % 2 == 0 else g[::-1])]
 
 
 def own_configuration(chains, variant_of, budget, remat, work):
