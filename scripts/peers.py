@@ -434,7 +434,8 @@ def run_model(name, args, work):
     median = {k: statistics.median(v) for k, v in times.items()}
     rows = []
     for peer in [m for m in methods if m["kind"] == "peer"]:
-        row = {"peer": peer["label"], "peak_bytes": peer["peak"], "seconds": median[peer["label"]]}
+        row = {"peer": peer["label"], "peak_bytes": peer["peak"], "seconds": median[peer["label"]],
+               "round_seconds": times[peer["label"]]}
         # The same peak after the rounds: what was timed is what was
         # measured (a compiled peer recompiled under another budget would
         # show another peak).
@@ -452,6 +453,7 @@ def run_model(name, args, work):
             row[kind] = {k: plan[k] for k in ("predicted_peak", "predicted_seconds", "peak", "bitwise", "options")}
             label = f"{kind} at {peer['label']}"
             row[kind]["seconds"] = median[label]
+            row[kind]["round_seconds"] = times[label]
             # Paired by round (module docstring): each round's Remat time
             # over the same round's peer time, so a drift of the machine
             # between rounds cancels out.
