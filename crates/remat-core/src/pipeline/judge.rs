@@ -281,6 +281,38 @@ pub fn makespan_offloaded(
     link: Option<f64>,
     offload: &[Option<f64>],
 ) -> f64 {
+    let run = run_pipeline(orders, costs, link, offload);
+    (run.phases.iter().flatten()).fold(0.0, |t, &(_, end)| t.max(end))
+}
+
+/// When a rank's copies to and from host memory ran, per micro-batch
+/// ([`PipelineRun`]; NaN where a micro-batch is not offloaded).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankCopies {
+    pub offloaded: Vec<bool>,
+    /// When its h is off the device (its d2h copy ended).
+    pub offload_end: Vec<f64>,
+    /// When its h starts coming back (its h2d copy began).
+    pub prefetch_start: Vec<f64>,
+}
+
+/// The pipeline's step as [`makespan_offloaded`] runs it: per rank, each
+/// slot's phase (start, end), and the copies of a rank that offloads.
+/// What a check of the judged peaks against the real timing reads
+/// (`tests/pipeline_offload.rs`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineRun {
+    pub phases: Vec<Vec<(f64, f64)>>,
+    pub copies: Vec<Option<RankCopies>>,
+}
+
+/// Runs the pipeline ([`makespan_offloaded`]'s arguments).
+pub fn run_pipeline(
+    orders: &[Vec<Slot>],
+    costs: &[MicrobatchCost],
+    link: Option<f64>,
+    offload: &[Option<f64>],
+) -> PipelineRun {
     let p = orders.len();
     // Sending `bytes` from piece k to its neighbour: nothing on one rank
     // (p = 1), bytes / β between two (the send overlaps both ranks'
@@ -295,6 +327,8 @@ pub fn makespan_offloaded(
     let mut end = vec![[vec![f64::NAN; m], vec![f64::NAN; m]]; pieces];
     let mut next = vec![0usize; p];
     let mut free = vec![0.0f64; p];
+    let mut phases: Vec<Vec<(f64, f64)>> =
+        orders.iter().map(|o| Vec::with_capacity(o.len())).collect();
     let mut host: Vec<Option<HostLink>> = (0..p)
         .map(|r| {
             let beta = offload.get(r).copied().flatten()?;
@@ -328,6 +362,7 @@ pub fn makespan_offloaded(
                     h.phase_started(orders[r].get(next[r] + 1), start);
                 }
                 free[r] = start + took;
+                phases[r].push((start, free[r]));
                 if let Some(h) = &mut host[r] {
                     h.phase_ended(slot, free[r]);
                 }
@@ -338,7 +373,16 @@ pub fn makespan_offloaded(
         }
         assert!(left < before, "pipeline orders deadlock");
     }
-    free.into_iter().fold(0.0, f64::max)
+    let copies = (host.into_iter())
+        .map(|h| {
+            h.map(|h| RankCopies {
+                offloaded: h.offloads,
+                offload_end: h.offload_end,
+                prefetch_start: h.prefetch_start,
+            })
+        })
+        .collect();
+    PipelineRun { phases, copies }
 }
 
 #[cfg(test)]

@@ -99,7 +99,8 @@ mod plan;
 pub use exact::EXACT_MAX_STAGES;
 pub use judge::{
     forward_phase_len, judge, judge_chunks, makespan, makespan_offloaded, rank_curve,
-    rank_curve_chunks, CurvePoint, MicrobatchCost, RankJudgement,
+    rank_curve_chunks, run_pipeline, CurvePoint, MicrobatchCost, PipelineRun, RankCopies,
+    RankJudgement,
 };
 pub use offload::{
     counted_beside_backward_at_best, judge_offload, offloaded, rank_curve_offloaded, validate_rate,

@@ -54,8 +54,10 @@
 //! same channels run at the phases' real start times, which may leave
 //! waits between phases; the waits only give the copies more time between
 //! the same phase boundaries (a prefetch back early waits through an idle
-//! gap, in no phase), so the judged peak stays an upper bound there —
-//! argued, not tested.
+//! gap, in no phase), so the judged peak stays an upper bound there
+//! (`tests/pipeline_offload.rs`, `the_judged_peak_bounds_the_real_pipeline`:
+//! every instant of [`run_pipeline`](super::run_pipeline)'s timing, ranks
+//! of different costs waiting on each other).
 //!
 //! **Complexity.** O(n log n) per judgement for an order of n = 2m slots
 //! (one pass for the times, a binary search per micro-batch for the phases
