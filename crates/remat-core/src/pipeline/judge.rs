@@ -299,7 +299,7 @@ pub struct RankCopies {
 /// The pipeline's step as [`makespan_offloaded`] runs it: per rank, each
 /// slot's phase (start, end), and the copies of a rank that offloads.
 /// What a check of the judged peaks against the real timing reads
-/// (`tests/pipeline_offload.rs`).
+/// (`crates/remat-core/tests/pipeline_offload.rs`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipelineRun {
     pub phases: Vec<Vec<(f64, f64)>>,

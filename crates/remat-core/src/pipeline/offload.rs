@@ -55,7 +55,8 @@
 //! waits between phases; the waits only give the copies more time between
 //! the same phase boundaries (a prefetch back early waits through an idle
 //! gap, in no phase), so the judged peak stays an upper bound there
-//! (`tests/pipeline_offload.rs`, `the_judged_peak_bounds_the_real_pipeline`:
+//! (`crates/remat-core/tests/pipeline_offload.rs`,
+//! `the_judged_peak_bounds_the_real_pipeline`:
 //! every instant of [`run_pipeline`](super::run_pipeline)'s timing, ranks
 //! of different costs waiting on each other).
 //!
