@@ -587,7 +587,7 @@ pub fn PipelineCard() -> impl IntoView {
                             data-offload=p.offload.map_or(String::new(), |b| b.to_string())>
                             <p id="pipeline-summary" class="min-memory-summary">{sentence(&p)}</p>
                             <div class="legend">
-                                {swatches(&[(HELD, "micro-batches waiting for their backward, on the device"), (FORWARD, "a forward running"), (BACKWARD, "a backward running (with its recomputations)")])}
+                                {swatches(&[(HELD, "micro-batches waiting for their backward"), (FORWARD, "a forward running"), (BACKWARD, "a backward running (with its recomputations)")])}
                                 <span class="swatch"><i style="background:repeating-linear-gradient(90deg,#b00020 0 6px,transparent 6px 9px)"></i><span>"budget per rank"</span></span>
                             </div>
                             <div class="chart-wrap pipeline-chart">
