@@ -305,12 +305,6 @@ fn with_and_without(
     (pipeline, budget, without, with)
 }
 
-/// A rank plan's step: compute and stalls.
-fn rank_seconds(p: &remat_core::pipeline::RankPlan) -> Option<f64> {
-    let j = p.judged?;
-    Some(j.compute_seconds + p.offload.map_or(0.0, |o| o.stall_seconds))
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
 
@@ -346,8 +340,8 @@ proptest! {
             if let Some(j) = o.judged {
                 prop_assert!(j.peak_bytes <= budget, "{at}: over the budget");
             }
-            let Some(plain) = rank_seconds(a) else { continue };
-            let Some(moved) = rank_seconds(o) else {
+            let Some(plain) = a.step_seconds() else { continue };
+            let Some(moved) = o.step_seconds() else {
                 prop_assert!(false, "{at}: fits without offloading, not with");
                 unreachable!()
             };
@@ -390,11 +384,11 @@ proptest! {
             if let Some(j) = o.judged {
                 prop_assert!(j.peak_bytes <= budget, "{at}: over the budget");
             }
-            if let Some(plain) = rank_seconds(a) {
-                let moved = rank_seconds(o).unwrap_or(f64::INFINITY);
+            if let Some(plain) = a.step_seconds() {
+                let moved = o.step_seconds().unwrap_or(f64::INFINITY);
                 prop_assert!(moved <= plain * (1.0 + 1e-12), "{at}: {moved} s > {plain} s");
             }
-            if let (Some(t), Some(step)) = (with.makespan_seconds, rank_seconds(o)) {
+            if let (Some(t), Some(step)) = (with.makespan_seconds, o.step_seconds()) {
                 prop_assert!(t >= step * (1.0 - 1e-12), "{at}: makespan {t} under its step {step}");
             }
         }

@@ -237,7 +237,7 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
     let right = CHART_W - MARGIN_R;
     let width = right - MARGIN_L;
     let longest = (p.per_rank.ranks.iter())
-        .filter_map(rank_seconds)
+        .filter_map(RankPlan::step_seconds)
         .fold(0.0, f64::max)
         .max(1e-12);
     let mut s = String::new();
@@ -429,12 +429,6 @@ fn figure(chain: &Chain, p: &Planned) -> (String, f64) {
         ms(longest)
     );
     (s, h)
-}
-
-/// A rank plan's step: its compute and, offloading, its stalls.
-fn rank_seconds(r: &RankPlan) -> Option<f64> {
-    let j = r.judged?;
-    Some(j.compute_seconds + r.offload.map_or(0.0, |o| o.stall_seconds))
 }
 
 fn table(p: &Planned) -> impl IntoView {

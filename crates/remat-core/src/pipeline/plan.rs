@@ -93,6 +93,13 @@ impl RankPlan {
             .collect()
     }
 
+    /// The rank's step: its compute and, offloading, its stalls; None
+    /// when no schedule fits.
+    pub fn step_seconds(&self) -> Option<f64> {
+        let j = self.judged?;
+        Some(j.compute_seconds + self.offload.map_or(0.0, |o| o.stall_seconds))
+    }
+
     /// (plan − bound) / bound, when both exist.
     pub fn gap(&self) -> Option<f64> {
         Some(crate::solvers::persistent::gap(
