@@ -38,7 +38,11 @@ solved by the `remat` binary, run through `remat_torch.checkpointed`:
   the stem and head to the blocks beside them (`join_glue=True`); with
   `all+glue` the whole step is one stage, and the peer's own
   configuration — the whole model compiled at its budget — is one of
-  Remat's options.
+  Remat's options, but with the loss inside the graph; `+loss` keeps the
+  loss a stage of its own, run eagerly after the compiled stages
+  (`loss_apart=True`), as `torch.compile(model)` runs it: with
+  `all+glue+loss` the chain is the whole model compiled, then the loss,
+  and the peer's configuration is exactly one of Remat's.
 
 The last column is **Remat's pick**: of its chains with menus, the one whose
 plan it predicts fastest at the peer's peak — what a user running Remat
@@ -322,13 +326,14 @@ def run_model(name, args, work):
     # blocks whose F_all runs the partitioner at budget b.
     variant_of = {"remat": {"menu": True}}
     if args.compiled:
-        for k, glue in merge_values(args.merge, len(blocks)):
+        for k, glue, apart in merge_values(args.merge, len(blocks)):
             for b in args.classic_budgets:
-                kind = "remat-compiled" if (k, glue, b) == (1, False, 1.0) else (
-                    f"remat-compiled-merge{k}" + ("-glue" if glue else "") + ("" if b == 1.0 else f"-at{b:g}"))
+                kind = "remat-compiled" if (k, glue, apart, b) == (1, False, False, 1.0) else (
+                    f"remat-compiled-merge{k}" + ("-glue" if glue else "") + ("-loss" if apart else "")
+                    + ("" if b == 1.0 else f"-at{b:g}"))
                 menu = True if args.menu_budgets is None else [
                     policy_name(m) for m in args.menu_budgets if m != b]
-                variant_of[kind] = {"compile": b, "merge": k, "join_glue": glue, "menu": menu}
+                variant_of[kind] = {"compile": b, "merge": k, "join_glue": glue, "loss_apart": apart, "menu": menu}
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -505,20 +510,23 @@ def round_order(methods, r):
 
 def own_configuration(chains, variant_of, budget, remat, work):
     """A torch.compile peer's own configuration — the whole model compiled
-    at its budget — as one of Remat's options: on a one-stage chain
-    (`all+glue`), the classic F_all when the chain was compiled at that
-    budget, else its menu entry `activation_memory_budget=b`. Returns
-    its store-all step as the simulator predicts it (time, peak: the
-    option made the stage's classic F_all, menu dropped, `remat solve -a
-    store-all`), or None when no chain holds it. With it, the DP's
-    exactness is a proof: wherever this option fits, the plan Remat picks
-    is predicted no slower than the peer's own configuration."""
+    at its budget — as one of Remat's options: on a chain of the whole
+    model then its eager loss (`all+glue+loss`: exactly the peer's) or,
+    failing that, of the whole step as one stage (`all+glue`: the loss
+    inside the graph), the model stage's classic F_all when the chain was
+    compiled at that budget, else its menu entry
+    `activation_memory_budget=b`. Returns its store-all step as the
+    simulator predicts it (time, peak: the option made the stage's classic
+    F_all, menus dropped, `remat solve -a store-all`) and which chain, or
+    None when no chain holds it. With it, the DP's exactness is a proof:
+    wherever this option fits, the plan Remat picks is predicted no slower
+    than the peer's own configuration."""
     if budget is None:
         return None
-    for kind, v in variant_of.items():
-        chain = chains.get(kind)
-        if chain is None or len(chain["stages"]) != 1 or not v.get("join_glue"):
-            continue
+    whole = [kind for kind, v in variant_of.items() if v.get("join_glue") and chains.get(kind) is not None
+             and len(chains[kind]["stages"]) == (2 if v.get("loss_apart") else 1)]
+    for kind in sorted(whole, key=lambda k: not variant_of[k].get("loss_apart")):
+        v, chain = variant_of[kind], chains[kind]
         stage = dict(chain["stages"][0])
         menu = stage.pop("menu", None) or []
         if v["compile"] != budget:
@@ -530,9 +538,10 @@ def own_configuration(chains, variant_of, budget, remat, work):
             stage["backward_overhead_bytes"] = entry.get("backward_overhead_bytes", 0)
             if "forward_overhead_bytes" in entry:
                 stage["forward_overhead_bytes"] = entry["forward_overhead_bytes"]
+        rest = [{k: x for k, x in s.items() if k != "menu"} for s in chain["stages"][1:]]
         path = os.path.join(work, f"own-{kind}-{budget:g}.json")
         with open(path, "w") as f:
-            json.dump(dict(chain, stages=[stage]), f)
+            json.dump(dict(chain, stages=[stage] + rest), f)
         p = subprocess.run([remat, "solve", path, "-a", "store-all", "-b", "100%", "--json"],
                            capture_output=True, text=True)
         if p.returncode != 0:
@@ -547,21 +556,22 @@ def merge_values(spec: str, blocks: int):
     """--merge: how many blocks each compiled stage joins, a comma list of
     whole numbers or `all` (every block in one stage), each optionally
     followed by `+glue` (the stem and the head joined to the blocks beside
-    them: `all+glue` is the whole step as one stage). Pairs (k, glue)."""
+    them: `all+glue` is the whole step as one stage) and `+loss` (the loss
+    a stage of its own, eager: `all+glue+loss` is the whole model, then
+    the loss). Triples (k, glue, loss apart)."""
     out = []
     for part in spec.split(","):
-        part = part.strip()
-        glue = part.endswith("+glue")
-        count = part[: -len("+glue")] if glue else part
+        count, *flags = part.strip().split("+")
         try:
             k = blocks if count == "all" else int(count)
         except ValueError:
             k = 0
-        if k < 1:
-            raise SystemExit(f"--merge: expected whole numbers ≥ 1 or 'all', each optionally with '+glue', "
-                             f"got {part!r}")
-        if (min(k, blocks), glue) not in out:
-            out.append((min(k, blocks), glue))
+        if k < 1 or any(f not in ("glue", "loss") for f in flags) or len(set(flags)) != len(flags):
+            raise SystemExit(f"--merge: expected whole numbers ≥ 1 or 'all', each optionally with '+glue' "
+                             f"and '+loss', got {part.strip()!r}")
+        triple = (min(k, blocks), "glue" in flags, "loss" in flags)
+        if triple not in out:
+            out.append(triple)
     return out
 
 
@@ -583,8 +593,9 @@ def variant_name(v) -> str:
     joins, and the partitioner's budget of its F_all where not 1.0."""
     blocks = "each block" if v["merge"] == 1 else f"{v['merge']} blocks"
     glue = " with the stem and head joined" if v.get("join_glue") else ""
+    loss = ", the loss eager apart" if v.get("loss_apart") else ""
     at = "" if v["compile"] == 1.0 else f", F_all at budget {v['compile']:g}"
-    return f"Remat over compiled stages of {blocks}{glue}{at}"
+    return f"Remat over compiled stages of {blocks}{glue}{loss}{at}"
 
 
 def report(s):
@@ -610,8 +621,8 @@ def report(s):
     header += ["Remat's pick (fastest predicted) / peer"]
     own = any("own_configuration" in r for r in s["rows"])
     if own:
-        header += ["the peer's own configuration in Remat's model (one-stage chain): time; peak predicted "
-                   "— the pick's predicted time over it"]
+        header += ["the peer's own configuration in Remat's model (the whole model as one stage): time; peak "
+                   "predicted — the pick's predicted time over it"]
     lines = [f"### {s['model']} ({s['stages']} stages; {s['threads']} threads, load {s['load'][0]:.2f} → "
              f"{s['after_load'][0]:.2f}; medians of {s['rounds']} interleaved rounds; torch {s['torch']})", "",
              "| " + " | ".join(header) + " |",
@@ -648,7 +659,9 @@ def report(s):
                 row += ["—"]
             else:
                 fits = o["predicted_peak"] <= r["peak_bytes"]
-                head = f"{1000 * o['predicted_seconds']:.0f} ms; {mib(o['predicted_peak'])}"
+                apart = variant_of_row(s, o["kind"])
+                head = (f"{1000 * o['predicted_seconds']:.0f} ms; {mib(o['predicted_peak'])}"
+                        + (" (loss eager)" if apart else " (loss in the graph)"))
                 if pick and fits:
                     row += [f"{head} — {r[pick]['predicted_seconds'] / o['predicted_seconds']:.2f}×"]
                 else:
@@ -658,6 +671,11 @@ def report(s):
     if s.get("compiled_left_out"):
         lines += ["", "Left out of the compiled menus (wrong gradients): " + " ".join(s["compiled_left_out"])[:600]]
     return "\n".join(lines)
+
+
+def variant_of_row(s, kind) -> bool:
+    """Whether chain `kind` of a model's summary keeps its loss apart."""
+    return bool(s.get("merges", {}).get(kind, {}).get("loss_apart"))
 
 
 def main():
@@ -673,7 +691,8 @@ def main():
     ap.add_argument("--merge", default="1",
                     help="Remat over compiled stages of k blocks each, for each k of this comma list "
                          "('all': every block in one stage; 'k+glue': the stem and head joined to the "
-                         "blocks beside them, 'all+glue' the whole step as one stage)")
+                         "blocks beside them, 'all+glue' the whole step as one stage; '+loss': the loss a "
+                         "stage of its own, eager, 'all+glue+loss' the whole model compiled then the loss)")
     ap.add_argument("--classic-budgets", default="1.0",
                     help="the partitioner's budget of the compiled stages' F_all without an option, a comma "
                          "list: one chain per merge and budget")

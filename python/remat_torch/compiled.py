@@ -116,7 +116,11 @@ class CompiledProgram:
 
     def run(self, l: int, h, consts: Sequence, budget: Optional[float] = None) -> torch.Tensor:
         """Stage ℓ on `h` compiled at `budget` (the program's when None):
-        with gradient its training graph, without its inference graph."""
+        with gradient its training graph, without its inference graph. A
+        stage `inner` keeps eager (the user's loss, `loss_apart`) runs eager
+        at every budget, as after `torch.compile(model)`."""
+        if l in getattr(self.inner, "eager_stages", ()):
+            return self.inner.run(l, h, consts)
         return self.graph(l, self.budget if budget is None else budget)(h, consts)
 
 

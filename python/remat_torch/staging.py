@@ -27,7 +27,11 @@ modules joined with `+`. `granularity="fine"` gives every valid cut;
 the glue to its neighbouring block stage (the stem or embedding to the first,
 every other piece of glue — a head with the loss — to the one before it), as
 a whole compiled model fuses them: with `merge` covering every block, the
-whole step is one stage.
+whole step is one stage. `loss_apart=True` keeps the user's loss (what
+`loss(output, target)` computes, outside the model) a stage of its own, as
+`torch.compile(model)` leaves it: outside the model's graph, run eagerly
+after it (`remat_torch.compiled` runs that stage eager); with `join_glue`
+and `merge` covering every block, the chain is the whole model, then the loss.
 
 A cut never falls just before an operation that writes into the crossing
 tensor in place (torchvision's `relu(inplace=True)`): the write would go
@@ -139,6 +143,8 @@ class StagedModel:
     # Why a stage spans several blocks, one sentence per such stage
     # (`_why_joined`); `describe_chain` says them.
     joined: List[str] = field(default_factory=list)
+    # The last stage is the user's loss alone (`loss_apart`).
+    loss_apart: bool = False
 
     def constants(self, batch, target) -> List[torch.Tensor]:
         """The step constants for this batch: the batch's and the target's
@@ -298,6 +304,7 @@ def find_stages(
     granularity: str = "block",
     merge: int = 1,
     join_glue: bool = False,
+    loss_apart: bool = False,
 ) -> StagedModel:
     """Cut `loss(model(batch), target)` into stages (module docstring)."""
     if granularity not in ("block", "fine"):
@@ -306,6 +313,8 @@ def find_stages(
         raise StagingError(f"merge: expected a whole number ≥ 1, got {merge!r}")
     if not isinstance(join_glue, bool):
         raise StagingError(f"join_glue: expected True or False, got {join_glue!r}")
+    if not isinstance(loss_apart, bool):
+        raise StagingError(f"loss_apart: expected True or False, got {loss_apart!r}")
     ep = _export(model, batch, target, loss)
     gm = ep.module()
     graph = gm.graph
@@ -421,6 +430,8 @@ def find_stages(
         groups = merged
     if join_glue and any(k is not None for k, _ in groups):
         groups = _join_glue(groups)
+    if loss_apart:
+        groups = _loss_apart(groups, order, cuts, crossing_at)
 
     # One stage is a chain only when asked for (the whole step joined).
     if len(groups) < 2 and not (join_glue and groups):
@@ -473,7 +484,38 @@ def find_stages(
         in_spec=gm._in_spec,
         constant_names=[n.name for n in const_used],
         joined=joined,
+        loss_apart=loss_apart,
     )
+
+
+def _in_model(node: fx.Node) -> bool:
+    """Whether `node` ran inside the user's model (not in the loss after it)."""
+    return any(path == "m" or path.startswith("m.") for path, _ in (node.meta.get("nn_module_stack") or {}).values())
+
+
+def _loss_apart(groups: List[Tuple[Optional[str], List[fx.Node]]], order: List[fx.Node], cuts: List[int],
+                crossing_at: List[List[fx.Node]]) -> List[Tuple[Optional[str], List[fx.Node]]]:
+    """`groups` with the loss's operations (those after the model's, run
+    outside it) taken out of the last stage into a stage of their own.
+    StagingError when the loss computes nothing there or reads more than
+    one tensor that needs a gradient from the model."""
+    tail = len(order)
+    while tail > 0 and not _in_model(order[tail - 1]):
+        tail -= 1
+    if tail == len(order):
+        raise StagingError("loss_apart: the loss computes nothing outside the model (the model returns it, "
+                           "or `loss` only reads it): there is no loss to run as a stage of its own")
+    if tail == 0 or any(not _in_model(n) for n in order[:tail]):
+        raise StagingError("loss_apart: the loss's operations are not all after the model's")
+    if tail - 1 not in cuts:
+        cross = crossing_at[tail - 1]
+        names = ", ".join(f"`{v.name}`" for v in cross[:4])
+        raise StagingError(
+            f"loss_apart: {len(cross)} tensors that need a gradient cross from the model to the loss ({names}); "
+            "the loss can be a stage of its own only when it reads exactly one")
+    loss_nodes = set(order[tail:])
+    out = [(k, [n for n in g if n not in loss_nodes]) for k, g in groups]
+    return [(k, g) for k, g in out if g] + [(None, order[tail:])]
 
 
 def _join_glue(groups: List[Tuple[Optional[str], List[fx.Node]]]) -> List[Tuple[Optional[str], List[fx.Node]]]:
@@ -743,6 +785,9 @@ class StagedProgram:
         # The model's plain attributes at capture (`remat_torch.frozen`),
         # set by `make_program`; every step is checked against them.
         self.python_state: Optional[PythonState] = None
+        # Stages run eagerly even over compiled stages: the user's loss as
+        # a stage of its own, which `torch.compile(model)` leaves eager.
+        self.eager_stages = {len(staged.stages)} if staged.loss_apart else set()
 
     def __len__(self) -> int:
         return len(self.staged.stages)
@@ -831,10 +876,11 @@ def signature(batch, target) -> Tuple:
 
 
 def make_program(model, batch, target, loss: Optional[Callable], granularity: str = "block",
-                 merge: int = 1, join_glue: bool = False):
+                 merge: int = 1, join_glue: bool = False, loss_apart: bool = False):
     """The stages of `model`: the user's own (a list or `nn.Sequential` and
     no `loss`: the old convention), else found by `find_stages` (once per
-    model, batch signature, loss, granularity, merge and join_glue)."""
+    model, batch signature, loss, granularity, merge, join_glue and
+    loss_apart)."""
     if loss is None:
         if isinstance(model, (list, tuple, nn.Sequential)):
             return StageList(list(model))
@@ -850,7 +896,7 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
     autocast = tuple(
         (torch.is_autocast_enabled(d), torch.get_autocast_dtype(d)) for d in ("cpu", "cuda")
     )
-    key = (signature(batch, target), loss, granularity, merge, join_glue, model.training, autocast)
+    key = (signature(batch, target), loss, granularity, merge, join_glue, loss_apart, model.training, autocast)
     found = _FOUND.setdefault(model, {})
     if key not in found:
         # What capture would freeze (remat_torch.frozen): hooks refused
@@ -859,7 +905,8 @@ def make_program(model, batch, target, loss: Optional[Callable], granularity: st
         refuse_hooks(model)
         before = PythonState(model)
         with watching_writes(before):
-            program = StagedProgram(find_stages(model, batch, target, loss, granularity, merge, join_glue))
+            program = StagedProgram(find_stages(model, batch, target, loss, granularity, merge, join_glue,
+                                                loss_apart))
         refuse_changes_by_capture(before)
         program.python_state = before
         found[key] = program

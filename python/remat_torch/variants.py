@@ -51,9 +51,9 @@ _timed_together = calibration.interleaved
 
 # The keywords of `describe_chain` a variant may set; the others
 # (`repeat`, `check`, `set_to_none`, …) are common to all variants.
-VARIANT_KEYS = ("merge", "join_glue", "granularity", "compile", "menu")
+VARIANT_KEYS = ("merge", "join_glue", "loss_apart", "granularity", "compile", "menu")
 # Of those, the ones `checkpointed` must be given the same.
-RUN_KEYS = ("merge", "join_glue", "granularity", "compile")
+RUN_KEYS = ("merge", "join_glue", "loss_apart", "granularity", "compile")
 
 
 def check_variants(variants: Any) -> List[Dict[str, Any]]:
@@ -76,7 +76,8 @@ def check_variants(variants: Any) -> List[Dict[str, Any]]:
 
 def run_arguments(variant: Mapping[str, Any]) -> Dict[str, Any]:
     """The keywords `checkpointed` needs to run a plan of this variant's
-    chain: its `merge`, `join_glue`, `granularity` and `compile`."""
+    chain: its `merge`, `join_glue`, `loss_apart`, `granularity` and
+    `compile`."""
     return {k: variant[k] for k in RUN_KEYS if k in variant}
 
 
@@ -112,15 +113,18 @@ def describe_variants(model, batch, target: Any = None, variants: Sequence[Mappi
         raise ValueError(f"{clash[0]}: give it in each variant, not to describe_variants")
     chains = [describe_chain(model, batch, target, loss=loss, repeat=repeat, **common, **v) for v in variants]
     steps = [_store_all_step(model, chain, loss, batch, target, v) for chain, v in zip(chains, variants)]
-    # A chain of one stage (the whole step, `join_glue`): each menu option
-    # is a whole configuration of the step, timed as one beside the others
-    # (index of its chain, option k ≥ 1, position of its step).
-    options: List[Tuple[int, int, int]] = []
+    # A chain whose menus are one stage's (the whole step as one stage,
+    # `join_glue`; the whole model before its loss, `loss_apart`): each
+    # option is a whole configuration of the step, timed as one beside the
+    # others (index of its chain, its stage ℓ, option k ≥ 1, position of
+    # its step).
+    options: List[Tuple[int, int, int, int]] = []
     for i, (chain, v) in enumerate(zip(chains, variants)):
-        if len(chain["stages"]) == 1:
-            for k in range(1, len(chain["stages"][0].get("menu") or []) + 1):
-                options.append((i, k, len(steps)))
-                steps.append(_store_all_step(model, chain, loss, batch, target, v, option=k))
+        l = menu_stage(chain)
+        if l is not None:
+            for k in range(1, len(chain["stages"][l - 1]["menu"]) + 1):
+                options.append((i, l, k, len(steps)))
+                steps.append(_store_all_step(model, chain, loss, batch, target, v, option=(l, k)))
     device = device_of(batch)
     params = [p for p in model.parameters() if p.requires_grad]
     state = TrainingState(params, list(model.buffers()), device)
@@ -134,20 +138,32 @@ def describe_variants(model, batch, target: Any = None, variants: Sequence[Mappi
                             f"({', '.join(f'{k}={v!r}' for k, v in variants[i].items()) or 'the defaults'}), "
                             f"its times scaled by {factor:.4f} to its store-all step timed with the others' "
                             f"({repeat} interleaved rounds: {1000 * seconds:.2f} ms)")
-    for i, k, at in options:
-        entry = chains[i]["stages"][0]["menu"][k - 1]
+    for i, l, k, at in options:
+        entry = chains[i]["stages"][l - 1]["menu"][k - 1]
         entry["backward_extra_seconds"] = whole_step_extra(medians[at], medians[i])
-    for i in sorted({i for i, _, _ in options}):
-        chains[i]["source"] += ("; its one stage's menu options timed as whole steps in the same rounds "
-                                "(each option's extra time: its step's median over store-all's)")
+    for i in sorted({i for i, _, _, _ in options}):
+        chains[i]["source"] += (f"; the menu options of its stage {menu_stage(chains[i])}, the only stage with a "
+                                "menu, timed as whole steps in the same rounds (each option's extra time: its "
+                                "step's median over store-all's)")
     return chains
 
 
+def menu_stage(chain: Mapping[str, Any]) -> Optional[int]:
+    """ℓ when stage ℓ alone carries a menu, else None. Its options are then
+    whole configurations of the step (the other stages run as store-all
+    runs them), each timed as a whole step: measured inside the step, an
+    option's extra time includes what running it changes around it, which
+    the stage measured alone misses (the ViT's whole step compiled at 0.6
+    against 1.0)."""
+    with_menu = [l for l, s in enumerate(chain["stages"], start=1) if s.get("menu")]
+    return with_menu[0] if len(with_menu) == 1 else None
+
+
 def whole_step_extra(option_seconds: float, store_all_seconds: float) -> float:
-    """A one-stage chain's option k: F_all^1[k] then B^1 is a whole step,
-    and its extra time over F_all^1 then B^1 is the difference of the two
-    steps' medians, timed in the same rounds (never below 0: an option is
-    booked as costing more, and a faster one is read as equal)."""
+    """Option k of the one stage ℓ with a menu: store-all with F_all^ℓ[k]
+    is a whole step, and its extra time over store-all is the difference of
+    the two steps' medians, timed in the same rounds (never below 0: an
+    option is booked as costing more, and a faster one is read as equal)."""
     return max(0.0, option_seconds - store_all_seconds)
 
 
@@ -185,14 +201,15 @@ def fastest(chains: Sequence[ChainLike], budget: Union[str, int, float], algorit
 
 
 def _store_all_step(model, chain: Dict[str, Any], loss, batch, target,
-                    variant: Mapping[str, Any], option: int = 0) -> Callable[[], None]:
+                    variant: Mapping[str, Any], option: Optional[Tuple[int, int]] = None) -> Callable[[], None]:
     """The store-all step of `chain` run by `checkpointed`; with `option`
-    k ≥ 1 (a one-stage chain), its F_all^1 runs menu option k."""
+    (ℓ, k), its F_all^ℓ runs menu option k."""
     from .runtime import checkpointed
 
     schedule = calibration.store_all(len(chain["stages"]))
-    if option:
-        schedule["ops"][0]["option"] = option
+    if option is not None:
+        l, k = option
+        schedule["ops"][l - 1]["option"] = k
     plan = parse_schedule(schedule)
     step = checkpointed(model, plan, loss=loss, chain=chain, **run_arguments(variant))
     step.record_states = False

@@ -17,6 +17,7 @@ import torch
 import remat_torch
 from remat_torch import ScheduleError
 from remat_torch.compiled import budget_of, policy_name
+from remat_torch.calibration import store_all
 from remat_torch.schedule import load_schedule
 
 from helpers import lm_loss, solve, tiny_gpt2, token_ids
@@ -296,3 +297,48 @@ def test_an_applied_plan_compiles_whole_as_one_graph(tmp_path):
     print(checked)
     assert any("regions" in k for k in seen), seen
     assert any("policies" in k for k in seen), seen
+
+
+def test_a_loss_apart_runs_eager_after_the_whole_model_compiled():
+    """`loss_apart=True` with the whole model as one stage (`join_glue`,
+    `merge` over every block): the two stages `torch.compile(model)` runs,
+    the model compiled as one graph and the user's loss eager after it —
+    so that the peer's own configuration is one of Remat's. The model's
+    stage carries the partitioner's budget 0 as its option, the loss none
+    (at every budget it runs the same eager code, so no option can keep
+    less); store-all with that option, run by `checkpointed`, is bitwise
+    the compiled model at budget 0 then the eager loss, and no graph of
+    the loss is ever compiled. How it could fail: the loss stage compiled
+    like the others (it would fuse its log-softmax and keep what inductor
+    keeps, not what the eager loss after `torch.compile(model)` keeps).
+    Mutation run: `CompiledProgram.run` without its eager branch → graphs
+    (2, 0.0) and (2, 1.0) compiled: the loss at budget 0 keeps less and gets a
+    menu, fails."""
+    model = _gpt2()
+    ids = token_ids(1)
+    batch = _batch(ids)
+    args = dict(compile=True, merge=2, join_glue=True, loss_apart=True)
+    chain = remat_torch.describe_chain(model, batch, ids, loss=lm_loss, repeat=1, menu=[policy_name(0.0)],
+                                       set_to_none=False, progress=False, **args)
+    assert [s["name"] for s in chain["stages"]][1] == "loss" and len(chain["stages"]) == 2
+    assert "menu" not in chain["stages"][1]
+    assert [e["policy"] for e in chain["stages"][0]["menu"]] == [policy_name(0.0)]
+    schedule = store_all(2)
+    schedule["ops"][0]["option"] = 1
+    step = remat_torch.checkpointed(model, schedule, loss=lm_loss, chain=chain, **args)
+    program = step.program_for(batch, ids)
+    model.zero_grad(set_to_none=True)
+    want = _reference(program, ids, {1: 0.0})
+    want_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    got = step(batch, ids)
+    assert torch.equal(got, want)
+    for (name, p), g in zip(model.named_parameters(), want_grads):
+        assert torch.equal(p.grad, g), name
+    model.zero_grad(set_to_none=True)
+    assert [k for k in program._graphs if k[0] == 2] == []
+    consts = program.constants(batch, ids)
+    with torch.no_grad():
+        logits = program.run(1, None, consts)
+        # Through the compiled program, at any budget: the eager loss.
+        assert torch.equal(program.run(2, logits, consts, budget=0.0), program.inner.run(2, logits, consts))

@@ -172,16 +172,22 @@ def test_a_stage_that_differs_from_the_model_is_refused():
     state.restore()
 
 
-@pytest.mark.parametrize("which, merge, names", [
-    ("gpt2", 1, ["transformer.wte+transformer.wpe+transformer.drop+transformer.h.0", "transformer.h.1",
-                 "transformer.h.2+transformer.ln_f+lm_head+loss"]),
-    ("vit", 2, ["patch_embed.proj+pos_drop+blocks.0+blocks.1", "blocks.2+blocks.3+norm+head_drop+head+loss"]),
-    ("vit", 4, ["patch_embed.proj+pos_drop+blocks+norm+head_drop+head+loss"]),
+@pytest.mark.parametrize("which, merge, loss_apart, names", [
+    ("gpt2", 1, False, ["transformer.wte+transformer.wpe+transformer.drop+transformer.h.0", "transformer.h.1",
+                        "transformer.h.2+transformer.ln_f+lm_head+loss"]),
+    ("vit", 2, False, ["patch_embed.proj+pos_drop+blocks.0+blocks.1", "blocks.2+blocks.3+norm+head_drop+head+loss"]),
+    ("vit", 4, False, ["patch_embed.proj+pos_drop+blocks+norm+head_drop+head+loss"]),
+    ("vit", 4, True, ["patch_embed.proj+pos_drop+blocks+norm+head_drop+head", "loss"]),
+    ("gpt2", 3, True, ["transformer.wte+transformer.wpe+transformer.drop+transformer+transformer.ln_f+lm_head",
+                       "loss"]),
 ])
-def test_glue_joined_to_its_blocks_runs_bit_for_bit(which, merge, names):
+def test_glue_joined_to_its_blocks_runs_bit_for_bit(which, merge, loss_apart, names):
     """`join_glue=True`: the stem with the first block stage, the head and
     the loss with the last — with `merge` covering every block, the whole
-    step as one stage, what whole-model torch.compile compiles. The chain
+    step as one stage, what whole-model torch.compile compiles; with
+    `loss_apart=True` the whole model, then the user's loss (the shifted
+    cross-entropy of GPT-2's logits) as a stage of its own, as
+    `torch.compile(model)` runs them. The chain
     is checked against the model's own step (describe_chain's check) and
     rotor's plan at the least memory it can run in is run by `checkpointed`
     with the same arguments, bitwise against a plain step. Fails if the
@@ -189,9 +195,13 @@ def test_glue_joined_to_its_blocks_runs_bit_for_bit(which, merge, names):
     not carried into the first block stage → the first stage's graph reads
     a value no stage computes, KeyError `dropout` on all three; `join_glue`
     not passed on by `checkpointed` → the runtime finds more stages than the
-    plan has, ScheduleError on all three)."""
+    plan has, ScheduleError on all three; `loss_apart` not passed on by
+    `checkpointed` → ScheduleError on the last two; the loss's nodes left in
+    the model's stage as well → the loss stage reads the logits no stage
+    hands it, KeyError `linear` on the last two)."""
     model, batch, target, loss = MODELS[which]()
-    chain = describe_chain(model, batch, target, loss=loss, repeat=1, merge=merge, join_glue=True, progress=False)
+    chain = describe_chain(model, batch, target, loss=loss, repeat=1, merge=merge, join_glue=True,
+                           loss_apart=loss_apart, progress=False)
     assert [s["name"] for s in chain["stages"]] == names
     plan = None
     for share in ("0%", "30%", "60%", "100%"):  # the least memory above the chain's floor
@@ -206,11 +216,49 @@ def test_glue_joined_to_its_blocks_runs_bit_for_bit(which, merge, names):
     loss(model(**batch) if isinstance(batch, dict) else model(batch), target).backward()
     want = _grads(model)
     reset()
-    step = checkpointed(model, plan, loss=loss, chain=chain, merge=merge, join_glue=True)
+    step = checkpointed(model, plan, loss=loss, chain=chain, merge=merge, join_glue=True, loss_apart=loss_apart)
     step(batch, target)
     assert _same(_grads(model), want)
     with pytest.raises(StagingError, match="join_glue: expected True or False"):
         remat_torch.find_stages(model, batch, target, loss, join_glue="yes")
+    with pytest.raises(StagingError, match="loss_apart: expected True or False"):
+        remat_torch.find_stages(model, batch, target, loss, loss_apart=1)
+
+
+def test_a_loss_apart_must_read_one_tensor_the_model_made():
+    """`loss_apart=True` needs a loss computed outside the model from one
+    tensor that needs a gradient: a loss the model returns itself, or one
+    reading two of the model's outputs, is refused with the reason, and
+    the same model still stages without it."""
+
+    class TwoHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList(nn.Linear(8, 8) for _ in range(3))
+            self.a, self.b = nn.Linear(8, 2), nn.Linear(8, 2)
+
+        def forward(self, x):
+            for blk in self.blocks:
+                x = blk(x).relu()
+            return self.a(x), self.b(x)
+
+    torch.manual_seed(0)
+    model, x, t = TwoHeads(), torch.randn(4, 8), torch.randint(0, 2, (4,))
+    two = lambda out, t: F.cross_entropy(out[0], t) + F.cross_entropy(out[1], t)  # noqa: E731
+    with pytest.raises(StagingError, match=r"loss_apart: 2 tensors that need a gradient cross from the model"):
+        remat_torch.find_stages(model, x, t, two, loss_apart=True)
+    assert len(remat_torch.find_stages(model, x, t, two).stages) >= 3
+    inside = lambda out, t: out[0].sum()  # noqa: E731  (a sum is still an op outside the model)
+    assert remat_torch.find_stages(model, x, t, inside, loss_apart=True).stages[-1].name == "loss"
+
+    class Returns(TwoHeads):
+        def forward(self, x):
+            a, b = super().forward(x)
+            return F.cross_entropy(a, torch.zeros(4, dtype=torch.long)) + b.sum()
+
+    returned = lambda out, t: out  # noqa: E731
+    with pytest.raises(StagingError, match="loss_apart: the loss computes nothing outside the model"):
+        remat_torch.find_stages(Returns(), x, t, returned, loss_apart=True)
 
 
 def test_no_cut_is_a_clear_error():

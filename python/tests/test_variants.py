@@ -71,18 +71,35 @@ def test_each_chain_predicts_its_store_all_step_timed_with_the_others(monkeypatc
     assert all(p.grad is None for p in model.parameters())  # left as it was
 
 
-def test_a_one_stage_chains_options_are_timed_as_whole_steps(monkeypatch):
-    # The whole step as one stage (`join_glue`, `merge` over every block):
-    # each menu option is a configuration of the whole step, timed as one
-    # in the same rounds as the store-all steps, and its extra time is its
-    # median over the chain's store-all median. How it could fail: the
-    # options' steps not run with their option (each would time store-all
-    # again: the runtime's records would show option 0), their medians
-    # handed to the wrong entries, or the chain rescaled after the extras
-    # are set (they would be scaled twice). Mutation run: the extras read
-    # against the *first* chain's store-all median (`medians[0]`) → off by
-    # 30 ms, fails; the `option` not put in the schedule → the steps run
-    # option 0, fails.
+def _squares(out, target):
+    """A loss with nothing a selective-checkpointing policy could drop
+    (its one saved tensor is its input): as a stage of its own it gets no
+    menu."""
+    return out.square().mean()
+
+
+@pytest.mark.parametrize("variant, loss, timed", [
+    ({"merge": 4, "join_glue": True, "menu": True}, nn.functional.cross_entropy, 1),
+    ({"merge": 4, "join_glue": True, "loss_apart": True, "menu": True}, _squares, 1),
+    ({"merge": 4, "join_glue": True, "loss_apart": True, "menu": True}, nn.functional.cross_entropy, None),
+])
+def test_the_one_stage_with_a_menu_has_its_options_timed_as_whole_steps(monkeypatch, variant, loss, timed):
+    # The whole step as one stage (`join_glue`, `merge` over every block),
+    # or the whole model before a loss with no menu (`loss_apart`): each
+    # menu option of the one stage with a menu is a configuration of the
+    # whole step, timed as one in the same rounds as the store-all steps,
+    # and its extra time is its median over the chain's store-all median.
+    # Where two stages carry menus (the cross-entropy keeps less under
+    # `save_nothing`), the options are not whole configurations, and none
+    # is timed. How it could fail: the options' steps not run with their
+    # option (each would time store-all again: the runtime's records would
+    # show option 0), their medians handed to the wrong entries, or the
+    # chain rescaled after the extras are set (they would be scaled twice).
+    # Mutation run: the extras read against the *first* chain's store-all
+    # median (`medians[0]`) → off by 30 ms, fails; the `option` not put in
+    # the schedule → the steps run option 0, fails; `menu_stage` taking
+    # the first stage with a menu whatever the others → the last case
+    # times the options, fails.
     _, x, target = _model()
     torch.manual_seed(0)
     model = _Net()
@@ -96,11 +113,13 @@ def test_a_one_stage_chains_options_are_timed_as_whole_steps(monkeypatch):
         return [0.05, 0.08] + [0.08 + 0.01 * k for k in range(1, len(steps) - 1)]
 
     monkeypatch.setattr(variants, "_timed_together", fixed)
-    vs = [{}, {"merge": 4, "join_glue": True, "menu": True}]
-    chains = remat_torch.describe_variants(model, x, target, vs, loss=nn.functional.cross_entropy, repeat=1,
-                                           progress=False)
+    chains = remat_torch.describe_variants(model, x, target, [{}, variant], loss=loss, repeat=1, progress=False)
+    assert len(chains[1]["stages"]) == (2 if variant.get("loss_apart") else 1)
     menu = chains[1]["stages"][0].get("menu") or []
-    assert len(chains[1]["stages"]) == 1 and len(menu) >= 2
+    assert len(menu) >= 2 and variants.menu_stage(chains[1]) == timed
+    if timed is None:
+        assert ran == [0, 0] and "timed as whole steps" not in chains[1]["source"]
+        return
     assert ran == [0, 0] + list(range(1, len(menu) + 1))  # each option's step runs its option
     for k, entry in enumerate(menu, start=1):
         assert entry["backward_extra_seconds"] == pytest.approx(0.01 * k, abs=1e-12), entry["policy"]
@@ -154,14 +173,16 @@ def test_the_plan_picked_runs_with_its_variants_arguments_bit_for_bit():
     # gradients behind. Mutation run: RUN_KEYS without "merge" → the plan
     # of the merge=2 chain fails to run (its stage count differs); RUN_KEYS
     # without "join_glue" → the joined chain's plan (2 stages) is refused
-    # on the 4 stages found without it.
+    # on the 4 stages found without it; RUN_KEYS without "loss_apart" → the
+    # plan of the whole model and its loss (2 stages) is refused on the
+    # one stage found without it.
     _, x, target = _model()
     torch.manual_seed(0)
     model = _Net()
     loss = nn.functional.cross_entropy
-    vs = [{}, {"merge": 2}, {"merge": 2, "join_glue": True}]
+    vs = [{}, {"merge": 2}, {"merge": 2, "join_glue": True}, {"merge": 4, "join_glue": True, "loss_apart": True}]
     chains = remat_torch.describe_variants(model, x, target, vs, loss=loss, repeat=1, progress=False)
-    assert [len(c["stages"]) for c in chains] == [6, 4, 2]
+    assert [len(c["stages"]) for c in chains] == [6, 4, 2, 2]
     model.zero_grad(set_to_none=True)
     loss(model(x), target).backward()
     want = [p.grad.clone() for p in model.parameters()]
@@ -184,7 +205,7 @@ def test_the_plan_picked_runs_with_its_variants_arguments_bit_for_bit():
     assert recomputed >= 1  # a plan that only stores all would not test the stages' cuts
     top = max(remat_torch.solve(c, "store-all", "100%")["predicted"]["peak_bytes"] for c in chains)
     picked = remat_torch.fastest(chains, top)
-    assert picked is not None and picked[0] in (0, 1, 2)
+    assert picked is not None and picked[0] in (0, 1, 2, 3)
     with pytest.raises(ValueError, match="budget: '60%' is a share"):
         remat_torch.fastest(chains, "60%")
 
