@@ -13,8 +13,10 @@ than with tensors happened once, at capture, on fake tensors:
   by the training loop after capture, leaves the captured branch in place:
   every step compares the modules' plain attributes (bools, numbers,
   strings, None) with their values at capture and refuses a change, naming
-  it (`PythonState.check`). A step costs one pass over those attributes
-  (about 1 µs per module).
+  it (`PythonState.check`), and a hook registered since is refused as
+  above. A step costs one pass over those attributes and the modules'
+  hook dicts, listed at capture (38 µs on a timm ViT-Tiny's 276 modules
+  and 635 attributes, where walking the modules for hooks took 170 µs).
 
 Not seen: state outside the modules (a global, a closure, the config
 object a module keeps), and attributes added after capture.
@@ -74,6 +76,12 @@ def _first_hook(model: nn.Module, modules) -> "str | None":
     return None
 
 
+def _any_global_hook() -> bool:
+    import torch.nn.modules.module as module_impl
+
+    return any(getattr(module_impl, attr, None) for attr, _ in _GLOBAL_HOOKS)
+
+
 def refuse_hooks(model: nn.Module, modules=None) -> None:
     """Raises FrozenStateError naming the first module hook found (global
     ones first); `modules`: `model.named_modules()`, listed once."""
@@ -99,6 +107,11 @@ class PythonState:
             for key, value in m.__dict__.items()
             if not key.startswith("_") and isinstance(value, _SCALARS)
         ]
+        # Every module's hook dicts, listed once: `register_*_hook` adds to
+        # these very dicts, so a step asks only whether one is non-empty
+        # and walks the modules for the message only then.
+        self.hook_dicts = [d for _, m in self.modules for attr, _ in _HOOKS
+                           for d in [getattr(m, attr, None)] if d is not None]
 
     def changes(self) -> List[str]:
         """`module.attribute: then → now` for each attribute changed since."""
@@ -122,7 +135,8 @@ class PythonState:
                 "capture, so a branch on it would not follow. Keep such state out of the modules while "
                 "training with a plan, or pass the stages yourself as a list of modules"
             )
-        refuse_hooks(self.model, self.modules)
+        if _any_global_hook() or any(self.hook_dicts):
+            refuse_hooks(self.model, self.modules)
 
 
 class _Missing:

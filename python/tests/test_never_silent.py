@@ -195,6 +195,23 @@ def test_a_forward_hook_is_refused_naming_its_module(plan):
     assert all(p.grad is None for p in net.parameters())
 
 
+def test_a_hook_registered_after_capture_is_refused_at_the_next_step(plan):
+    """The step checks the modules' hooks from lists made at capture
+    (`PythonState.hook_dicts`), not by walking the modules. Fails if a hook
+    registered after the first step goes unseen (it would never run).
+    Mutation tried: `check` without its hook test → the second step runs."""
+    root, _ = plan
+    x, t = _batch()
+    net = Net(64)
+    step = remat_torch.checkpointed(net, root / "s.json", loss=_loss)
+    step(x, t)
+    handle = net.blocks[2].register_forward_pre_hook(lambda m, a: None)
+    with pytest.raises(remat_torch.FrozenStateError, match="^blocks.2: a forward pre-hook"):
+        step(x, t)
+    handle.remove()
+    step(x, t)  # as it was captured: runs
+
+
 def test_a_global_module_hook_is_refused(plan):
     root, _ = plan
     x, t = _batch()
