@@ -6,7 +6,7 @@ use super::host_link::HostLink;
 use super::order::{others_held, Phase, Slot};
 use crate::model::Chain;
 use crate::schedule::Op;
-use crate::simulator::{simulate, SimError};
+use crate::simulator::{simulate, SimError, Trace};
 use serde::Serialize;
 
 /// What one micro-batch's schedule costs on its rank, from the simulator.
@@ -33,7 +33,16 @@ impl MicrobatchCost {
     /// Simulates `ops`, a schedule of `chain` (a rank's piece), and cuts it
     /// where its F phase ends ([`forward_phase_len`]).
     pub fn of(chain: &Chain, ops: &[Op]) -> Result<MicrobatchCost, SimError> {
-        let trace = simulate(chain, ops)?;
+        Ok(MicrobatchCost::from_trace(
+            chain,
+            ops,
+            &simulate(chain, ops)?,
+        ))
+    }
+
+    /// [`MicrobatchCost::of`] from `trace`, the simulation of `ops` on
+    /// `chain` already run (a curve draws from the same trace).
+    fn from_trace(chain: &Chain, ops: &[Op], trace: &Trace) -> MicrobatchCost {
         let first_backward = forward_phase_len(ops, chain.len());
         // δ^L is counted from the start by the single-step model; between
         // phases, and while a forward runs, the gradient of the rank's
@@ -48,7 +57,7 @@ impl MicrobatchCost {
             0 => 0.0,
             i => trace.spans[i - 1].end,
         };
-        Ok(MicrobatchCost {
+        MicrobatchCost {
             forward_seconds,
             backward_seconds: trace.makespan_seconds - forward_seconds,
             forward_peak_bytes: forward_peak.saturating_sub(seed),
@@ -56,7 +65,7 @@ impl MicrobatchCost {
             held_bytes: held.saturating_sub(seed),
             output_bytes: chain.stage(chain.len()).output_bytes,
             output_gradient_bytes: seed,
-        })
+        }
     }
 
     /// One micro-batch's time on its rank.
@@ -116,6 +125,15 @@ pub fn rank_curve_chunks(
     chunks: &[(&Chain, &[Op])],
     order: &[Slot],
 ) -> Result<Vec<CurvePoint>, SimError> {
+    curve_and_costs(chunks, order).map(|(curve, _)| curve)
+}
+
+/// [`rank_curve_chunks`] and each chunk's [`MicrobatchCost`], from one
+/// simulation per chunk (the offloaded curve needs both).
+pub(super) fn curve_and_costs(
+    chunks: &[(&Chain, &[Op])],
+    order: &[Slot],
+) -> Result<(Vec<CurvePoint>, Vec<MicrobatchCost>), SimError> {
     /// What one chunk's phases draw from.
     struct Piece {
         cost: MicrobatchCost,
@@ -129,7 +147,7 @@ pub fn rank_curve_chunks(
         let first_backward = forward_phase_len(ops, chain.len());
         let in_forward = |op: Option<usize>| op.is_none_or(|i| i < first_backward);
         pieces.push(Piece {
-            cost: MicrobatchCost::of(chain, ops)?,
+            cost: MicrobatchCost::from_trace(chain, ops, &trace),
             memory: (trace.memory.iter())
                 .map(|m| (m.time, m.bytes, in_forward(m.op)))
                 .collect(),
@@ -186,7 +204,7 @@ pub fn rank_curve_chunks(
             Phase::Backward => held[slot.chunk] -= 1,
         }
     }
-    Ok(out)
+    Ok((out, pieces.into_iter().map(|p| p.cost).collect()))
 }
 
 /// A rank's whole step: every micro-batch in its order.

@@ -66,7 +66,7 @@
 
 pub use super::host_link::offloaded;
 use super::host_link::HostLink;
-use super::judge::{rank_curve, CurvePoint, MicrobatchCost, RankJudgement};
+use super::judge::{curve_and_costs, CurvePoint, MicrobatchCost, RankJudgement};
 use super::order::{others_held, Phase, Slot};
 use crate::model::Chain;
 use crate::schedule::Op;
@@ -255,9 +255,9 @@ pub fn rank_curve_offloaded(
     order: &[Slot],
     bytes_per_s: f64,
 ) -> Result<Vec<CurvePoint>, SimError> {
-    let cost = MicrobatchCost::of(chain, ops)?;
-    let line = timeline(&cost, order, bytes_per_s);
-    let mut curve = rank_curve(chain, ops, order)?;
+    let (mut curve, costs) = curve_and_costs(&[(chain, ops)], order)?;
+    let cost = &costs[0];
+    let line = timeline(cost, order, bytes_per_s);
     for pt in &mut curve {
         pt.seconds += line.shift[pt.slot];
         pt.held_bytes = (line.counted[pt.slot] as u64).saturating_mul(cost.held_bytes);
