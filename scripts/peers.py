@@ -547,8 +547,8 @@ def own_configuration(chains, variant_of, budget, remat, work):
         if p.returncode != 0:
             continue
         result = json.loads(p.stdout)
-        return {"kind": kind, "predicted_seconds": result["makespan_seconds"],
-                "predicted_peak": result["peak_bytes"]}
+        return {"kind": kind, "loss_apart": bool(v.get("loss_apart")),
+                "predicted_seconds": result["makespan_seconds"], "predicted_peak": result["peak_bytes"]}
     return None
 
 
@@ -659,9 +659,8 @@ def report(s):
                 row += ["—"]
             else:
                 fits = o["predicted_peak"] <= r["peak_bytes"]
-                apart = variant_of_row(s, o["kind"])
                 head = (f"{1000 * o['predicted_seconds']:.0f} ms; {mib(o['predicted_peak'])}"
-                        + (" (loss eager)" if apart else " (loss in the graph)"))
+                        + (" (loss eager)" if o["loss_apart"] else " (loss in the graph)"))
                 if pick and fits:
                     row += [f"{head} — {r[pick]['predicted_seconds'] / o['predicted_seconds']:.2f}×"]
                 else:
@@ -671,11 +670,6 @@ def report(s):
     if s.get("compiled_left_out"):
         lines += ["", "Left out of the compiled menus (wrong gradients): " + " ".join(s["compiled_left_out"])[:600]]
     return "\n".join(lines)
-
-
-def variant_of_row(s, kind) -> bool:
-    """Whether chain `kind` of a model's summary keeps its loss apart."""
-    return bool(s.get("merges", {}).get(kind, {}).get("loss_apart"))
 
 
 def main():

@@ -141,8 +141,8 @@ def describe_variants(model, batch, target: Any = None, variants: Sequence[Mappi
     for i, l, k, at in options:
         entry = chains[i]["stages"][l - 1]["menu"][k - 1]
         entry["backward_extra_seconds"] = whole_step_extra(medians[at], medians[i])
-    for i in sorted({i for i, _, _, _ in options}):
-        chains[i]["source"] += (f"; the menu options of its stage {menu_stage(chains[i])}, the only stage with a "
+    for i, l in sorted({(i, l) for i, l, _, _ in options}):
+        chains[i]["source"] += (f"; the menu options of its stage {l}, the only stage with a "
                                 "menu, timed as whole steps in the same rounds (each option's extra time: its "
                                 "step's median over store-all's)")
     return chains
