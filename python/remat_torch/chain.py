@@ -490,6 +490,12 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
                           stacklevel=3)
         state.reset()
 
+    # ι^ℓ: a^{ℓ-1} is dropped as B^ℓ starts when no graph reads it — not
+    # stage ℓ's under any option it may run, nor stage ℓ-1's, of which it
+    # is the output (a loss's logits). Checked on the stages themselves.
+    freed = _inputs_freed(pipe, inputs, runnable, wrong_at)
+    state.reset()
+
     # Times, the profiler off: each op of each stage, `repeat` times.
     times: Dict[int, Dict[str, List[float]]] = {l: {"f": [], "n": [], "b": []} for l in range(1, n + 1)}
     option_times: Dict[Tuple[int, str], List[float]] = {}
@@ -606,9 +612,63 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             })
         if entries:
             stage["menu"] = entries
+        if l in freed:
+            # The whole a^{ℓ-1}, but no more than B^ℓ leaves of δ^ℓ and ā^ℓ
+            # under any option (the chain's books keep a^{ℓ-1} whole after
+            # B^ℓ: `Chain::validate`).
+            delta = stage.get("gradient_bytes", out_b)
+            room = min(o.get("backward_overhead_bytes", 0) + delta + o["saved_bytes"] - g
+                       for o in [stage, *entries])
+            iota = min(stages[l - 2]["output_bytes"], max(0, room))
+            if iota:
+                stage["input_freed_bytes"] = iota
         stages.append(stage)
     d0 = rows[1]["input_gradient_bytes"]
     return stages, pipe.inputs, d0
+
+
+def _inputs_freed(pipe: _Pipeline, inputs: List[Optional[torch.Tensor]], policies: Sequence[str],
+                  wrong_at: Dict[Tuple[int, str], str]) -> set:
+    """The stages ℓ ≥ 2 whose input a^{ℓ-1} no graph reads once F^ℓ has run
+    (the chain's ι^ℓ, `input_freed_bytes`): B^ℓ's under the classic F_all
+    and every menu option, and B^{ℓ-1}'s, which has a^{ℓ-1} for output.
+    Each F_all runs on a copy of its input, its output and the copy then
+    let go with the graph alive: a storage still alive is read. An option
+    that does not run on a stage reads, as far as this knows."""
+    n = len(pipe.program)
+    reads_input: Dict[int, bool] = {}
+    reads_output: Dict[int, bool] = {}
+
+    def holds(l: int, policy: Optional[str]) -> Tuple[bool, bool]:
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        if policy is not None and (l, policy) in wrong_at:
+            return False, False  # never in stage ℓ's menu
+        copy = None if inputs[l - 1] is None else inputs[l - 1].clone()
+        try:
+            out = pipe.forward_recording(l, copy, [], policy)
+        except RuntimeError:
+            return True, True
+        graph = out.grad_fn
+        if graph is None:
+            return True, True
+        seen_in = None if copy is None else StorageWeakRef(copy.untyped_storage())
+        seen_out = StorageWeakRef(out.untyped_storage())
+        del copy, out
+        result = seen_in is None or not seen_in.expired(), not seen_out.expired()
+        del graph
+        return result
+
+    def either(l: int, which: int) -> bool:
+        table = reads_input if which == 0 else reads_output
+        if l not in table:
+            table[l] = any(holds(l, p)[which] for p in (None, *policies))
+        return table[l]
+
+    return {
+        l for l in range(2, n + 1)
+        if inputs[l - 1] is not None and not either(l, 0) and not either(l - 1, 1)
+    }
 
 
 def _option_sweep(pipe: _Pipeline, meter: Meter, inputs: List[Optional[torch.Tensor]], policy: str,

@@ -200,6 +200,9 @@ class StageInput:
         self.key = storage_key(alias.untyped_storage())
         self.layout = _layout(alias)
         self.now: Optional[torch.Tensor] = None
+        # Whether the graph saved anything from the input: if not, B^ℓ
+        # binds nothing, and the input can be freed as it starts (ι^ℓ).
+        self.read = False
 
     def bind(self, l: int, current: torch.Tensor) -> None:
         if _layout(current) != self.layout:
@@ -220,6 +223,7 @@ class InputView:
 
     def __init__(self, source: StageInput, t: torch.Tensor) -> None:
         self.source = source
+        source.read = True
         self.dtype, self.offset, self.size, self.stride = t.dtype, t.storage_offset(), t.size(), t.stride()
 
     def tensor(self) -> torch.Tensor:
@@ -269,13 +273,34 @@ class Seed(torch.autograd.Function):
         return delta, None
 
 
+class EarlySeed:
+    """B^ℓ's start, made before B^ℓ runs, so that the stage output a^ℓ can
+    be freed first: a `Seed` node on the output's graph (which holds the
+    output's grad_fn, not its storage) and the box δ^ℓ goes into. The
+    runtime makes one when B^{ℓ+1} starts and a^ℓ is its input: if neither
+    graph reads a^ℓ (a loss's logits), a^ℓ is freed then, as the chain's
+    ι^{ℓ+1} says."""
+
+    def __init__(self, out: torch.Tensor) -> None:
+        self.box: list = []
+        with torch.enable_grad():
+            self.seed = Seed.apply(out, self.box)
+
+
 def backward_handing_over(out_box: list, delta_box: list) -> None:
     """B^ℓ as autograd runs it in a plain step: `out_box` holds the stage's
-    output (the only reference the caller keeps), `delta_box` δ^ℓ (empty for
-    the loss, whose seed is autograd's implicit 1). Both are emptied before
-    the engine runs, so the output and δ^ℓ are freed as soon as their last
-    reader has run."""
+    output (the only reference the caller keeps) or its `EarlySeed`,
+    `delta_box` δ^ℓ (empty for the loss, whose seed is autograd's implicit
+    1). Both are emptied before the engine runs, so the output and δ^ℓ are
+    freed as soon as their last reader has run."""
     out = out_box.pop()
+    if isinstance(out, EarlySeed):
+        out.box.extend(delta_box)
+        delta_box.clear()
+        seed = out.seed
+        del out
+        torch.autograd.backward(seed)
+        return
     if not delta_box:
         # The loss: autograd seeds it with 1 (a 4-byte tensor it makes).
         torch.autograd.backward(out)
@@ -292,6 +317,8 @@ class Saved:
     def __init__(self, out: torch.Tensor, alias: Optional[torch.Tensor], storages: List[torch.UntypedStorage],
                  stage_input: Optional[StageInput], grad_box: list) -> None:
         self.out = out
+        # B^ℓ's start once `out` is dropped early (`Step.drop_input`).
+        self.seed: Optional[EarlySeed] = None
         self.alias = alias
         self.stage_input = stage_input
         # δ^{ℓ-1} lands here when B^ℓ runs (`Entry`).

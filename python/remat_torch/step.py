@@ -15,7 +15,8 @@ from .batch import device_of
 from .compiled import budget_of
 from .host import host_copy
 from .policies import run_option
-from .records import Activation, Entry, InputView, Moved, Saved, StageInput, backward_handing_over, storage_key
+from .records import (Activation, EarlySeed, Entry, InputView, Moved, Saved, StageInput, backward_handing_over,
+                      storage_key)
 from .schedule import FORWARDS, Op
 from .step_inputs import StepInputs, foreign_storages, needs_input_gradient, owned
 
@@ -398,7 +399,7 @@ class Step:
         # does: not necessarily the tensor F_all^ℓ ran on, which may have
         # been released or offloaded since (`StageInput`).
         stage_input = rec.stage_input
-        if stage_input is not None:
+        if stage_input is not None and stage_input.read:
             stage_input.bind(l, src.tensor())
         # The stages this engine call goes through: ℓ, and below it every
         # stage whose graph the one above joined.
@@ -408,14 +409,20 @@ class Step:
         last = run[-1]
         k = l - len(run) + 1
         delta = self.grad.pop(l)
-        out_box = [rec.out]
+        out_box = [rec.out if rec.seed is None else rec.seed]
         grad_box = last.grad_box
-        alias = last.alias
+        # Only its shape, strides and type (a δ^{k-1} of zeros below): the
+        # tensor itself would keep a^{k-1} alive through B^k.
+        like = None if last.alias is None else torch.empty_like(last.alias, device="meta")
         for r in run:
             r.out = None
+            r.seed = None
             r.alias = None
             r.moved.storages = []
         del rec, r, last
+        # The inputs of ℓ … k+1 were the outputs just let go; k's may go too.
+        self.drop_input(k, src if k == l else self.input_of(k))
+        del src
         delta_box = [] if delta is None else [delta]
         del delta
         try:
@@ -426,7 +433,7 @@ class Step:
         d_prev = grad_box[0] if grad_box else None
         if d_prev is None and (k > 1 or self.input_gradient):
             # The stage's output does not depend on its input.
-            d_prev = torch.zeros_like(alias)
+            d_prev = torch.zeros_like(like, device=self.device)
         if k == l:
             self.settle(l, d_prev)
             return
@@ -436,6 +443,31 @@ class Step:
         for j in range(k, l):
             self.saved[j].done = True
         self.settle(l, _INSIDE)
+
+    def drop_input(self, l: int, src) -> None:
+        """The runtime's own references to a^{ℓ-1} dropped as B^ℓ starts, so
+        that whatever B^ℓ's graph does not read is freed then, not after it
+        (the chain's ι^ℓ, `input_freed_bytes`: a loss's logits). A plain
+        a^{ℓ-1} is not needed after B^ℓ (`settle` forgets it). ā^{ℓ-1}
+        is, but only as the start of B^{ℓ-1}: its output is traded for an
+        `EarlySeed`, which holds the graph and not the tensor, and leaves
+        what ā^{ℓ-1}'s own graph saved in place (its moves too)."""
+        a = self.act.get(l - 1)
+        if a is not None and a is src and a.moved.on_device() and a.value is not None:
+            # The tensor goes; the record stays in the books until `settle`,
+            # as the simulator's (ι^ℓ is B^ℓ's overhead, not a free).
+            a.value = None
+            a.moved.storages, a.moved.sizes = [], []
+        prev = self.saved.get(l - 1)
+        if prev is not None and prev is src and prev.out is not None and not prev.done:
+            out = prev.out
+            prev.seed = EarlySeed(out)
+            prev.out = None
+            key = storage_key(out.untyped_storage())
+            kept = [(st, n) for st, n in zip(prev.moved.storages, prev.moved.sizes) if storage_key(st) != key]
+            prev.moved.storages = [st for st, _ in kept]
+            prev.moved.sizes = [n for _, n in kept]
+            del out, kept
 
     def settle(self, l: int, d_prev) -> None:
         """After B^ℓ: a^{ℓ-1} is no longer needed, δ^{ℓ-1} is there."""

@@ -195,13 +195,14 @@ def test_an_offloaded_copy_is_freed_where_the_simulator_frees_it(tmp_path, netwo
     offload's copy outlasts the compute after it, and the simulator frees the device copy only when the copy
     ends (`offload_frees` in the schedule). The wrapper holds it until
     then, so every offloading plan that holds a copy (pofo, offload-only,
-    DELTA at 20/40/60 % from the floor to M_high), its step recorded op by
+    DELTA at 30/40/50 % from the floor to M_high), its step recorded op by
     op (`record_run`), peaks at its prediction within 0.5 % (`remat
     simulate --measured`). The stages' times are set by hand (measured ones
     would change the plans from run to run; the sizes are measured).
     Mutation run: `Moved.offload` always freeing at once (`hold` ignored,
-    as before 2026-11-30) → DELTA at 40 % on the MLP peaks 2.80 % below its
-    prediction, offload-only at 40 % on the CNN 1.86 % below: both fail."""
+    as before 2026-11-30) → DELTA at 40 % on the MLP peaks 2.79 % below its
+    prediction, offload-only at 40 % on the CNN 5.05 % below: both fail
+    (rerun 2026-12-02, the chains with ι^ℓ)."""
     import json
 
     from helpers import cnn, mlp, remat, solve
@@ -217,7 +218,7 @@ def test_an_offloaded_copy_is_freed_where_the_simulator_frees_it(tmp_path, netwo
     floor, high = ref["floor_bytes"], ref["m_high_bytes"]
     checked = 0
     for algorithm in ("pofo", "offload-only", "delta"):
-        for alpha in (0.2, 0.4, 0.6):
+        for alpha in (0.3, 0.4, 0.5):
             budget = str(floor + round(alpha * (high - floor)))
             report = solve(tmp_path / "c.json", tmp_path / "s.json", "-a", algorithm, "-b", budget)
             if not report["feasible"]:

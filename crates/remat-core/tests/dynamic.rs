@@ -175,6 +175,7 @@ fn reload_or_recompute_chain() -> Chain {
         saved_bytes: saved,
         gradient_bytes: 1,
         parameter_gradient_bytes: 0,
+        input_freed_bytes: 0,
         forward_overhead_bytes: 0,
         backward_overhead_bytes: 0,
         forward_nograd_seconds: nograd,

@@ -130,6 +130,25 @@ fn every_validation_error_names_its_field() {
             Box::new(|v| v["name"] = 3.into()),
             "name: expected a string",
         ),
+        (
+            Box::new(|v| v["stages"][0]["input_freed_bytes"] = 1.into()),
+            "stages[0].input_freed_bytes: must be 0 for the first stage",
+        ),
+        (
+            Box::new(|v| v["stages"][1]["input_freed_bytes"] = 11.into()),
+            "stages[1].input_freed_bytes: 11 is more than the stage's input (stages[0].output_bytes = 10)",
+        ),
+        (
+            Box::new(|v| {
+                v["stages"][1]["backward_overhead_bytes"] = (-8).into();
+                v["stages"][1]["input_freed_bytes"] = 5.into();
+            }),
+            "stages[1].input_freed_bytes: 5 is more than B^ℓ leaves of δ^ℓ and ā^ℓ while it runs: backward_overhead_bytes + gradient_bytes + saved_bytes − parameter_gradient_bytes = 4",
+        ),
+        (
+            Box::new(|v| v["stages"][1]["input_freed_bytes"] = (-1).into()),
+            "stages[1].input_freed_bytes: must be ≥ 0",
+        ),
     ];
     for (edit, expected) in cases {
         let err = error_of(edit);
@@ -780,4 +799,34 @@ fn offloading_schedules_say_where_each_copy_is_freed() {
             .starts_with("offload_frees[0].after: expected the offload")
     );
     assert!(error(&|b| b["offload_frees"][0]["when"] = 1.into()).contains("when"));
+}
+
+/// ι^ℓ (`input_freed_bytes`): B^ℓ runs beside its input less ι^ℓ, so a
+/// peak set during B^ℓ is ι^ℓ lower, the simulator's as the planners'; the
+/// field round-trips and is in the digest only when given. Fails if the
+/// field is dropped on reading or writing, left out of the digest, or if
+/// the simulator ignores it (mutation run: the simulator's B^ℓ without
+/// `- input_freed_bytes` → both chains simulated at 144 B, not 10 B apart).
+#[test]
+fn a_freed_input_lowers_the_backward_and_enters_the_digest() {
+    let mut v = good();
+    // B^2 sets the peak: a^0 100, ā^1 20, ā^2 8 and δ^2 4 resident, then
+    // δ^1 10 and o_b 2 while it runs (144 B; B^1's 130 with no δ^0).
+    v["input_gradient_bytes"] = 0.into();
+    let plain = read_chain(&v.to_string()).unwrap();
+    v["stages"][1]["input_freed_bytes"] = 10.into();
+    let freed = read_chain(&v.to_string()).unwrap();
+    assert_eq!(freed.stages[1].input_freed_bytes, 10);
+    assert_ne!(plain.digest(), freed.digest());
+    let back = read_chain(&write_chain(&freed)).unwrap();
+    assert_eq!(back, freed);
+    assert_eq!(back.digest(), freed.digest());
+    assert_eq!(plain.backward_bytes(2) - freed.backward_bytes(2), 10);
+    let peak = |c: &remat_core::Chain| {
+        let s = solve(c, Algorithm::StoreAll, 1 << 40, &Options::default()).unwrap();
+        let judged = remat_core::simulator::simulate(c, s.ops.as_ref().unwrap()).unwrap();
+        assert_eq!(s.predicted_peak_bytes, Some(judged.peak_bytes));
+        judged.peak_bytes
+    };
+    assert_eq!(peak(&plain) - peak(&freed), 10);
 }

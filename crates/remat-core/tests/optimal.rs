@@ -474,7 +474,10 @@ mod oracle {
                     if n - d.done != l || !d.saved[l] {
                         return None;
                     }
-                    let during = size_grad(c, l - 1) as i64 + s.backward_overhead_bytes;
+                    // The input's ι^ℓ is dropped as B^ℓ starts and booked
+                    // whole again after it (as the simulator does).
+                    let during = size_grad(c, l - 1) as i64 + s.backward_overhead_bytes
+                        - s.input_freed_bytes as i64;
                     if d.bytes + during.max(0) as u64 > self.budget {
                         return None;
                     }

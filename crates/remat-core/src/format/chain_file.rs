@@ -94,6 +94,9 @@ struct StageFile {
     forward_overhead_bytes: SignedBytes,
     #[serde(default, skip_serializing_if = "SignedBytes::is_zero")]
     backward_overhead_bytes: SignedBytes,
+    /// ι^ℓ; absent: 0 (B^ℓ runs beside its whole input).
+    #[serde(default, skip_serializing_if = "Bytes::is_zero")]
+    input_freed_bytes: Bytes,
     /// Absent or `null`: the same as `forward_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     forward_nograd_seconds: Option<Seconds>,
@@ -170,6 +173,7 @@ impl From<StageFile> for Stage {
             parameter_gradient_bytes: f.parameter_gradient_bytes.0,
             forward_overhead_bytes: f.forward_overhead_bytes.0,
             backward_overhead_bytes: f.backward_overhead_bytes.0,
+            input_freed_bytes: f.input_freed_bytes.0,
             forward_nograd_seconds: f.forward_nograd_seconds.map(|t| t.0),
             forward_nograd_overhead_bytes: f.forward_nograd_overhead_bytes.map(|b| b.0),
             module: f.module,
@@ -244,6 +248,7 @@ impl From<&Stage> for StageFile {
             parameter_gradient_bytes: Bytes(s.parameter_gradient_bytes),
             forward_overhead_bytes: SignedBytes(s.forward_overhead_bytes),
             backward_overhead_bytes: SignedBytes(s.backward_overhead_bytes),
+            input_freed_bytes: Bytes(s.input_freed_bytes),
             forward_nograd_seconds: s.forward_nograd_seconds.map(Seconds),
             forward_nograd_overhead_bytes: s.forward_nograd_overhead_bytes.map(SignedBytes),
             module: s.module.clone(),

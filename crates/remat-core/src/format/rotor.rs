@@ -115,6 +115,7 @@ fn chain_of(f: RotorFile, name: &str) -> Chain {
                 saved_bytes: f.cbw[l].0,
                 gradient_bytes: f.cw[l].0,
                 parameter_gradient_bytes: 0,
+                input_freed_bytes: 0,
                 forward_overhead_bytes: f.ftmp[i].0 as i64,
                 backward_overhead_bytes: f.btmp[i].0 as i64,
                 forward_nograd_seconds: None,

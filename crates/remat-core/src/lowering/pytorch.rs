@@ -638,6 +638,13 @@ pub fn lowered_chain(chain: &Chain, shared: &[SharedGradient]) -> Chain {
                 option.backward_overhead_bytes =
                     option.backward_overhead_bytes.saturating_sub(bytes);
             }
+            // ι^j stays within what B^j now leaves (`Chain::validate`).
+            let room = (0..stage.option_count())
+                .map(|k| stage.backward_room(k))
+                .min()
+                .unwrap_or(0)
+                .max(0);
+            stage.input_freed_bytes = stage.input_freed_bytes.min(room as u64);
         }
     }
     lowered

@@ -39,6 +39,18 @@ pub struct Stage {
     /// memory during B^ℓ is often below the sum); at least
     /// −(ω_δ^ℓ + ω_ā^ℓ) + g^ℓ: B^ℓ frees δ^ℓ and ā^ℓ and keeps g^ℓ.
     pub backward_overhead_bytes: i64,
+    /// ι^ℓ: the bytes of a^{ℓ-1} that no graph reads once F^ℓ has run —
+    /// not B^ℓ, and not B^{ℓ-1} when a^{ℓ-1} is part of ā^{ℓ-1} (a loss's
+    /// logits: cross-entropy's backward reads its softmax, the head's
+    /// backward its own input). The runtime drops them as B^ℓ starts, so
+    /// while B^ℓ runs its input holds ι^ℓ less than rotor's model says; the
+    /// books keep a^{ℓ-1} / ā^{ℓ-1} whole otherwise (an over-count of ι^ℓ
+    /// from B^ℓ to B^{ℓ-1}, never an under-count). So that this over-count
+    /// never sets a peak, ι^ℓ ≤ o_b^{ℓ,k} + ω_δ^ℓ + ω_ā^{ℓ,k} − g^ℓ for
+    /// every option k: the memory after B^ℓ stays below the memory during
+    /// it. 0: B^ℓ reads its input, or it was not measured. ι^1 = 0 (a^0 is
+    /// the caller's batch).
+    pub input_freed_bytes: u64,
     /// u_f^ℓ of a forward that records no graph (F_ck, F_∅ run under
     /// no-grad); None: the same as `forward_seconds`.
     pub forward_nograd_seconds: Option<f64>,
@@ -122,12 +134,22 @@ impl Stage {
             parameter_gradient_bytes: 0,
             forward_overhead_bytes: 0,
             backward_overhead_bytes: 0,
+            input_freed_bytes: 0,
             forward_nograd_seconds: None,
             forward_nograd_overhead_bytes: None,
             module: None,
             parameters: Vec::new(),
             menu: Vec::new(),
         }
+    }
+
+    /// What B^ℓ under option `k` leaves of δ^ℓ and ā^{ℓ,k} while it runs
+    /// (o_b^{ℓ,k} + ω_δ^ℓ + ω_ā^{ℓ,k} − g^ℓ): the most ι^ℓ may be
+    /// ([`input_freed_bytes`](Self::input_freed_bytes)).
+    pub fn backward_room(&self, k: usize) -> i128 {
+        let c = self.choice(k);
+        c.backward_overhead_bytes as i128 + self.gradient_bytes as i128 + c.saved_bytes as i128
+            - self.parameter_gradient_bytes as i128
     }
 
     /// How many ways F_all^ℓ can run: the classic one and the menu's.
@@ -316,10 +338,14 @@ impl Chain {
     /// o_b^{ℓ,k} as the planners count it: B^ℓ's transient less the
     /// parameter gradients Σ_{j≥ℓ} g^j that [`gradient_bytes`]
     /// (Self::gradient_bytes) already counts in δ^{ℓ-1}, so that
-    /// ω_δ^{ℓ-1} + o_b^{ℓ,k} is what the stage's own numbers say.
+    /// ω_δ^{ℓ-1} + o_b^{ℓ,k} is what the stage's own numbers say; and less
+    /// ι^ℓ, the part of the input dropped as B^ℓ starts
+    /// ([`Stage::input_freed_bytes`]), since every planner counts B^ℓ on
+    /// top of its whole input.
     pub fn backward_overhead_of(&self, l: usize, k: usize) -> i64 {
+        let stage = self.stage(l);
         let inside = self.parameter_gradients_after(l - 1);
-        self.stage(l).choice(k).backward_overhead_bytes - inside as i64
+        stage.choice(k).backward_overhead_bytes - inside as i64 - stage.input_freed_bytes as i64
     }
 
     /// ω_ā^ℓ for ℓ in 1..=L.
@@ -329,11 +355,12 @@ impl Chain {
 
     /// The memory B^ℓ needs besides its input a^{ℓ-1} / ā^{ℓ-1}: the most of
     /// ω_δ^ℓ + ω_ā^ℓ (what must be resident when it starts) and
-    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ (while it runs). A negative o_b^ℓ
-    /// (autograd freeing δ^ℓ and parts of ā^ℓ as it goes) lowers the second
-    /// term only: it cannot make room before B^ℓ has started, so a prefetch
-    /// needed by B^ℓ still has to fit next to δ^ℓ and ā^ℓ. Every DP and the
-    /// simulator count B^ℓ through this one term.
+    /// ω_δ^ℓ + ω_ā^ℓ + ω_δ^{ℓ-1} + o_b^ℓ − ι^ℓ (while it runs). A negative
+    /// o_b^ℓ (autograd freeing δ^ℓ and parts of ā^ℓ as it goes) and the
+    /// input's ι^ℓ dropped as it starts lower the second term only: they
+    /// cannot make room before B^ℓ has started, so a prefetch needed by B^ℓ
+    /// still has to fit next to δ^ℓ, ā^ℓ and the whole input. Every DP and
+    /// the simulator count B^ℓ through this one term.
     pub fn backward_bytes(&self, l: usize) -> u64 {
         self.backward_bytes_of(l, 0)
     }
@@ -467,6 +494,7 @@ impl Chain {
         }
         for (i, s) in self.stages.iter().enumerate() {
             validate_menu(i, s)?;
+            validate_input_freed(self, i)?;
         }
         // A DP adds up to L recomputations of every forward: the time of a
         // step times L must stay finite, or every budget would look infeasible.
@@ -494,6 +522,7 @@ impl Chain {
                     + s.forward_overhead_bytes.unsigned_abs() as u128
                     + s.forward_nograd_overhead_bytes.map_or(0, i64::unsigned_abs) as u128
                     + s.backward_overhead_bytes.unsigned_abs() as u128
+                    + s.input_freed_bytes as u128
                     + s.menu
                         .iter()
                         .map(|o| {
@@ -548,6 +577,10 @@ impl Chain {
             if s.parameter_gradient_bytes > 0 {
                 h.write_u64(0x7061_7261_6d67); // "paramg"
                 h.write_u64(s.parameter_gradient_bytes);
+            }
+            if s.input_freed_bytes > 0 {
+                h.write_u64(0x696e_6672_6565); // "infree"
+                h.write_u64(s.input_freed_bytes);
             }
             // The policy decides what runs, so it is part of the digest.
             for o in &s.menu {
@@ -622,6 +655,57 @@ fn validate_menu(i: usize, s: &Stage) -> Result<(), ChainError> {
                     "{} is below {}: B^ℓ cannot free more than δ^ℓ and what the option kept, and keeps its parameter gradients",
                     o.backward_overhead_bytes,
                     bound_words(-freed, s.parameter_gradient_bytes > 0)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks stage `i`'s ι (`input_freed_bytes`): part of its input, which
+/// is not the caller's batch.
+fn validate_input_freed(chain: &Chain, i: usize) -> Result<(), ChainError> {
+    let freed = chain.stages[i].input_freed_bytes;
+    if freed == 0 {
+        return Ok(());
+    }
+    let field = format!("stages[{i}].input_freed_bytes");
+    if i == 0 {
+        return Err(ChainError::new(
+            field,
+            format!(
+                "must be 0 for the first stage, got {freed}: its input is the caller's batch, which the step never drops"
+            ),
+        ));
+    }
+    let input = chain.stages[i - 1].output_bytes;
+    if freed > input {
+        return Err(ChainError::new(
+            field,
+            format!(
+                "{freed} is more than the stage's input (stages[{}].output_bytes = {input}): B^ℓ can drop only what a^{{ℓ-1}} holds",
+                i - 1
+            ),
+        ));
+    }
+    // The books keep a^{ℓ-1} / ā^{ℓ-1} whole after B^ℓ, so the memory once
+    // B^ℓ has ended (δ^{ℓ-1} and g^ℓ in, δ^ℓ and ā^ℓ out) must not exceed
+    // the memory while it ran: ι^ℓ at most what B^ℓ's own transient leaves
+    // of δ^ℓ and ā^ℓ, for every option. Otherwise an instant the real run
+    // never has would set the peak (`describe_chain` clamps ι to this).
+    let s = &chain.stages[i];
+    for k in 0..s.option_count() {
+        let room = s.backward_room(k);
+        if freed as i128 > room {
+            let what = if k == 0 {
+                String::new()
+            } else {
+                format!(" under menu option `{}`", s.policy(k))
+            };
+            return Err(ChainError::new(
+                field,
+                format!(
+                    "{freed} is more than B^ℓ leaves of δ^ℓ and ā^ℓ while it runs{what}: backward_overhead_bytes + gradient_bytes + saved_bytes − parameter_gradient_bytes = {room}"
                 ),
             ));
         }

@@ -115,6 +115,7 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
         s.output_bytes = size(&at("output_bytes"), s.output_bytes)?;
         s.saved_bytes = size(&at("saved_bytes"), s.saved_bytes)?;
         s.gradient_bytes = size(&at("gradient_bytes"), s.gradient_bytes)?;
+        s.input_freed_bytes = size(&at("input_freed_bytes"), s.input_freed_bytes)?;
         s.forward_overhead_bytes = signed(&at("forward_overhead_bytes"), s.forward_overhead_bytes)?;
         s.forward_nograd_overhead_bytes = s
             .forward_nograd_overhead_bytes
@@ -361,6 +362,11 @@ impl Line {
                 &at("backward_overhead_bytes"),
                 x.backward_overhead_bytes,
                 y.backward_overhead_bytes,
+            )?,
+            input_freed_bytes: self.size(
+                &at("input_freed_bytes"),
+                x.input_freed_bytes,
+                y.input_freed_bytes,
             )?,
             forward_nograd_seconds: nograd,
             forward_nograd_overhead_bytes: nograd_overhead,

@@ -518,9 +518,14 @@ impl<'a> Simulation<'a> {
         let allocated = self.bytes(Slot::Grad(l - 1)) + parameter_gradients;
         let choice = stage.choice(self.saved_option[l] as usize);
         let seconds = choice.backward_seconds;
-        // o_b counts g^ℓ while B^ℓ runs; what is left is the workspace.
-        let overhead =
-            (choice.backward_overhead_bytes - parameter_gradients as i64).max(-(allocated as i64));
+        // o_b counts g^ℓ while B^ℓ runs; what is left is the workspace. The
+        // input's ι^ℓ, dropped as B^ℓ starts, is booked as a transient
+        // saving, like a negative o_b (the slot of a^{ℓ-1} / ā^{ℓ-1} keeps
+        // its size: an over-count from here to B^{ℓ-1}, as the DPs make).
+        let overhead = (choice.backward_overhead_bytes
+            - parameter_gradients as i64
+            - stage.input_freed_bytes as i64)
+            .max(-(allocated as i64));
         let need = (allocated as i128 + overhead as i128).max(0) as u64;
         let ready = self.fit_start(self.compute_free.max(ready), need);
         let (start, end) = self.compute_lane(index, ready, seconds);
@@ -529,7 +534,8 @@ impl<'a> Simulation<'a> {
             self.parameter_gradients(l, parameter_gradients, start, index);
             self.workspace(overhead as u64, start, end, index);
         } else {
-            // Validation keeps −o_b ≤ ω_δ^ℓ + ω_ā^ℓ, both resident now.
+            // Validation keeps −o_b ≤ ω_δ^ℓ + ω_ā^ℓ and ι^ℓ ≤ ω_a^{ℓ-1}, all
+            // resident now.
             self.event(
                 start,
                 false,

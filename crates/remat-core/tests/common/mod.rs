@@ -53,6 +53,7 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
                     parameter_gradient_bytes: params,
                     forward_overhead_bytes: if with_overheads { of } else { 0 },
                     backward_overhead_bytes: if with_overheads { ob.max(-freed) } else { 0 },
+                    input_freed_bytes: 0,
                     forward_nograd_seconds: nograd
                         .filter(|_| with_overheads)
                         .map(|t| t.min(f) as f64),
@@ -67,16 +68,46 @@ pub fn integer_chain(max_len: usize, with_overheads: bool) -> impl Strategy<Valu
         proptest::collection::vec(stage, 1..=max_len),
         0u64..=8,
         0u64..=8,
+        proptest::collection::vec(0u64..=8, max_len),
     )
-        .prop_map(|(stages, input, input_grad)| Chain {
+        .prop_map(move |(stages, input, input_grad, freed)| Chain {
             name: "random".into(),
             source: "proptest".into(),
             input_bytes: input,
             input_gradient_bytes: input_grad,
             bandwidth_bytes_per_s: None,
-            stages,
+            stages: if with_overheads {
+                with_freed_inputs(stages, &freed)
+            } else {
+                stages
+            },
             ..Chain::default()
         })
+}
+
+/// ι^ℓ drawn for stages 2..=L, at most their input ω_a^{ℓ-1} (a loss whose
+/// backward reads neither its logits nor lets the head read them): B^ℓ
+/// then runs beside less than its whole input. How a test over these can
+/// fail: a planner or the simulator that books B^ℓ on top of its whole
+/// input while the other drops ι^ℓ predicts another peak, M_low or
+/// feasibility. Mutations tried: the simulator's B^ℓ without
+/// `- input_freed_bytes` → tests/exhaustive.rs (rotor and revolve against
+/// their enumerations), tests/optimal.rs, tests/properties.rs (every solver
+/// judged valid) and tests/dynamic.rs fail; ι^ℓ drawn up to the input
+/// alone, not clamped to what B^ℓ leaves of δ^ℓ and ā^ℓ → tests/dynamic.rs
+/// fails (DTR's books after B^ℓ above the budget: peak 85 > 84).
+pub fn with_freed_inputs(mut stages: Vec<Stage>, freed: &[u64]) -> Vec<Stage> {
+    for l in 1..stages.len() {
+        let input = stages[l - 1].output_bytes;
+        let s = &stages[l];
+        // What `Chain::validate` allows: no more than B^ℓ leaves of δ^ℓ
+        // and ā^ℓ (the classic option's; these stages have no menu).
+        let room = (s.backward_overhead_bytes + s.gradient_bytes as i64 + s.saved_bytes as i64
+            - s.parameter_gradient_bytes as i64)
+            .max(0) as u64;
+        stages[l].input_freed_bytes = freed.get(l).copied().unwrap_or(0).min(input).min(room);
+    }
+    stages
 }
 
 /// A chain with real-valued times and large sizes, like a profiled network.
@@ -112,6 +143,7 @@ pub fn real_chain(max_len: usize) -> impl Strategy<Value = Chain> {
                     (of / 2) as i64
                 }
                 .max(params.unwrap_or(0) as i64 - (2 * out + extra) as i64),
+                input_freed_bytes: 0,
                 forward_nograd_seconds: nograd.map(|r| f * r),
                 forward_nograd_overhead_bytes: of_nograd.map(|o| o as i64),
                 module: None,

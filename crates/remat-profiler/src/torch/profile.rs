@@ -274,6 +274,7 @@ pub fn profile(spec: &ModelSpec, steps: usize, threads: Option<usize>) -> Result
             saved_bytes: s.saved,
             gradient_bytes: s.gradient,
             parameter_gradient_bytes: net.parameter_gradient_bytes()[i],
+            input_freed_bytes: 0,
             forward_overhead_bytes: s.forward_overhead,
             backward_overhead_bytes: s.backward_overhead,
             forward_nograd_seconds: Some(median(nograd[i].clone())),

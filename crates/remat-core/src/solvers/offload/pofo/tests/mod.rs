@@ -83,6 +83,7 @@ fn chain(rng: &mut Rng, unit: u64) -> Chain {
                 saved_bytes: saved,
                 gradient_bytes: grad,
                 parameter_gradient_bytes: 0,
+                input_freed_bytes: 0,
                 forward_overhead_bytes: (rng.below(4) * unit) as i64,
                 backward_overhead_bytes: (rng.below(16) as i64 - 12).max(-freed) * unit as i64,
                 forward_nograd_seconds: (rng.below(2) == 0).then(|| f * rng.unit()),
