@@ -448,6 +448,9 @@ pub fn ChainChart(
                     {(s.forward_overhead_bytes != 0 || s.backward_overhead_bytes != 0).then(|| view! {
                         <tr><td>"overheads o_f / o_b"</td><td>{format!("{} / {}", signed_bytes(s.forward_overhead_bytes), signed_bytes(s.backward_overhead_bytes))}</td></tr>
                     })}
+                    {(s.input_freed_bytes != 0).then(|| view! {
+                        <tr><td>"input freed at B^ℓ ι^ℓ"</td><td>{bytes(s.input_freed_bytes)}</td></tr>
+                    })}
                     {s.forward_nograd_seconds.map(|t| view! {
                         <tr><td>"no-grad forward"</td><td>{ms(t)}</td></tr>
                     })}
