@@ -8,9 +8,11 @@ cut: between two consecutive computations crossed by **exactly one tensor
 that needs a gradient** (the residual stream of a transformer, the feature
 map of a CNN). Everything that needs no gradient — the batch, the target,
 attention masks, position ids, rotary tables, and whatever is computed from
-them alone — is a *step constant*: computed once per step, before the first
-stage, passed to every stage that reads it, counted once with a^0, never
-recomputed, offloaded or released.
+them alone — and that two or more stages read is a *step constant*:
+computed once per step, before the first stage, passed to every stage that
+reads it, counted once with a^0, never recomputed, offloaded or released.
+What one stage alone reads is computed inside it (`_own_constants`), as in
+a model compiled whole, whose partitioner may recompute it in the backward.
 
 The stages run the captured graph's own aten operations on the model's own
 parameters and buffers (the same objects, so `.grad` lands where the
@@ -437,9 +439,14 @@ def find_stages(
     if len(groups) < 2 and not (join_glue and groups):
         raise StagingError(_no_cut_message(model, order, keys, crossing_at))
 
-    # Step constants: every placeholder and constant a stage reads.
+    # A constant only one stage reads is that stage's own computation: it
+    # runs inside the stage (as in a model compiled whole, whose
+    # partitioner may recompute a rotary table in the backward rather than
+    # keep it). The others, and every placeholder, are step constants.
+    own = _own_constants(consts, [g for _, g in groups])
+    consts = [c for c in consts if c not in own]
+    stage_nodes = [[c for c in own if own[c] == s] + g for s, (_, g) in enumerate(groups)]
     const_set = set(consts) | {n for n in nodes if n.op == "placeholder"}
-    stage_nodes = [g for _, g in groups]
     members = {n: s for s, g in enumerate(stage_nodes) for n in g}
     const_used: List[fx.Node] = []
     for g in stage_nodes:
@@ -454,9 +461,11 @@ def find_stages(
     blocks_of: List[List[str]] = []
     units_of: List[List[str]] = []
     for s, ((key, g), seg_nodes) in enumerate(zip(groups, stage_nodes)):
+        # `g` names the stage and finds its crossing; `seg_nodes` is what
+        # it runs (its own constants first).
         inp = None
         if s > 0:
-            inp = crossing_at[index[stage_nodes[s - 1][-1]]][0]
+            inp = crossing_at[index[groups[s - 1][1][-1]]][0]
         out = loss_node if s == len(stage_nodes) - 1 else crossing_at[index[g[-1]]][0]
         name = _joined_name(g, keys, chains) if join_glue else _segment_name([chains[n] for n in g], key)
         if s == len(stage_nodes) - 1:
@@ -465,13 +474,13 @@ def find_stages(
         blocks_of.append(list(dict.fromkeys(keys[n] for n in g if keys[n] is not None)))
         units_of.append(_units(g, blocks_of[-1], keys, chains))
         stages.append(
-            _stage_module(gm, s, paths[-1], g, inp, out, const_used, members, variable)
+            _stage_module(gm, s, paths[-1], seg_nodes, inp, out, const_used, members, variable)
         )
     for stage, path, shown in zip(stages, paths, _display_names(paths, units_of)):
         stage.path, stage.name = path, shown
     joined = [
         why
-        for l, (blocks, g) in enumerate(zip(blocks_of, stage_nodes), start=1)
+        for l, (blocks, (_, g)) in enumerate(zip(blocks_of, groups), start=1)
         if merge == 1 and len(blocks) >= 2
         for why in [_why_joined(l, stages[l - 1].name, blocks, g, keys, index, crossing_at, chains)]
         if why is not None
@@ -681,6 +690,27 @@ def _copy_into(new: fx.Graph, gm: fx.GraphModule, node: fx.Node, env: Dict[fx.No
 
     env[node] = new.node_copy(node, arg)
     return env[node]
+
+
+def _own_constants(consts: List[fx.Node], stage_nodes: List[List[fx.Node]]) -> Dict[fx.Node, int]:
+    """The constants (in graph order) that one stage alone reads, directly
+    or through other constants, each with that stage's index. A constant
+    that another constant reads is read by that one's stages too, so what
+    stays a step constant never reads one that moved into a stage."""
+    stage_of = {n: s for s, g in enumerate(stage_nodes) for n in g}
+    is_const = set(consts)
+    readers: Dict[fx.Node, set] = {}
+    for c in reversed(consts):
+        found: set = set()
+        for user in c.users:
+            if user in stage_of:
+                found.add(stage_of[user])
+            elif user in is_const:
+                found |= readers[user]
+            else:
+                found.add(None)  # the output, or a node of no stage: keep it a step constant
+        readers[c] = found
+    return {c: next(iter(readers[c])) for c in consts if len(readers[c]) == 1 and None not in readers[c]}
 
 
 def _constants_module(gm, nodes, consts, const_used) -> fx.GraphModule:
