@@ -11,8 +11,11 @@ Three steps of one model, alternating for --rounds rounds:
   graphs run one after the other in one autograd graph, no wrapper;
 * `checkpointed`: Remat's store-all plan of that chain, as its plans run.
 
-Prints each one's peak (the allocator's events, in the chain's convention,
-as `scripts/peers.py` reads them) and its median step. Peer against by
+Prints each one's peak (the allocator's events, in the plain step's
+convention, as `scripts/peers.py` reads the peers') and its median step,
+then the peak the chain predicts for its store-all step in the same terms;
+with --menu, the model stage beside the menu entry at b of the chain
+compiled at 1.0 (what `scripts/peers.py`'s own configuration reads). Peer against by
 hand is the capture (export's graph against dynamo's); by hand against
 `checkpointed` is the wrapper.
 
@@ -20,9 +23,12 @@ hand is the capture (export's graph against dynamo's); by hand against
 """
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -32,7 +38,7 @@ import torch  # noqa: E402
 import peers  # noqa: E402
 import remat_torch  # noqa: E402
 from remat_torch.calibration import store_all  # noqa: E402
-from remat_torch.compiled import compiled_program  # noqa: E402
+from remat_torch.compiled import compiled_program, policy_name  # noqa: E402
 from remat_torch.measure import Meter  # noqa: E402
 from remat_torch.staging import make_program, model_loss  # noqa: E402
 
@@ -42,6 +48,12 @@ def main():
     ap.add_argument("--model", default="vit", help="one of scripts/peers.py's models")
     ap.add_argument("--budget", type=float, default=0.6, help="the partitioner's activation_memory_budget")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--remat", default=os.environ.get("REMAT_BIN", "target/ci/remat"),
+                    help="the remat binary that predicts the peaks")
+    ap.add_argument("--menu", action="store_true",
+                    help="also describe the chain compiled at 1.0 with menus and print its entry at --budget "
+                         "beside the chain compiled at --budget (what scripts/peers.py's own configuration "
+                         "reads) and both chains' predicted store-all peaks")
     args = ap.parse_args()
     if not 0.0 <= args.budget <= 1.0:
         raise SystemExit(f"--budget: expected a number between 0 and 1, got {args.budget}")
@@ -106,6 +118,60 @@ def main():
     for k in steps:
         print(f"  {k:13s} peak {peaks[k]:>12,d} B ({peaks[k] / 2**20:.2f} MiB); "
               f"step median {1000 * statistics.median(times[k]):.1f} ms")
+    # The peaks above are in the plain step's terms; the chain's own hold
+    # other step constants outside (`constant_bytes`): the same memory is
+    # its peak plus `shift`.
+    shift = plain["constant_bytes"] - chain["constant_bytes"]
+    print(f"  predicted store-all peak of the chain compiled at {b:g}: "
+          f"{store_all_peak(chain, args.remat) - shift:,d} B in those terms "
+          f"(the chain's step constants {chain['constant_bytes']:,d} B, the plain step's "
+          f"{plain['constant_bytes']:,d} B)")
+    if args.menu:
+        compare_menu(model, batch, target, loss, joined, chain, b, args.remat, shift)
+
+
+def store_all_peak(chain, remat) -> int:
+    """The simulator's store-all peak of `chain` (the `remat` binary, as
+    `scripts/peers.py` solves)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(chain, f)
+        f.flush()
+        p = subprocess.run([remat, "solve", f.name, "-a", "store-all", "-b", "100%", "--json"],
+                           capture_output=True, text=True, check=True)
+    return json.loads(p.stdout)["peak_bytes"]
+
+
+def compare_menu(model, batch, target, loss, joined, chain, b, remat, shift):
+    """The model stage of the chain compiled at b beside the menu entry at
+    b of the chain compiled at 1.0, field by field, and the store-all peak
+    each predicts (`scripts/peers.py`'s `own_configuration` reads the
+    latter)."""
+    menu_chain = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=1, compile=True,
+                                            menu=[policy_name(b)], progress=False, **joined)
+    stage = dict(menu_chain["stages"][0])
+    entry = next((e for e in stage.pop("menu", []) if e["policy"] == policy_name(b)), None)
+    if entry is None:
+        print(f"  the chain compiled at 1.0 has no menu entry {policy_name(b)}")
+        return
+    at_b = chain["stages"][0]
+    fields = ("saved_bytes", "backward_overhead_bytes", "forward_overhead_bytes", "input_freed_bytes",
+              "output_bytes", "gradient_bytes", "parameter_gradient_bytes")
+    own = dict(stage, saved_bytes=entry["saved_bytes"],
+               backward_seconds=stage["backward_seconds"] + entry["backward_extra_seconds"],
+               backward_overhead_bytes=entry.get("backward_overhead_bytes", 0))
+    if "forward_overhead_bytes" in entry:
+        own["forward_overhead_bytes"] = entry["forward_overhead_bytes"]
+    print(f"  model stage: compiled at {b:g} | compiled at 1.0 | its menu entry at {b:g}")
+    for f in fields:
+        print(f"    {f:26s} {at_b.get(f, 0):>12,d} {stage.get(f, 0):>12,d} {own.get(f, 0):>12,d}")
+    rest = [{k: x for k, x in s.items() if k != "menu"} for s in menu_chain["stages"][1:]]
+    for s_b, s_1 in zip(chain["stages"][1:], rest):
+        diff = {k: (s_b.get(k), s_1.get(k)) for k in set(s_b) | set(s_1)
+                if not k.endswith("seconds") and s_b.get(k) != s_1.get(k)}
+        if diff:
+            print(f"    later stage differs: {diff}")
+    made = dict(menu_chain, stages=[own] + rest)
+    print(f"  predicted store-all peak with the menu entry made F_all: {store_all_peak(made, remat) - shift:,d} B")
 
 
 if __name__ == "__main__":

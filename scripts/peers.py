@@ -59,7 +59,13 @@ Every peak is read the same way: the allocator's events over the step
 (`remat_torch.measure.Meter`), the parameter gradients the step creates
 counted (`zero_grad(set_to_none=True)`), plus the batch (a^0) — the
 convention `plain_step_peak` and the chain share by default. (Runs before
-2026-11-29 booked the gradients outside.) Times:
+2026-11-29 booked the gradients outside.) A chain staged otherwise than
+`plain_step_peak`'s program holds other step constants outside its memory
+(the Llama's rotary tables are a constant where six stages read them and
+the model stage's own where one does: 65,540 B): each plan is solved at
+the peer's peak plus the difference of the two `constant_bytes`, and its
+peaks are reported back in the peers' terms (runs before 2026-12-02 solved
+the whole-model chains 65,540 B below the Llama peers' memory). Times:
 the median of --rounds rounds, every method once per round. Each peer is
 timed beside Remat's plans at its peak, as one group: the peer first in
 even rounds and last in odd ones, the groups in an order that rotates by
@@ -388,10 +394,20 @@ def run_model(name, args, work):
         ref = reference["compiled" if m["budget"] is not None else None]
         m["off_by"] = None if ref is None else off_by(m["grads"], ref)
 
+    def shift(kind):
+        """What a peak in the plain step's terms (the peers') is in the
+        chain's: its step constants differ where the staging does (a table
+        two stages read is a constant, inside one stage it is the stage's;
+        `constant_bytes`, docs/formats.md). The same memory, other bytes."""
+        chain_of_kind = chains[kind.replace("-classic", "")]
+        return plain["constant_bytes"] - chain_of_kind.get("constant_bytes", plain["constant_bytes"])
+
     def remat_plan(peer, path, kind):
         out = os.path.join(work, f"{name}-{kind}-{peer['peak']}.json")
-        p = subprocess.run([args.remat, "solve", path, "-a", "rotor", "-b", str(peer["peak"]), "--json",
-                            "-o", out], capture_output=True, text=True)
+        # Solved at the peer's memory in the chain's terms; every peak of
+        # the plan reported back in the peers' terms.
+        p = subprocess.run([args.remat, "solve", path, "-a", "rotor", "-b", str(peer["peak"] + shift(kind)),
+                            "--json", "-o", out], capture_output=True, text=True)
         if p.returncode != 0:
             return {"error": p.stderr.strip().splitlines()[-1]}
         result = json.loads(p.stdout)
@@ -412,8 +428,8 @@ def run_model(name, args, work):
             same = torch.equal(got, want_loss.detach().float()) and all(
                 (a is None and b.grad is None) or (a is not None and b.grad is not None and torch.equal(a, b.grad))
                 for a, b in zip(want, params))
-        return {"step": lambda: wrapper(batch, target), "predicted_peak": result["peak_bytes"],
-                "predicted_seconds": result["makespan_seconds"], "peak": measured, "bitwise": same,
+        return {"step": lambda: wrapper(batch, target), "predicted_peak": result["peak_bytes"] - shift(kind),
+                "predicted_seconds": result["makespan_seconds"], "peak": measured - shift(kind), "bitwise": same,
                 "options": len(result.get("options", []))}
 
     kinds = [("remat", with_menus), ("remat-classic", without)]
@@ -472,7 +488,7 @@ def run_model(name, args, work):
         candidates = [k for k, _ in kinds if not k.endswith("classic") and "ratio" in row[k]]
         if candidates:
             row["pick"] = min(candidates, key=lambda k: row[k]["predicted_seconds"])
-        own = own_configuration(chains, variant_of, peer["budget"], args.remat, work)
+        own = own_configuration(chains, variant_of, peer["budget"], args.remat, work, shift)
         if own is not None:
             row["own_configuration"] = own
         rows.append(row)
@@ -480,7 +496,7 @@ def run_model(name, args, work):
         # The compiled chain with its menus and the peers as measured: the
         # page draws them beside the planners' curves (docs/formats.md).
         chain_c["peers"] = [
-            {"name": r["peer"], "peak_bytes": r["peak_bytes"], "seconds": r["seconds"],
+            {"name": r["peer"], "peak_bytes": r["peak_bytes"] + shift("remat-compiled"), "seconds": r["seconds"],
              **({} if r["gradients_off_by"] is None or r["gradients_off_by"] <= 1e-4 else {"gradients_right": False})}
             for r in rows
         ]
@@ -508,7 +524,7 @@ def round_order(methods, r):
     return [m for g in groups for m in (g if r % 2 == 0 else g[::-1])]
 
 
-def own_configuration(chains, variant_of, budget, remat, work):
+def own_configuration(chains, variant_of, budget, remat, work, shift):
     """A torch.compile peer's own configuration — the whole model compiled
     at its budget — as one of Remat's options: on a chain of the whole
     model then its eager loss (`all+glue+loss`: exactly the peer's) or,
@@ -518,7 +534,9 @@ def own_configuration(chains, variant_of, budget, remat, work):
     `activation_memory_budget=b`. Returns its store-all step as the
     simulator predicts it (time, peak: the option made the stage's classic
     F_all, menus dropped, `remat solve -a store-all`) and which chain, or
-    None when no chain holds it. With it, the DP's exactness is a proof:
+    None when no chain holds it. Its peak in the peers' terms (`shift`:
+    the chain's step constants against the plain step's). With it, the
+    DP's exactness is a proof:
     wherever this option fits, the plan Remat picks is predicted no slower
     than the peer's own configuration."""
     if budget is None:
@@ -548,7 +566,7 @@ def own_configuration(chains, variant_of, budget, remat, work):
             continue
         result = json.loads(p.stdout)
         return {"kind": kind, "loss_apart": bool(v.get("loss_apart")),
-                "predicted_seconds": result["makespan_seconds"], "predicted_peak": result["peak_bytes"]}
+                "predicted_seconds": result["makespan_seconds"], "predicted_peak": result["peak_bytes"] - shift(kind)}
     return None
 
 

@@ -316,6 +316,10 @@ def describe_chain(
         ),
         "input_bytes": inputs.input_bytes,
         "input_gradient_bytes": d0,
+        # What a budget in this chain's terms leaves out: another staging
+        # of the model (a table two stages read is a step constant, inside
+        # one stage it is that stage's) holds other constants.
+        "constant_bytes": inputs.constant_bytes,
         "inputs": describe_inputs(batch, target),
         "model_fingerprint": fingerprint(run),
         "stages": stages,
@@ -615,7 +619,8 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
         if l in freed:
             # The whole a^{ℓ-1}, but no more than B^ℓ leaves of δ^ℓ and ā^ℓ
             # under any option (the chain's books keep a^{ℓ-1} whole after
-            # B^ℓ: `Chain::validate`).
+            # B^ℓ: `Chain::validate`). The same room as remat-core's
+            # `Stage::backward_room`: o_b + δ^ℓ + ā^ℓ − g^ℓ per option.
             delta = stage.get("gradient_bytes", out_b)
             room = min(o.get("backward_overhead_bytes", 0) + delta + o["saved_bytes"] - g
                        for o in [stage, *entries])
@@ -636,8 +641,7 @@ def _inputs_freed(pipe: _Pipeline, inputs: List[Optional[torch.Tensor]], policie
     let go with the graph alive: a storage still alive is read. An option
     that does not run on a stage reads, as far as this knows."""
     n = len(pipe.program)
-    reads_input: Dict[int, bool] = {}
-    reads_output: Dict[int, bool] = {}
+    reads: Dict[Tuple[int, Optional[str]], Tuple[bool, bool]] = {}
 
     def holds(l: int, policy: Optional[str]) -> Tuple[bool, bool]:
         from torch.multiprocessing.reductions import StorageWeakRef
@@ -660,10 +664,15 @@ def _inputs_freed(pipe: _Pipeline, inputs: List[Optional[torch.Tensor]], policie
         return result
 
     def either(l: int, which: int) -> bool:
-        table = reads_input if which == 0 else reads_output
-        if l not in table:
-            table[l] = any(holds(l, p)[which] for p in (None, *policies))
-        return table[l]
+        # One F_all per (stage, option) answers both questions, stage ℓ's
+        # graph reads its input (for ι^ℓ) and its output (for ι^{ℓ+1}):
+        # each pair is kept, and `any` stops at the first that reads.
+        def answer(p: Optional[str]) -> bool:
+            if (l, p) not in reads:
+                reads[(l, p)] = holds(l, p)
+            return reads[(l, p)][which]
+
+        return any(answer(p) for p in (None, *policies))
 
     return {
         l for l in range(2, n + 1)

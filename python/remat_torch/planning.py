@@ -79,6 +79,24 @@ def solve(chain: ChainLike, algorithm: str = "rotor", budget: Union[str, int, fl
     return None if text is None else json.loads(text)
 
 
+def size_bytes(budget: Union[str, int, float]) -> int:
+    """A budget in bytes ("118MiB", "3e9", 123456) as a whole number, read
+    as `solve` reads it; ValueError naming `budget` otherwise (a share of
+    M_high included: it is a number only for one chain)."""
+    if isinstance(budget, bool) or not isinstance(budget, (str, int, float)):
+        raise ValueError(f"budget: expected bytes such as '120MiB', got {budget!r}")
+    return _solver().size_bytes(_text(budget, "budget"))
+
+
+def constant_bytes(chain: ChainLike) -> Optional[int]:
+    """The chain's step constants (`constant_bytes`, docs/formats.md), held
+    outside its memory as the weights are; None when it does not say."""
+    if not isinstance(chain, dict):
+        chain = json.loads(_chain_text(chain))
+    value = chain.get("constant_bytes")
+    return None if value is None else int(value)
+
+
 def algorithms() -> List[str]:
     """Every algorithm `solve` takes, by name."""
     return list(_solver().algorithms())

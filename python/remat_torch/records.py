@@ -158,6 +158,15 @@ class Moved:
         self.host = None
         self.ready = None
 
+    def forget(self, storage: Optional[torch.UntypedStorage] = None) -> None:
+        """Stop holding one storage (all of them when None) without freeing
+        it: whoever else holds it (an autograd graph) decides when it goes.
+        `Step.drop_input` lets a^{ℓ-1} go as B^ℓ starts this way (ι^ℓ)."""
+        key = None if storage is None else storage_key(storage)
+        kept = [(st, n) for st, n in zip(self.storages, self.sizes) if key is not None and storage_key(st) != key]
+        self.storages = [st for st, _ in kept]
+        self.sizes = [n for _, n in kept]
+
     def wait(self) -> None:
         """Make the compute stream wait for a prefetch still in flight."""
         if self.ready is not None:

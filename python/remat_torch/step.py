@@ -457,17 +457,14 @@ class Step:
             # The tensor goes; the record stays in the books until `settle`,
             # as the simulator's (ι^ℓ is B^ℓ's overhead, not a free).
             a.value = None
-            a.moved.storages, a.moved.sizes = [], []
+            a.moved.forget()
         prev = self.saved.get(l - 1)
         if prev is not None and prev is src and prev.out is not None and not prev.done:
             out = prev.out
             prev.seed = EarlySeed(out)
             prev.out = None
-            key = storage_key(out.untyped_storage())
-            kept = [(st, n) for st, n in zip(prev.moved.storages, prev.moved.sizes) if storage_key(st) != key]
-            prev.moved.storages = [st for st, _ in kept]
-            prev.moved.sizes = [n for _, n in kept]
-            del out, kept
+            prev.moved.forget(out.untyped_storage())
+            del out
 
     def settle(self, l: int, d_prev) -> None:
         """After B^ℓ: a^{ℓ-1} is no longer needed, δ^{ℓ-1} is there."""

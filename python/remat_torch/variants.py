@@ -41,7 +41,7 @@ from . import calibration
 from .batch import device_of
 from .chain import describe_chain
 from .measure import TrainingState
-from .planning import ChainLike, solve
+from .planning import ChainLike, constant_bytes, size_bytes, solve
 from .schedule import parse_schedule
 
 # The variants' store-all steps, timed in the same interleaved rounds: the
@@ -174,18 +174,29 @@ def fastest(chains: Sequence[ChainLike], budget: Union[str, int, float], algorit
     of its chain; None when no chain has a schedule at this budget. A
     budget below a chain's least memory counts as no schedule there, since
     another variant may fit; ValueError only when it is below every
-    chain's, or for bad input."""
+    chain's, or for bad input.
+
+    The budget is in the first chain's terms (what `solve` on it reads).
+    Chains of one model staged differently hold different step constants
+    outside their memory (a table two stages read is a constant; inside
+    one stage it is that stage's): where both chains say theirs
+    (`constant_bytes`), chain i is solved at the same memory, `budget` +
+    c_0 − c_i, and its plan's `budget` says so."""
     if isinstance(chains, (str, Mapping)) or not chains:
         raise ValueError("chains: expected a non-empty list of chains (describe_variants')")
     if isinstance(budget, str) and budget.strip().endswith("%"):
         # A share of M_high is another number of bytes on every chain.
         raise ValueError(f"budget: {budget!r} is a share of each chain's own M_high, which differ between "
                          "variants; give bytes, such as '120MiB'")
+    constants = [constant_bytes(c) for c in chains]
+    shifts = [0 if c is None or constants[0] is None else constants[0] - c for c in constants]
+    if any(shifts):
+        budget = size_bytes(budget)
     best: Optional[Tuple[int, Dict[str, Any]]] = None
     below: List[str] = []
     for i, chain in enumerate(chains):
         try:
-            plan = solve(chain, algorithm, budget, bandwidth)
+            plan = solve(chain, algorithm, budget + shifts[i] if shifts[i] else budget, bandwidth)
         except ValueError as e:
             if "the least memory" not in str(e):
                 raise

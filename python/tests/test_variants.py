@@ -165,6 +165,46 @@ def test_fastest_is_the_lowest_predicted_plan_of_the_chains_that_fit():
     assert skipped_some >= 10  # the cases must include chains below their floor beside ones above
 
 
+def test_fastest_solves_each_chain_at_the_same_memory_by_its_step_constants():
+    # Two chains of one model staged differently hold different step
+    # constants outside their memory (`constant_bytes`): a budget in the
+    # first chain's terms is that budget + c_0 − c_i in chain i's. Here the
+    # chains have the same stages, the first holding X more constants, so
+    # the second, solved at budget + X, has the faster plan. How it could
+    # fail: the budget handed to every chain as is (the two tie and the
+    # first is returned), the shift's sign reversed (the second gets less
+    # memory: slower or infeasible), or a chain without `constant_bytes`
+    # shifted. Mutation run: `shifts` all 0 → index 0 returned, fails;
+    # `constants[0] - c` → `c - constants[0]` → fails.
+    rng = random.Random(3)
+    for case in range(20):
+        chain = random_chain(rng, 8)
+        top = remat_torch.solve(chain, "store-all", "100%")["predicted"]["peak_bytes"]
+        extra = top // 8
+
+        def seconds(budget):
+            try:
+                plan = remat_torch.solve(chain, "rotor", budget)
+            except ValueError:  # below the least memory
+                return None
+            return None if plan is None else plan["predicted"]["makespan_seconds"]
+
+        budget = next((b for b in range(top // 2, top, top // 40)
+                       if seconds(b) is not None and seconds(b + extra) < seconds(b)), None)
+        if budget is None:
+            continue
+        chains = [dict(chain, constant_bytes=extra), dict(chain, constant_bytes=0)]
+        for given in (budget, f"{budget}B"):
+            i, plan = remat_torch.fastest(chains, given)
+            assert i == 1, case
+            assert plan["predicted"]["makespan_seconds"] == seconds(budget + extra), case
+        unsaid = [dict(chain, constant_bytes=extra), chain]  # the second does not say: no shift
+        assert remat_torch.fastest(unsaid, budget)[0] == 0, case
+        break
+    else:
+        pytest.fail("no random chain whose rotor plan is faster with an eighth more memory")
+
+
 def test_the_plan_picked_runs_with_its_variants_arguments_bit_for_bit():
     # The whole way a user takes: describe two variants, pick at a budget,
     # run the plan with `run_arguments`. How it could fail: `run_arguments`

@@ -193,6 +193,7 @@ fn reload_or_recompute_chain() -> Chain {
         bandwidth_bytes_per_s: Some(1.0 / DeltaSettings::default().link_share),
         inputs: None,
         model_fingerprint: None,
+        constant_bytes: None,
         peers: Vec::new(),
         stages: vec![
             stage(15.0, 1, 20, Some(1.0)),

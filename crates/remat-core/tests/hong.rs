@@ -108,6 +108,7 @@ fn chain_of(d: &[u64]) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        constant_bytes: None,
         peers: Vec::new(),
         stages: d[1..]
             .iter()

@@ -638,6 +638,7 @@ fn the_dps_count_only_the_forwards_a_split_runs() {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        constant_bytes: None,
         peers: Vec::new(),
         stages: vec![
             stage(6, 7, 0, 0, None),

@@ -748,6 +748,7 @@ fn homogeneous(stages: usize) -> Chain {
         bandwidth_bytes_per_s: None,
         inputs: None,
         model_fingerprint: None,
+        constant_bytes: None,
         peers: Vec::new(),
         stages: (0..stages)
             .map(|_| Stage::new("s", 1.0, 2.0, 4, 8))

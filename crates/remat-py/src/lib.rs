@@ -94,6 +94,14 @@ fn solve(
         .map_err(PyValueError::new_err)
 }
 
+/// `8GiB` or `3e9` as bytes, as `remat solve --budget` reads a size;
+/// ValueError naming `budget` otherwise (a share of M_high included: it is
+/// a number only for one chain).
+#[pyfunction]
+fn size_bytes(text: &str) -> PyResult<u64> {
+    parse_size(text.trim()).map_err(|e| PyValueError::new_err(format!("budget: {e}")))
+}
+
 /// Every algorithm's name, as `solve` takes it.
 #[pyfunction]
 fn algorithms() -> Vec<&'static str> {
@@ -104,6 +112,7 @@ fn algorithms() -> Vec<&'static str> {
 fn _solver(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(solve, m)?)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(size_bytes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

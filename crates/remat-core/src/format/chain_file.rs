@@ -41,6 +41,9 @@ struct ChainFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(deserialize_with = "optional_objects")]
     peers: Option<Vec<PeerFile>>,
+    /// Absent or `null`: not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    constant_bytes: Option<Bytes>,
 }
 
 /// A step measured another way (`crate::model::Peer`).
@@ -157,6 +160,7 @@ impl From<ChainFile> for Chain {
                     gradients_right: p.gradients_right,
                 })
                 .collect(),
+            constant_bytes: f.constant_bytes.map(|b| b.0),
         }
     }
 }
@@ -232,6 +236,7 @@ impl From<&Chain> for ChainFile {
                     })
                     .collect()
             }),
+            constant_bytes: c.constant_bytes.map(Bytes),
         }
     }
 }

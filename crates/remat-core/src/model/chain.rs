@@ -247,6 +247,13 @@ pub struct Chain {
     /// Steps of the same model measured another way (`peer`): drawn beside
     /// the planners' curves, outside the digest.
     pub peers: Vec<Peer>,
+    /// The step constants' bytes (the target, masks, position ids, tables
+    /// more than one stage reads), made once per step and held outside the
+    /// chain's memory as the weights are; None when not known. They change
+    /// no plan, but say what a budget means: two chains of one model staged
+    /// differently hold different constants, so one real memory is two
+    /// budgets, apart by the difference. Outside the digest.
+    pub constant_bytes: Option<u64>,
 }
 
 /// The largest chain the tools accept; beyond it tables and pages get unwieldy.

@@ -104,9 +104,11 @@ pub fn scaled(chain: &Chain, scale: Scale) -> Result<Chain, ChainError> {
     };
     let mut out = chain.clone();
     if scale.bytes != 1.0 || scale.seconds != 1.0 {
-        // Measured on the batch the chain was: not this one's.
+        // Measured on the batch the chain was: not this one's (and a step
+        // constant may scale with the batch, a mask, or not, a table).
         out.inputs = None;
         out.peers.clear();
+        out.constant_bytes = None;
     }
     out.input_bytes = size("input_bytes", chain.input_bytes)?;
     out.input_gradient_bytes = size("input_gradient_bytes", chain.input_gradient_bytes)?;
@@ -290,6 +292,12 @@ impl AffineFit {
             b if b == self.first_batch => (a.inputs.clone(), a.peers.clone()),
             b if b == self.second_batch => (c.inputs.clone(), c.peers.clone()),
             _ => (None, Vec::new()),
+        };
+        // A constant is a mask (linear in the batch) or a table (fixed):
+        // the line through both batches holds either.
+        out.constant_bytes = match (a.constant_bytes, c.constant_bytes) {
+            (Some(x), Some(y)) => Some(line.size("constant_bytes", x, y)?),
+            _ => None,
         };
         for (l, (s, (x, y))) in out
             .stages

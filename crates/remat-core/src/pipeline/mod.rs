@@ -305,6 +305,8 @@ pub fn rank_chain(chain: &Chain, stages: RangeInclusive<usize>) -> Chain {
         inputs: None,
         model_fingerprint: chain.model_fingerprint.clone(),
         peers: Vec::new(),
+        // Which of the step's constants a rank holds is not known here.
+        constant_bytes: None,
     }
 }
 

@@ -285,6 +285,7 @@ fn a_prefetch_waits_for_memory_freed_by_the_op_before_it() {
         bandwidth_bytes_per_s: Some(50.0),
         inputs: None,
         model_fingerprint: None,
+        constant_bytes: None,
         peers: Vec::new(),
         stages: vec![
             Stage::new("1", 1.0, 1.0, 10, 10),
@@ -513,6 +514,7 @@ fn an_offload_listed_late_frees_no_memory_before_its_place() {
         bandwidth_bytes_per_s: Some(100.0),
         inputs: None,
         model_fingerprint: None,
+        constant_bytes: None,
         peers: Vec::new(),
         stages: vec![
             Stage::new("1", 1.0, 1.0, 1, 10),

@@ -275,3 +275,46 @@ fn bad_peers_are_named_by_their_field() {
         .to_string()
         .starts_with("peers: 65 peers is more than the 64"));
 }
+
+/// Catches `constant_bytes` left out of the file struct, of
+/// `From<ChainFile>` or of `write_chain` (the round trip loses it), a
+/// negative or fractional count read as given, and the constants entering
+/// the digest (they change no plan). Mutation run: `From<ChainFile>`
+/// reading `constant_bytes: None` → fails.
+#[test]
+fn constant_bytes_are_read_written_and_kept_out_of_the_digest() {
+    let mut v = plain();
+    v["constant_bytes"] = json!(73_732);
+    let chain = read(&v);
+    assert_eq!(chain.constant_bytes, Some(73_732));
+    assert_eq!(read_chain(&write_chain(&chain)).unwrap(), chain);
+    assert_eq!(chain.digest(), read(&plain()).digest());
+    assert_eq!(read(&plain()).constant_bytes, None);
+    assert!(!write_chain(&read(&plain())).contains("constant_bytes"));
+    for bad in [json!(-1), json!(1.5), json!("many")] {
+        v["constant_bytes"] = bad;
+        let e = read_chain(&v.to_string()).unwrap_err().to_string();
+        assert!(e.starts_with("constant_bytes"), "{e}");
+    }
+}
+
+/// Catches `remat scale`'s answer keeping the constants a batch of another
+/// size does not hold (a mask scales with it), and the line between two
+/// measured batches dropping them. Mutation run: the single-factor scale
+/// not clearing `constant_bytes` → fails.
+#[test]
+fn constant_bytes_follow_the_batch_or_are_dropped() {
+    use crate::model::{scaled, AffineFit, Scale};
+    let mut v = plain();
+    v["constant_bytes"] = json!(1000);
+    let chain = read(&v);
+    assert_eq!(
+        scaled(&chain, Scale::batch(4, 8)).unwrap().constant_bytes,
+        None
+    );
+    let mut w = plain();
+    w["constant_bytes"] = json!(1800);
+    let line = AffineFit::new(chain, 4, read(&w), 8).unwrap();
+    assert_eq!(line.at(6).unwrap().constant_bytes, Some(1400));
+    assert_eq!(line.at(4).unwrap().constant_bytes, Some(1000));
+}
