@@ -48,6 +48,9 @@ def main():
     ap.add_argument("--model", default="vit", help="one of scripts/peers.py's models")
     ap.add_argument("--budget", type=float, default=0.6, help="the partitioner's activation_memory_budget")
     ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--paths", default="compiled", choices=("compiled", "eager"),
+                    help="the path captured where the model's code asks whether it is traced: torch.compile's "
+                         "(as the peer runs) or eager's")
     ap.add_argument("--remat", default=os.environ.get("REMAT_BIN", "target/ci/remat"),
                     help="the remat binary that predicts the peaks")
     ap.add_argument("--menu", action="store_true",
@@ -80,7 +83,7 @@ def main():
     offset = plain["peak_bytes"] - peak(lambda: model_loss(model, loss, batch, target).backward())
 
     peer_model, _ = peers.compiled(model, b)
-    joined = dict(merge=len(blocks), join_glue=True, loss_apart=True)
+    joined = dict(merge=len(blocks), join_glue=True, loss_apart=True, paths=args.paths)
     program = compiled_program(make_program(model, batch, target, loss, "block", **joined), b)
     chain = remat_torch.describe_chain(model, batch, target, loss=loss, repeat=1, compile=b, progress=False,
                                        **joined)

@@ -62,10 +62,10 @@ convention `plain_step_peak` and the chain share by default. (Runs before
 2026-11-29 booked the gradients outside.) A chain staged otherwise than
 `plain_step_peak`'s program holds other step constants outside its memory
 (the Llama's rotary tables are a constant where six stages read them and
-the model stage's own where one does: 65,540 B): each plan is solved at
+the model stage's own where one does: 65,536 B): each plan is solved at
 the peer's peak plus the difference of the two `constant_bytes`, and its
 peaks are reported back in the peers' terms (runs before 2026-12-02 solved
-the whole-model chains 65,540 B below the Llama peers' memory). Times:
+the whole-model chains 65,536 B below the Llama peers' memory). Times:
 the median of --rounds rounds, every method once per round. Each peer is
 timed beside Remat's plans at its peak, as one group: the peer first in
 even rounds and last in odd ones, the groups in an order that rotates by
@@ -340,6 +340,10 @@ def run_model(name, args, work):
                 menu = True if args.menu_budgets is None else [
                     policy_name(m) for m in args.menu_budgets if m != b]
                 variant_of[kind] = {"compile": b, "merge": k, "join_glue": glue, "loss_apart": apart, "menu": menu}
+                if k == len(blocks) and glue:
+                    # The whole model compiled: captured on the path its
+                    # code takes under torch.compile, as the peers ran it.
+                    variant_of[kind]["paths"] = "compiled"
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -613,7 +617,8 @@ def variant_name(v) -> str:
     glue = " with the stem and head joined" if v.get("join_glue") else ""
     loss = ", the loss eager apart" if v.get("loss_apart") else ""
     at = "" if v["compile"] == 1.0 else f", F_all at budget {v['compile']:g}"
-    return f"Remat over compiled stages of {blocks}{glue}{loss}{at}"
+    paths = ", captured on torch.compile's path" if v.get("paths") == "compiled" else ""
+    return f"Remat over compiled stages of {blocks}{glue}{loss}{at}{paths}"
 
 
 def report(s):

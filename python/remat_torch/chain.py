@@ -175,6 +175,7 @@ def describe_chain(
     merge: int = 1,
     join_glue: bool = False,
     loss_apart: bool = False,
+    paths: str = "eager",
     check: bool = True,
     menu: Union[None, bool, Sequence[str]] = None,
     compile: Union[bool, float] = False,
@@ -203,7 +204,10 @@ def describe_chain(
     `remat_torch.staging`; `granularity="fine"` for every cut, `merge=k` to
     join k blocks, `join_glue=True` to join the stem and head to the blocks
     beside them, `loss_apart=True` to keep the loss a stage of its own, run
-    eagerly even over compiled stages, as `torch.compile(model)` runs it) and, with `check`, compared with the model's own step
+    eagerly even over compiled stages, as `torch.compile(model)` runs it,
+    `paths="compiled"` to capture the path the model's code takes under
+    `torch.compile` where it asks, rather than eagerly: transformers' masks)
+    and, with `check`, compared with the model's own step
     (StagingError naming the first stage that differs). Without `loss`,
     `model` is a list or `nn.Sequential` of stages, the last called as
     `stage(h, target)` and returning the loss.
@@ -252,7 +256,7 @@ def describe_chain(
                          f"got {menu!r}")
     device = device_of(batch)
     report = _Progress(progress)
-    program = make_program(model, batch, target, loss, granularity, merge, join_glue, loss_apart)
+    program = make_program(model, batch, target, loss, granularity, merge, join_glue, loss_apart, paths)
     if isinstance(program, StagedProgram):
         # A stage of several blocks is a coarse chain: say why (issue 42).
         for why in program.staged.joined:

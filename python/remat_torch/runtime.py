@@ -36,7 +36,7 @@ class Checkpointed:
 
     def __init__(self, model, schedule: ScheduleLike, loss=None, granularity: str = "block",
                  merge: int = 1, chain=None, smaller_batch: bool = False, join_backwards: bool = True,
-                 compile=False, join_glue: bool = False, loss_apart: bool = False) -> None:
+                 compile=False, join_glue: bool = False, loss_apart: bool = False, paths: str = "eager") -> None:
         from .staging import make_program
 
         # Over compiled stages (`remat_torch.compiled`): the partitioner
@@ -48,6 +48,7 @@ class Checkpointed:
         self.merge = merge
         self.join_glue = join_glue
         self.loss_apart = loss_apart
+        self.paths = paths
         # Without a loss: the user's list of stages (or StagingError saying a
         # loss is needed); with one, the stages are found at the first step.
         self.program = self._compiled(make_program(model, None, None, None)) if loss is None else None
@@ -215,7 +216,7 @@ class Checkpointed:
         program = self._programs.get(key)
         if program is None:
             program = self._compiled(make_program(self.model, batch, target, self.loss, self.granularity,
-                                                  self.merge, self.join_glue, self.loss_apart))
+                                                  self.merge, self.join_glue, self.loss_apart, self.paths))
             self._check(len(program))
             self._check_model(program)
             self._programs[key] = program
@@ -416,14 +417,14 @@ def _menu(stages: List, l: int) -> List[Dict]:
 def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "block",
                  merge: int = 1, chain=None, smaller_batch: bool = False,
                  join_backwards: bool = True, compile=False, join_glue: bool = False,
-                 loss_apart: bool = False) -> Checkpointed:
+                 loss_apart: bool = False, paths: str = "eager") -> Checkpointed:
     """`step = checkpointed(model, "schedule.json", loss=fn)`; then
     `loss = step(batch, target)`.
 
     `model` is any `nn.Module` (with `loss`, `fn(output, target)` returning
     the scalar loss, as the training loop computes it): its stages are found
     as `describe_chain` found them (same `granularity`, `merge`,
-    `join_glue` and `loss_apart`), once per
+    `join_glue`, `loss_apart` and `paths`), once per
     batch shape. Without `loss`, `model` is an `nn.Sequential` or a list of
     modules, one per stage, the last one called as `stage(activation,
     target)` and returning the loss. `batch` is a tensor or a dict of the
@@ -460,4 +461,4 @@ def checkpointed(model, schedule: ScheduleLike, loss=None, granularity: str = "b
     """
     return Checkpointed(model, schedule, loss=loss, granularity=granularity, merge=merge, chain=chain,
                         smaller_batch=smaller_batch, join_backwards=join_backwards, compile=compile,
-                        join_glue=join_glue, loss_apart=loss_apart)
+                        join_glue=join_glue, loss_apart=loss_apart, paths=paths)

@@ -51,9 +51,9 @@ _timed_together = calibration.interleaved
 
 # The keywords of `describe_chain` a variant may set; the others
 # (`repeat`, `check`, `set_to_none`, …) are common to all variants.
-VARIANT_KEYS = ("merge", "join_glue", "loss_apart", "granularity", "compile", "menu")
+VARIANT_KEYS = ("merge", "join_glue", "loss_apart", "paths", "granularity", "compile", "menu")
 # Of those, the ones `checkpointed` must be given the same.
-RUN_KEYS = ("merge", "join_glue", "loss_apart", "granularity", "compile")
+RUN_KEYS = ("merge", "join_glue", "loss_apart", "paths", "granularity", "compile")
 
 
 def check_variants(variants: Any) -> List[Dict[str, Any]]:
@@ -76,8 +76,8 @@ def check_variants(variants: Any) -> List[Dict[str, Any]]:
 
 def run_arguments(variant: Mapping[str, Any]) -> Dict[str, Any]:
     """The keywords `checkpointed` needs to run a plan of this variant's
-    chain: its `merge`, `join_glue`, `loss_apart`, `granularity` and
-    `compile`."""
+    chain: its `merge`, `join_glue`, `loss_apart`, `paths`, `granularity`
+    and `compile`."""
     return {k: variant[k] for k in RUN_KEYS if k in variant}
 
 

@@ -448,6 +448,49 @@ def test_a_llama_takes_the_attention_path_it_takes_eagerly(tmp_path):
     assert abs(store_all["m_high_bytes"] / plain["peak_bytes"] - 1) <= 0.01, (store_all["m_high_bytes"], plain)
 
 
+def test_paths_compiled_captures_the_path_torch_compile_takes(tmp_path):
+    """`paths="compiled"` captures the attention path transformers takes
+    under `torch.compile` (on torch < 2.14 dynamo answers "exporting", so
+    it builds the causal mask and repeats a GQA model's keys and values,
+    as a whole compiled model does: the chain of `scripts/peers.py`'s
+    whole-model variant is then the peer's own graph), and the stages
+    still give the model's own step (`describe_chain`'s check) and run a
+    plan bitwise like the plain step. How it could fail: `paths` not
+    reaching `_export` (mutation tried: `as_compiled` always False → the
+    SDPA nodes keep `enable_gqa` and no mask, fails), or not in
+    `make_program`'s key (the eager path's stages reused: fails the same),
+    or a bad value taken for "eager" (refused naming `paths`)."""
+    model, batch, ids, loss = llama()
+    batch = {k: v for k, v in batch.items() if k != "attention_mask"}
+
+    def sdpa(paths):
+        staged = remat_torch.find_stages(model, batch, ids, loss, paths=paths)
+        return [n for s in staged.stages for n in s.module.graph.nodes
+                if "scaled_dot_product_attention" in str(n.target)]
+
+    eager, compiled = sdpa("eager"), sdpa("compiled")
+    assert len(eager) == len(compiled) > 0
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    if (major, minor) < (2, 14):
+        masked = [n for n in compiled if n.kwargs.get("attn_mask") is not None or
+                  (len(n.args) > 3 and n.args[3] is not None)]
+        assert len(masked) == len(compiled) and not any(n.kwargs.get("enable_gqa") for n in compiled), compiled
+    with pytest.raises(remat_torch.StagingError, match="paths: expected"):
+        remat_torch.find_stages(model, batch, ids, loss, paths="dynamo")
+    chain = describe_chain(model, batch, ids, loss=loss, repeat=1, paths="compiled", progress=False)
+    chain_path = tmp_path / "chain.json"
+    chain_path.write_text(json.dumps(chain))
+    _, plan_path = _solve(tmp_path, chain_path, "rotor", "60%")
+    reset = _state(model)
+    reset()
+    loss(model(**batch), ids).backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    reset()
+    step = remat_torch.checkpointed(model, str(plan_path), loss=loss, chain=chain, paths="compiled")
+    step(batch, ids)
+    assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), want))
+
+
 @pytest.mark.parametrize("which", ["gpt2", "llama"])
 def test_a_loss_apart_frees_the_logits_as_its_backward_starts(which, tmp_path):
     """With the loss a stage of its own, neither its backward (cross-entropy
