@@ -7,8 +7,9 @@ Three steps of one model, alternating for --rounds rounds:
   loss eager after it (`peers.compiled`);
 * by hand: the same configuration as Remat captures it — the whole model
   as one stage compiled at b, the loss a stage of its own run eagerly
-  (`join_glue`, `merge` over every block, `loss_apart`) — the two stage
-  graphs run one after the other in one autograd graph, no wrapper;
+  (`join_glue`, `merge` over every block, `loss_apart`, on torch.compile's
+  path: `paths="compiled"`, or --paths eager) — the two stage graphs run
+  one after the other in one autograd graph, no wrapper;
 * `checkpointed`: Remat's store-all plan of that chain, as its plans run.
 
 Prints each one's peak (the allocator's events, in the plain step's
