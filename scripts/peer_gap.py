@@ -7,8 +7,8 @@ Three steps of one model, alternating for --rounds rounds:
   loss eager after it (`peers.compiled`);
 * by hand: the same configuration as Remat captures it — the whole model
   as one stage compiled at b, the loss a stage of its own run eagerly
-  (`join_glue`, `merge` over every block, `loss_apart`, on torch.compile's
-  path: `paths="compiled"`, or --paths eager) — the two stage graphs run
+  (`join_glue`, `merge` over every block, `loss_apart`; with --paths
+  compiled on torch.compile's path, `paths="compiled"`) — the two stage graphs run
   one after the other in one autograd graph, no wrapper;
 * `checkpointed`: Remat's store-all plan of that chain, as its plans run.
 
@@ -24,10 +24,8 @@ hand is the capture (export's graph against dynamo's); by hand against
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +47,7 @@ def main():
     ap.add_argument("--model", default="vit", help="one of scripts/peers.py's models")
     ap.add_argument("--budget", type=float, default=0.6, help="the partitioner's activation_memory_budget")
     ap.add_argument("--rounds", type=int, default=9)
-    ap.add_argument("--paths", default="compiled", choices=("compiled", "eager"),
+    ap.add_argument("--paths", default="eager", choices=("compiled", "eager"),
                     help="the path captured where the model's code asks whether it is traced: torch.compile's "
                          "(as the peer runs) or eager's")
     ap.add_argument("--remat", default=os.environ.get("REMAT_BIN", "target/ci/remat"),
@@ -135,14 +133,12 @@ def main():
 
 
 def store_all_peak(chain, remat) -> int:
-    """The simulator's store-all peak of `chain` (the `remat` binary, as
-    `scripts/peers.py` solves)."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(chain, f)
-        f.flush()
-        p = subprocess.run([remat, "solve", f.name, "-a", "store-all", "-b", "100%", "--json"],
-                           capture_output=True, text=True, check=True)
-    return json.loads(p.stdout)["peak_bytes"]
+    """The simulator's store-all peak of `chain` (`peers.store_all`)."""
+    with tempfile.TemporaryDirectory() as work:
+        result = peers.store_all(chain, remat, os.path.join(work, "chain.json"))
+    if result is None:
+        raise SystemExit(f"{remat} solve refused the chain {chain['name']!r}")
+    return result["peak_bytes"]
 
 
 def compare_menu(model, batch, target, loss, joined, chain, b, remat, shift):
@@ -160,11 +156,7 @@ def compare_menu(model, batch, target, loss, joined, chain, b, remat, shift):
     at_b = chain["stages"][0]
     fields = ("saved_bytes", "backward_overhead_bytes", "forward_overhead_bytes", "input_freed_bytes",
               "output_bytes", "gradient_bytes", "parameter_gradient_bytes")
-    own = dict(stage, saved_bytes=entry["saved_bytes"],
-               backward_seconds=stage["backward_seconds"] + entry["backward_extra_seconds"],
-               backward_overhead_bytes=entry.get("backward_overhead_bytes", 0))
-    if "forward_overhead_bytes" in entry:
-        own["forward_overhead_bytes"] = entry["forward_overhead_bytes"]
+    own = peers.entry_as_f_all(stage, entry)
     print(f"  model stage: compiled at {b:g} | compiled at 1.0 | its menu entry at {b:g}")
     for f in fields:
         print(f"    {f:26s} {at_b.get(f, 0):>12,d} {stage.get(f, 0):>12,d} {own.get(f, 0):>12,d}")

@@ -340,10 +340,10 @@ def run_model(name, args, work):
                 menu = True if args.menu_budgets is None else [
                     policy_name(m) for m in args.menu_budgets if m != b]
                 variant_of[kind] = {"compile": b, "merge": k, "join_glue": glue, "loss_apart": apart, "menu": menu}
-                if k == len(blocks) and glue:
+                if k == len(blocks) and glue and args.paths != "eager":
                     # The whole model compiled: captured on the path its
                     # code takes under torch.compile, as the peers ran it.
-                    variant_of[kind]["paths"] = "compiled"
+                    variant_of[kind]["paths"] = args.paths
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -555,23 +555,38 @@ def own_configuration(chains, variant_of, budget, remat, work, shift):
             entry = next((e for e in menu if e["policy"] == policy_name(budget)), None)
             if entry is None:
                 continue
-            stage["saved_bytes"] = entry["saved_bytes"]
-            stage["backward_seconds"] += entry["backward_extra_seconds"]
-            stage["backward_overhead_bytes"] = entry.get("backward_overhead_bytes", 0)
-            if "forward_overhead_bytes" in entry:
-                stage["forward_overhead_bytes"] = entry["forward_overhead_bytes"]
+            stage = entry_as_f_all(stage, entry)
         rest = [{k: x for k, x in s.items() if k != "menu"} for s in chain["stages"][1:]]
-        path = os.path.join(work, f"own-{kind}-{budget:g}.json")
-        with open(path, "w") as f:
-            json.dump(dict(chain, stages=[stage] + rest), f)
-        p = subprocess.run([remat, "solve", path, "-a", "store-all", "-b", "100%", "--json"],
-                           capture_output=True, text=True)
-        if p.returncode != 0:
+        result = store_all(dict(chain, stages=[stage] + rest), remat,
+                           os.path.join(work, f"own-{kind}-{budget:g}.json"))
+        if result is None:
             continue
-        result = json.loads(p.stdout)
         return {"kind": kind, "loss_apart": bool(v.get("loss_apart")),
                 "predicted_seconds": result["makespan_seconds"], "predicted_peak": result["peak_bytes"] - shift(kind)}
     return None
+
+
+def entry_as_f_all(stage, entry):
+    """`stage` (menus dropped) with its menu `entry` as its classic F_all:
+    the entry's saved bytes and transients, its extra time on B^ℓ."""
+    out = dict(stage, saved_bytes=entry["saved_bytes"],
+               backward_seconds=stage["backward_seconds"] + entry["backward_extra_seconds"],
+               backward_overhead_bytes=entry.get("backward_overhead_bytes", 0))
+    if "forward_overhead_bytes" in entry:
+        out["forward_overhead_bytes"] = entry["forward_overhead_bytes"]
+    out.pop("menu", None)
+    return out
+
+
+def store_all(chain, remat, path):
+    """The simulator's store-all step of `chain` (written to `path`, solved
+    by the `remat` binary): its `remat solve --json` answer (time, peak),
+    or None when it refuses."""
+    with open(path, "w") as f:
+        json.dump(chain, f)
+    p = subprocess.run([remat, "solve", path, "-a", "store-all", "-b", "100%", "--json"],
+                       capture_output=True, text=True)
+    return json.loads(p.stdout) if p.returncode == 0 else None
 
 
 def merge_values(spec: str, blocks: int):
@@ -710,6 +725,11 @@ def main():
                          "('all': every block in one stage; 'k+glue': the stem and head joined to the "
                          "blocks beside them, 'all+glue' the whole step as one stage; '+loss': the loss a "
                          "stage of its own, eager, 'all+glue+loss' the whole model compiled then the loss)")
+    ap.add_argument("--paths", default="eager", choices=("eager", "compiled"),
+                    help="the path the whole-model chains (all+glue) capture where the model's code asks whether "
+                         "it is traced: eager's, or torch.compile's (GPT-2's explicit causal mask: the peer's own "
+                         "graph; on the 6-layer Llama its stages' gradients differ from the eager step's by "
+                         "1.1e-8, and describe_chain refuses them)")
     ap.add_argument("--classic-budgets", default="1.0",
                     help="the partitioner's budget of the compiled stages' F_all without an option, a comma "
                          "list: one chain per merge and budget")

@@ -162,8 +162,11 @@ class Moved:
         """Stop holding one storage (all of them when None) without freeing
         it: whoever else holds it (an autograd graph) decides when it goes.
         `Step.drop_input` lets a^{ℓ-1} go as B^ℓ starts this way (ι^ℓ)."""
-        key = None if storage is None else storage_key(storage)
-        kept = [(st, n) for st, n in zip(self.storages, self.sizes) if key is not None and storage_key(st) != key]
+        if storage is None:
+            self.storages, self.sizes = [], []
+            return
+        key = storage_key(storage)
+        kept = [(st, n) for st, n in zip(self.storages, self.sizes) if storage_key(st) != key]
         self.storages = [st for st, _ in kept]
         self.sizes = [n for _, n in kept]
 
