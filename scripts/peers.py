@@ -728,8 +728,7 @@ def main():
     ap.add_argument("--paths", default="eager", choices=("eager", "compiled"),
                     help="the path the whole-model chains (all+glue) capture where the model's code asks whether "
                          "it is traced: eager's, or torch.compile's (GPT-2's explicit causal mask: the peer's own "
-                         "graph; on the 6-layer Llama its stages' gradients differ from the eager step's by "
-                         "1.1e-8, and describe_chain refuses them)")
+                         "graph; on the 6-layer Llama it keeps 319,488 B more than the peer, the eager path less)")
     ap.add_argument("--classic-budgets", default="1.0",
                     help="the partitioner's budget of the compiled stages' F_all without an option, a comma "
                          "list: one chain per merge and budget")

@@ -55,7 +55,7 @@ from .rng import restore as restore_rng
 from .records import Entry, backward_handing_over
 from .step_inputs import (StepInputs, booked_outside, fixed_tensors, foreign_storages, needs_input_gradient,
                           owned)
-from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss
+from .staging import StagedProgram, StagingError, fingerprint, getattr_path, make_program, model_loss, running_on
 
 
 class _Pipeline:
@@ -118,12 +118,14 @@ def _agrees(got: torch.Tensor, want: torch.Tensor, exact: bool) -> bool:
 
 
 def _verify(program: StagedProgram, model: nn.Module, loss: Callable, batch, target, state: TrainingState,
-            device) -> None:
+            device, paths: str = "eager") -> None:
     """The found stages against the model's own step, bit for bit (on the
-    CPU; `_agrees`)."""
+    CPU; `_agrees`), the step run on the path the stages captured
+    (`staging.running_on`)."""
     state.reset()
-    expected = model_loss(model, loss, batch, target)
-    expected.backward()
+    with running_on(paths):
+        expected = model_loss(model, loss, batch, target)
+        expected.backward()
     want = {id(p): (None if p.grad is None else p.grad.clone()) for p in state.params}
     state.reset()
     pipe = _Pipeline(program, batch, target, device)
@@ -268,7 +270,7 @@ def describe_chain(
     try:
         if check and isinstance(program, StagedProgram):
             report("checking the stages against the model's own step", 0, 1)
-            _verify(program, program.staged.model, loss, batch, target, state, device)
+            _verify(program, program.staged.model, loss, batch, target, state, device, paths)
         # The stages were checked eager (a compiled graph is not bitwise
         # the eager one), then measured as the runtime will run them.
         stages, inputs, d0 = _measure(run, batch, target, device, params, state, repeat, policies, report,

@@ -491,6 +491,51 @@ def test_paths_compiled_captures_the_path_torch_compile_takes(tmp_path):
     assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), want))
 
 
+def test_a_capture_on_the_compiled_path_is_checked_against_the_step_on_that_path(tmp_path):
+    """On torch < 2.14 a GQA Llama's compiled path (causal mask, keys and
+    values repeated per head group) rounds otherwise than its eager path:
+    at 2×64 tokens the two steps' gradients differ (asserted, so the check
+    below has something to catch). `describe_chain(paths="compiled")`
+    checks the stages against the step run on the path they captured
+    (`staging.running_on`), so it accepts them, and a plan over them
+    trains bit for bit as that step. How it could fail: `_verify`'s
+    reference run on the eager path whatever `paths` (mutation tried:
+    `running_on("eager")` there — describe_chain refuses, "gradients
+    differ … 9.31e-09"), `running_on` not taking the compiled path (the
+    two steps' gradients equal: fails the first assert), or the answer
+    left patched after the step (`torch.compiler.is_exporting()` still
+    True: asserted False)."""
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    if (major, minor) >= (2, 14):
+        pytest.skip("torch ≥ 2.14: dynamo no longer answers \"exporting\"; both paths are the eager one")
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                                   bos_token_id=0, eos_token_id=0, pad_token_id=0)
+    model = transformers.LlamaForCausalLM(cfg).train()
+    ids = torch.randint(0, 1000, (2, 64))
+    batch = {"input_ids": ids, "use_cache": False}
+    reset = _state(model)
+
+    def grads(paths):
+        reset()
+        with remat_torch.staging.running_on(paths):
+            lm_loss(model(**batch), ids).backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    eager, compiled = grads("eager"), grads("compiled")
+    assert not torch.compiler.is_exporting()
+    assert not all(torch.equal(a, b) for a, b in zip(eager, compiled))
+    chain = describe_chain(model, batch, ids, loss=lm_loss, repeat=1, paths="compiled", progress=False)
+    chain_path = tmp_path / "chain.json"
+    chain_path.write_text(json.dumps(chain))
+    _, plan_path = _solve(tmp_path, chain_path, "rotor", "60%")
+    reset()
+    step = remat_torch.checkpointed(model, str(plan_path), loss=lm_loss, chain=chain, paths="compiled")
+    step(batch, ids)
+    assert all(torch.equal(p.grad, w) for p, w in zip(model.parameters(), compiled))
+
+
 @pytest.mark.parametrize("which", ["gpt2", "llama"])
 def test_a_loss_apart_frees_the_logits_as_its_backward_starts(which, tmp_path):
     """With the loss a stage of its own, neither its backward (cross-entropy
