@@ -107,6 +107,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import remat_torch  # noqa: E402
+from remat_torch import calibration  # noqa: E402
 from remat_torch.measure import Meter  # noqa: E402
 from remat_torch.compiled import policy_name  # noqa: E402
 from remat_torch.staging import model_loss  # noqa: E402
@@ -504,8 +505,12 @@ def run_model(name, args, work):
              **({} if r["gradients_off_by"] is None or r["gradients_off_by"] <= 1e-4 else {"gradients_right": False})}
             for r in rows
         ]
+        factor = on_the_rounds_clock(chain_c, rows)
         chain_c["source"] += (f"; peers: scripts/peers.py, medians of {args.rounds} interleaved rounds, "
                               f"peaks in the chain's convention")
+        if factor is not None:
+            chain_c["source"] += (f"; the chain's times scaled by {factor:.4f} onto the rounds' clock (its "
+                                  f"plans at the peers' peaks, measured over predicted, median)")
         os.makedirs(args.chains, exist_ok=True)
         with open(os.path.join(args.chains, f"{name}-compiled-peers.json"), "w") as f:
             json.dump(chain_c, f, indent=1)
@@ -513,6 +518,24 @@ def run_model(name, args, work):
             "after_load": os.getloadavg(), "threads": torch.get_num_threads(), "describe_seconds": described,
             "plain_peak_bytes": plain["peak_bytes"], "rows": rows, "torch": torch.__version__,
             "compiled_left_out": left_out, "merges": merges}
+
+
+def on_the_rounds_clock(chain, rows, kind="remat-compiled"):
+    """Scales `chain`'s times in place onto the clock of the rounds its
+    peers were timed in: by the median, over the peers' points, of its
+    plan's measured step over the step it predicted. The page draws the
+    peers' measured times against the chain's predicted curves; a host
+    that ran slower in the rounds than while the chain was described
+    (10–20 % on 2026-12-02's host) drew every peer that much slower than it
+    was beside Remat's plans. Returns the factor; None (nothing scaled)
+    where no plan of the chain ran."""
+    ratios = [r[kind]["seconds"] / r[kind]["predicted_seconds"] for r in rows
+              if "seconds" in r.get(kind, {}) and r[kind].get("predicted_seconds", 0) > 0]
+    if not ratios:
+        return None
+    factor = statistics.median(ratios)
+    calibration.apply(chain["stages"], factor, 0.0)
+    return factor
 
 
 def round_order(methods, r):
