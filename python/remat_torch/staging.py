@@ -306,6 +306,12 @@ def _dynamo_says_exporting() -> bool:
     return (major, minor) < (2, 14)
 
 
+def _as_compiled(paths: str) -> bool:
+    """Whether `paths` asks for a path other than the eager one here: the
+    compiled path, where dynamo answers "exporting"."""
+    return paths == "compiled" and _dynamo_says_exporting()
+
+
 @contextlib.contextmanager
 def running_on(paths: str):
     """The model run eagerly on the path `paths` captures: "eager" as it is;
@@ -315,7 +321,7 @@ def running_on(paths: str):
     Llama of `scripts/peers.py` the compiled path (causal mask, keys and
     values repeated per head group) gives gradients 1.1e-8 from the eager
     path's, and its capture equals it bit for bit."""
-    if paths != "compiled" or not _dynamo_says_exporting():
+    if not _as_compiled(paths):
         yield
         return
     answer = torch.compiler.is_exporting
@@ -328,9 +334,8 @@ def running_on(paths: str):
 
 def _export(model: nn.Module, batch, target, loss: Callable, paths: str = "eager"):
     wrapper = _WithLoss(model, loss)
-    as_compiled = paths == "compiled" and _dynamo_says_exporting()
     try:
-        with contextlib.nullcontext() if as_compiled else _eager_paths(batch):
+        with contextlib.nullcontext() if _as_compiled(paths) else _eager_paths(batch):
             return torch.export.export(wrapper, (batch, target), strict=False)
     except Exception as e:  # export's errors are many types; all are the model's
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -54,13 +54,13 @@ def gpt2():
     return model, {"input_ids": ids, "use_cache": False}, ids, lm_loss
 
 
-def llama():
+def llama(tokens: int = 32):
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
                                    num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
                                    bos_token_id=0, eos_token_id=0, pad_token_id=0)
     model = transformers.LlamaForCausalLM(cfg).train()
-    ids = torch.randint(0, 1000, (2, 32))
+    ids = torch.randint(0, 1000, (2, tokens))
     return model, {"input_ids": ids, "attention_mask": torch.ones_like(ids), "use_cache": False}, ids, lm_loss
 
 
@@ -456,7 +456,7 @@ def test_paths_compiled_captures_the_path_torch_compile_takes(tmp_path):
     whole-model variant is then the peer's own graph), and the stages
     still give the model's own step (`describe_chain`'s check) and run a
     plan bitwise like the plain step. How it could fail: `paths` not
-    reaching `_export` (mutation tried: `as_compiled` always False → the
+    reaching `_export` (mutation tried: `_export` reading `_as_compiled` as False → the
     SDPA nodes keep `enable_gqa` and no mask, fails), or not in
     `make_program`'s key (the eager path's stages reused: fails the same),
     or a bad value taken for "eager" (refused naming `paths`)."""
@@ -505,16 +505,10 @@ def test_a_capture_on_the_compiled_path_is_checked_against_the_step_on_that_path
     two steps' gradients equal: fails the first assert), or the answer
     left patched after the step (`torch.compiler.is_exporting()` still
     True: asserted False)."""
-    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-    if (major, minor) >= (2, 14):
+    if not remat_torch.staging._dynamo_says_exporting():
         pytest.skip("torch ≥ 2.14: dynamo no longer answers \"exporting\"; both paths are the eager one")
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64, intermediate_size=128,
-                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
-                                   bos_token_id=0, eos_token_id=0, pad_token_id=0)
-    model = transformers.LlamaForCausalLM(cfg).train()
-    ids = torch.randint(0, 1000, (2, 64))
-    batch = {"input_ids": ids, "use_cache": False}
+    model, batch, ids, _ = llama(tokens=64)
+    batch = {k: v for k, v in batch.items() if k != "attention_mask"}
     reset = _state(model)
 
     def grads(paths):
