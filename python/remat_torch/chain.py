@@ -465,8 +465,9 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
             where = "; ".join(f"stage {l} ({program.names[l - 1]}): {why}" for l, why in wrong.items())
             raise ValueError(
                 f"compile: at activation_memory_budget={budget:g} the compiled stages' backward gives other "
-                f"gradients than at 1.0 — {where}. torch.compile's partitioner recomputes a random op (dropout) "
-                "with a new draw at this budget: describe at a higher budget (compile=True is 1.0)")
+                f"gradients than at 1.0 — {where}. At low budgets torch.compile's partitioner recomputes random "
+                "ops (dropout) with a new draw (PyTorch's bug #190758); where the stage has none, the two graphs' "
+                "float32 rounding differs by this much: describe at a higher budget (compile=True is 1.0)")
 
     # The menus: each policy's F_all and B measured as above, on one stage
     # of each kind (`_representatives`).
@@ -484,9 +485,10 @@ def _measure(program, batch, target, device, params, state: TrainingState, repea
                 where = "; ".join(f"stage {l} ({program.names[l - 1]}): {why}" for l, why in wrong.items())
                 warnings.warn(
                     f"menu: {name} left out of the menus of the stages where its backward gives other gradients "
-                    f"than the stage's own graph — {where}. torch.compile's partitioner recomputes a random op "
-                    "(dropout) with a new draw at this budget, and a plan running it would train on wrong "
-                    "gradients", stacklevel=3)
+                    f"than the stage's own graph — {where}. At low budgets torch.compile's partitioner recomputes "
+                    "random ops (dropout) with a new draw (PyTorch's bug #190758), and a plan running it would "
+                    "train on wrong gradients; where the stage has none, the two graphs' float32 rounding "
+                    "differs by this much, and the option is left out all the same", stacklevel=3)
                 wrong_at.update(((l, name), why) for l, why in wrong.items())
             state.reset()
             _option_sweep(pipe, meter, inputs, name, set(measured), option_rows)
