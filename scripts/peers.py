@@ -560,7 +560,8 @@ def gradient_tolerance(model, batch, target, loss, loss32, grads32, rng):
         loss64.backward()
     finally:
         torch.set_rng_state(state)
-    if abs(float(loss64) - float(loss32)) > 1e-5 * max(1.0, abs(float(loss32))):
+    l64, l32 = float(loss64.detach()), float(loss32.detach())
+    if abs(l64 - l32) > 1e-5 * max(1.0, abs(l32)):
         return 1e-4, None
     grads64 = [None if p.grad is None else p.grad.float() for p in model64.parameters() if p.requires_grad]
     noise = off_by(grads32, grads64)
